@@ -1,0 +1,28 @@
+# Two commands do everything: `make eval` (the gate on the bundled demo, offline)
+# and `make test` (the whole test suite). Both create .venv and install the project.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export DEEPEVAL_TELEMETRY_OPT_OUT := 1
+export DEEPEVAL_DISABLE_DOTENV := 1
+export ANONYMIZED_TELEMETRY := False
+
+.PHONY: eval test install clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0] + ": run make PYTHON=python3.11"'
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+eval: $(STAMP)
+	$(PY) -m rag_app demo
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+clean:
+	rm -rf $(VENV) .rag_cache reports

@@ -1,0 +1,34 @@
+"""The golden set is validated like code: these run with every gate (marker ``golden``)."""
+
+import pytest
+
+from rag_app.text import tokenize
+from rag_eval.golden import validate
+from rag_eval.session import EvalSession
+
+pytestmark = pytest.mark.golden
+
+
+def _fail_on(problems: list[str]) -> None:
+    if problems:
+        pytest.fail(f"{len(problems)} problem(s):\n" + "\n".join(problems[:30]), pytrace=False)
+
+
+def test_ids_unique(rag_eval_session: EvalSession) -> None:
+    _fail_on(validate.check_unique_ids(rag_eval_session.dataset.items))
+
+
+def test_gold_exists_in_index(rag_eval_session: EvalSession) -> None:
+    _fail_on(validate.check_gold_exists(rag_eval_session.dataset.items, rag_eval_session.lookup))
+
+
+def test_key_facts_traceable(rag_eval_session: EvalSession) -> None:
+    _fail_on(validate.check_key_facts(rag_eval_session.dataset.items, rag_eval_session.lookup, tokenize))
+
+
+def test_negatives_carry_no_gold(rag_eval_session: EvalSession) -> None:
+    _fail_on(validate.check_negatives(rag_eval_session.dataset.items))
+
+
+def test_no_document_in_both_splits(rag_eval_session: EvalSession) -> None:
+    _fail_on(validate.check_split_leak(rag_eval_session.dataset.items, rag_eval_session.lookup))

@@ -1,0 +1,19 @@
+"""Each golden item becomes one case per tier; thresholds.toml gates the whole run.
+
+Select tiers with markers: ``pytest eval_tests -m retrieval``.
+"""
+
+import pytest
+
+from rag_eval.golden.model import GoldenItem
+from rag_eval.pytest_plugin import CaseRunner
+
+
+@pytest.mark.retrieval
+def test_retrieval(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
+    rag_eval.retrieval(golden_case)
+
+
+@pytest.mark.deterministic
+def test_deterministic(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
+    rag_eval.deterministic(golden_case)

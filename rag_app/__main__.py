@@ -1,0 +1,3 @@
+from rag_app.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""Command line: ``python -m rag_app ingest [PATH]``, ``ask QUESTION``, ``demo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from typing import Sequence
+
+from rag_app.errors import RagAppError
+from rag_app.pipeline import RagPipeline
+from rag_app.settings import Settings
+from rag_app.types import ChatResult, Trace
+
+DEMO_QUESTIONS: tuple[str, ...] = (
+    "二次函数的顶点式怎么理解？",
+    "等比数列前n项和公式在公比等于1时是什么？",
+    "诱导公式的口诀是什么意思？",
+    "What is the law of cosines used for?",
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rag_app", description=__doc__)
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="override a setting")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_ingest = sub.add_parser("ingest", help="build (or reuse) the index for a corpus")
+    p_ingest.add_argument("path", nargs="?", help="corpus folder or file (default: settings.corpus_path)")
+    p_ask = sub.add_parser("ask", help="answer one question and show sources and per-stage hits")
+    p_ask.add_argument("question")
+    p_ask.add_argument("--top-k", type=int, default=None)
+    p_ask.add_argument("--json", action="store_true", help="print the full result as JSON")
+    p_ask.add_argument("--corpus", default=None)
+    sub.add_parser("demo", help="run a few demo questions over the demo corpus")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
+    try:
+        settings = Settings.load(overrides=_parse_overrides(args.set))
+        if args.command == "ingest":
+            return _ingest(settings, args.path)
+        if args.command == "ask":
+            pipe = RagPipeline(settings, corpus_path=args.corpus)
+            result = pipe.chat(args.question, top_k=args.top_k)
+            if args.json:
+                print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+            else:
+                print(format_chat(result))
+            return 0
+        pipe = RagPipeline(settings)
+        _print_info(pipe)
+        for q in DEMO_QUESTIONS:
+            print("=" * 72)
+            print(format_chat(pipe.chat(q)))
+        return 0
+    except RagAppError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parse_overrides(items: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set expects NAME=VALUE, got {item!r}")
+        out[name.strip()] = value.strip()
+    return out
+
+
+def _ingest(settings: Settings, path: str | None) -> int:
+    pipe = RagPipeline(settings, corpus_path=path)
+    stats = pipe.index.stats
+    state = "built" if stats.built else "reused"
+    print(
+        f"index {pipe.index.fingerprint} {state}: {stats.n_docs} docs, {stats.n_parents} parents, "
+        f"{stats.n_children} children, {stats.embeddings_computed} embeddings computed, {stats.seconds:.1f} s"
+    )
+    _print_info(pipe)
+    return 0
+
+
+def _print_info(pipe: RagPipeline) -> None:
+    info = pipe.info
+    print(
+        f"embedder {info.embedder} (threshold {info.similarity_threshold}), reranker {info.reranker}, "
+        f"generator {info.generator}"
+    )
+
+
+def format_chat(result: ChatResult) -> str:
+    """Human-readable answer, sources and per-stage hits for the terminal."""
+    lines = [f"Q: {result.question}", f"A ({result.generator}): {result.answer}"]
+    if result.degraded:
+        lines.append(f"(degraded: {result.degradation_reason})")
+    if result.sources:
+        lines.append("Sources:")
+        for s in result.sources:
+            pages = f", p{s.page_start}-{s.page_end}" if s.page_start is not None else ""
+            lines.append(f"  [{s.n}] {s.book} - {s.section}{pages}  ({s.chunk_id})")
+    lines.append(format_trace(result.trace))
+    return "\n".join(lines)
+
+
+def format_trace(trace: Trace, per_stage: int = 5) -> str:
+    lines = ["Stages:"]
+    for stage in trace.stages:
+        top = ", ".join(f"{h.rank}:{h.chunk_id}({h.score:.3f})" for h in stage.hits[:per_stage])
+        more = f" … +{len(stage.hits) - per_stage}" if len(stage.hits) > per_stage else ""
+        lines.append(f"  {stage.name:<10} {len(stage.hits):>3} hits {stage.seconds * 1000:7.1f} ms  {top}{more}")
+    return "\n".join(lines)

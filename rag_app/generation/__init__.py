@@ -1,0 +1,82 @@
+"""Answer generation: the prompt, the generators, and system-built sources.
+
+``make_generator`` picks the generator named by ``Settings.generator``:
+
+* ``extractive`` (default): :class:`ExtractiveGenerator`, offline and deterministic;
+* ``openai``: :class:`OpenAIGenerator` against any OpenAI-compatible endpoint configured
+  by ``RAG_GENERATOR_BASE_URL`` / ``RAG_GENERATOR_MODEL`` / ``RAG_GENERATOR_API_KEY``
+  (falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``).
+
+The openai SDK is imported only when the openai generator is chosen, so the offline
+path does not pay for it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Mapping
+
+from rag_app.errors import unknown_name
+from rag_app.generation.extractive import ExtractiveGenerator, bigram_tokenize, split_sentences
+from rag_app.generation.prompt import SYSTEM_PROMPT, build_messages, format_context
+from rag_app.generation.sources import (
+    REFUSAL_TEXT,
+    build_sources,
+    cited_numbers,
+    is_refusal,
+    math_spans,
+    numbered_chunks,
+)
+from rag_app.interfaces import Generator
+from rag_app.settings import GENERATORS, Settings
+
+__all__ = [
+    "REFUSAL_TEXT",
+    "SYSTEM_PROMPT",
+    "ExtractiveGenerator",
+    "bigram_tokenize",
+    "build_messages",
+    "build_sources",
+    "cited_numbers",
+    "format_context",
+    "is_refusal",
+    "make_generator",
+    "math_spans",
+    "numbered_chunks",
+    "split_sentences",
+]
+
+GENERATOR_ENV_PREFIX = "RAG_GENERATOR"
+GENERATOR_MAX_RETRIES = 3
+
+
+def make_generator(
+    settings: Settings,
+    tokenize: Callable[[str], list[str]] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+) -> Generator:
+    """The generator ``settings.generator`` names; ``tokenize`` feeds the extractive one.
+
+    For ``openai`` the endpoint is read from the environment now (``env`` overrides
+    ``os.environ`` for tests), and a missing key raises ``ConfigError`` naming the
+    variables to set -- before any question is asked.
+    """
+    if settings.generator == "extractive":
+        return ExtractiveGenerator(tokenize)
+    if settings.generator == "openai":
+        from rag_app.env import EndpointConfig
+        from rag_app.generation.openai_generator import OpenAIGenerator
+        from rag_app.llm import ChatClient
+
+        config = EndpointConfig.from_env(GENERATOR_ENV_PREFIX, os.environ if env is None else env).require()
+        timeout = settings.request_timeout
+        client = ChatClient(
+            config,
+            timeout=timeout,
+            max_retries=GENERATOR_MAX_RETRIES,
+            # every attempt may use its full timeout, plus room for the backoff sleeps
+            total_budget_s=timeout * (GENERATOR_MAX_RETRIES + 1) + 30.0,
+        )
+        return OpenAIGenerator(client, config.model, settings.temperature, settings.max_answer_tokens)
+    raise unknown_name("generator", settings.generator, GENERATORS, "Settings.generator / RAG_APP_GENERATOR")

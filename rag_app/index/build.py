@@ -1,0 +1,394 @@
+"""Build the hybrid index once per (corpus, chunking, embedding model), then reuse it.
+
+Layout of ``<cache_dir>/index/<fingerprint>/``::
+
+    chunks.jsonl      every chunk (parents and children), ``Chunk.to_dict()`` per line
+    bm25/             BM25Index arrays (npz) and vocabulary (json)
+    chroma-<id>/      the local Chroma database (absent when a Chroma client is passed in)
+    manifest.json     written LAST: an index directory without it is an unfinished build
+
+Only child chunks are embedded and BM25-indexed; parents are stored so that a hit can
+be widened to its parent for context. A child is indexed as ``indexed_text(chunk)``
+(section heading + text), the same string for both indexes.
+
+Builds run under an exclusive ``fcntl.flock`` on ``<cache_dir>/index/<fingerprint>.lock``:
+when two processes (pytest-xdist workers) want the same missing index, one builds and
+the other waits, then loads the finished index without embedding anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from rag_app.errors import CorpusError
+from rag_app.index.bm25 import BM25Index
+from rag_app.index.fingerprint import INDEX_FORMAT_VERSION, index_fingerprint
+from rag_app.index.vector_store import ChromaVectorStore
+from rag_app.interfaces import Embedder
+from rag_app.text import DEFAULT_TOKENIZER, Tokenizer
+from rag_app.types import Chunk, Document
+
+if TYPE_CHECKING:
+    from chromadb.api import ClientAPI
+
+MANIFEST_FILE = "manifest.json"
+CHUNKS_FILE = "chunks.jsonl"
+BM25_DIR = "bm25"
+EMBED_BATCH = 256  # passages handed to the embedder (and Chroma) at a time
+
+
+def indexed_text(chunk: Chunk) -> str:
+    """The string embedded and BM25-indexed for a child: its section heading, then its text.
+
+    A child cut from the middle of a section does not say what the section is about;
+    prefixing the heading gives both indexes that context. The heading is not repeated
+    when the text already starts with it (possibly after Markdown ``#`` marks).
+    """
+    section = chunk.section.strip()
+    if not section or chunk.text.lstrip("# \t\r\n").startswith(section):
+        return chunk.text
+    return f"{section}\n{chunk.text}"
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """How the index came to be. ``built`` is false when an existing index was reused."""
+
+    n_docs: int
+    n_parents: int
+    n_children: int
+    built: bool
+    seconds: float
+    embeddings_computed: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Index:
+    """A loaded hybrid index: chunks, BM25 over children, Chroma vectors of children."""
+
+    def __init__(
+        self,
+        *,
+        fingerprint: str,
+        directory: Path,
+        chunks: dict[str, Chunk],
+        bm25: BM25Index,
+        vectors: ChromaVectorStore,
+        embedder_model_id: str,
+        embedding_dim: int,
+        tokenizer: Tokenizer,
+        stats: IndexStats,
+    ) -> None:
+        self.fingerprint = fingerprint
+        self.directory = directory
+        self.chunks = chunks
+        self.children: list[Chunk] = [c for c in chunks.values() if c.kind == "child"]
+        self.bm25 = bm25
+        self.vectors = vectors
+        self.embedder_model_id = embedder_model_id
+        self.embedding_dim = embedding_dim
+        self.tokenizer = tokenizer
+        self.stats = stats
+
+    def parent_of(self, chunk_id: str) -> Chunk | None:
+        """The parent chunk of ``chunk_id``, or None for a parent or a child without one."""
+        chunk = self.chunks.get(chunk_id)
+        if chunk is None:
+            raise KeyError(f"chunk id {chunk_id!r} is not in index {self.fingerprint} ({self.directory})")
+        return self.chunks.get(chunk.parent_id) if chunk.parent_id else None
+
+    def vector_search(self, query_vector: npt.ArrayLike, k: int) -> list[tuple[str, float]]:
+        """Children nearest to ``query_vector`` as (chunk_id, cosine), best first, ties by id."""
+        q = np.asarray(query_vector, dtype=np.float32).reshape(-1)
+        if q.shape[0] != self.embedding_dim:
+            raise ValueError(
+                f"query vector has dimension {q.shape[0]} but index {self.fingerprint} was built with "
+                f"{self.embedding_dim}-dimensional vectors of {self.embedder_model_id!r}; embed the query "
+                "with the same embedder"
+            )
+        return self.vectors.query(q, k)
+
+    def bm25_search(self, query_text: str, k: int) -> list[tuple[str, float]]:
+        """Children by BM25 score for ``query_text`` (same tokenizer as the index), best first."""
+        return self.bm25.search(self.tokenizer.tokenize(query_text), k)
+
+
+def build_or_load_index(
+    docs: Sequence[Document],
+    chunks: Sequence[Chunk],
+    embedder: Embedder,
+    cache_dir: Path | str,
+    corpus_hash: str,
+    chunk_config: Mapping[str, Any],
+    *,
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
+    client: ClientAPI | None = None,
+) -> Index:
+    """Reuse the index for this corpus, chunking and model if a complete one exists, else build it.
+
+    ``client``: a Chroma client (e.g. ``chromadb.HttpClient``) to keep the vectors in;
+    default is a local ``PersistentClient`` inside the index directory.
+    """
+    signature = tokenizer.signature
+    fp = index_fingerprint(corpus_hash, chunk_config, embedder.model_id, tokenizer_signature=signature)
+    root = Path(cache_dir) / "index"
+    directory = root / fp
+    t0 = time.perf_counter()
+    loaded = _try_load(directory, fp, tokenizer, client, t0)
+    if loaded is not None:
+        return loaded
+    root.mkdir(parents=True, exist_ok=True)
+    with _exclusive_lock(root / f"{fp}.lock"):
+        # Another process may have finished the build while we waited for the lock.
+        loaded = _try_load(directory, fp, tokenizer, client, t0)
+        if loaded is not None:
+            return loaded
+        return _build(
+            docs, chunks, embedder, directory, fp, corpus_hash, chunk_config, tokenizer, client, t0
+        )
+
+
+def load_index(directory: Path | str, *, client: ClientAPI | None = None, tokenizer: Tokenizer = DEFAULT_TOKENIZER) -> Index:
+    """Open a complete index directory (one with ``manifest.json``)."""
+    directory = Path(directory)
+    t0 = time.perf_counter()
+    manifest = _read_manifest(directory)
+    return _load(directory, manifest, tokenizer, client, t0)
+
+
+# --------------------------------------------------------------------------- internals
+@contextmanager
+def _exclusive_lock(path: Path) -> Iterator[None]:
+    # The lock file is never deleted: deleting it would let a third process lock a new
+    # inode while the second still holds the old one.
+    with open(path, "a+") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _read_manifest(directory: Path) -> dict[str, Any]:
+    path = directory / MANIFEST_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: {directory} is not a complete index (an interrupted build?)")
+    manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    if manifest.get("index_format") != INDEX_FORMAT_VERSION:
+        raise ValueError(
+            f"{path}: index_format {manifest.get('index_format')!r}, this code reads {INDEX_FORMAT_VERSION}; "
+            f"delete {directory} so that it is rebuilt"
+        )
+    return manifest
+
+
+def _try_load(
+    directory: Path, fp: str, tokenizer: Tokenizer, client: ClientAPI | None, t0: float
+) -> Index | None:
+    """The index at ``directory`` if it is complete and consistent, else None (rebuild it)."""
+    if not (directory / MANIFEST_FILE).is_file():
+        return None
+    try:
+        manifest = _read_manifest(directory)
+        if manifest.get("fingerprint") != fp or manifest.get("tokenizer") != tokenizer.signature:
+            return None
+        return _load(directory, manifest, tokenizer, client, t0)
+    except Exception:  # noqa: BLE001 - any damage means "not reusable": rebuild under the lock
+        return None
+
+
+def _load(
+    directory: Path, manifest: Mapping[str, Any], tokenizer: Tokenizer, client: ClientAPI | None, t0: float
+) -> Index:
+    chunks: dict[str, Chunk] = {}
+    with (directory / CHUNKS_FILE).open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                c = Chunk.from_dict(json.loads(line))
+                chunks[c.chunk_id] = c
+    bm25 = BM25Index.load(directory / BM25_DIR)
+    store = _open_store(directory, manifest, client, reset=False)
+    n_children = int(manifest["n_children"])
+    if len(bm25) != n_children or store.count() != n_children:
+        raise ValueError(
+            f"index {directory}: manifest says {n_children} children, BM25 has {len(bm25)}, "
+            f"Chroma collection {store.name!r} has {store.count()}; delete {directory} to rebuild"
+        )
+    stats = IndexStats(
+        n_docs=int(manifest["n_docs"]),
+        n_parents=int(manifest["n_parents"]),
+        n_children=n_children,
+        built=False,
+        seconds=time.perf_counter() - t0,
+        embeddings_computed=0,
+    )
+    return Index(
+        fingerprint=str(manifest["fingerprint"]),
+        directory=directory,
+        chunks=chunks,
+        bm25=bm25,
+        vectors=store,
+        embedder_model_id=str(manifest["embedding_model_id"]),
+        embedding_dim=int(manifest["embedding_dim"]),
+        tokenizer=tokenizer,
+        stats=stats,
+    )
+
+
+def _open_store(directory: Path, manifest: Mapping[str, Any], client: ClientAPI | None, *, reset: bool) -> ChromaVectorStore:
+    chroma = manifest["chroma"]
+    if client is not None:
+        return ChromaVectorStore(None, chroma["collection"], client=client, reset=reset)
+    if not chroma.get("dir"):
+        raise ValueError(
+            f"index {directory} keeps its vectors on a Chroma server (collection {chroma['collection']!r}); "
+            "pass the same client to open it"
+        )
+    return ChromaVectorStore(directory / chroma["dir"], chroma["collection"], reset=reset)
+
+
+def _validate(docs: Sequence[Document], chunks: Sequence[Chunk]) -> None:
+    ids: set[str] = set()
+    for c in chunks:
+        if c.chunk_id in ids:
+            raise CorpusError(f"chunk id {c.chunk_id!r} occurs twice (doc {c.doc_id!r}); the chunker must make ids unique")
+        ids.add(c.chunk_id)
+        if c.kind not in ("child", "parent"):
+            raise CorpusError(f"chunk {c.chunk_id!r} has kind {c.kind!r}; use 'child' or 'parent'")
+    for c in chunks:
+        if c.parent_id is not None and c.parent_id not in ids:
+            raise CorpusError(f"chunk {c.chunk_id!r} names parent {c.parent_id!r}, which is not among the chunks")
+    if docs:
+        doc_ids = {d.doc_id for d in docs}
+        for c in chunks:
+            if c.doc_id not in doc_ids:
+                raise CorpusError(f"chunk {c.chunk_id!r} belongs to doc {c.doc_id!r}, which is not among the {len(docs)} documents")
+    if not any(c.kind == "child" for c in chunks):
+        raise CorpusError(
+            f"nothing to index: {len(chunks)} chunks from {len(docs)} documents, none of kind 'child'; "
+            "check the corpus path and the chunker settings"
+        )
+
+
+def _embed(embedder: Embedder, texts: Sequence[str], first_id: str) -> npt.NDArray[np.float32]:
+    vecs = np.asarray(embedder.embed_passages(list(texts)), dtype=np.float32)
+    if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+        raise ValueError(
+            f"embedder {embedder.model_id!r} returned shape {vecs.shape} for {len(texts)} passages "
+            f"(starting at chunk {first_id!r}); embed_passages must return (n_texts, dim)"
+        )
+    return vecs
+
+
+def _chunk_metadata(c: Chunk) -> dict[str, Any]:
+    return {
+        "doc_id": c.doc_id,
+        "parent_id": c.parent_id,
+        "book": c.book,
+        "section": c.section,
+        "page_start": c.page_start,
+        "page_end": c.page_end,
+    }
+
+
+def _build(
+    docs: Sequence[Document],
+    chunks: Sequence[Chunk],
+    embedder: Embedder,
+    directory: Path,
+    fp: str,
+    corpus_hash: str,
+    chunk_config: Mapping[str, Any],
+    tokenizer: Tokenizer,
+    client: ClientAPI | None,
+    t0: float,
+) -> Index:
+    _validate(docs, chunks)
+    # Whatever is here is an unfinished or damaged build (we hold the lock and found no
+    # loadable index): start from nothing. A fresh Chroma directory name per build keeps
+    # any Chroma client cached for the old path in this process from being reused.
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    collection = f"rag-{fp}"
+    chroma_dir = None if client is not None else f"chroma-{uuid.uuid4().hex[:8]}"
+    manifest: dict[str, Any] = {
+        "index_format": INDEX_FORMAT_VERSION,
+        "fingerprint": fp,
+        "corpus_hash": corpus_hash,
+        "chunk_config": dict(chunk_config),
+        "embedding_model_id": embedder.model_id,
+        "tokenizer": tokenizer.signature,
+        "chroma": {"collection": collection, "dir": chroma_dir},
+    }
+
+    with (directory / CHUNKS_FILE).open("w", encoding="utf-8") as fh:
+        for c in chunks:
+            fh.write(json.dumps(c.to_dict(), ensure_ascii=False) + "\n")
+
+    children = [c for c in chunks if c.kind == "child"]
+    texts = [indexed_text(c) for c in children]
+    bm25 = BM25Index.build([c.chunk_id for c in children], [tokenizer.tokenize(t) for t in texts])
+    bm25.save(directory / BM25_DIR)
+
+    store = _open_store(directory, manifest, client, reset=True)
+    dim = 0
+    for lo in range(0, len(children), EMBED_BATCH):
+        batch = children[lo : lo + EMBED_BATCH]
+        vecs = _embed(embedder, texts[lo : lo + EMBED_BATCH], batch[0].chunk_id)
+        if dim and vecs.shape[1] != dim:
+            raise ValueError(f"embedder {embedder.model_id!r} changed dimension mid-build ({dim} -> {vecs.shape[1]})")
+        dim = int(vecs.shape[1])
+        store.add(
+            [c.chunk_id for c in batch],
+            vecs,
+            metadatas=[_chunk_metadata(c) for c in batch],
+            documents=[c.text for c in batch],
+        )
+
+    stats = IndexStats(
+        n_docs=len(docs),
+        n_parents=sum(1 for c in chunks if c.kind == "parent"),
+        n_children=len(children),
+        built=True,
+        seconds=time.perf_counter() - t0,
+        embeddings_computed=len(children),
+    )
+    manifest.update(
+        embedding_dim=dim,
+        n_docs=stats.n_docs,
+        n_parents=stats.n_parents,
+        n_children=stats.n_children,
+        build_seconds=round(stats.seconds, 3),
+        built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    )
+    # Last, and atomically: from here on the directory counts as a complete index.
+    tmp = directory / f".{MANIFEST_FILE}.tmp"
+    tmp.write_text(json.dumps(manifest, ensure_ascii=False, indent=2, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, directory / MANIFEST_FILE)
+
+    return Index(
+        fingerprint=fp,
+        directory=directory,
+        chunks={c.chunk_id: c for c in chunks},
+        bm25=bm25,
+        vectors=store,
+        embedder_model_id=embedder.model_id,
+        embedding_dim=dim,
+        tokenizer=tokenizer,
+        stats=stats,
+    )

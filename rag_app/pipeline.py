@@ -1,0 +1,221 @@
+"""The hybrid pipeline: vector + BM25 → RRF → rerank → truncate → generate.
+
+Each stage's ranked output is kept in the trace so that evaluation can say where a
+gold chunk was lost. This module wires components; each stage lives in its own module.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from rag_app.corpus import ChunkConfig, chunk_documents, corpus_hash, load_corpus
+from rag_app.embeddings import make_embedder
+from rag_app.errors import RerankError
+from rag_app.generation import REFUSAL_TEXT, build_sources, is_refusal, make_generator
+from rag_app.index import Index, build_or_load_index
+from rag_app.interfaces import Embedder, Generator, Reranker
+from rag_app.retrieval import make_reranker, rrf_fuse, truncate_context
+from rag_app.settings import Settings
+from rag_app.text import tokenize
+from rag_app.types import Chunk, ChatResult, Hit, RetrievalResult, StageResult, Trace
+
+log = logging.getLogger(__name__)
+
+RERANK_FAILED = "rerank_failed"
+
+
+@dataclass(frozen=True)
+class PipelineInfo:
+    """What results files and reports show about the system under test."""
+
+    index_fingerprint: str
+    corpus_hash: str
+    embedder: str
+    embedder_family: str
+    similarity_threshold: float
+    reranker: str
+    generator: str
+    generator_deterministic: bool
+    n_docs: int
+    n_children: int
+    n_parents: int
+
+
+class RagPipeline:
+    """Builds (or reuses) the index for a corpus and answers questions over it."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        corpus_path: str | Path | None = None,
+        embedder: Embedder | None = None,
+        embedder_family: str | None = None,
+        reranker: Reranker | None = None,
+        generator: Generator | None = None,
+    ) -> None:
+        self.settings = settings
+        path = Path(corpus_path if corpus_path is not None else settings.corpus_path)
+        self.documents = load_corpus(path)
+        self.corpus_hash = corpus_hash(self.documents)
+        config = ChunkConfig.from_settings(settings)
+        chunks = chunk_documents(self.documents, config)
+        if embedder is None:
+            embedder, embedder_family = make_embedder(settings)
+        self.embedder = embedder
+        self.embedder_family = embedder_family or "custom"
+        self.index: Index = build_or_load_index(
+            docs=self.documents,
+            chunks=chunks,
+            embedder=embedder,
+            cache_dir=Path(settings.cache_dir),
+            corpus_hash=self.corpus_hash,
+            chunk_config=config.to_dict(),
+        )
+        self.threshold = settings.threshold_for(self.embedder_family)
+        self.reranker = reranker if reranker is not None else make_reranker(settings, embedder, tokenize)
+        self.generator = generator if generator is not None else make_generator(settings, tokenize)
+
+    @property
+    def info(self) -> PipelineInfo:
+        stats = self.index.stats
+        return PipelineInfo(
+            index_fingerprint=self.index.fingerprint,
+            corpus_hash=self.corpus_hash,
+            embedder=self.embedder.model_id,
+            embedder_family=self.embedder_family,
+            similarity_threshold=self.threshold,
+            reranker=self.reranker.name,
+            generator=self.generator.name,
+            generator_deterministic=self.generator.deterministic,
+            n_docs=stats.n_docs,
+            n_children=stats.n_children,
+            n_parents=stats.n_parents,
+        )
+
+    def retrieve(self, question: str, top_k: int | None = None) -> RetrievalResult:
+        """Run every retrieval stage; ``top_k`` caps the chunks kept after reranking."""
+        s = self.settings
+        keep = top_k if top_k is not None else s.rerank_top_n
+        stages: list[StageResult] = []
+
+        t0 = time.perf_counter()
+        qv = self.embedder.embed_query(question)
+        vector = [(cid, sc) for cid, sc in self.index.vector_search(qv, s.vector_top_k) if sc >= self.threshold]
+        stages.append(_stage("vector", vector, t0))
+
+        t0 = time.perf_counter()
+        bm25 = self.index.bm25_search(question, s.bm25_top_k)
+        stages.append(_stage("bm25", bm25, t0))
+
+        t0 = time.perf_counter()
+        fused = rrf_fuse([[c for c, _ in vector], [c for c, _ in bm25]], k=s.rrf_k, top_k=s.fused_top_k)
+        stages.append(StageResult("fused", tuple(fused), time.perf_counter() - t0))
+
+        degraded, reason = False, None
+        t0 = time.perf_counter()
+        reranked, degraded, reason = self._rerank(question, fused, keep)
+        stages.append(StageResult("reranked", tuple(reranked), time.perf_counter() - t0))
+
+        t0 = time.perf_counter()
+        context = truncate_context(self._context_chunks(reranked), s.context_chars)
+        stages.append(
+            StageResult(
+                "context",
+                tuple(Hit(c.chunk_id, 0.0, i + 1) for i, c in enumerate(context)),
+                time.perf_counter() - t0,
+            )
+        )
+        return RetrievalResult(question, tuple(context), Trace(tuple(stages)), degraded, reason)
+
+    def chat(
+        self, question: str, top_k: int | None = None, history: Sequence[dict[str, str]] = ()
+    ) -> ChatResult:
+        """Retrieve, then answer from the context only; no context → say so, never invent."""
+        retrieved = self.retrieve(question, top_k)
+        base = dict(
+            question=question,
+            trace=retrieved.trace,
+            generator=self.generator.name,
+            degraded=retrieved.degraded,
+            degradation_reason=retrieved.degradation_reason,
+        )
+        if not retrieved.context:
+            return ChatResult(answer=REFUSAL_TEXT, sources=(), context_used=(), refused=True, **base)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        answer, usage = self.generator.generate(question, retrieved.context, history)
+        elapsed = time.perf_counter() - t0
+        trace = Trace(retrieved.trace.stages + (StageResult("generation", (), elapsed),))
+        refused = is_refusal(answer)
+        sources = () if refused else tuple(build_sources(retrieved.context))
+        return ChatResult(
+            answer=answer,
+            sources=sources,
+            context_used=retrieved.context,
+            refused=refused,
+            usage=usage,
+            **{**base, "trace": trace},  # type: ignore[arg-type]
+        )
+
+    def _rerank(self, question: str, fused: list[Hit], keep: int) -> tuple[list[Hit], bool, str | None]:
+        if not fused:
+            return [], False, None
+        if getattr(self.reranker, "passthrough", False):
+            return [Hit(h.chunk_id, h.score, i + 1) for i, h in enumerate(fused[:keep])], False, None
+        chunks = [self.index.chunks[h.chunk_id] for h in fused]
+        try:
+            scores = self.reranker.rerank(question, chunks)
+            if len(scores) != len(chunks):
+                raise RerankError(f"reranker returned {len(scores)} scores for {len(chunks)} chunks")
+        except RerankError as exc:
+            # The answer still comes: keep the fused order and say the result is degraded.
+            log.warning("reranker %s failed, keeping fused order: %s", self.reranker.name, exc)
+            return [Hit(h.chunk_id, h.score, i + 1) for i, h in enumerate(fused[:keep])], True, RERANK_FAILED
+        order = sorted(range(len(fused)), key=lambda i: (-scores[i], i))
+        return [Hit(fused[i].chunk_id, float(scores[i]), r + 1) for r, i in enumerate(order[:keep])], False, None
+
+    def _context_chunks(self, hits: list[Hit]) -> list[Chunk]:
+        chunks = [self.index.chunks[h.chunk_id] for h in hits]
+        if self.settings.context_mode == "child":
+            return chunks
+        parents: list[Chunk] = []
+        seen: set[str] = set()
+        for c in chunks:
+            parent = self.index.chunks.get(c.parent_id or "", c)
+            if parent.chunk_id not in seen:
+                seen.add(parent.chunk_id)
+                parents.append(parent)
+        return parents
+
+
+def _stage(name: str, ranked: list[tuple[str, float]], t0: float) -> StageResult:
+    hits = tuple(Hit(cid, float(score), i + 1) for i, (cid, score) in enumerate(ranked))
+    return StageResult(name, hits, time.perf_counter() - t0)
+
+
+_DEFAULT: dict[tuple[str, ...], RagPipeline] = {}
+
+
+def default_pipeline(settings: Settings | None = None) -> RagPipeline:
+    """The process-wide pipeline for the library API, built once per settings."""
+    settings = settings or Settings.load()
+    key = tuple(f"{k}={v}" for k, v in sorted(settings.to_dict().items()))
+    if key not in _DEFAULT:
+        _DEFAULT[key] = RagPipeline(settings)
+    return _DEFAULT[key]
+
+
+def retrieve(question: str, top_k: int | None = None, settings: Settings | None = None) -> RetrievalResult:
+    """Library API: the final context and the per-stage trace for one question."""
+    return default_pipeline(settings).retrieve(question, top_k)
+
+
+def chat(question: str, top_k: int | None = None, settings: Settings | None = None) -> ChatResult:
+    """Library API: answer, sources, context_used, degraded, degradation_reason and trace."""
+    return default_pipeline(settings).chat(question, top_k)
+
+

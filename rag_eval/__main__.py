@@ -1,0 +1,3 @@
+from rag_eval.cli import main
+
+raise SystemExit(main())

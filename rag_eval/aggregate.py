@@ -1,0 +1,77 @@
+"""Aggregate per-case results into per-tier metrics, each with the n it rests on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+from rag_eval.results import CaseResult
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """A mean over ``n`` measured cases; ``errors`` cases in scope had no measurement."""
+
+    value: float | None
+    n: int
+    errors: int = 0
+
+    def to_dict(self) -> dict[str, float | int | None]:
+        return {"value": self.value, "n": self.n, "errors": self.errors}
+
+
+def select(cases: Iterable[CaseResult], tier: str, tags: Mapping[str, str] | None = None) -> list[CaseResult]:
+    """Cases of one tier whose tags match every ``key=value`` of ``tags``."""
+    out = []
+    for c in cases:
+        if c.tier != tier or c.outcome == "skip":
+            continue
+        if tags and any(str(c.tags.get(k, "")) != v for k, v in tags.items()):
+            continue
+        out.append(c)
+    return out
+
+
+def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
+    """The value of one metric key over already-selected cases of one tier."""
+    errors = sum(1 for c in cases if c.outcome == "error")
+    if key == "pass_rate":
+        return _rate(cases, lambda c: c.outcome == "pass", errors)
+    if key == "error_rate":
+        return _rate(cases, lambda c: c.outcome == "error", errors)
+    if key == "fail_count":
+        return MetricValue(float(sum(1 for c in cases if c.outcome != "pass")), len(cases), errors)
+    values = [float(c.metrics[key]) for c in cases if key in c.metrics]
+    return MetricValue(sum(values) / len(values) if values else None, len(values), errors)
+
+
+def _rate(cases: Sequence[CaseResult], pred: object, errors: int) -> MetricValue:
+    n = len(cases)
+    hits = sum(1 for c in cases if pred(c))  # type: ignore[operator]
+    return MetricValue(hits / n if n else None, n, errors)
+
+
+def aggregate_tier(cases: Sequence[CaseResult], tier: str) -> dict[str, MetricValue]:
+    """Every metric any case of the tier measured, plus pass and error rates."""
+    scoped = select(cases, tier)
+    keys = sorted({k for c in scoped for k in c.metrics})
+    out = {f"{tier}.{k}": metric_value(scoped, k) for k in keys}
+    out[f"{tier}.pass_rate"] = metric_value(scoped, "pass_rate")
+    out[f"{tier}.error_rate"] = metric_value(scoped, "error_rate")
+    return out
+
+
+def aggregate_all(cases: Sequence[CaseResult]) -> dict[str, MetricValue]:
+    tiers = sorted({c.tier for c in cases})
+    out: dict[str, MetricValue] = {}
+    for t in tiers:
+        out.update(aggregate_tier(cases, t))
+    return out
+
+
+def outcome_counts(cases: Sequence[CaseResult]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for c in cases:
+        row = out.setdefault(c.tier, {"pass": 0, "fail": 0, "error": 0, "skip": 0})
+        row[c.outcome] = row.get(c.outcome, 0) + 1
+    return out

@@ -1,0 +1,1 @@
+"""Per-tier case evaluation: one golden item + the system output → a CaseResult."""

@@ -1,0 +1,77 @@
+"""The deterministic tier for one case: generate, then run every model-free check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+from rag_app.types import ChatResult
+from rag_eval.evaluate.retrieval import FINAL_STAGE, _gold_ranks, _loss_stage
+from rag_eval.golden.model import GoldenItem
+from rag_eval.golden.resolve import ResolvedGold
+from rag_eval.metrics.deterministic import AnswerView, run_all
+from rag_eval.results import CaseResult
+
+CITATION_CHECKS = frozenset({"citations_resolve", "source_pages_within_context", "no_duplicate_sources"})
+CONTEXT_TEXT_KEPT = 1200
+
+
+@dataclass(frozen=True)
+class DeterministicCaseConfig:
+    skip_checks: tuple[str, ...] = ()
+
+
+def evaluate_deterministic(
+    item: GoldenItem,
+    gold: ResolvedGold,
+    chat: ChatResult,
+    doc_of: Mapping[str, str],
+    kind_of: Mapping[str, str],
+    config: DeterministicCaseConfig,
+    duration: float = 0.0,
+) -> CaseResult:
+    view = AnswerView.from_chat_result(
+        chat,
+        must_contain=item.must_contain,
+        must_not_contain=item.must_not_contain,
+        expected_action=item.expected_action,
+    )
+    checks = [c for c in run_all(view) if c.name not in config.skip_checks]
+    failed = [c for c in checks if not c.passed]
+    metrics = {f"check.{c.name}": 1.0 if c.passed else 0.0 for c in checks}
+    stages = {s.name: s for s in chat.trace.stages}
+    failed_stage = None
+    if failed:
+        failed_stage = "citation" if all(c.name in CITATION_CHECKS for c in failed) else "generation"
+        if not item.is_negative:
+            # The earliest failing stage: an answer cannot use evidence that never reached it.
+            ranks = _gold_ranks(gold, stages, doc_of, kind_of)
+            if any(r.get(FINAL_STAGE) is None for r in ranks):
+                failed_stage = _loss_stage(ranks) or failed_stage
+    details = {
+        "answer": chat.answer,
+        "refused": chat.refused,
+        "generator": chat.generator,
+        "sources": [s.to_dict() for s in chat.sources],
+        "context": [
+            {"chunk_id": c.chunk_id, "label": f"{c.book} - {c.section} {c.pages_label}".strip(), "text": c.text[:CONTEXT_TEXT_KEPT]}
+            for c in chat.context_used
+        ],
+        "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in checks],
+        "degraded": chat.degraded,
+        "degradation_reason": chat.degradation_reason,
+        "usage": {"prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens},
+    }
+    return CaseResult(
+        id=item.id,
+        tier="deterministic",
+        outcome="fail" if failed else "pass",
+        failed_stage=failed_stage,
+        message="; ".join(f"{c.name}: {c.message}" for c in failed),
+        metrics=metrics,
+        tags=dict(item.tags),
+        split=item.split,
+        negative=item.is_negative,
+        duration=duration,
+        details=details,
+    )

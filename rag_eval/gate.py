@@ -1,0 +1,92 @@
+"""Evaluate every gate of thresholds.toml over the per-case results of a run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from rag_eval.aggregate import metric_value, select
+from rag_eval.results import CaseResult
+from rag_eval.thresholds import Gate, Thresholds
+
+WORST_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class GateResult:
+    gate: Gate
+    value: float | None
+    n: int
+    errors: int
+    passed: bool
+    reason: str
+    worst: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.gate.label,
+            "tier": self.gate.tier,
+            "key": self.gate.metric,
+            "tags": dict(self.gate.tags),
+            "op": self.gate.op,
+            "threshold": self.gate.threshold,
+            "value": self.value,
+            "n": self.n,
+            "errors": self.errors,
+            "min_cases": self.gate.min_cases,
+            "passed": self.passed,
+            "reason": self.reason,
+            "worst_cases": list(self.worst),
+        }
+
+    def line(self) -> str:
+        """One terminal line: metric, value, threshold, n, verdict and the worst cases."""
+        value = "n/a" if self.value is None else f"{self.value:.4f}"
+        sign = ">=" if self.gate.op == "min" else "<="
+        verdict = "PASS" if self.passed else "FAIL"
+        err = f", {self.errors} errors" if self.errors else ""
+        tail = f"  worst: {', '.join(self.worst)}" if self.worst and not self.passed else ""
+        why = f" ({self.reason})" if self.reason and not self.passed else ""
+        return f"{verdict} {self.gate.label} = {value} (need {sign} {self.gate.threshold:g}; n={self.n}{err}){why}{tail}"
+
+
+def evaluate_gates(thresholds: Thresholds, cases: Sequence[CaseResult], active_tiers: set[str]) -> list[GateResult]:
+    """Gates of tiers that ran. A gate over fewer than ``min_cases`` cases fails."""
+    return [evaluate_gate(g, cases) for g in thresholds.gates if g.tier in active_tiers]
+
+
+def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
+    scoped = select(cases, gate.tier, gate.tags)
+    mv = metric_value(scoped, gate.metric)
+    worst = _worst(gate, scoped)
+    if mv.value is None or mv.n == 0:
+        return GateResult(gate, None, mv.n, mv.errors, False, "no cases measured: a gate over 0 cases fails", worst)
+    if mv.n < gate.min_cases:
+        return GateResult(
+            gate, mv.value, mv.n, mv.errors, False, f"only {mv.n} cases, the gate needs at least {gate.min_cases}", worst
+        )
+    ok = mv.value >= gate.threshold if gate.op == "min" else mv.value <= gate.threshold
+    return GateResult(gate, mv.value, mv.n, mv.errors, ok, "", worst)
+
+
+def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
+    """The cases that pull the metric the wrong way: errors first, then the lowest (or highest)."""
+    if gate.metric in ("pass_rate", "fail_count"):
+        bad = [c for c in cases if c.outcome in ("error", "fail")]
+        bad.sort(key=lambda c: (c.outcome != "error", c.id))
+        return tuple(c.id for c in bad[:WORST_SHOWN])
+    if gate.metric == "error_rate":
+        return tuple(c.id for c in cases if c.outcome == "error")[:WORST_SHOWN]
+    errors = [c.id for c in cases if c.outcome == "error"]
+    measured = [c for c in cases if gate.metric in c.metrics]
+    sign = 1 if gate.op == "min" else -1
+    measured.sort(key=lambda c: (sign * float(c.metrics[gate.metric]), c.id))
+    limit = gate.threshold
+    pulling = [
+        c.id for c in measured if (float(c.metrics[gate.metric]) < limit if gate.op == "min" else float(c.metrics[gate.metric]) > limit)
+    ]
+    return tuple((errors + pulling)[:WORST_SHOWN])
+
+
+def verdict(results: Sequence[GateResult]) -> bool:
+    return all(r.passed for r in results)

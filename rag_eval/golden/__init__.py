@@ -1,0 +1,1 @@
+"""Golden sets: the format, loading, gold resolution and validation."""

@@ -1,0 +1,221 @@
+"""Read golden sets (JSONL) into ``GoldenItem``s, with file:line on every error.
+
+Two layouts are accepted line by line: the project's own (``evidence`` groups, key
+facts, tags, split, corpus) and the layout of the shared external datasets
+(``gold_doc_ids``, ``answers``, ``is_impossible`` ...), which loads as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from rag_eval.golden.model import (
+    ACTIONS,
+    SCENARIOS,
+    SPLITS,
+    EvidenceGroup,
+    EvidenceRef,
+    GoldenItem,
+    KeyFact,
+)
+
+OWN_KEYS = frozenset(
+    {
+        "id", "question", "history", "tags", "evidence", "gold_chunk_ids", "gold_doc_ids", "key_facts",
+        "reference_answer", "answers", "must_contain", "must_not_contain", "expected_action", "split", "corpus",
+    }
+)
+# Keys of the shared datasets' qa.jsonl that we read or carry along as extra data.
+SHARED_EXTRA_KEYS = frozenset({"qtype", "year", "is_impossible", "source_doc_id"})
+
+
+class GoldenSetError(ValueError):
+    """A golden set cannot be used; the message names file:line and the fix."""
+
+
+def load_golden_set(path: str | Path) -> list[GoldenItem]:
+    """Load every item; all errors of the file are collected and raised together."""
+    path = Path(path)
+    if not path.is_file():
+        raise GoldenSetError(f"{path}: golden set not found (give a JSONL file with one item per line)")
+    items: list[GoldenItem] = []
+    errors: list[str] = []
+    seen: dict[str, int] = {}
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                raw = json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
+                continue
+            try:
+                item = parse_item(raw, where)
+            except GoldenSetError as exc:
+                errors.append(str(exc))
+                continue
+            if item.id in seen:
+                errors.append(f"{where}: duplicate id {item.id!r} (first at line {seen[item.id]}); ids must be unique")
+                continue
+            seen[item.id] = lineno
+            items.append(item)
+    if errors:
+        raise GoldenSetError("\n".join(errors[:50]) + (f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""))
+    if not items:
+        raise GoldenSetError(f"{path}: the golden set is empty")
+    return items
+
+
+def parse_item(raw: Any, where: str) -> GoldenItem:
+    if not isinstance(raw, dict):
+        raise GoldenSetError(f"{where}: each line must be a JSON object, got {type(raw).__name__}")
+    for key in ("id", "question"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise GoldenSetError(f"{where}: missing or empty required field {key!r} (a non-empty string)")
+    unknown = sorted(set(raw) - OWN_KEYS - SHARED_EXTRA_KEYS)
+    if unknown:
+        raise GoldenSetError(
+            f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; valid fields: {', '.join(sorted(OWN_KEYS))}"
+        )
+    item_id = raw["id"]
+    where = f"{where} (id {item_id!r})"
+    evidence = _evidence(raw, where)
+    tags = _tags(raw.get("tags", {}), where)
+    action = raw.get("expected_action", "refuse" if not evidence else "answer")
+    if action not in ACTIONS:
+        raise GoldenSetError(f"{where}: expected_action {action!r} is not one of {', '.join(ACTIONS)}")
+    if "scenario" not in tags:
+        tags["scenario"] = "negative" if not evidence else "standard"
+    if tags["scenario"] not in SCENARIOS:
+        raise GoldenSetError(f"{where}: tags.scenario {tags['scenario']!r} is not one of {', '.join(SCENARIOS)}")
+    split = raw.get("split") or derived_split(raw, evidence)
+    if split not in SPLITS:
+        raise GoldenSetError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
+    corpus = raw.get("corpus") or {}
+    if not isinstance(corpus, dict):
+        raise GoldenSetError(f"{where}: corpus must be an object {{\"name\": ..., \"sha256\": ...}}")
+    answers = _str_list(raw, "answers", where)
+    reference = raw.get("reference_answer") or ""  # null for unanswerable SQuAD 2.0 items
+    if not isinstance(reference, str):
+        raise GoldenSetError(f"{where}: reference_answer must be a string")
+    return GoldenItem(
+        id=item_id,
+        question=raw["question"],
+        evidence=evidence,
+        history=_history(raw.get("history", []), where),
+        tags=tags,
+        key_facts=_key_facts(raw.get("key_facts", []), where),
+        reference_answer=reference,
+        answers=tuple(answers),
+        must_contain=tuple(_str_list(raw, "must_contain", where)),
+        must_not_contain=tuple(_str_list(raw, "must_not_contain", where)),
+        expected_action=action,
+        split=split,
+        corpus_name=str(corpus.get("name", "")),
+        corpus_sha256=str(corpus.get("sha256", "")),
+        source=where.split(" (id")[0],
+        extra={k: raw[k] for k in SHARED_EXTRA_KEYS if k in raw},
+    )
+
+
+def derived_split(raw: Mapping[str, Any], evidence: tuple[EvidenceGroup, ...]) -> str:
+    """Items without a split get one from a hash of their source document, so that
+    all questions about one document land in the same split (no tune/holdout leak).
+
+    holdout iff sha256('rag-eval-split-v1|' + key) % 3 == 0, keyed by the first gold
+    document's article (the part of the doc id before '#'). The salt differs from the
+    shared datasets' own 'holdout-v1' rule on purpose: their public files are exactly
+    the items that rule did *not* hold out, so reusing it would put everything in tune.
+    """
+    key = raw.get("source_doc_id") or next(
+        (r.doc_id for g in evidence for r in g.any_of if r.doc_id), None
+    ) or raw["id"]
+    key = str(key).split("#")[0]
+    digest = int(hashlib.sha256(f"rag-eval-split-v1|{key}".encode()).hexdigest(), 16)
+    return "holdout" if digest % 3 == 0 else "tune"
+
+
+def _ref(raw: Any, where: str) -> EvidenceRef:
+    if isinstance(raw, str):
+        return EvidenceRef(chunk_id=raw)
+    if not isinstance(raw, dict):
+        raise GoldenSetError(f"{where}: evidence entries are objects like {{\"doc_id\": ..., \"quote\": ...}}")
+    unknown = set(raw) - {"chunk_id", "doc_id", "quote"}
+    if unknown:
+        raise GoldenSetError(f"{where}: unknown evidence key(s) {sorted(unknown)}; use chunk_id, doc_id, quote")
+    ref = EvidenceRef(chunk_id=raw.get("chunk_id"), doc_id=raw.get("doc_id"), quote=raw.get("quote"))
+    if not ref.chunk_id and not ref.doc_id:
+        raise GoldenSetError(f"{where}: an evidence entry needs chunk_id or doc_id")
+    if ref.quote is not None and (not ref.doc_id or not ref.quote.strip()):
+        raise GoldenSetError(f"{where}: a quote needs its doc_id and must not be empty")
+    return ref
+
+
+def _evidence(raw: Mapping[str, Any], where: str) -> tuple[EvidenceGroup, ...]:
+    groups: list[EvidenceGroup] = []
+    ev = raw.get("evidence", [])
+    if not isinstance(ev, list):
+        raise GoldenSetError(f"{where}: evidence must be a list of requirements")
+    for entry in ev:
+        if isinstance(entry, dict) and "any_of" in entry:
+            alts = entry["any_of"]
+            if not isinstance(alts, list) or not alts:
+                raise GoldenSetError(f"{where}: any_of must be a non-empty list")
+            groups.append(EvidenceGroup(tuple(_ref(a, where) for a in alts)))
+        else:
+            groups.append(EvidenceGroup((_ref(entry, where),)))
+    for cid in _str_list(raw, "gold_chunk_ids", where):
+        groups.append(EvidenceGroup((EvidenceRef(chunk_id=cid),)))
+    docs = _str_list(raw, "gold_doc_ids", where)
+    if docs:
+        # Shared-layout semantics: several gold docs are alternative solutions of one problem.
+        groups.append(EvidenceGroup(tuple(EvidenceRef(doc_id=d) for d in docs)))
+    return tuple(groups)
+
+
+def _tags(raw: Any, where: str) -> dict[str, str]:
+    if isinstance(raw, list):  # ["scenario:standard", "topic:sequences"] is accepted too
+        out: dict[str, str] = {}
+        for t in raw:
+            key, sep, value = str(t).partition(":")
+            out[key if sep else "tag"] = value if sep else key
+        return out
+    if not isinstance(raw, dict):
+        raise GoldenSetError(f"{where}: tags must be an object like {{\"scenario\": \"standard\"}}")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _key_facts(raw: Any, where: str) -> tuple[KeyFact, ...]:
+    if not isinstance(raw, list):
+        raise GoldenSetError(f"{where}: key_facts must be a list")
+    facts = []
+    for f in raw:
+        if isinstance(f, str):
+            facts.append(KeyFact(f))
+        elif isinstance(f, dict) and isinstance(f.get("fact"), str):
+            src = f.get("source")
+            facts.append(KeyFact(f["fact"], _ref(src, where) if src is not None else None))
+        else:
+            raise GoldenSetError(f"{where}: a key fact is a string or {{\"fact\": ..., \"source\": {{...}}}}")
+    return tuple(facts)
+
+
+def _history(raw: Any, where: str) -> tuple[dict[str, str], ...]:
+    if not isinstance(raw, list) or any(
+        not isinstance(t, dict) or t.get("role") not in ("user", "assistant") or not isinstance(t.get("content"), str)
+        for t in raw
+    ):
+        raise GoldenSetError(f"{where}: history is a list of {{\"role\": \"user\"|\"assistant\", \"content\": ...}}")
+    return tuple({"role": t["role"], "content": t["content"]} for t in raw)
+
+
+def _str_list(raw: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = raw.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise GoldenSetError(f"{where}: {key} must be a list of strings")
+    return list(value)

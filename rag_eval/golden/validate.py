@@ -1,0 +1,139 @@
+"""Golden set validation, the same checks as tests (marker ``golden``) and as a CLI.
+
+Each check returns a list of problem messages (empty: fine), each naming the item
+and its file:line, so a golden set is reviewed like code.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Callable, Sequence
+
+from rag_eval.golden.model import SCENARIOS, EvidenceRef, GoldenItem
+from rag_eval.golden.resolve import ChunkLookup, SpanNotFound, resolve
+
+Tokenize = Callable[[str], list[str]]
+KEY_FACT_MIN_SHARED = 0.5
+
+
+def _where(item: GoldenItem) -> str:
+    return f"{item.source} (id {item.id!r})"
+
+
+def check_unique_ids(items: Sequence[GoldenItem]) -> list[str]:
+    counts = Counter(i.id for i in items)
+    return [f"duplicate id {k!r} ({n} items); ids must be unique" for k, n in counts.items() if n > 1]
+
+
+def check_gold_exists(items: Sequence[GoldenItem], lookup: ChunkLookup) -> list[str]:
+    """Every gold chunk id, doc id and quoted span resolves in the index built for the corpus."""
+    problems = []
+    for item in items:
+        try:
+            gold = resolve(item, lookup)
+        except SpanNotFound as exc:
+            problems.append(str(exc))
+            continue
+        for groups in (gold.child_groups or ()), gold.doc_groups:
+            if any(not g for g in groups):
+                problems.append(f"{_where(item)}: a gold requirement resolved to no chunk")
+                break
+    return problems
+
+
+def _source_text(ref: EvidenceRef, lookup: ChunkLookup) -> str | None:
+    if ref.quote:
+        return ref.quote
+    if ref.chunk_id:
+        chunk = lookup.chunks.get(ref.chunk_id)
+        return chunk.text if chunk else None
+    doc = lookup.docs.get(ref.doc_id or "")
+    return doc.text if doc else None
+
+
+def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize) -> list[str]:
+    """Each key fact shares at least half of its key terms with the source it points at."""
+    problems = []
+    for item in items:
+        for fact in item.key_facts:
+            if fact.source is None:
+                problems.append(f"{_where(item)}: key fact {fact.fact!r} has no source (give doc_id + quote or chunk_id)")
+                continue
+            text = _source_text(fact.source, lookup)
+            if text is None:
+                problems.append(f"{_where(item)}: key fact {fact.fact!r} points at {fact.source.label}, which does not exist")
+                continue
+            terms = {t for t in tokenize(fact.fact) if len(t) > 1 or t.isalnum()}
+            if not terms:
+                continue
+            source_terms = set(tokenize(text))
+            shared = terms & source_terms
+            if len(shared) / len(terms) < KEY_FACT_MIN_SHARED:
+                problems.append(
+                    f"{_where(item)}: key fact {fact.fact!r} shares {len(shared)}/{len(terms)} key terms with its "
+                    f"source {fact.source.label} (need {KEY_FACT_MIN_SHARED:.0%}); point it at the passage that states it"
+                )
+    return problems
+
+
+def check_negatives(items: Sequence[GoldenItem]) -> list[str]:
+    problems = []
+    for item in items:
+        if item.scenario == "negative" and item.evidence:
+            problems.append(f"{_where(item)}: tagged scenario=negative but carries gold evidence; negatives have none")
+        if not item.evidence and item.expected_action == "answer":
+            problems.append(
+                f"{_where(item)}: no gold evidence but expected_action is 'answer'; "
+                "add evidence, or expect 'refuse' (no answer in the corpus) or 'clarify'"
+            )
+    return problems
+
+
+def check_split_leak(items: Sequence[GoldenItem], lookup: ChunkLookup | None = None) -> list[str]:
+    """No source document feeds both the tune and the holdout split."""
+    docs_by_split: dict[str, dict[str, list[str]]] = {"tune": defaultdict(list), "holdout": defaultdict(list)}
+    for item in items:
+        docs = set(item.gold_doc_ids)
+        if lookup is not None:
+            docs |= {d for g in item.evidence for r in g.any_of if r.chunk_id for d in [lookup.doc_of(r.chunk_id)] if d}
+        for d in docs:
+            docs_by_split[item.split][d].append(item.id)
+    shared = sorted(set(docs_by_split["tune"]) & set(docs_by_split["holdout"]))
+    return [
+        f"document {d!r} is gold in both splits: tune {docs_by_split['tune'][d][:3]} and holdout "
+        f"{docs_by_split['holdout'][d][:3]}; move those items into one split"
+        for d in shared
+    ]
+
+
+TIER_APPLIES: dict[str, Callable[[GoldenItem], bool]] = {
+    "retrieval": lambda i: True,
+    "deterministic": lambda i: True,
+    "judge": lambda i: not i.is_negative,
+    "passk": lambda i: True,
+}
+
+
+def coverage_table(items: Sequence[GoldenItem]) -> str:
+    """Cases per scenario × tier (and per split), as an aligned text table."""
+    scenarios = [s for s in SCENARIOS if any(i.scenario == s for i in items)]
+    scenarios += sorted({i.scenario for i in items} - set(scenarios))
+    header = ["scenario", *TIER_APPLIES, "tune", "holdout"]
+    rows = [header]
+    for s in scenarios + ["total"]:
+        scoped = [i for i in items if s == "total" or i.scenario == s]
+        row = [s] + [str(sum(1 for i in scoped if fn(i))) for fn in TIER_APPLIES.values()]
+        row += [str(sum(1 for i in scoped if i.split == sp)) for sp in ("tune", "holdout")]
+        rows.append(row)
+    widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows)
+
+
+def validate_all(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize) -> dict[str, list[str]]:
+    return {
+        "unique ids": check_unique_ids(items),
+        "gold exists": check_gold_exists(items, lookup),
+        "key facts traceable": check_key_facts(items, lookup, tokenize),
+        "negatives carry no gold": check_negatives(items),
+        "no document in both splits": check_split_leak(items, lookup),
+    }

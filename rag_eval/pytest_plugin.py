@@ -1,0 +1,318 @@
+"""pytest wiring: golden items become cases; thresholds.toml gates the run.
+
+The only module of rag_eval that imports pytest. Workers compute cases and send
+each ``CaseResult`` to the controller on the test report (``user_properties``,
+JSON primitives only); aggregation, gating and writing results happen once, on
+the controller, so ``pytest -n 2`` gives exactly the numbers of a serial run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from rag_app.errors import RagAppError
+from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
+from rag_eval.gate import GateResult, evaluate_gates, verdict
+from rag_eval.golden.load import GoldenSetError
+from rag_eval.golden.model import GoldenItem
+from rag_eval.results import USER_PROPERTY, CaseResult
+from rag_eval.run import build_results, file_sha256_or_none, git_commit, now_iso, write_results
+from rag_eval.session import EvalConfig, EvalSession
+from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
+
+TIERS: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk")
+MARKERS: dict[str, str] = {
+    "retrieval": "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item",
+    "deterministic": "deterministic tier: model-free checks of each generated answer",
+    "judge": "judge tier: LLM-as-judge metrics (needs a configured judge endpoint)",
+    "passk": "repeated trials: pass@k, pass^k and stability per case",
+    "golden": "golden set validation: schema, ids, gold traceability, split hygiene",
+}
+SHORTCUTS: dict[str, tuple[str, type]] = {
+    "top_k": ("rerank_top_n", int),
+    "similarity_threshold": ("similarity_threshold", float),
+    "chunk_size": ("chunk_size", int),
+    "reranker": ("reranker", str),
+    "generator": ("generator", str),
+}
+
+
+@dataclass
+class ControllerState:
+    """What the controller accumulates during the run."""
+
+    thresholds: Thresholds | None
+    results_path: Path
+    cases: dict[str, CaseResult] = field(default_factory=dict)
+    gates: list[GateResult] = field(default_factory=list)
+    passed: bool = True
+    written: bool = False
+
+
+STATE = pytest.StashKey[ControllerState]()
+CONFIG = pytest.StashKey[EvalConfig]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rag_eval", "RAG evaluation gate")
+    group.addoption("--dataset", help="folder with a corpus (corpus/ *.md or corpus.jsonl) and a golden set")
+    group.addoption("--golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --dataset)")
+    group.addoption("--thresholds", help="gates file (default: thresholds.toml)")
+    group.addoption("--eval-results", default="reports/eval-results.json", help="where to write the results JSON")
+    group.addoption("--split", choices=("tune", "holdout", "all"), default="all", help="golden split to run")
+    group.addoption("--tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
+    group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
+    group.addoption("--top-k", type=int, help="chunks kept after reranking (rerank_top_n)")
+    group.addoption("--similarity-threshold", type=float, help="vector similarity threshold")
+    group.addoption("--chunk-size", type=int, help="child chunk size in characters")
+    group.addoption("--reranker", help="none, local or http")
+    group.addoption("--generator", help="extractive or openai")
+    parser.addini("rag_eval_dataset", "default --dataset", default="golden_sets/demo_maths")
+    parser.addini("rag_eval_thresholds", "default --thresholds", default="thresholds.toml")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    root = config.rootpath
+    thresholds = _load_thresholds(config, root)
+    overrides = _overrides(config)
+    dataset = config.getoption("dataset") or str(root / config.getini("rag_eval_dataset"))
+    config.stash[CONFIG] = EvalConfig(
+        paths=DatasetPaths(Path(dataset), Path(), Path()),  # resolved lazily, see _paths()
+        settings_overrides=overrides,
+        thresholds=thresholds,
+    )
+    if not hasattr(config, "workerinput"):
+        results = Path(config.getoption("eval_results"))
+        config.stash[STATE] = ControllerState(thresholds, results if results.is_absolute() else root / results)
+
+
+def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
+    explicit = config.getoption("thresholds")
+    path = Path(explicit) if explicit else root / config.getini("rag_eval_thresholds")
+    if not explicit and not path.is_file():
+        return None
+    try:
+        return load_thresholds(path)
+    except ThresholdsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _overrides(config: pytest.Config) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in config.getoption("rag_set"):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise pytest.UsageError(f"--rag-set expects NAME=VALUE, got {item!r}")
+        out[name.strip()] = value.strip()
+    for option, (setting, _) in SHORTCUTS.items():
+        value = config.getoption(option)
+        if value is not None:
+            out[setting] = value
+    from rag_app.errors import ConfigError
+    from rag_app.settings import Settings
+
+    try:
+        Settings().replace(**out)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pipeline setting override: {exc}") from None
+    return out
+
+
+_PATHS_CACHE: dict[str, DatasetPaths] = {}
+
+
+def _paths(config: pytest.Config) -> DatasetPaths:
+    key = str(config.stash[CONFIG].paths.root)
+    if key not in _PATHS_CACHE:
+        try:
+            _PATHS_CACHE[key] = find_paths(key, config.getoption("golden_set"))
+        except GoldenSetError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return _PATHS_CACHE[key]
+
+
+_DATASET_CACHE: dict[str, Dataset] = {}
+
+
+def _dataset(config: pytest.Config) -> Dataset:
+    """The golden set and corpus, loaded once per process; a corpus-hash mismatch stops the run."""
+    paths = _paths(config)
+    key = f"{paths.corpus}|{paths.golden}"
+    if key not in _DATASET_CACHE:
+        try:
+            _DATASET_CACHE[key] = load_dataset(paths)
+        except (GoldenSetError, RagAppError) as exc:
+            raise pytest.UsageError(str(exc)) from None
+    return _DATASET_CACHE[key]
+
+
+def _tier_of(definition: pytest.Function | Any) -> str | None:
+    tiers = [t for t in TIERS if definition.get_closest_marker(t) is not None]
+    return tiers[0] if len(tiers) == 1 else None
+
+
+def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[GoldenItem]:
+    split = config.getoption("split")
+    tags = dict(t.partition("=")[::2] for t in config.getoption("tag"))
+    return [
+        i
+        for i in items
+        if (split == "all" or i.split == split) and all(str(i.tags.get(k, "")) == v for k, v in tags.items())
+    ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "golden_case" not in metafunc.fixturenames:
+        return
+    tier = _tier_of(metafunc.definition)
+    if tier is None:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid}: a test using golden_case needs exactly one tier marker "
+            f"({', '.join(TIERS)})"
+        )
+    chosen = selected_items(metafunc.config, list(_dataset(metafunc.config).items))
+    metafunc.parametrize("golden_case", chosen, ids=[i.id for i in chosen])
+
+
+@pytest.fixture(scope="session")
+def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
+    """The per-process evaluation session (dataset, system under test, tiers)."""
+    cfg = pytestconfig.stash[CONFIG]
+    session = EvalSession(EvalConfig(_paths(pytestconfig), cfg.settings_overrides, cfg.thresholds))
+    session.__dict__["dataset"] = _dataset(pytestconfig)  # already loaded and hash-checked at collection
+    return session
+
+
+class CaseRunner:
+    """What an eval test calls: runs the tier, records the result, asserts the outcome."""
+
+    def __init__(self, session: EvalSession, node: pytest.Item) -> None:
+        self.session = session
+        self.node = node
+
+    def run(self, tier: str, item: GoldenItem) -> CaseResult:
+        result = self.session.run_case(tier, item)
+        self.node.user_properties.append((USER_PROPERTY, result.to_dict()))
+        if result.outcome == "error":
+            pytest.fail(f"[error] {item.id}: {result.message}", pytrace=False)
+        if result.outcome == "fail":
+            stage = f" (failed stage: {result.failed_stage})" if result.failed_stage else ""
+            pytest.fail(f"{item.id}{stage}: {result.message}\n  question: {item.question}", pytrace=False)
+        return result
+
+    def retrieval(self, item: GoldenItem) -> CaseResult:
+        return self.run("retrieval", item)
+
+    def deterministic(self, item: GoldenItem) -> CaseResult:
+        return self.run("deterministic", item)
+
+
+@pytest.fixture
+def rag_eval(rag_eval_session: EvalSession, request: pytest.FixtureRequest) -> CaseRunner:
+    return CaseRunner(rag_eval_session, request.node)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Controller side: collect each case's result from its test report (any phase)."""
+    state = _controller_state.get()
+    if state is None:
+        return
+    for name, value in report.user_properties:
+        if name == USER_PROPERTY:
+            case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(value))
+            state.cases[case.key] = case  # the same result rides on call and teardown reports
+
+
+class _StateRef:
+    """The controller's state, reachable from hooks that get no config (logreport)."""
+
+    def __init__(self) -> None:
+        self._state: ControllerState | None = None
+
+    def get(self) -> ControllerState | None:
+        return self._state
+
+    def set(self, state: ControllerState | None) -> None:
+        self._state = state
+
+
+_controller_state = _StateRef()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _controller_state.set(session.config.stash.get(STATE, None))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
+    """After all cases ran (on the controller): aggregate, gate, write results.
+
+    A failed gate increments ``session.testsfailed`` so pytest exits 1 even when every
+    case passed (as pytest-cov does for --cov-fail-under).
+    """
+    result = yield
+    state = session.config.stash.get(STATE, None)
+    if state is None or session.config.option.collectonly or not state.cases:
+        return result
+    cases = list(state.cases.values())
+    active = {c.tier for c in cases}
+    gates = evaluate_gates(state.thresholds, cases, active) if state.thresholds else []
+    state.gates = gates
+    state.passed = verdict(gates)
+    run = _run_info(session.config, state)
+    write_results(state.results_path, build_results(run, cases, gates, state.passed))
+    state.written = True
+    if not state.passed:
+        session.testsfailed += 1
+    return result
+
+
+def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:
+    cfg = config.stash[CONFIG]
+    paths = _paths(config)
+    thresholds = state.thresholds
+    return {
+        "time": now_iso(),
+        **git_commit(config.rootpath),
+        "dataset": str(paths.root),
+        "golden_set": str(paths.golden),
+        "golden_sha256": file_sha256_or_none(paths.golden),
+        "split": config.getoption("split"),
+        "tags": config.getoption("tag"),
+        "overrides": dict(cfg.settings_overrides),
+        "thresholds": thresholds.path if thresholds else None,
+        "thresholds_sha256": thresholds.sha256 if thresholds else None,
+        "workers": getattr(config.option, "numprocesses", None) or 0,
+    }
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    state = config.stash.get(STATE, None)
+    if state is None or not state.cases:
+        return
+    tr = terminalreporter
+    tr.section("rag-eval gate")
+    counts: dict[str, dict[str, int]] = {}
+    for c in state.cases.values():
+        row = counts.setdefault(c.tier, {"pass": 0, "fail": 0, "error": 0, "skip": 0})
+        row[c.outcome] += 1
+    for tier, row in sorted(counts.items()):
+        tr.write_line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v))
+    if state.thresholds is None:
+        tr.write_line("no thresholds file: no gates evaluated (create thresholds.toml or pass --thresholds)")
+    for g in state.gates:
+        tr.write_line(g.line(), red=not g.passed, green=g.passed)
+    if state.gates:
+        n_failed = sum(1 for g in state.gates if not g.passed)
+        verdict_line = f"gate: {'PASSED' if state.passed else 'FAILED'} ({len(state.gates) - n_failed}/{len(state.gates)} gates passed)"
+        tr.write_line(verdict_line, red=not state.passed, green=state.passed, bold=True)
+    if state.written:
+        tr.write_line(f"results: {state.results_path}")

@@ -1,0 +1,45 @@
+"""Per-case results: what one golden item's case measured, and how it ended.
+
+These cross from xdist workers to the controller as JSON (on the test report), so
+every value is a JSON primitive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Mapping
+
+Outcome = Literal["pass", "fail", "error", "skip"]
+OUTCOMES: tuple[str, ...] = ("pass", "fail", "error", "skip")
+USER_PROPERTY = "rag_eval_case"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    id: str
+    tier: str
+    outcome: Outcome
+    failed_stage: str | None = None
+    message: str = ""
+    metrics: Mapping[str, float] = field(default_factory=dict)
+    tags: Mapping[str, str] = field(default_factory=dict)
+    split: str = "tune"
+    negative: bool = False
+    duration: float = 0.0
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["metrics"] = dict(self.metrics)
+        d["tags"] = dict(self.tags)
+        d["details"] = dict(self.details)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CaseResult:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    @property
+    def key(self) -> str:
+        return f"{self.tier}::{self.id}"

@@ -1,0 +1,79 @@
+"""Run metadata and the results file (reports/eval-results.json)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rag_eval.aggregate import aggregate_all, outcome_counts
+from rag_eval.gate import GateResult
+from rag_eval.results import CaseResult
+
+RESULTS_VERSION = 1
+
+
+def git_commit(cwd: Path) -> dict[str, Any]:
+    """Commit and dirty flag, or nulls outside a git checkout."""
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=5
+            ).stdout.strip()
+        )
+        return {"commit": sha, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def system_summary(cases: Sequence[CaseResult]) -> dict[str, Any]:
+    """What the workers reported about the system under test; several values mean a mixed run."""
+    seen: dict[str, set[str]] = {}
+    for c in cases:
+        for k, v in (c.details.get("system") or {}).items():
+            if v is not None:
+                seen.setdefault(k, set()).add(str(v))
+    return {k: sorted(v)[0] if len(v) == 1 else sorted(v) for k, v in seen.items()}
+
+
+def build_results(
+    run: Mapping[str, Any], cases: Sequence[CaseResult], gates: Sequence[GateResult], passed: bool
+) -> dict[str, Any]:
+    ordered = sorted(cases, key=lambda c: (c.tier, c.id))
+    metrics = aggregate_all(ordered)
+    return {
+        "version": RESULTS_VERSION,
+        "run": {**run, "system": system_summary(ordered), "outcomes": outcome_counts(ordered)},
+        "verdict": "pass" if passed else "fail",
+        "metrics": {k: v.value for k, v in sorted(metrics.items())},
+        "metrics_n": {k: v.to_dict() for k, v in sorted(metrics.items())},
+        "gates": [g.to_dict() for g in gates],
+        "cases": [c.to_dict() for c in ordered],
+    }
+
+
+def write_results(path: Path, results: Mapping[str, Any]) -> None:
+    """Write atomically so that a reader never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(path)
+
+
+def file_sha256_or_none(path: Path) -> str | None:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")

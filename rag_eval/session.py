@@ -1,0 +1,158 @@
+"""One evaluation run in one process: the dataset, the system under test, and how
+each tier turns a golden item into a ``CaseResult``.
+
+Built lazily: collection only reads the golden set; the index is built (or loaded
+from its fingerprinted cache) when the first case runs, once per process.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from rag_app.settings import Settings
+from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
+from rag_eval.evaluate.deterministic import DeterministicCaseConfig, evaluate_deterministic
+from rag_eval.evaluate.retrieval import RetrievalCaseConfig, evaluate_retrieval
+from rag_eval.golden.model import GoldenItem
+from rag_eval.golden.resolve import ChunkLookup, ResolvedGold, resolve
+from rag_eval.results import CaseResult
+from rag_eval.system import RagAppSystem, SystemUnderTest
+from rag_eval.thresholds import Thresholds
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    paths: DatasetPaths
+    settings_overrides: Mapping[str, Any] = field(default_factory=dict)
+    thresholds: Thresholds | None = None
+    top_k: int | None = None
+
+
+class EvalSession:
+    def __init__(self, config: EvalConfig, system_factory: Callable[[Settings, Path], SystemUnderTest] | None = None):
+        self.config = config
+        self._factory = system_factory or RagAppSystem
+        self._gold: dict[str, ResolvedGold] = {}
+
+    @cached_property
+    def settings(self) -> Settings:
+        return Settings.load(overrides={"corpus_path": str(self.config.paths.corpus), **self.config.settings_overrides})
+
+    @cached_property
+    def dataset(self) -> Dataset:
+        return load_dataset(self.config.paths)
+
+    @cached_property
+    def system(self) -> SystemUnderTest:
+        return self._factory(self.settings, self.config.paths.corpus)
+
+    @cached_property
+    def lookup(self) -> ChunkLookup:
+        return ChunkLookup(self.system.documents, self.system.chunks.values())
+
+    @cached_property
+    def doc_of(self) -> dict[str, str]:
+        return {cid: c.doc_id for cid, c in self.lookup.chunks.items()}
+
+    @cached_property
+    def kind_of(self) -> dict[str, str]:
+        return {cid: c.kind for cid, c in self.lookup.chunks.items()}
+
+    @cached_property
+    def system_info(self) -> dict[str, Any]:
+        return self.system.describe()
+
+    def gold(self, item: GoldenItem) -> ResolvedGold:
+        if item.id not in self._gold:
+            self._gold[item.id] = resolve(item, self.lookup)
+        return self._gold[item.id]
+
+    def _rules(self, tier: str) -> tuple[dict[str, Any], dict[str, float]]:
+        if self.config.thresholds is None:
+            return {}, {}
+        rules = self.config.thresholds.case_rules(tier)
+        return dict(rules.options), dict(rules.floors)
+
+    def retrieval_config(self) -> RetrievalCaseConfig:
+        options, floors = self._rules("retrieval")
+        extra = self.config.thresholds.metric_names("retrieval") if self.config.thresholds else set()
+        base = RetrievalCaseConfig()
+        metrics = tuple(dict.fromkeys(base.metrics + tuple(sorted(extra))))
+        return RetrievalCaseConfig(
+            require=options.get("require", base.require),
+            metrics=metrics,
+            case_min=floors,
+            negative=options.get("negative", base.negative),
+        )
+
+    def run_case(self, tier: str, item: GoldenItem) -> CaseResult:
+        """Run one case; any exception becomes an ``error`` outcome, never a pass."""
+        t0 = time.perf_counter()
+        try:
+            if tier == "retrieval":
+                result = self._retrieval(item, t0)
+            elif tier == "deterministic":
+                result = self._deterministic(item, t0)
+            else:
+                raise ValueError(f"unknown tier {tier!r}")
+        except Exception as exc:  # noqa: BLE001 - every failure of the system is recorded, not raised
+            return CaseResult(
+                id=item.id,
+                tier=tier,
+                outcome="error",
+                failed_stage="error",
+                message=f"{type(exc).__name__}: {exc}",
+                tags=dict(item.tags),
+                split=item.split,
+                negative=item.is_negative,
+                duration=time.perf_counter() - t0,
+                details={"traceback": traceback.format_exc(limit=8)[-4000:], "system": self._safe_info()},
+            )
+        return result
+
+    def _safe_info(self) -> dict[str, Any]:
+        try:
+            return self.system_info
+        except Exception:  # noqa: BLE001 - the system itself failed to start
+            return {}
+
+    def _retrieval(self, item: GoldenItem, t0: float) -> CaseResult:
+        gold = self.gold(item)
+        result = self.system.retrieve(item.question, self.config.top_k)
+        case = evaluate_retrieval(
+            item,
+            gold,
+            result,
+            doc_of=self.doc_of,
+            kind_of=self.kind_of,
+            config=self.retrieval_config(),
+            duration=time.perf_counter() - t0,
+        )
+        return _with_system(case, self.system_info)
+
+    def _deterministic(self, item: GoldenItem, t0: float) -> CaseResult:
+        gold = self.gold(item)
+        options, _ = self._rules("deterministic")
+        chat = self.system.chat(item.question, self.config.top_k, item.history)
+        case = evaluate_deterministic(
+            item,
+            gold,
+            chat,
+            doc_of=self.doc_of,
+            kind_of=self.kind_of,
+            config=DeterministicCaseConfig(skip_checks=tuple(options.get("skip_checks", ()))),
+            duration=time.perf_counter() - t0,
+        )
+        return _with_system(case, self.system_info)
+
+
+def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
+    from dataclasses import replace
+
+    short = {k: info.get(k) for k in ("index_fingerprint", "embedder", "reranker", "generator")}
+    return replace(case, details={**case.details, "system": short})

@@ -1,0 +1,278 @@
+"""thresholds.toml: the gates, parsed and validated once at start-up.
+
+    [defaults]
+    min_cases = 5                      # a gate over fewer cases fails
+
+    [retrieval]                        # aggregate gates of a tier: metric = {min|max}
+    "recall@5" = { min = 0.80 }
+    "bm25.doc.recall@10" = 0.6         # a bare number means min
+    error_rate = { max = 0.0 }
+
+    [retrieval.case]                   # what makes one case pass
+    require = "context"
+    "recall@5" = { min = 0.5 }
+
+    [tag."scenario=negative".deterministic]   # per-tag gates
+    pass_rate = { min = 1.0, min_cases = 3 }
+
+Every problem is reported with the file, the table and the key, and lists the
+valid names, so a typo fails the run at start instead of silently gating nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from rag_eval.metrics.deterministic import CHECK_NAMES
+from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
+
+OPS: tuple[str, ...] = ("min", "max")
+RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
+RETRIEVAL_STAGE_PREFIXES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
+NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
+REQUIRE_STAGES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
+NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_vector_hit", "empty_context")
+
+
+class ThresholdsError(ValueError):
+    """thresholds.toml is unreadable or names something unknown."""
+
+
+def _retrieval_metric_ok(key: str) -> bool:
+    if key in RATE_KEYS or key in NEGATIVE_KEYS:
+        return True
+    parts = key.split(".")
+    if parts and parts[0] in RETRIEVAL_STAGE_PREFIXES:
+        parts = parts[1:]
+    if parts and parts[0] == "doc":
+        parts = parts[1:]
+    if len(parts) != 1:
+        return False
+    try:
+        parse_metric_name(parts[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _deterministic_metric_ok(key: str) -> bool:
+    return key in RATE_KEYS or (key.startswith("check.") and key[6:] in CHECK_NAMES)
+
+
+METRIC_VALIDATORS: dict[str, Callable[[str], bool]] = {
+    "retrieval": _retrieval_metric_ok,
+    "deterministic": _deterministic_metric_ok,
+}
+VALID_NAMES_TEXT: dict[str, str] = {
+    "retrieval": (
+        f"[<stage>.][doc.]<metric> with stage in {', '.join(RETRIEVAL_STAGE_PREFIXES)} and metric in "
+        f"{', '.join(VALID_METRIC_NAMES)} (e.g. 'recall@5', 'bm25.doc.mrr@10'); or "
+        f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
+    ),
+    "deterministic": f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}",
+}
+
+
+def register_tier(tier: str, validator: Callable[[str], bool], valid_text: str) -> None:
+    """Later tiers (judge, passk) add their metric names here."""
+    METRIC_VALIDATORS[tier] = validator
+    VALID_NAMES_TEXT[tier] = valid_text
+
+
+@dataclass(frozen=True)
+class Gate:
+    tier: str
+    metric: str
+    op: str
+    threshold: float
+    min_cases: int
+    tags: Mapping[str, str] = field(default_factory=dict)
+    where: str = ""
+
+    @property
+    def label(self) -> str:
+        scope = ",".join(f"{k}={v}" for k, v in sorted(self.tags.items()))
+        return f"{self.tier}.{self.metric}" + (f" [{scope}]" if scope else "")
+
+
+@dataclass(frozen=True)
+class CaseRules:
+    """Per-case pass conditions of one tier."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
+    floors: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    path: str
+    sha256: str
+    gates: tuple[Gate, ...]
+    cases: Mapping[str, CaseRules]
+    min_cases: int
+
+    def case_rules(self, tier: str) -> CaseRules:
+        return self.cases.get(tier, CaseRules())
+
+    def metric_names(self, tier: str) -> set[str]:
+        """Base metric names (e.g. 'recall@7') that gates or case rules of a tier mention."""
+        names = {g.metric for g in self.gates if g.tier == tier} | set(self.case_rules(tier).floors)
+        base = set()
+        for n in names:
+            last = n.split(".")[-1]
+            try:
+                base.add(parse_metric_name(last).name)
+            except ValueError:
+                pass
+        return base
+
+
+CASE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "retrieval": {"require": REQUIRE_STAGES, "negative": NEGATIVE_MODES},
+    "deterministic": {"skip_checks": CHECK_NAMES},
+}
+
+
+def load_thresholds(path: str | Path) -> Thresholds:
+    path = Path(path)
+    if not path.is_file():
+        raise ThresholdsError(f"{path}: thresholds file not found (pass --thresholds PATH or create it)")
+    data = path.read_bytes()
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ThresholdsError(f"{path}: not valid TOML: {exc}") from exc
+    return parse_thresholds(doc, str(path), hashlib.sha256(data).hexdigest())
+
+
+def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thresholds:
+    defaults = doc.get("defaults", {})
+    _only_keys(defaults, {"min_cases"}, path, "[defaults]")
+    min_cases = _int(defaults.get("min_cases", 1), path, "[defaults] min_cases")
+    gates: list[Gate] = []
+    cases: dict[str, CaseRules] = {}
+    for table, body in doc.items():
+        if table == "defaults":
+            continue
+        if table == "tag":
+            gates.extend(_tag_gates(body, path, min_cases))
+            continue
+        _check_tier(table, path)
+        tier_gates, rules = _tier(table, body, path, f"[{table}]", min_cases, {})
+        gates.extend(tier_gates)
+        if rules is not None:
+            cases[table] = rules
+    return Thresholds(path, sha256, tuple(gates), cases, min_cases)
+
+
+def _check_tier(table: str, path: str) -> None:
+    if table not in METRIC_VALIDATORS:
+        valid = ", ".join(sorted(METRIC_VALIDATORS) + ["defaults", "tag"])
+        raise ThresholdsError(f"{path}: unknown table [{table}]; valid tables: {valid}")
+
+
+def _tier(
+    tier: str, body: Any, path: str, table: str, min_cases: int, tags: Mapping[str, str]
+) -> tuple[list[Gate], CaseRules | None]:
+    if not isinstance(body, dict):
+        raise ThresholdsError(f"{path}: {table} must be a table of metric = {{ min = ... }} entries")
+    gates = []
+    rules = None
+    for key, spec in body.items():
+        if key == "case" and not tags:
+            rules = _case_rules(tier, spec, path, f"{table[:-1]}.case]")
+            continue
+        _check_metric(tier, key, path, table)
+        op, threshold, n_min = _gate_spec(spec, path, table, key, min_cases)
+        gates.append(Gate(tier, key, op, threshold, n_min, dict(tags), f"{path} {table} {key}"))
+    return gates, rules
+
+
+def _check_metric(tier: str, key: str, path: str, table: str) -> None:
+    if not METRIC_VALIDATORS[tier](key):
+        raise ThresholdsError(
+            f"{path}: unknown metric {key!r} in {table}; valid names for {tier}: {VALID_NAMES_TEXT[tier]}"
+        )
+
+
+def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tuple[str, float, int]:
+    where = f"{path}: {table} {key}"
+    if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+        return "min", float(spec), min_cases
+    if not isinstance(spec, dict):
+        raise ThresholdsError(f"{where}: expected a number or {{ min = x }} / {{ max = x }}, got {spec!r}")
+    _only_keys(spec, {"min", "max", "min_cases"}, path, f"{table} {key}")
+    ops = [op for op in OPS if op in spec]
+    if len(ops) != 1:
+        raise ThresholdsError(f"{where}: give exactly one of min or max, got {sorted(spec)}")
+    value = spec[ops[0]]
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ThresholdsError(f"{where}: {ops[0]} must be a number, got {value!r}")
+    return ops[0], float(value), _int(spec.get("min_cases", min_cases), path, f"{table} {key}.min_cases")
+
+
+def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
+    if not isinstance(spec, dict):
+        raise ThresholdsError(f"{path}: {table} must be a table")
+    allowed = CASE_OPTIONS.get(tier, {})
+    options: dict[str, Any] = {}
+    floors: dict[str, float] = {}
+    for key, value in spec.items():
+        if key in allowed:
+            valid = allowed[key]
+            values = value if isinstance(value, list) else [value]
+            bad = [v for v in values if v not in valid]
+            if bad:
+                raise ThresholdsError(f"{path}: {table} {key} = {bad[0]!r} is not one of {', '.join(valid)}")
+            options[key] = value
+            continue
+        if not METRIC_VALIDATORS[tier](key) or key in RATE_KEYS:
+            raise ThresholdsError(
+                f"{path}: unknown key {key!r} in {table}; valid: {', '.join(allowed) or '(no options)'} "
+                f"or a per-case metric floor ({VALID_NAMES_TEXT[tier]})"
+            )
+        op, threshold, _ = _gate_spec(value, path, table, key, 0)
+        if op != "min":
+            raise ThresholdsError(f"{path}: {table} {key}: per-case thresholds are floors; use min")
+        floors[key] = threshold
+    return CaseRules(options, floors)
+
+
+def _tag_gates(body: Any, path: str, min_cases: int) -> list[Gate]:
+    if not isinstance(body, dict):
+        raise ThresholdsError(f'{path}: [tag] holds tables like [tag."scenario=negative".retrieval]')
+    gates: list[Gate] = []
+    for selector, tiers in body.items():
+        tags = {}
+        for part in selector.split(","):
+            k, sep, v = part.partition("=")
+            if not sep or not k.strip() or not v.strip():
+                raise ThresholdsError(
+                    f'{path}: [tag."{selector}"]: a tag selector is key=value[,key=value], e.g. "scenario=negative"'
+                )
+            tags[k.strip()] = v.strip()
+        if not isinstance(tiers, dict):
+            raise ThresholdsError(f'{path}: [tag."{selector}"] must hold tier tables')
+        for tier, tbody in tiers.items():
+            _check_tier(tier, path)
+            tier_gates, _ = _tier(tier, tbody, path, f'[tag."{selector}".{tier}]', min_cases, tags)
+            gates.extend(tier_gates)
+    return gates
+
+
+def _only_keys(table: Any, allowed: set[str], path: str, where: str) -> None:
+    if not isinstance(table, dict):
+        raise ThresholdsError(f"{path}: {where} must be a table")
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ThresholdsError(f"{path}: unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(sorted(allowed))}")
+
+
+def _int(value: Any, path: str, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ThresholdsError(f"{path}: {where} must be a non-negative integer, got {value!r}")
+    return value
