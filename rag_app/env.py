@@ -45,22 +45,27 @@ class EndpointConfig:
     base_url_var: str = ""
     model_var: str = ""
     api_key_var: str = ""
+    fallback: bool = True
 
     @classmethod
     def from_env(
-        cls, prefix: str, env: Mapping[str, str] = os.environ, model_default: str = ""
+        cls, prefix: str, env: Mapping[str, str] = os.environ, model_default: str = "", *, fallback: bool = True
     ) -> EndpointConfig:
         """Read ``{prefix}_BASE_URL``, ``{prefix}_MODEL``, ``{prefix}_API_KEY`` (see module doc).
 
         Empty or whitespace-only variables count as unset, so ``export X=`` in a CI
         file does not shadow the fallback with an empty value.
         """
-        base_url, base_url_var = _first(env, f"{prefix}_BASE_URL", FALLBACK_BASE_URL)
+        # fallback=False for endpoints that are not OpenAI's (a reranker): sending
+        # OPENAI_API_KEY to some other host would leak it.
+        extra_url = (FALLBACK_BASE_URL,) if fallback else ()
+        extra_key = (FALLBACK_API_KEY,) if fallback else ()
+        base_url, base_url_var = _first(env, f"{prefix}_BASE_URL", *extra_url)
         model, model_var = _first(env, f"{prefix}_MODEL")
         if not model and model_default:
             model, model_var = model_default, "default"
-        api_key, api_key_var = _first(env, f"{prefix}_API_KEY", FALLBACK_API_KEY)
-        return cls(base_url.rstrip("/"), model, api_key, prefix, base_url_var, model_var, api_key_var)
+        api_key, api_key_var = _first(env, f"{prefix}_API_KEY", *extra_key)
+        return cls(base_url.rstrip("/"), model, api_key, prefix, base_url_var, model_var, api_key_var, fallback)
 
     # --- validation -----------------------------------------------------------------
     def missing(self, *fields: str) -> list[str]:
@@ -69,10 +74,12 @@ class EndpointConfig:
         unknown = [f for f in wanted if f not in FIELDS]
         if unknown:
             raise ValueError(f"unknown EndpointConfig field(s) {unknown}; valid: {', '.join(FIELDS)}")
+        or_url = f" (or {FALLBACK_BASE_URL})" if self.fallback else ""
+        or_key = f" (or {FALLBACK_API_KEY})" if self.fallback else ""
         hints = {
-            "base_url": f"{self.prefix}_BASE_URL (or {FALLBACK_BASE_URL})",
+            "base_url": f"{self.prefix}_BASE_URL{or_url}",
             "model": f"{self.prefix}_MODEL",
-            "api_key": f"{self.prefix}_API_KEY (or {FALLBACK_API_KEY})",
+            "api_key": f"{self.prefix}_API_KEY{or_key}",
         }
         return [hints[f] for f in wanted if not getattr(self, f)]
 

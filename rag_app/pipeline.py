@@ -16,7 +16,7 @@ from rag_app.corpus import ChunkConfig, chunk_documents, corpus_hash, load_corpu
 from rag_app.embeddings import make_embedder
 from rag_app.errors import RerankError
 from rag_app.generation import REFUSAL_TEXT, build_sources, is_refusal, make_generator
-from rag_app.index import Index, build_or_load_index
+from rag_app.index import Index, build_or_load_index, indexed_text
 from rag_app.interfaces import Embedder, Generator, Reranker
 from rag_app.retrieval import make_reranker, rrf_fuse, truncate_context
 from rag_app.settings import Settings
@@ -77,7 +77,9 @@ class RagPipeline:
             chunk_config=config.to_dict(),
         )
         self.threshold = settings.threshold_for(self.embedder_family)
-        self.reranker = reranker if reranker is not None else make_reranker(settings, embedder, tokenize)
+        self.reranker = (
+            reranker if reranker is not None else make_reranker(settings, embedder, tokenize, text_of=indexed_text)
+        )
         self.generator = generator if generator is not None else make_generator(settings, tokenize)
 
     @property

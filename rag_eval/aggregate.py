@@ -10,7 +10,7 @@ from rag_eval.results import CaseResult
 
 @dataclass(frozen=True)
 class MetricValue:
-    """A mean over ``n`` measured cases; ``errors`` cases in scope had no measurement."""
+    """A mean over ``n`` cases, of which ``errors`` errored and count as the worst value."""
 
     value: float | None
     n: int
@@ -42,7 +42,26 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
     if key == "fail_count":
         return MetricValue(float(sum(1 for c in cases if c.outcome != "pass")), len(cases), errors)
     values = [float(c.metrics[key]) for c in cases if key in c.metrics]
-    return MetricValue(sum(values) / len(values) if values else None, len(values), errors)
+    # Errors are never dropped from a denominator (dropping them makes scores rise as
+    # things break): each error case that would have measured the metric counts as its
+    # worst value.
+    failed = errors_for(key, cases)
+    values += [worst_value(key)] * failed
+    return MetricValue(sum(values) / len(values) if values else None, len(values), failed)
+
+
+LOWER_IS_BETTER = frozenset({"negative.any_above_threshold", "error_rate", "fail_count"})
+
+
+def worst_value(key: str) -> float:
+    """What an errored case counts as: 0 for a higher-is-better metric, 1 otherwise."""
+    return 1.0 if key in LOWER_IS_BETTER else 0.0
+
+
+def errors_for(key: str, cases: Sequence[CaseResult]) -> int:
+    """Error cases that would have measured ``key`` (retrieval negatives measure only negative.*)."""
+    wants_negative = key.startswith("negative.")
+    return sum(1 for c in cases if c.outcome == "error" and (c.tier != "retrieval" or c.negative == wants_negative))
 
 
 def _rate(cases: Sequence[CaseResult], pred: object, errors: int) -> MetricValue:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from rag_eval.aggregate import metric_value, select
+from rag_eval.aggregate import metric_value, select, worst_value
 from rag_eval.results import CaseResult
-from rag_eval.thresholds import Gate, Thresholds
+from rag_eval.thresholds import RATE_KEYS, Gate, Thresholds
 
 WORST_SHOWN = 3
 
@@ -44,7 +44,12 @@ class GateResult:
         value = "n/a" if self.value is None else f"{self.value:.4f}"
         sign = ">=" if self.gate.op == "min" else "<="
         verdict = "PASS" if self.passed else "FAIL"
-        err = f", {self.errors} errors" if self.errors else ""
+        err = ""
+        plural = "s" if self.errors != 1 else ""
+        if self.errors and self.gate.metric in RATE_KEYS:
+            err = f", {self.errors} error{plural}"
+        elif self.errors:
+            err = f", incl. {self.errors} error{plural} counted as {worst_value(self.gate.metric):g}"
         tail = f"  worst: {', '.join(self.worst)}" if self.worst and not self.passed else ""
         why = f" ({self.reason})" if self.reason and not self.passed else ""
         return f"{verdict} {self.gate.label} = {value} (need {sign} {self.gate.threshold:g}; n={self.n}{err}){why}{tail}"
@@ -56,17 +61,21 @@ def evaluate_gates(thresholds: Thresholds, cases: Sequence[CaseResult], active_t
 
 
 def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
+    """One gate over the cases in its scope.
+
+    The value is ``aggregate.metric_value``'s, the same number the results file shows:
+    errors count as the metric's worst value, rate gates count them in their ``n``.
+    """
     scoped = select(cases, gate.tier, gate.tags)
     mv = metric_value(scoped, gate.metric)
     worst = _worst(gate, scoped)
-    if mv.value is None or mv.n == 0:
-        return GateResult(gate, None, mv.n, mv.errors, False, "no cases measured: a gate over 0 cases fails", worst)
-    if mv.n < gate.min_cases:
-        return GateResult(
-            gate, mv.value, mv.n, mv.errors, False, f"only {mv.n} cases, the gate needs at least {gate.min_cases}", worst
-        )
-    ok = mv.value >= gate.threshold if gate.op == "min" else mv.value <= gate.threshold
-    return GateResult(gate, mv.value, mv.n, mv.errors, ok, "", worst)
+    value, n, errors = mv.value, mv.n, mv.errors
+    if value is None or n == 0:
+        return GateResult(gate, None, n, errors, False, "no cases measured: a gate over 0 cases fails", worst)
+    if n < gate.min_cases:
+        return GateResult(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst)
+    ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
+    return GateResult(gate, value, n, errors, ok, "", worst)
 
 
 def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:

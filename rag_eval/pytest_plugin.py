@@ -56,6 +56,16 @@ class ControllerState:
 
 STATE = pytest.StashKey[ControllerState]()
 CONFIG = pytest.StashKey[EvalConfig]()
+# Per-run caches live in the config's stash, not in module globals: a module global
+# outlives the run, so a second pytest.main() in the same process (pytester, IDEs)
+# would see the first run's golden set even after the file changed.
+PATHS = pytest.StashKey[DatasetPaths]()
+DATASET = pytest.StashKey[Dataset]()
+CONTROLLER_PLUGIN = "rag_eval_controller"
+
+
+class DatasetInputError(Exception):
+    """The dataset, golden set or selection cannot be used; the message says why and the fix."""
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,10 +97,14 @@ def pytest_configure(config: pytest.Config) -> None:
         paths=DatasetPaths(Path(dataset), Path(), Path()),  # resolved lazily, see _paths()
         settings_overrides=overrides,
         thresholds=thresholds,
+        project_root=root,
     )
+    _check_tags(config)
     if not hasattr(config, "workerinput"):
         results = Path(config.getoption("eval_results"))
-        config.stash[STATE] = ControllerState(thresholds, results if results.is_absolute() else root / results)
+        state = ControllerState(thresholds, results if results.is_absolute() else root / results)
+        config.stash[STATE] = state
+        config.pluginmanager.register(CaseCollector(state), CONTROLLER_PLUGIN)
 
 
 def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
@@ -104,20 +118,31 @@ def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _check_tags(config: pytest.Config) -> None:
+    for item in config.getoption("tag"):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise pytest.UsageError(f"--tag expects KEY=VALUE (e.g. --tag scenario=negative), got {item!r}")
+
+
 def _overrides(config: pytest.Config) -> dict[str, Any]:
+    from rag_app.errors import ConfigError
+    from rag_app.settings import Settings, coerce
+
     out: dict[str, Any] = {}
     for item in config.getoption("rag_set"):
         name, sep, value = item.partition("=")
-        if not sep:
-            raise pytest.UsageError(f"--rag-set expects NAME=VALUE, got {item!r}")
+        if not sep or not name.strip():
+            raise pytest.UsageError(f"--rag-set expects NAME=VALUE (e.g. --rag-set reranker=none), got {item!r}")
+        try:  # name the option the user typed, not "overrides"
+            coerce(name.strip(), value.strip(), f"--rag-set {item}")
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
         out[name.strip()] = value.strip()
     for option, (setting, _) in SHORTCUTS.items():
         value = config.getoption(option)
         if value is not None:
             out[setting] = value
-    from rag_app.errors import ConfigError
-    from rag_app.settings import Settings
-
     try:
         Settings().replace(**out)
     except ConfigError as exc:
@@ -125,32 +150,24 @@ def _overrides(config: pytest.Config) -> dict[str, Any]:
     return out
 
 
-_PATHS_CACHE: dict[str, DatasetPaths] = {}
-
-
 def _paths(config: pytest.Config) -> DatasetPaths:
-    key = str(config.stash[CONFIG].paths.root)
-    if key not in _PATHS_CACHE:
+    if PATHS not in config.stash:
         try:
-            _PATHS_CACHE[key] = find_paths(key, config.getoption("golden_set"))
+            config.stash[PATHS] = find_paths(config.stash[CONFIG].paths.root, config.getoption("golden_set"))
         except GoldenSetError as exc:
-            raise pytest.UsageError(str(exc)) from None
-    return _PATHS_CACHE[key]
-
-
-_DATASET_CACHE: dict[str, Dataset] = {}
+            raise DatasetInputError(str(exc)) from None
+    return config.stash[PATHS]
 
 
 def _dataset(config: pytest.Config) -> Dataset:
-    """The golden set and corpus, loaded once per process; a corpus-hash mismatch stops the run."""
-    paths = _paths(config)
-    key = f"{paths.corpus}|{paths.golden}"
-    if key not in _DATASET_CACHE:
+    """The golden set and corpus, loaded once per run; a corpus-hash mismatch stops the run."""
+    if DATASET not in config.stash:
+        paths = _paths(config)
         try:
-            _DATASET_CACHE[key] = load_dataset(paths)
+            config.stash[DATASET] = load_dataset(paths)
         except (GoldenSetError, RagAppError) as exc:
-            raise pytest.UsageError(str(exc)) from None
-    return _DATASET_CACHE[key]
+            raise DatasetInputError(str(exc)) from None
+    return config.stash[DATASET]
 
 
 def _tier_of(definition: pytest.Function | Any) -> str | None:
@@ -171,13 +188,19 @@ def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[Golde
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "golden_case" not in metafunc.fixturenames:
         return
+    # Errors here are collection errors: pytest shows a CollectError as its message
+    # alone, where any other exception would come wrapped in a pluggy traceback.
     tier = _tier_of(metafunc.definition)
     if tier is None:
-        raise pytest.UsageError(
+        raise pytest.Collector.CollectError(
             f"{metafunc.definition.nodeid}: a test using golden_case needs exactly one tier marker "
             f"({', '.join(TIERS)})"
         )
-    chosen = selected_items(metafunc.config, list(_dataset(metafunc.config).items))
+    try:
+        items = _dataset(metafunc.config).items
+    except DatasetInputError as exc:
+        raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
+    chosen = selected_items(metafunc.config, list(items))
     metafunc.parametrize("golden_case", chosen, ids=[i.id for i in chosen])
 
 
@@ -185,8 +208,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
     """The per-process evaluation session (dataset, system under test, tiers)."""
     cfg = pytestconfig.stash[CONFIG]
-    session = EvalSession(EvalConfig(_paths(pytestconfig), cfg.settings_overrides, cfg.thresholds))
-    session.__dict__["dataset"] = _dataset(pytestconfig)  # already loaded and hash-checked at collection
+    try:
+        paths = _paths(pytestconfig)
+        dataset = _dataset(pytestconfig)  # usually loaded and hash-checked at collection already
+    except DatasetInputError as exc:
+        pytest.fail(f"rag-eval: {exc}", pytrace=False)
+    session = EvalSession(EvalConfig(paths, cfg.settings_overrides, cfg.thresholds, project_root=cfg.project_root))
+    session.__dict__["dataset"] = dataset
     return session
 
 
@@ -219,36 +247,24 @@ def rag_eval(rag_eval_session: EvalSession, request: pytest.FixtureRequest) -> C
     return CaseRunner(rag_eval_session, request.node)
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Controller side: collect each case's result from its test report (any phase)."""
-    state = _controller_state.get()
-    if state is None:
-        return
-    for name, value in report.user_properties:
-        if name == USER_PROPERTY:
-            case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(value))
-            state.cases[case.key] = case  # the same result rides on call and teardown reports
+class CaseCollector:
+    """Registered on the controller only (by ``pytest_configure``): collects each case's
+    result from its test report, whichever process ran it.
 
+    An object rather than a module-level hook because ``pytest_runtest_logreport`` gets
+    no config: the state must be bound to this run, not to a global that a second run
+    in the same process (pytester, an IDE) would overwrite.
+    """
 
-class _StateRef:
-    """The controller's state, reachable from hooks that get no config (logreport)."""
+    def __init__(self, state: ControllerState) -> None:
+        self.state = state
 
-    def __init__(self) -> None:
-        self._state: ControllerState | None = None
-
-    def get(self) -> ControllerState | None:
-        return self._state
-
-    def set(self, state: ControllerState | None) -> None:
-        self._state = state
-
-
-_controller_state = _StateRef()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    _controller_state.set(session.config.stash.get(STATE, None))
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for prop in report.user_properties:
+            name, value = prop  # a tuple here, a list after xdist's JSON round trip
+            if name == USER_PROPERTY:
+                case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(value))
+                self.state.cases[case.key] = case  # the same result rides on call and teardown reports
 
 
 @pytest.hookimpl(wrapper=True)
@@ -258,21 +274,33 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
     A failed gate increments ``session.testsfailed`` so pytest exits 1 even when every
     case passed (as pytest-cov does for --cov-fail-under).
     """
-    result = yield
+    try:
+        result = yield
+    except BaseException:
+        # -x, --maxfail or Ctrl-C stopped the loop: keep what was computed, marked incomplete.
+        _finish(session, complete=False)
+        raise
+    _finish(session, complete=True)
+    return result
+
+
+def _finish(session: pytest.Session, complete: bool) -> None:
     state = session.config.stash.get(STATE, None)
     if state is None or session.config.option.collectonly or not state.cases:
-        return result
+        return
     cases = list(state.cases.values())
     active = {c.tier for c in cases}
     gates = evaluate_gates(state.thresholds, cases, active) if state.thresholds else []
     state.gates = gates
-    state.passed = verdict(gates)
-    run = _run_info(session.config, state)
-    write_results(state.results_path, build_results(run, cases, gates, state.passed))
+    state.passed = verdict(gates) and complete
+    run = {**_run_info(session.config, state), "complete": complete}
+    results = build_results(run, cases, gates, state.passed)
+    if not complete:
+        results["verdict"] = "incomplete"
+    write_results(state.results_path, results)
     state.written = True
-    if not state.passed:
+    if complete and not state.passed:
         session.testsfailed += 1
-    return result
 
 
 def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:

@@ -27,10 +27,19 @@ from rag_eval.thresholds import Thresholds
 
 @dataclass(frozen=True)
 class EvalConfig:
+    """What one evaluation run measures.
+
+    ``project_root``: where ``pyproject.toml`` ([tool.rag_app]) is read from, and what a
+    relative ``cache_dir`` from that file or the environment is relative to. None means
+    the current directory (as ``rag_app`` itself does). The pytest plugin passes its
+    rootdir, so running pytest from a subdirectory measures the same pipeline.
+    """
+
     paths: DatasetPaths
     settings_overrides: Mapping[str, Any] = field(default_factory=dict)
     thresholds: Thresholds | None = None
     top_k: int | None = None
+    project_root: Path | None = None
 
 
 class EvalSession:
@@ -41,7 +50,13 @@ class EvalSession:
 
     @cached_property
     def settings(self) -> Settings:
-        return Settings.load(overrides={"corpus_path": str(self.config.paths.corpus), **self.config.settings_overrides})
+        root = self.config.project_root
+        overrides = {"corpus_path": str(self.config.paths.corpus), **self.config.settings_overrides}
+        settings = Settings.load(pyproject=root / "pyproject.toml" if root else None, overrides=overrides)
+        if root is not None and "cache_dir" not in self.config.settings_overrides and not Path(settings.cache_dir).is_absolute():
+            # From pyproject/env, relative to the project; an explicit override stays as given.
+            settings = settings.replace(cache_dir=str(root / settings.cache_dir))
+        return settings
 
     @cached_property
     def dataset(self) -> Dataset:

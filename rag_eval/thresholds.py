@@ -53,10 +53,12 @@ def _retrieval_metric_ok(key: str) -> bool:
     if len(parts) != 1:
         return False
     try:
-        parse_metric_name(parts[0])
+        spec = parse_metric_name(parts[0])
     except ValueError:
         return False
-    return True
+    # Cases record metrics under the canonical spelling ('recall@5'); a gate on 'Recall@5'
+    # would find no values and fail with "0 cases" instead of naming the typo.
+    return spec.name == parts[0]
 
 
 def _deterministic_metric_ok(key: str) -> bool:
@@ -121,7 +123,7 @@ class Thresholds:
     def metric_names(self, tier: str) -> set[str]:
         """Base metric names (e.g. 'recall@7') that gates or case rules of a tier mention."""
         names = {g.metric for g in self.gates if g.tier == tier} | set(self.case_rules(tier).floors)
-        base = set()
+        base: set[str] = set()
         for n in names:
             last = n.split(".")[-1]
             try:
@@ -135,6 +137,8 @@ CASE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "retrieval": {"require": REQUIRE_STAGES, "negative": NEGATIVE_MODES},
     "deterministic": {"skip_checks": CHECK_NAMES},
 }
+# Options that hold a list of names; every other option holds exactly one name.
+LIST_OPTIONS: frozenset[str] = frozenset({"skip_checks"})
 
 
 def load_thresholds(path: str | Path) -> Thresholds:
@@ -180,8 +184,8 @@ def _tier(
 ) -> tuple[list[Gate], CaseRules | None]:
     if not isinstance(body, dict):
         raise ThresholdsError(f"{path}: {table} must be a table of metric = {{ min = ... }} entries")
-    gates = []
-    rules = None
+    gates: list[Gate] = []
+    rules: CaseRules | None = None
     for key, spec in body.items():
         if key == "case" and not tags:
             rules = _case_rules(tier, spec, path, f"{table[:-1]}.case]")
@@ -223,17 +227,28 @@ def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
     floors: dict[str, float] = {}
     for key, value in spec.items():
         if key in allowed:
-            valid = allowed[key]
-            values = value if isinstance(value, list) else [value]
-            bad = [v for v in values if v not in valid]
-            if bad:
-                raise ThresholdsError(f"{path}: {table} {key} = {bad[0]!r} is not one of {', '.join(valid)}")
-            options[key] = value
+            options[key] = _case_option(value, allowed[key], path, table, key)
             continue
         if not METRIC_VALIDATORS[tier](key) or key in RATE_KEYS:
             raise ThresholdsError(
                 f"{path}: unknown key {key!r} in {table}; valid: {', '.join(allowed) or '(no options)'} "
                 f"or a per-case metric floor ({VALID_NAMES_TEXT[tier]})"
+            )
+        if tier == "deterministic":
+            # Every check already decides the case; a floor on a 0/1 check would gate nothing new.
+            raise ThresholdsError(
+                f"{path}: {table} {key}: a deterministic case fails whenever one of its checks fails; "
+                "per-case floors do not apply here (use skip_checks to leave a check out)"
+            )
+        if key in NEGATIVE_KEYS:
+            # Negatives carry no floors (only negatives have these metrics): it would gate nothing.
+            raise ThresholdsError(
+                f"{path}: {table} {key}: negatives are checked per case with "
+                f"negative = one of {', '.join(NEGATIVE_MODES)}, not with a floor"
+            )
+        if isinstance(value, dict) and "min_cases" in value:
+            raise ThresholdsError(
+                f"{path}: {table} {key}: min_cases applies to aggregate gates, not to per-case floors; remove it"
             )
         op, threshold, _ = _gate_spec(value, path, table, key, 0)
         if op != "min":
@@ -242,18 +257,40 @@ def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
     return CaseRules(options, floors)
 
 
+def _case_option(value: Any, valid: tuple[str, ...], path: str, table: str, key: str) -> str | list[str]:
+    """One name for a scalar option; a list of names (or one name) for a list option.
+
+    A string where a list is expected would otherwise be iterated character by character
+    (``skip_checks = "numbers_grounded"`` skipping nothing), and a list where one name is
+    expected would reach the evaluator as an unhashable stage name.
+    """
+    if key in LIST_OPTIONS:
+        values = value if isinstance(value, list) else [value]
+    elif isinstance(value, list):
+        raise ThresholdsError(f"{path}: {table} {key} takes one name, not a list; one of {', '.join(valid)}")
+    else:
+        values = [value]
+    bad = [v for v in values if not isinstance(v, str) or v not in valid]
+    if bad:
+        raise ThresholdsError(f"{path}: {table} {key} = {bad[0]!r} is not one of {', '.join(valid)}")
+    return list(values) if key in LIST_OPTIONS else values[0]
+
+
 def _tag_gates(body: Any, path: str, min_cases: int) -> list[Gate]:
     if not isinstance(body, dict):
         raise ThresholdsError(f'{path}: [tag] holds tables like [tag."scenario=negative".retrieval]')
     gates: list[Gate] = []
     for selector, tiers in body.items():
-        tags = {}
+        tags: dict[str, str] = {}
         for part in selector.split(","):
             k, sep, v = part.partition("=")
             if not sep or not k.strip() or not v.strip():
                 raise ThresholdsError(
                     f'{path}: [tag."{selector}"]: a tag selector is key=value[,key=value], e.g. "scenario=negative"'
                 )
+            if k.strip() in tags:
+                # "a=b,a=c" can match no case: one tag key holds one value.
+                raise ThresholdsError(f'{path}: [tag."{selector}"]: tag key {k.strip()!r} is given twice')
             tags[k.strip()] = v.strip()
         if not isinstance(tiers, dict):
             raise ThresholdsError(f'{path}: [tag."{selector}"] must hold tier tables')

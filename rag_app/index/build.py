@@ -18,6 +18,8 @@ the other waits, then loads the finished index without embedding anything.
 
 from __future__ import annotations
 
+import hashlib
+
 import fcntl
 import json
 import os
@@ -143,8 +145,7 @@ def build_or_load_index(
     ``client``: a Chroma client (e.g. ``chromadb.HttpClient``) to keep the vectors in;
     default is a local ``PersistentClient`` inside the index directory.
     """
-    signature = tokenizer.signature
-    fp = index_fingerprint(corpus_hash, chunk_config, embedder.model_id, tokenizer_signature=signature)
+    fp = fingerprint_for(chunks, corpus_hash, chunk_config, embedder.model_id, tokenizer)
     root = Path(cache_dir) / "index"
     directory = root / fp
     t0 = time.perf_counter()
@@ -160,6 +161,30 @@ def build_or_load_index(
         return _build(
             docs, chunks, embedder, directory, fp, corpus_hash, chunk_config, tokenizer, client, t0
         )
+
+
+def fingerprint_for(
+    chunks: Sequence[Chunk],
+    corpus_hash: str,
+    chunk_config: Mapping[str, Any],
+    embedding_model_id: str,
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
+) -> str:
+    """The fingerprint ``build_or_load_index`` stores an index under.
+
+    The chunk layout goes in too: page markers are not part of the corpus hash but
+    they are part of chunk ids and metadata, so moving one must not reuse the index.
+    """
+    layout = {**dict(chunk_config), "chunks_digest": chunks_digest(chunks)}
+    return index_fingerprint(corpus_hash, layout, embedding_model_id, tokenizer_signature=tokenizer.signature)
+
+
+def chunks_digest(chunks: Sequence[Chunk]) -> str:
+    """sha256 over every chunk's id, offsets, pages and parent: what chunking decided."""
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(f"{c.chunk_id}\x1f{c.char_start}\x1f{c.char_end}\x1f{c.page_start}\x1f{c.page_end}\x1f{c.parent_id}\x1e".encode())
+    return h.hexdigest()
 
 
 def load_index(directory: Path | str, *, client: ClientAPI | None = None, tokenizer: Tokenizer = DEFAULT_TOKENIZER) -> Index:

@@ -95,7 +95,7 @@ class HttpReranker:
         (TEI, vLLM, Infinity) usually run without one.
         """
         environ = os.environ if env is None else env
-        cfg = EndpointConfig.from_env(ENV_PREFIX, environ)
+        cfg = EndpointConfig.from_env(ENV_PREFIX, environ, fallback=False)  # never send OPENAI_API_KEY to a reranker host
         if settings.reranker_model:
             cfg = dataclasses.replace(cfg, model=settings.reranker_model, model_var="reranker_model")
         flavour = (environ.get(FLAVOUR_VARIABLE) or "cohere").strip().lower()

@@ -87,6 +87,7 @@ class LocalReranker:
         w_semantic: float = DEFAULT_W_SEMANTIC,
         w_coverage: float = DEFAULT_W_COVERAGE,
         w_exact: float = DEFAULT_W_EXACT,
+        text_of: Callable[[Chunk], str] | None = None,
     ) -> None:
         weights = {"w_semantic": w_semantic, "w_coverage": w_coverage, "w_exact": w_exact}
         for key, value in weights.items():
@@ -96,6 +97,9 @@ class LocalReranker:
             raise ConfigError("LocalReranker weights are all zero; give at least one of them a positive value")
         self.embedder = embedder
         self.tokenize = tokenize
+        # The pipeline passes the index's own text function, so the chunk vectors come
+        # from the embedding cache instead of being computed again on every query.
+        self.text_of: Callable[[Chunk], str] = text_of or (lambda c: c.text)
         self.w_semantic, self.w_coverage, self.w_exact = w_semantic, w_coverage, w_exact
         # idf is looked up by normalised token; a token missing from it is treated as
         # the rarest known one (it occurs nowhere in the corpus the idf came from).
@@ -110,7 +114,7 @@ class LocalReranker:
         if not chunks:
             return []
         try:
-            return self._explain(query, [c.text for c in chunks])
+            return self._explain(query, [self.text_of(c) for c in chunks])
         except RerankError:
             raise
         except Exception as exc:  # embedder/tokenizer failures must degrade, not crash

@@ -52,13 +52,14 @@ def make_reranker(
     *,
     idf: Mapping[str, float] | None = None,
     env: Mapping[str, str] | None = None,
+    text_of: Callable[[Chunk], str] | None = None,
 ) -> Reranker:
     """The reranker named by ``settings.reranker`` ("none", "local" or "http")."""
     name = settings.reranker
     if name == "none":
         return NoReranker()
     if name == "local":
-        return LocalReranker(embedder, tokenize, idf=idf)
+        return LocalReranker(embedder, tokenize, idf=idf, text_of=text_of)
     if name == "http":
         return HttpReranker.from_env(settings, env)
     raise unknown_name("reranker", name, RERANKERS, "reranker / RAG_APP_RERANKER")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from rag_app.types import ChatResult
-from rag_eval.evaluate.retrieval import FINAL_STAGE, _gold_ranks, _loss_stage
+from rag_eval.evaluate.retrieval import RETRIEVAL_STAGES, _gold_ranks, _loss_stage
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import AnswerView, run_all
@@ -39,15 +39,14 @@ def evaluate_deterministic(
     checks = [c for c in run_all(view) if c.name not in config.skip_checks]
     failed = [c for c in checks if not c.passed]
     metrics = {f"check.{c.name}": 1.0 if c.passed else 0.0 for c in checks}
-    stages = {s.name: s for s in chat.trace.stages}
-    failed_stage = None
+    # The trace also holds a "generation" stage (no hits); it is not a place gold can be lost.
+    stages = {s.name: s for s in chat.trace.stages if s.name in RETRIEVAL_STAGES}
+    failed_stage: str | None = None
     if failed:
         failed_stage = "citation" if all(c.name in CITATION_CHECKS for c in failed) else "generation"
         if not item.is_negative:
             # The earliest failing stage: an answer cannot use evidence that never reached it.
-            ranks = _gold_ranks(gold, stages, doc_of, kind_of)
-            if any(r.get(FINAL_STAGE) is None for r in ranks):
-                failed_stage = _loss_stage(ranks) or failed_stage
+            failed_stage = _loss_stage(_gold_ranks(gold, stages, doc_of, kind_of)) or failed_stage
     details = {
         "answer": chat.answer,
         "refused": chat.refused,

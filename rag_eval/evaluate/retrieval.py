@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 from rag_app.types import RetrievalResult, StageResult
@@ -27,12 +27,8 @@ class RetrievalCaseConfig:
 
     require: str = FINAL_STAGE
     metrics: tuple[str, ...] = DEFAULT_METRICS
-    case_min: Mapping[str, float] = None  # type: ignore[assignment]
+    case_min: Mapping[str, float] = field(default_factory=dict)
     negative: str = "measure"
-
-    def __post_init__(self) -> None:
-        if self.case_min is None:
-            object.__setattr__(self, "case_min", {})
 
 
 def evaluate_retrieval(
@@ -70,8 +66,10 @@ def evaluate_retrieval(
     ranks = _gold_ranks(gold, stages, doc_of, kind_of)
     details["gold_ranks"] = ranks
     reached = _reached(ranks, config.require)
-    failed_stage = None if reached else _loss_stage(ranks)
-    problems = [] if reached else [f"gold evidence did not reach {config.require}: " + narrate(ranks, stages)]
+    failed_stage = None if reached else (_loss_stage(ranks, config.require) or "retrieval")
+    problems: list[str] = []
+    if not reached:
+        problems.append(f"gold evidence did not reach {config.require}: " + narrate(ranks, stages, config.require))
     for m, floor in config.case_min.items():
         value = metrics.get(m)
         if value is not None and value < floor:
@@ -95,13 +93,17 @@ def _negative(item: GoldenItem, stages: Mapping[str, StageResult], config: Retri
         "negative.empty_context": 0.0 if context else 1.0,
     }
     problem = ""
+    failed_stage: str | None = None
     if config.negative == "no_vector_hit" and vector_hits:
         problem = f"negative item: {vector_hits} chunk(s) passed the similarity threshold (expected none)"
+        failed_stage = "vector"
     elif config.negative == "empty_context" and context:
+        # BM25 has no threshold, so chunks can reach the context with no vector hit at all.
         problem = f"negative item: {context} chunk(s) reached the context (expected none)"
+        failed_stage = FINAL_STAGE
     return CaseResult(
         outcome="fail" if problem else "pass",
-        failed_stage="vector" if problem else None,
+        failed_stage=failed_stage,
         message=problem,
         metrics=metrics,
         negative=True,
@@ -137,38 +139,62 @@ def _reached(ranks: list[dict[str, int | None]], stage: str) -> bool:
     return all(r.get(stage) is not None for r in ranks)
 
 
-def _loss_stage(ranks: list[dict[str, int | None]]) -> str | None:
-    for r in ranks:
-        if r.get("vector") is None and r.get("bm25") is None:
-            return LOSS_STAGE["vector"]
-        for name in ("fused", "reranked", "context"):
-            if r.get(name) is None:
-                return LOSS_STAGE[name]
+def _requirement_loss(r: Mapping[str, int | None], upto: str) -> str | None:
+    """The first stage (up to ``upto``) that lacks this requirement; stages absent from
+    the trace (not keys of ``r``) are skipped: a system without a reranker lost nothing there."""
+    if upto in ("vector", "bm25"):
+        return LOSS_STAGE[upto] if r.get(upto) is None else None
+    first = [name for name in ("vector", "bm25") if name in r]
+    if first and all(r[name] is None for name in first):
+        return LOSS_STAGE["vector"]
+    for name in ("fused", "reranked", "context"):
+        if name in r and r[name] is None:
+            return LOSS_STAGE[name]
+        if name == upto:
+            break
     return None
 
 
-def narrate(ranks: list[dict[str, int | None]], stages: Mapping[str, StageResult]) -> str:
-    """'in bm25 rank 2, in fused rank 4, dropped by the reranker (kept 8), ...' per requirement."""
-    parts = []
+def _loss_stage(ranks: list[dict[str, int | None]], upto: str = FINAL_STAGE) -> str | None:
+    """The earliest pipeline stage at which some requirement was lost (None: none was).
+
+    Earliest over *all* requirements, not the first requirement's loss: when one gold
+    piece was never retrieved and another was cut by truncation, retrieval is what
+    failed first. Stages after ``upto`` (the stage the case requires) are not blamed.
+    """
+    order = [LOSS_STAGE["vector"], LOSS_STAGE["fused"], LOSS_STAGE["reranked"], LOSS_STAGE["context"]]
+    losses = [loss for r in ranks if (loss := _requirement_loss(r, upto)) is not None]
+    return min(losses, key=order.index) if losses else None
+
+
+def narrate(
+    ranks: list[dict[str, int | None]], stages: Mapping[str, StageResult], require: str = FINAL_STAGE
+) -> str:
+    """'in bm25 rank 2, in fused rank 4, dropped by the reranker (kept 8), ...' for each
+    requirement that did not reach ``require``."""
+
+    def kept(name: str) -> int:
+        return len(stages[name].hits) if name in stages else 0
+
+    parts: list[str] = []
     for gi, r in enumerate(ranks, 1):
-        if r.get(FINAL_STAGE) is not None:
+        if r.get(require) is not None:
             continue
-        steps = []
+        steps: list[str] = []
         for name in ("vector", "bm25"):
-            kept = len(stages[name].hits) if name in stages else 0
-            steps.append(f"in {name} rank {r[name]}" if r.get(name) else f"not in {name} (top {kept})")
+            steps.append(f"in {name} rank {r[name]}" if r.get(name) else f"not in {name} (top {kept(name)})")
         if r.get("vector") is None and r.get("bm25") is None:
             parts.append(f"requirement {gi}: " + ", ".join(steps) + " — never retrieved")
             continue
         if r.get("fused") is None:
-            steps.append(f"cut by fusion top-k ({len(stages['fused'].hits)} kept)")
+            steps.append(f"cut by fusion top-k ({kept('fused')} kept)")
         else:
             steps.append(f"in fused rank {r['fused']}")
             if r.get("reranked") is None:
-                steps.append(f"dropped by the reranker (kept {len(stages['reranked'].hits)})")
+                steps.append(f"dropped by the reranker (kept {kept('reranked')})")
             else:
                 steps.append(f"reranked to rank {r['reranked']}")
-                steps.append(f"cut by truncation (context kept {len(stages[FINAL_STAGE].hits)} chunks)")
+                steps.append(f"cut by truncation (context kept {kept(FINAL_STAGE)} chunks)")
         parts.append(f"requirement {gi}: " + ", ".join(steps))
     return "; ".join(parts)
 

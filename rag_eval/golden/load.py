@@ -74,16 +74,19 @@ def load_golden_set(path: str | Path) -> list[GoldenItem]:
 def parse_item(raw: Any, where: str) -> GoldenItem:
     if not isinstance(raw, dict):
         raise GoldenSetError(f"{where}: each line must be a JSON object, got {type(raw).__name__}")
-    for key in ("id", "question"):
-        if not isinstance(raw.get(key), str) or not raw[key].strip():
-            raise GoldenSetError(f"{where}: missing or empty required field {key!r} (a non-empty string)")
+    if not isinstance(raw.get("id"), str) or not raw["id"].strip():
+        raise GoldenSetError(f"{where}: missing or empty required field 'id' (a non-empty string)")
+    item_id = raw["id"]
+    # From here on every message names the item as well as its line.
+    where = f"{where} (id {item_id!r})"
+    if not isinstance(raw.get("question"), str) or not raw["question"].strip():
+        raise GoldenSetError(f"{where}: missing or empty required field 'question' (a non-empty string)")
     unknown = sorted(set(raw) - OWN_KEYS - SHARED_EXTRA_KEYS)
     if unknown:
         raise GoldenSetError(
-            f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; valid fields: {', '.join(sorted(OWN_KEYS))}"
+            f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; "
+            f"valid fields: {', '.join(sorted(OWN_KEYS | SHARED_EXTRA_KEYS))}"
         )
-    item_id = raw["id"]
-    where = f"{where} (id {item_id!r})"
     evidence = _evidence(raw, where)
     tags = _tags(raw.get("tags", {}), where)
     action = raw.get("expected_action", "refuse" if not evidence else "answer")
@@ -148,6 +151,9 @@ def _ref(raw: Any, where: str) -> EvidenceRef:
     unknown = set(raw) - {"chunk_id", "doc_id", "quote"}
     if unknown:
         raise GoldenSetError(f"{where}: unknown evidence key(s) {sorted(unknown)}; use chunk_id, doc_id, quote")
+    for key in ("chunk_id", "doc_id", "quote"):
+        if key in raw and not isinstance(raw[key], str):
+            raise GoldenSetError(f"{where}: evidence {key} must be a string, got {raw[key]!r}")
     ref = EvidenceRef(chunk_id=raw.get("chunk_id"), doc_id=raw.get("doc_id"), quote=raw.get("quote"))
     if not ref.chunk_id and not ref.doc_id:
         raise GoldenSetError(f"{where}: an evidence entry needs chunk_id or doc_id")

@@ -98,14 +98,22 @@ def resolve(item: GoldenItem, lookup: ChunkLookup) -> ResolvedGold:
         g_child: set[str] = set()
         g_parent: set[str] = set()
         g_docs: set[str] = set()
-        chunk_level = False
+        whole_docs: set[str] = set()
         for ref in group.any_of:
             c_ids, p_ids, doc = _resolve_ref(item, ref, lookup)
             g_child |= c_ids
             g_parent |= p_ids
             if doc:
                 g_docs.add(doc)
-            chunk_level = chunk_level or bool(ref.chunk_id or ref.quote)
+                if not (ref.chunk_id or ref.quote):
+                    whole_docs.add(doc)
+        chunk_level = any(ref.chunk_id or ref.quote for ref in group.any_of)
+        if chunk_level:
+            # A whole-doc alternative next to chunk-level ones: any chunk of that doc
+            # satisfies the requirement. Leaving it out would drop the alternative.
+            for d in whole_docs:
+                g_child |= {c.chunk_id for c in lookup.by_doc.get(d, []) if c.kind == "child"}
+                g_parent |= {c.chunk_id for c in lookup.by_doc.get(d, []) if c.kind == "parent"}
         docs.append(frozenset(g_docs))
         if not chunk_level:
             child = parent = None

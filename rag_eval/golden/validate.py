@@ -27,7 +27,7 @@ def check_unique_ids(items: Sequence[GoldenItem]) -> list[str]:
 
 def check_gold_exists(items: Sequence[GoldenItem], lookup: ChunkLookup) -> list[str]:
     """Every gold chunk id, doc id and quoted span resolves in the index built for the corpus."""
-    problems = []
+    problems: list[str] = []
     for item in items:
         try:
             gold = resolve(item, lookup)
@@ -42,8 +42,12 @@ def check_gold_exists(items: Sequence[GoldenItem], lookup: ChunkLookup) -> list[
 
 
 def _source_text(ref: EvidenceRef, lookup: ChunkLookup) -> str | None:
+    """The text a key fact points at; None when it is not in the corpus."""
     if ref.quote:
-        return ref.quote
+        # The quote must be in its document: otherwise a fact would be "traced" to text
+        # the golden item made up (key fact sources are not part of the gold evidence,
+        # so check_gold_exists never looks at them).
+        return ref.quote if lookup.locate(ref.doc_id or "", ref.quote) else None
     if ref.chunk_id:
         chunk = lookup.chunks.get(ref.chunk_id)
         return chunk.text if chunk else None
@@ -53,7 +57,7 @@ def _source_text(ref: EvidenceRef, lookup: ChunkLookup) -> str | None:
 
 def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize) -> list[str]:
     """Each key fact shares at least half of its key terms with the source it points at."""
-    problems = []
+    problems: list[str] = []
     for item in items:
         for fact in item.key_facts:
             if fact.source is None:
@@ -61,7 +65,10 @@ def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: 
                 continue
             text = _source_text(fact.source, lookup)
             if text is None:
-                problems.append(f"{_where(item)}: key fact {fact.fact!r} points at {fact.source.label}, which does not exist")
+                problems.append(
+                    f"{_where(item)}: key fact {fact.fact!r} points at {fact.source.label}, which is not in the corpus "
+                    "(check the id; quote the document text exactly, whitespace may differ)"
+                )
                 continue
             terms = {t for t in tokenize(fact.fact) if len(t) > 1 or t.isalnum()}
             if not terms:
@@ -77,7 +84,7 @@ def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: 
 
 
 def check_negatives(items: Sequence[GoldenItem]) -> list[str]:
-    problems = []
+    problems: list[str] = []
     for item in items:
         if item.scenario == "negative" and item.evidence:
             problems.append(f"{_where(item)}: tagged scenario=negative but carries gold evidence; negatives have none")

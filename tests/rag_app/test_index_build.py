@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import multiprocessing
@@ -19,6 +20,7 @@ import rag_app.index.build as build_module
 from rag_app.errors import CorpusError
 from rag_app.index import Index, build_or_load_index, index_fingerprint, indexed_text, load_index
 from rag_app.index.fingerprint import INDEX_FORMAT_VERSION
+from rag_app.index.build import fingerprint_for
 from rag_app.index.vector_store import make_persistent_client
 from rag_app.text import DEFAULT_TOKENIZER
 from rag_app.types import Chunk, Document
@@ -235,11 +237,16 @@ def test_vector_scores_are_cosine_of_the_indexed_text(tmp_path: Path) -> None:
 
 
 # ----------------------------------------------------------------------------- robustness
+def test_moving_a_page_marker_changes_the_fingerprint() -> None:
+    moved = [dataclasses.replace(CHUNKS[0], page_start=(CHUNKS[0].page_start or 0) + 1)] + list(CHUNKS[1:])
+    assert fingerprint_for(moved, "corpus-v1", CONFIG, "m") != fingerprint_for(CHUNKS, "corpus-v1", CONFIG, "m")
+
+
 def test_crash_mid_build_is_never_taken_as_complete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(build_module, "EMBED_BATCH", 2)  # 5 children -> 3 embedder calls
     with pytest.raises(RuntimeError, match="simulated"):
         build(tmp_path, CountingEmbedder(fail_after=1))
-    fp = index_fingerprint("corpus-v1", CONFIG, "test-hash-16")
+    fp = fingerprint_for(CHUNKS, "corpus-v1", CONFIG, "test-hash-16")
     directory = tmp_path / "index" / fp
     assert (directory / "chunks.jsonl").is_file() and not (directory / "manifest.json").exists()
     retry = build(tmp_path)
@@ -328,4 +335,4 @@ def test_two_processes_building_the_same_index_build_it_once(tmp_path: Path) -> 
     # one process built (5 embeddings in 1 call), the other waited on the lock and loaded
     assert [r[:3] for r in results] == [(False, 0, 0), (True, 5, 1)]
     assert results[0][3] == results[1][3] and results[0][3]
-    assert (tmp_path / "index" / f"{index_fingerprint('corpus-v1', CONFIG, 'test-hash-16')}.lock").exists()
+    assert (tmp_path / "index" / f"{fingerprint_for(CHUNKS, 'corpus-v1', CONFIG, 'test-hash-16')}.lock").exists()

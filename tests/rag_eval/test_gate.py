@@ -1,0 +1,232 @@
+"""Gates: a gate over 0 cases fails, too few cases fail, min/max hold at the boundary,
+errors are never passes, and a failing gate names the cases that pulled it down."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from typing import Any, Mapping
+
+import pytest
+
+from rag_eval.gate import WORST_SHOWN, GateResult, evaluate_gate, evaluate_gates, verdict
+from rag_eval.results import CaseResult
+from rag_eval.thresholds import Gate, parse_thresholds
+
+
+def gate(metric: str, op: str = "min", threshold: float = 0.5, min_cases: int = 1, tier: str = "retrieval", tags: Mapping[str, str] | None = None) -> Gate:
+    return Gate(tier, metric, op, threshold, min_cases, dict(tags or {}))
+
+
+def case(cid: str, outcome: str = "pass", tier: str = "retrieval", **kw: Any) -> CaseResult:
+    return CaseResult(id=cid, tier=tier, outcome=outcome, **kw)  # type: ignore[arg-type]
+
+
+def measured(values: Mapping[str, float], key: str = "recall@5") -> list[CaseResult]:
+    return [case(cid, metrics={key: v}) for cid, v in values.items()]
+
+
+# --------------------------------------------------------------------------- n
+
+
+def test_a_gate_over_zero_cases_fails() -> None:
+    r = evaluate_gate(gate("recall@5"), [])
+    assert (r.passed, r.value, r.n, r.errors) == (False, None, 0, 0)
+    assert "a gate over 0 cases fails" in r.reason
+
+
+def test_a_gate_over_zero_cases_fails_even_for_a_max_gate_and_rates() -> None:
+    for g in (gate("error_rate", "max", 0.0), gate("pass_rate", "min", 0.0), gate("fail_count", "max", 5)):
+        r = evaluate_gate(g, [case("other-tier", tier="deterministic")])
+        assert not r.passed and r.n == 0, g
+
+
+def test_a_metric_nobody_measured_fails_the_gate() -> None:
+    r = evaluate_gate(gate("ndcg@10"), measured({"a": 1.0, "b": 1.0}))
+    assert not r.passed and r.n == 0 and "0 cases" in r.reason
+
+
+def test_below_min_cases_fails_with_the_numbers() -> None:
+    r = evaluate_gate(gate("recall@5", threshold=0.5, min_cases=5), measured({"a": 1.0, "b": 1.0, "c": 1.0}))
+    assert not r.passed
+    assert r.value == 1.0 and r.n == 3
+    assert r.reason == "only 3 cases, the gate needs at least 5"
+
+
+def test_exactly_min_cases_is_enough() -> None:
+    r = evaluate_gate(gate("recall@5", threshold=0.5, min_cases=3), measured({"a": 1.0, "b": 1.0, "c": 1.0}))
+    assert r.passed and r.reason == ""
+
+
+# --------------------------------------------------------------------------- min / max
+
+
+@pytest.mark.parametrize(
+    ("op", "threshold", "passed"),
+    [
+        ("min", 0.5, True),  # value 0.5 >= 0.5
+        ("min", 0.5000001, False),
+        ("max", 0.5, True),  # value 0.5 <= 0.5
+        ("max", 0.4999999, False),
+    ],
+)
+def test_min_and_max_at_the_boundary(op: str, threshold: float, passed: bool) -> None:
+    r = evaluate_gate(gate("recall@5", op, threshold), measured({"a": 1.0, "b": 0.0}))
+    assert r.value == (1.0 + 0.0) / 2
+    assert r.passed is passed
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_errors_count_in_pass_rate() -> None:
+    cases = [case("a"), case("b"), case("c", "error"), case("d", "fail")]
+    r = evaluate_gate(gate("pass_rate", threshold=0.5), cases)
+    assert (r.value, r.n, r.errors, r.passed) == (2 / 4, 4, 1, True)
+    r = evaluate_gate(gate("pass_rate", threshold=0.75), cases)
+    assert not r.passed
+
+
+def test_error_rate_gate() -> None:
+    cases = [case("a"), case("b", "error"), case("c", "error"), case("d", "fail")]
+    r = evaluate_gate(gate("error_rate", "max", 0.0), cases)
+    assert (r.value, r.n, r.errors, r.passed) == (2 / 4, 4, 2, False)
+    assert r.worst == ("b", "c")
+
+
+def test_an_error_counts_as_the_worst_value_never_dropped_from_the_denominator() -> None:
+    cases = measured({"a": 1.0, "b": 0.5}) + [case("c", "error")]
+    r = evaluate_gate(gate("recall@5", threshold=0.7), cases)
+    # dropping c would give (1.0 + 0.5) / 2 = 0.75 and pass: the score would rise as things break
+    assert (r.value, r.n, r.errors, r.passed) == ((1.0 + 0.5 + 0.0) / 3, 3, 1, False)
+
+
+def test_for_a_max_gate_an_error_counts_as_1() -> None:
+    cases = measured({"a": 0.0, "b": 0.0}, key="negative.any_above_threshold")
+    cases = [dataclasses.replace(c, negative=True) for c in cases] + [dataclasses.replace(case("c", "error"), negative=True)]
+    r = evaluate_gate(gate("negative.any_above_threshold", "max", 0.5), cases)
+    assert (r.value, r.n, r.errors, r.passed) == ((0.0 + 0.0 + 1.0) / 3, 3, 1, True)
+
+
+def test_a_positive_error_does_not_count_against_a_negative_metric() -> None:
+    cases = [dataclasses.replace(c, negative=True) for c in measured({"a": 0.0}, key="negative.any_above_threshold")]
+    r = evaluate_gate(gate("negative.any_above_threshold", "max", 0.0), cases + [case("p", "error")])
+    assert (r.value, r.n, r.errors, r.passed) == (0.0, 1, 0, True)
+
+
+def test_skip_outcomes_are_out_of_scope() -> None:
+    cases = [case("a"), case("s1", "skip"), case("s2", "skip", metrics={"recall@5": 0.0})]
+    assert evaluate_gate(gate("pass_rate", threshold=1.0), cases).n == 1
+    assert evaluate_gate(gate("pass_rate", threshold=1.0), cases).passed
+    r = evaluate_gate(gate("recall@5", threshold=0.5), cases)
+    assert r.n == 0 and not r.passed
+
+
+# --------------------------------------------------------------------------- worst cases
+
+
+def test_worst_for_a_min_gate_errors_first_then_lowest_below_threshold() -> None:
+    cases = measured({"a": 0.9, "b": 0.1, "c": 0.3, "d": 0.6}) + [case("e", "error")]
+    r = evaluate_gate(gate("recall@5", threshold=0.5), cases)
+    # (0.9 + 0.1 + 0.3 + 0.6 + 0 for the error) / 5 = 0.38 < 0.5
+    assert r.value == pytest.approx(0.38) and not r.passed
+    assert r.worst == ("e", "b", "c")  # d (0.6) and a (0.9) do not pull below 0.5
+
+
+def test_worst_for_a_max_gate_is_the_highest_above_threshold() -> None:
+    cases = measured({"a": 0.0, "b": 1.0, "c": 0.0, "d": 1.0}, key="negative.any_above_threshold")
+    r = evaluate_gate(gate("negative.any_above_threshold", "max", 0.25), cases)
+    assert r.value == 2 / 4 and not r.passed
+    assert r.worst == ("b", "d")
+
+
+def test_worst_is_capped_and_ties_go_by_id() -> None:
+    cases = measured({"z": 0.0, "y": 0.0, "x": 0.0, "w": 0.0, "v": 1.0})
+    r = evaluate_gate(gate("recall@5", threshold=0.5), cases)
+    assert len(r.worst) == WORST_SHOWN == 3
+    assert r.worst == ("w", "x", "y")
+
+
+def test_worst_for_pass_rate_is_errors_then_fails() -> None:
+    cases = [case("f2", "fail"), case("p"), case("e1", "error"), case("f1", "fail"), case("e2", "error")]
+    r = evaluate_gate(gate("pass_rate", threshold=0.9), cases)
+    assert r.worst == ("e1", "e2", "f1")
+
+
+# --------------------------------------------------------------------------- scope
+
+
+def test_tag_scoping() -> None:
+    cases = [
+        case("n1", tier="deterministic", tags={"scenario": "negative"}, metrics={"check.expected_action": 1.0}),
+        case("n2", "fail", tier="deterministic", tags={"scenario": "negative"}, metrics={"check.expected_action": 0.0}),
+        case("s1", "fail", tier="deterministic", tags={"scenario": "standard"}, metrics={"check.expected_action": 0.0}),
+    ]
+    g = gate("check.expected_action", threshold=0.5, tier="deterministic", tags={"scenario": "negative"})
+    r = evaluate_gate(g, cases)
+    assert (r.value, r.n, r.passed) == ((1.0 + 0.0) / 2, 2, True)
+    assert evaluate_gate(gate("check.expected_action", threshold=0.5, tier="deterministic"), cases).value == 1 / 3
+
+
+def test_evaluate_gates_only_for_active_tiers_and_verdict() -> None:
+    t = parse_thresholds(
+        {"retrieval": {"pass_rate": 0.5}, "deterministic": {"pass_rate": 0.5}}, "thresholds.toml"
+    )
+    cases = [case("a"), case("b", "fail")]
+    results = evaluate_gates(t, cases, {"retrieval"})
+    assert [r.gate.tier for r in results] == ["retrieval"]
+    assert verdict(results) is True
+    both = evaluate_gates(t, cases, {"retrieval", "deterministic"})
+    assert [r.passed for r in both] == [True, False]  # no deterministic cases: 0 cases fails
+    assert verdict(both) is False
+    assert verdict([]) is True
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def test_line_of_a_failing_gate() -> None:
+    cases = measured({"a": 1.0, "b": 0.0, "c": 0.25}) + [case("d", "error")]
+    r = evaluate_gate(gate("recall@5", threshold=0.8), cases)
+    # (1.0 + 0.0 + 0.25 + 0 for the error) / 4 = 0.3125
+    assert r.line() == "FAIL retrieval.recall@5 = 0.3125 (need >= 0.8; n=4, incl. 1 error counted as 0)  worst: d, b, c"
+
+
+def test_line_of_a_passing_gate_has_no_worst_list() -> None:
+    r = evaluate_gate(gate("error_rate", "max", 0.0), [case("a"), case("b", "fail")])
+    assert r.line() == "PASS retrieval.error_rate = 0.0000 (need <= 0; n=2)"
+
+
+def test_line_with_reason_and_tags() -> None:
+    g = gate("pass_rate", threshold=1.0, min_cases=5, tier="deterministic", tags={"scenario": "negative"})
+    r = evaluate_gate(g, [case("n1", "fail", tier="deterministic", tags={"scenario": "negative"})])
+    assert r.line() == (
+        "FAIL deterministic.pass_rate [scenario=negative] = 0.0000 (need >= 1; n=1)"
+        " (only 1 cases, the gate needs at least 5)  worst: n1"
+    )
+    none = evaluate_gate(gate("mrr"), [])
+    assert none.line() == "FAIL retrieval.mrr = n/a (need >= 0.5; n=0) (no cases measured: a gate over 0 cases fails)"
+
+
+def test_to_dict_is_json_primitives() -> None:
+    import json
+
+    r = evaluate_gate(gate("recall@5", threshold=0.8, min_cases=2, tags={"topic": "set"}), measured({"a": 0.5}))
+    d = r.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert d == {
+        "metric": "retrieval.recall@5 [topic=set]",
+        "tier": "retrieval",
+        "key": "recall@5",
+        "tags": {"topic": "set"},
+        "op": "min",
+        "threshold": 0.8,
+        "value": None,
+        "n": 0,
+        "errors": 0,
+        "min_cases": 2,
+        "passed": False,
+        "reason": "no cases measured: a gate over 0 cases fails",
+        "worst_cases": [],
+    }
+    assert isinstance(r, GateResult)

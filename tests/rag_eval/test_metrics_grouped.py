@@ -1,0 +1,121 @@
+"""Grouped retrieval metrics: with one id per requirement they are the flat trec_eval
+metrics (checked on random rankings); with alternatives, hand-checkable arithmetic."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from rag_eval.metrics.grouped import grouped_compute
+from rag_eval.metrics.retrieval import compute, parse_metric_name
+
+NAMES = ["hit@1", "hit@5", "recall@1", "recall@3", "recall@10", "precision@1", "precision@5", "precision@10",
+         "mrr", "mrr@3", "mrr@10", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
+
+
+def random_case(rng: random.Random) -> tuple[list[str], set[str]]:
+    pool = [f"d{i}" for i in range(rng.randint(1, 25))]
+    gold = set(rng.sample(pool, rng.randint(1, min(6, len(pool)))))
+    length = rng.randint(0, 15)
+    ranked = [rng.choice(pool) for _ in range(length)]  # duplicates on purpose: both collapse them
+    return ranked, gold
+
+
+def test_singleton_groups_equal_the_flat_metrics_on_random_rankings() -> None:
+    rng = random.Random(20240601)
+    checked = 0
+    for _ in range(300):
+        ranked, gold = random_case(rng)
+        groups = [frozenset({g}) for g in sorted(gold)]
+        for name in NAMES:
+            flat = compute(name, ranked, gold)
+            grouped = grouped_compute(name, ranked, groups)
+            assert grouped == pytest.approx(flat, abs=1e-12), (name, ranked, gold)
+            checked += 1
+    assert checked == 300 * len(NAMES)
+
+
+def test_spec_or_name() -> None:
+    assert grouped_compute(parse_metric_name("recall@2"), ["a", "b"], [{"a"}, {"z"}]) == 1 / 2
+    assert grouped_compute("recall@2", ["a", "b"], [{"a"}, {"z"}]) == 1 / 2
+
+
+# --------------------------------------------------------------------------- alternatives
+
+# requirement 1: any of a1, a2; requirement 2: b
+GROUPS = [frozenset({"a1", "a2"}), frozenset({"b"})]
+
+
+def test_recall_counts_satisfied_requirements() -> None:
+    assert grouped_compute("recall@1", ["a2", "b"], GROUPS) == 1 / 2
+    assert grouped_compute("recall@2", ["a2", "b"], GROUPS) == 2 / 2
+    # both alternatives of requirement 1, requirement 2 missing: still one of two
+    assert grouped_compute("recall@3", ["a1", "a2", "x"], GROUPS) == 1 / 2
+
+
+def test_hit_is_any_gold_id() -> None:
+    assert grouped_compute("hit@1", ["x", "a2"], GROUPS) == 0.0
+    assert grouped_compute("hit@2", ["x", "a2"], GROUPS) == 1.0
+
+
+def test_precision_counts_every_gold_id_over_k() -> None:
+    # a1 and a2 are both relevant ids; 3 gold ids among the top 4, divided by k=4
+    assert grouped_compute("precision@4", ["a1", "x", "a2", "b"], GROUPS) == 3 / 4
+    # fewer than k came back: missing slots are misses
+    assert grouped_compute("precision@5", ["a1"], GROUPS) == 1 / 5
+
+
+def test_mrr_is_the_first_gold_id() -> None:
+    assert grouped_compute("mrr", ["x", "y", "a2", "b"], GROUPS) == 1 / 3
+    assert grouped_compute("mrr@2", ["x", "y", "a2", "b"], GROUPS) == 0.0
+    assert grouped_compute("mrr", ["x"], GROUPS) == 0.0
+
+
+def test_ndcg_credits_only_the_first_hit_of_a_requirement() -> None:
+    # ranks: a1 (gain 1), a2 (same requirement: gain 0), b (gain 1)
+    dcg = 1 / math.log2(1 + 1) + 0 + 1 / math.log2(3 + 1)
+    ideal = 1 / math.log2(1 + 1) + 1 / math.log2(2 + 1)  # two requirements on top
+    assert grouped_compute("ndcg@3", ["a1", "a2", "b"], GROUPS) == pytest.approx(dcg / ideal)
+    # the flat metric would count a2 as well; the grouped one must not exceed 1
+    assert grouped_compute("ndcg@3", ["a1", "b", "a2"], GROUPS) == pytest.approx(1.0)
+
+
+def test_ndcg_ideal_is_cut_at_k() -> None:
+    # k = 1: the ideal holds one gain, so one requirement at rank 1 is perfect
+    assert grouped_compute("ndcg@1", ["a2", "b"], GROUPS) == 1.0
+    assert grouped_compute("ndcg@2", ["x", "b"], GROUPS) == pytest.approx(
+        (1 / math.log2(2 + 1)) / (1 / math.log2(2) + 1 / math.log2(3))
+    )
+
+
+def test_an_id_shared_by_two_requirements_credits_one_of_them() -> None:
+    groups = [frozenset({"s", "a"}), frozenset({"s", "b"})]
+    # s satisfies one requirement at rank 1, b the other at rank 2: ideal ordering
+    assert grouped_compute("ndcg@2", ["s", "b"], groups) == pytest.approx(1.0)
+    # s alone covers both for recall (each requirement has an id in the top 1)
+    assert grouped_compute("recall@1", ["s"], groups) == 1.0
+    # but only one nDCG gain: 1 / (1 + 1/log2(3))
+    assert grouped_compute("ndcg@2", ["s", "x"], groups) == pytest.approx(1 / (1 + 1 / math.log2(3)))
+
+
+def test_duplicates_in_the_ranking_collapse() -> None:
+    assert grouped_compute("precision@2", ["a1", "a1", "b"], GROUPS) == 2 / 2
+    assert grouped_compute("ndcg@2", ["a1", "a1", "b"], GROUPS) == pytest.approx(1.0)
+
+
+def test_empty_ranking_scores_zero() -> None:
+    for name in NAMES:
+        assert grouped_compute(name, [], GROUPS) == 0.0
+
+
+@pytest.mark.parametrize("groups", [[], [frozenset()], [frozenset({"a"}), frozenset()]])
+def test_no_requirement_or_an_empty_requirement_is_an_error(groups: list[frozenset[str]]) -> None:
+    with pytest.raises(ValueError, match="at least one requirement and no empty requirement"):
+        grouped_compute("recall@5", ["a"], groups)
+
+
+def test_unknown_metric_name() -> None:
+    with pytest.raises(ValueError, match="unknown metric name 'recal@5'"):
+        grouped_compute("recal@5", ["a"], GROUPS)

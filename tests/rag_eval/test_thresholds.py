@@ -1,0 +1,402 @@
+"""thresholds.toml parsing: every accepted form, and an error for every mistake that
+names the file, the table and the key, and lists what would have been valid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from rag_eval import thresholds as th
+from rag_eval.metrics.deterministic import CHECK_NAMES
+from rag_eval.thresholds import (
+    CaseRules,
+    Gate,
+    Thresholds,
+    ThresholdsError,
+    load_thresholds,
+    register_tier,
+)
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "thresholds.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> str:
+    path = write(tmp_path, text)
+    with pytest.raises(ThresholdsError) as info:
+        load_thresholds(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message  # every message names the file
+    return message
+
+
+def only_gate(t: Thresholds) -> Gate:
+    assert len(t.gates) == 1, t.gates
+    return t.gates[0]
+
+
+# --------------------------------------------------------------------------- accepted forms
+
+
+def test_bare_number_is_a_min_gate_with_the_default_min_cases(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[defaults]\nmin_cases = 5\n[retrieval]\n"recall@5" = 0.8\n'))
+    g = only_gate(t)
+    assert (g.tier, g.metric, g.op, g.threshold, g.min_cases) == ("retrieval", "recall@5", "min", 0.8, 5)
+    assert g.tags == {}
+    assert g.label == "retrieval.recall@5"
+    assert t.min_cases == 5
+
+
+def test_integer_bare_number_becomes_a_float(tmp_path: Path) -> None:
+    g = only_gate(load_thresholds(write(tmp_path, '[retrieval]\n"hit@1" = 1\n')))
+    assert g.threshold == 1.0 and isinstance(g.threshold, float)
+
+
+def test_min_and_max_tables(tmp_path: Path) -> None:
+    t = load_thresholds(
+        write(tmp_path, '[retrieval]\n"mrr" = { min = 0.6 }\nerror_rate = { max = 0.0 }\n')
+    )
+    by_metric = {g.metric: g for g in t.gates}
+    assert (by_metric["mrr"].op, by_metric["mrr"].threshold) == ("min", 0.6)
+    assert (by_metric["error_rate"].op, by_metric["error_rate"].threshold) == ("max", 0.0)
+
+
+def test_min_cases_per_gate_overrides_the_default(tmp_path: Path) -> None:
+    t = load_thresholds(
+        write(tmp_path, '[defaults]\nmin_cases = 5\n[retrieval]\npass_rate = { min = 0.9, min_cases = 12 }\nmrr = 0.5\n')
+    )
+    by_metric = {g.metric: g for g in t.gates}
+    assert by_metric["pass_rate"].min_cases == 12
+    assert by_metric["mrr"].min_cases == 5
+
+
+def test_without_defaults_min_cases_is_one(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[retrieval]\nmrr = 0.5\n'))
+    assert t.min_cases == 1
+    assert only_gate(t).min_cases == 1
+
+
+def test_stage_and_doc_prefixed_retrieval_metrics(tmp_path: Path) -> None:
+    keys = ["vector.recall@5", "bm25.doc.mrr@10", "fused.ndcg@10", "reranked.hit@1", "context.precision@5", "doc.recall@5"]
+    body = "\n".join(f'"{k}" = 0.1' for k in keys)
+    t = load_thresholds(write(tmp_path, f"[retrieval]\n{body}\n"))
+    assert [g.metric for g in t.gates] == keys
+
+
+def test_negative_and_rate_keys(tmp_path: Path) -> None:
+    t = load_thresholds(
+        write(
+            tmp_path,
+            '[retrieval]\n"negative.any_above_threshold" = { max = 0.2 }\n"negative.empty_context" = 0.5\n'
+            "fail_count = { max = 2 }\n",
+        )
+    )
+    assert {(g.metric, g.op) for g in t.gates} == {
+        ("negative.any_above_threshold", "max"),
+        ("negative.empty_context", "min"),
+        ("fail_count", "max"),
+    }
+
+
+def test_deterministic_check_gates(tmp_path: Path) -> None:
+    body = "\n".join(f'"check.{name}" = 1.0' for name in CHECK_NAMES)
+    t = load_thresholds(write(tmp_path, f"[deterministic]\n{body}\npass_rate = 0.6\n"))
+    assert {g.metric for g in t.gates} == {f"check.{n}" for n in CHECK_NAMES} | {"pass_rate"}
+
+
+def test_case_table_options_and_floors(tmp_path: Path) -> None:
+    t = load_thresholds(
+        write(
+            tmp_path,
+            '[retrieval.case]\nrequire = "reranked"\nnegative = "no_vector_hit"\n"recall@5" = { min = 0.5 }\n'
+            '"doc.mrr" = 0.25\n'
+            '[deterministic.case]\nskip_checks = ["numbers_grounded", "must_contain"]\n',
+        )
+    )
+    assert t.gates == ()
+    assert t.case_rules("retrieval") == CaseRules({"require": "reranked", "negative": "no_vector_hit"}, {"recall@5": 0.5, "doc.mrr": 0.25})
+    assert t.case_rules("deterministic").options == {"skip_checks": ["numbers_grounded", "must_contain"]}
+    assert t.case_rules("judge") == CaseRules()  # a tier without a case table: no rules
+
+
+def test_list_option_given_as_one_name_becomes_a_list(tmp_path: Path) -> None:
+    # Before the fix the string was kept and later iterated character by character,
+    # so skip_checks = "numbers_grounded" skipped nothing.
+    t = load_thresholds(write(tmp_path, '[deterministic.case]\nskip_checks = "numbers_grounded"\n'))
+    assert t.case_rules("deterministic").options == {"skip_checks": ["numbers_grounded"]}
+
+
+def test_case_table_next_to_aggregate_gates(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[retrieval]\n"recall@5" = 0.8\n[retrieval.case]\nrequire = "context"\n'))
+    assert only_gate(t).metric == "recall@5"
+    assert t.case_rules("retrieval").options == {"require": "context"}
+
+
+def test_tag_gates(tmp_path: Path) -> None:
+    t = load_thresholds(
+        write(
+            tmp_path,
+            '[defaults]\nmin_cases = 4\n'
+            '[tag."scenario=negative".deterministic]\npass_rate = { min = 1.0, min_cases = 3 }\n'
+            '"check.expected_action" = 0.5\n'
+            '[tag."scenario=negative".retrieval]\n"negative.empty_context" = 0.5\n',
+        )
+    )
+    by_label = {g.label: g for g in t.gates}
+    assert set(by_label) == {
+        "deterministic.pass_rate [scenario=negative]",
+        "deterministic.check.expected_action [scenario=negative]",
+        "retrieval.negative.empty_context [scenario=negative]",
+    }
+    g = by_label["deterministic.pass_rate [scenario=negative]"]
+    assert (g.tier, g.metric, g.op, g.threshold, g.min_cases, dict(g.tags)) == (
+        "deterministic",
+        "pass_rate",
+        "min",
+        1.0,
+        3,
+        {"scenario": "negative"},
+    )
+    assert by_label["deterministic.check.expected_action [scenario=negative]"].min_cases == 4
+    # tag gates do not create case rules
+    assert t.cases == {}
+
+
+def test_multi_tag_selector_with_spaces(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[tag."topic=set, difficulty = easy".retrieval]\n"recall@5" = 0.5\n'))
+    g = only_gate(t)
+    assert dict(g.tags) == {"topic": "set", "difficulty": "easy"}
+    assert g.label == "retrieval.recall@5 [difficulty=easy,topic=set]"  # sorted, stable
+
+
+def test_sha256_and_path_of_the_file(tmp_path: Path) -> None:
+    import hashlib
+
+    text = '[retrieval]\nmrr = 0.5\n'
+    path = write(tmp_path, text)
+    t = load_thresholds(path)
+    assert t.path == str(path)
+    assert t.sha256 == hashlib.sha256(text.encode()).hexdigest()
+    assert only_gate(t).where == f"{path} [retrieval] mrr"
+
+
+def test_the_project_thresholds_file_parses() -> None:
+    t = load_thresholds(Path(__file__).resolve().parents[2] / "thresholds.toml")
+    assert {g.tier for g in t.gates} == {"retrieval", "deterministic"}
+    assert t.min_cases == 5
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ThresholdsError, match=r"nope\.toml: thresholds file not found \(pass --thresholds PATH"):
+        load_thresholds(tmp_path / "nope.toml")
+
+
+def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval]\n"recall@5" = 0.8\nmrr = = 0.5\n')
+    assert "not valid TOML" in msg
+    assert "line 3" in msg
+
+
+def test_unknown_tier_table_lists_the_valid_tables(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retreival]\n"recall@5" = 0.8\n')
+    assert "unknown table [retreival]" in msg
+    assert "valid tables: deterministic, retrieval, defaults, tag" in msg
+
+
+def test_unknown_tier_inside_a_tag_table(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[tag."scenario=negative".judgement]\nx = 1\n')
+    assert "unknown table [judgement]" in msg and "retrieval" in msg
+
+
+def test_unknown_retrieval_metric_names_table_key_and_valid_names(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval]\n"recal@5" = 0.8\n')
+    assert "unknown metric 'recal@5' in [retrieval]" in msg
+    assert "valid names for retrieval:" in msg
+    for name in ("recall@k", "ndcg@k", "mrr", "pass_rate", "negative.empty_context", "bm25"):
+        assert name in msg
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "recall",  # no cutoff
+        "recall@0",
+        "vector.bm25.recall@5",  # two stages
+        "doc.doc.mrr",
+        "rerank.recall@5",  # the stage is called 'reranked'
+        "Recall@5",  # gates look metrics up by their canonical spelling
+        "check.answer_not_empty",  # a deterministic key in the retrieval tier
+    ],
+)
+def test_malformed_retrieval_metric_names(tmp_path: Path, key: str) -> None:
+    msg = error_of(tmp_path, f'[retrieval]\n"{key}" = 0.5\n')
+    assert f"unknown metric {key!r} in [retrieval]" in msg
+
+
+def test_unknown_deterministic_metric_lists_the_checks(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[deterministic]\n"check.spelling" = 1.0\n')
+    assert "unknown metric 'check.spelling' in [deterministic]" in msg
+    assert all(name in msg for name in CHECK_NAMES)
+
+
+def test_unknown_metric_in_a_tag_table_names_that_table(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[tag."scenario=negative".deterministic]\n"check.nope" = 1\n')
+    assert """unknown metric 'check.nope' in [tag."scenario=negative".deterministic]""" in msg
+
+
+def test_unknown_defaults_key(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, "[defaults]\nmin_case = 5\n")
+    assert "unknown key 'min_case' in [defaults]; valid keys: min_cases" in msg
+
+
+@pytest.mark.parametrize("value", ["-1", "2.5", "true", '"5"'])
+def test_defaults_min_cases_must_be_a_non_negative_integer(tmp_path: Path, value: str) -> None:
+    msg = error_of(tmp_path, f"[defaults]\nmin_cases = {value}\n")
+    assert "[defaults] min_cases must be a non-negative integer" in msg
+
+
+def test_both_min_and_max(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval]\n"recall@5" = { min = 0.5, max = 0.9 }\n')
+    assert "[retrieval] recall@5: give exactly one of min or max, got ['max', 'min']" in msg
+
+
+def test_neither_min_nor_max(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval]\n"recall@5" = { min_cases = 3 }\n')
+    assert "[retrieval] recall@5: give exactly one of min or max, got ['min_cases']" in msg
+
+
+def test_unknown_key_in_a_gate_lists_the_valid_keys(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval]\n"recall@5" = { minimum = 0.5 }\n')
+    assert "unknown key 'minimum' in [retrieval] recall@5; valid keys: max, min, min_cases" in msg
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ('"high"', "[retrieval] mrr: expected a number or { min = x } / { max = x }, got 'high'"),
+        ("true", "[retrieval] mrr: expected a number or { min = x } / { max = x }, got True"),
+        ('{ min = "0.5" }', "[retrieval] mrr: min must be a number, got '0.5'"),
+        ("{ max = false }", "[retrieval] mrr: max must be a number, got False"),
+        ("{ min = 0.5, min_cases = 2.0 }", "[retrieval] mrr.min_cases must be a non-negative integer, got 2.0"),
+    ],
+)
+def test_non_numeric_thresholds(tmp_path: Path, spec: str, expected: str) -> None:
+    assert expected in error_of(tmp_path, f"[retrieval]\nmrr = {spec}\n")
+
+
+def test_tier_body_must_be_a_table(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, "retrieval = 5\n")
+    assert "[retrieval] must be a table" in msg
+
+
+def test_bad_case_option_value_lists_the_valid_values(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval.case]\nrequire = "reranker"\n')
+    assert "[retrieval.case] require = 'reranker' is not one of vector, bm25, fused, reranked, context" in msg
+    msg = error_of(tmp_path, '[retrieval.case]\nnegative = "refuse"\n')
+    assert "[retrieval.case] negative = 'refuse' is not one of measure, no_vector_hit, empty_context" in msg
+    msg = error_of(tmp_path, '[deterministic.case]\nskip_checks = ["numbers_grounded", "spelling"]\n')
+    assert "[deterministic.case] skip_checks = 'spelling' is not one of answer_not_empty" in msg
+
+
+def test_scalar_case_option_rejects_a_list(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval.case]\nrequire = ["context"]\n')
+    assert "[retrieval.case] require takes one name, not a list; one of vector, bm25" in msg
+
+
+def test_unknown_case_key_lists_options_and_floors(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval.case]\nrequires = "context"\n')
+    assert "unknown key 'requires' in [retrieval.case]; valid: require, negative or a per-case metric floor" in msg
+
+
+def test_rate_keys_are_not_per_case_floors(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, "[retrieval.case]\npass_rate = 1.0\n")
+    assert "unknown key 'pass_rate' in [retrieval.case]" in msg
+
+
+def test_negative_keys_are_not_per_case_floors(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval.case]\n"negative.empty_context" = 1.0\n')
+    assert "[retrieval.case] negative.empty_context: negatives are checked per case with negative = one of " in msg
+    assert "measure, no_vector_hit, empty_context" in msg
+
+
+def test_per_case_floors_are_min_only(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval.case]\n"recall@5" = { max = 0.5 }\n')
+    assert "[retrieval.case] recall@5: per-case thresholds are floors; use min" in msg
+
+
+def test_per_case_floor_rejects_min_cases(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[retrieval.case]\n"recall@5" = { min = 0.5, min_cases = 3 }\n')
+    assert "[retrieval.case] recall@5: min_cases applies to aggregate gates" in msg
+
+
+@pytest.mark.parametrize("selector", ["scenario", "scenario=", "=negative", "scenario=negative,", "a=b,,c=d"])
+def test_malformed_tag_selector(tmp_path: Path, selector: str) -> None:
+    msg = error_of(tmp_path, f'[tag."{selector}".retrieval]\nmrr = 0.5\n')
+    assert f'[tag."{selector}"]: a tag selector is key=value[,key=value], e.g. "scenario=negative"' in msg
+
+
+def test_tag_selector_with_a_key_twice(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[tag."topic=a,topic=b".retrieval]\nmrr = 0.5\n')
+    assert """[tag."topic=a,topic=b"]: tag key 'topic' is given twice""" in msg
+
+
+def test_tag_table_shape_errors(tmp_path: Path) -> None:
+    assert "[tag] holds tables like" in error_of(tmp_path, "tag = 1\n")
+    assert """[tag."scenario=negative"] must hold tier tables""" in error_of(tmp_path, '[tag]\n"scenario=negative" = 1\n')
+
+
+# --------------------------------------------------------------------------- register_tier, metric_names
+
+
+@pytest.fixture
+def judge_tier() -> Iterator[None]:
+    saved = dict(th.METRIC_VALIDATORS), dict(th.VALID_NAMES_TEXT)
+    register_tier("judge", lambda key: key in ("faithfulness", "pass_rate"), "faithfulness, pass_rate")
+    yield
+    th.METRIC_VALIDATORS.clear()
+    th.METRIC_VALIDATORS.update(saved[0])
+    th.VALID_NAMES_TEXT.clear()
+    th.VALID_NAMES_TEXT.update(saved[1])
+
+
+@pytest.mark.usefixtures("judge_tier")
+def test_register_tier_accepts_its_metrics_and_lists_its_names(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, "[judge]\nfaithfulness = 0.8\n[judge.case]\nfaithfulness = 0.5\n"))
+    assert only_gate(t).label == "judge.faithfulness"
+    assert t.case_rules("judge").floors == {"faithfulness": 0.5}
+    msg = error_of(tmp_path, "[judge]\ncoverage = 0.8\n")
+    assert "unknown metric 'coverage' in [judge]; valid names for judge: faithfulness, pass_rate" in msg
+    msg = error_of(tmp_path, "[jugde]\nx = 1\n")
+    assert "valid tables: deterministic, judge, retrieval, defaults, tag" in msg
+
+
+def test_unregistered_tier_is_unknown(tmp_path: Path) -> None:
+    assert "unknown table [judge]" in error_of(tmp_path, "[judge]\nfaithfulness = 0.8\n")
+
+
+def test_metric_names_are_base_names_of_gates_and_floors(tmp_path: Path) -> None:
+    t = load_thresholds(
+        write(
+            tmp_path,
+            '[retrieval]\n"bm25.doc.recall@7" = 0.5\n"mrr" = 0.5\npass_rate = 0.9\n"negative.empty_context" = 0.5\n'
+            '[retrieval.case]\n"ndcg@3" = 0.1\nrequire = "fused"\n'
+            '[tag."scenario=standard".retrieval]\n"hit@2" = 0.5\n'
+            '[deterministic]\n"check.must_contain" = 1.0\n',
+        )
+    )
+    assert t.metric_names("retrieval") == {"recall@7", "mrr", "ndcg@3", "hit@2"}
+    assert t.metric_names("deterministic") == set()
+
+
+def test_deterministic_case_floors_are_refused_with_the_way_out() -> None:
+    doc = {"deterministic": {"case": {"check.must_contain": {"min": 1.0}}}}
+    with pytest.raises(ThresholdsError, match=r"t\.toml: \[deterministic\.case\] check\.must_contain: .*use skip_checks"):
+        th.parse_thresholds(doc, "t.toml")
