@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 eval: $(STAMP)
-	$(PY) -m rag_app demo
+	$(PY) -m pytest eval_tests
 
 test: $(STAMP)
 	$(PY) -m pytest

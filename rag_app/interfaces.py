@@ -40,8 +40,11 @@ class Reranker(Protocol):
     @property
     def name(self) -> str: ...
 
-    def rerank(self, query: str, chunks: Sequence[Chunk]) -> list[float]:
-        """One relevance score per chunk, in the order given (higher is better)."""
+    def rerank(self, query: str, chunks: Sequence[Chunk], first_stage: Sequence[float] | None = None) -> list[float]:
+        """One relevance score per chunk, in the order given (higher is better).
+
+        ``first_stage``: the fused (RRF) score of each chunk; a reranker may use it as a prior.
+        """
         ...
 
 

@@ -170,7 +170,7 @@ class RagPipeline:
             return [Hit(h.chunk_id, h.score, i + 1) for i, h in enumerate(fused[:keep])], False, None
         chunks = [self.index.chunks[h.chunk_id] for h in fused]
         try:
-            scores = self.reranker.rerank(question, chunks)
+            scores = self.reranker.rerank(question, chunks, [h.score for h in fused])
             if len(scores) != len(chunks):
                 raise RerankError(f"reranker returned {len(scores)} scores for {len(chunks)} chunks")
         except RerankError as exc:

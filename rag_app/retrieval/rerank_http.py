@@ -107,7 +107,7 @@ class HttpReranker:
         return cls(cfg.base_url, cfg.model, cfg.api_key, flavour=flavour, timeout=settings.request_timeout)
 
     # --- the Reranker protocol ----------------------------------------------------------
-    def rerank(self, query: str, chunks: Sequence[Chunk]) -> list[float]:
+    def rerank(self, query: str, chunks: Sequence[Chunk], first_stage: Sequence[float] | None = None) -> list[float]:
         """One score per chunk in input order; documents the server left out get ``-inf``."""
         if not chunks:
             return []

@@ -3,7 +3,7 @@
 A real cross-encoder needs weights we may not download, so the local reranker
 combines three signals the first stage does not combine this way:
 
-    score = w_semantic * semantic + w_coverage * coverage + w_exact * exact
+    score = w_semantic * semantic + w_coverage * coverage + w_exact * exact + w_prior * prior
 
 (a) ``semantic`` -- cosine between the query embedding (query mode) and the chunk
     embedding (passage mode), in [-1, 1]. RRF only used the vector *rank*; the
@@ -19,8 +19,15 @@ combines three signals the first stage does not combine this way:
     and a textbook sentence; pure-Latin words are matched as whole tokens so that
     "sin" does not match inside "using".
 
-Default weights 0.5 / 0.4 / 0.1: semantic similarity leads, lexical coverage corrects
-embeddings that miss a maths term, and exact matches only break near-ties.
+(d) ``prior`` -- the chunk's fused (RRF) score divided by the best fused score, in
+    [0, 1], when the pipeline passes the first stage's scores: agreement between the
+    vector and BM25 lists is evidence the three signals above do not see.
+
+Default weights 0.5 / 0.4 / 0.1 / 0.5: semantic similarity leads, lexical coverage
+corrects embeddings that miss a maths term, exact matches only break near-ties, and the
+prior keeps the first stage's consensus. The prior weight was chosen on the tune split
+of gaokao_math (doc-level MRR@10 0.746 → 0.769; holdout 0.740 → 0.789, see
+BENCHMARKS.md); the other weights predate that measurement.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ Tokenizer = Callable[[str], list[str]]
 DEFAULT_W_SEMANTIC = 0.5
 DEFAULT_W_COVERAGE = 0.4
 DEFAULT_W_EXACT = 0.1
+DEFAULT_W_PRIOR = 0.5
 
 # Function words that say nothing about which chunk answers: question words, particles,
 # and maths-exercise verbs ("求", "请") that appear in every exercise. English "a" and
@@ -71,6 +79,7 @@ class LocalScore:
     coverage: float
     exact: float
     total: float
+    prior: float = 0.0
 
 
 class LocalReranker:
@@ -87,9 +96,10 @@ class LocalReranker:
         w_semantic: float = DEFAULT_W_SEMANTIC,
         w_coverage: float = DEFAULT_W_COVERAGE,
         w_exact: float = DEFAULT_W_EXACT,
+        w_prior: float = DEFAULT_W_PRIOR,
         text_of: Callable[[Chunk], str] | None = None,
     ) -> None:
-        weights = {"w_semantic": w_semantic, "w_coverage": w_coverage, "w_exact": w_exact}
+        weights = {"w_semantic": w_semantic, "w_coverage": w_coverage, "w_exact": w_exact, "w_prior": w_prior}
         for key, value in weights.items():
             if not math.isfinite(value) or value < 0:
                 raise ConfigError(f"LocalReranker {key} must be a finite number >= 0, got {value}")
@@ -101,24 +111,40 @@ class LocalReranker:
         # from the embedding cache instead of being computed again on every query.
         self.text_of: Callable[[Chunk], str] = text_of or (lambda c: c.text)
         self.w_semantic, self.w_coverage, self.w_exact = w_semantic, w_coverage, w_exact
+        self.w_prior = w_prior
         # idf is looked up by normalised token; a token missing from it is treated as
         # the rarest known one (it occurs nowhere in the corpus the idf came from).
         self._idf = {_norm(k): max(float(v), 0.0) for k, v in (idf or {}).items()}
         self._idf_unknown = max(self._idf.values(), default=1.0)
 
-    def rerank(self, query: str, chunks: Sequence[Chunk]) -> list[float]:
-        return [part.total for part in self.explain(query, chunks)]
+    def rerank(self, query: str, chunks: Sequence[Chunk], first_stage: Sequence[float] | None = None) -> list[float]:
+        return [part.total for part in self.explain(query, chunks, first_stage)]
 
-    def explain(self, query: str, chunks: Sequence[Chunk]) -> list[LocalScore]:
+    def explain(
+        self, query: str, chunks: Sequence[Chunk], first_stage: Sequence[float] | None = None
+    ) -> list[LocalScore]:
         """Score parts per chunk, in input order. Any failure raises ``RerankError``."""
         if not chunks:
             return []
         try:
-            return self._explain(query, [self.text_of(c) for c in chunks])
+            parts = self._explain(query, [self.text_of(c) for c in chunks])
+            return self._with_prior(parts, first_stage)
         except RerankError:
             raise
         except Exception as exc:  # embedder/tokenizer failures must degrade, not crash
             raise RerankError(f"local reranker failed: {type(exc).__name__}: {exc}") from exc
+
+    def _with_prior(self, parts: list[LocalScore], first_stage: Sequence[float] | None) -> list[LocalScore]:
+        """Add the first stage's consensus: the fused score relative to the best one, in [0, 1]."""
+        if not first_stage or self.w_prior == 0:
+            return parts
+        if len(first_stage) != len(parts):
+            raise RerankError(f"{len(first_stage)} first-stage scores for {len(parts)} chunks")
+        top = max(first_stage)
+        return [
+            LocalScore(p.semantic, p.coverage, p.exact, p.total + self.w_prior * (s / top if top > 0 else 0.0), s / top if top > 0 else 0.0)
+            for p, s in zip(parts, first_stage)
+        ]
 
     # --- the three signals ----------------------------------------------------------------
     def _explain(self, query: str, texts: list[str]) -> list[LocalScore]:

@@ -23,7 +23,7 @@ class NoReranker:
     name = "none"
     passthrough = True
 
-    def rerank(self, query: str, chunks: Sequence[Chunk]) -> list[float]:
+    def rerank(self, query: str, chunks: Sequence[Chunk], first_stage: Sequence[float] | None = None) -> list[float]:
         """Scores n, n-1, ..., 1: the order given, expressed as scores."""
         n = len(chunks)
         return [float(n - i) for i in range(n)]

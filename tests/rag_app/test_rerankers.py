@@ -347,7 +347,12 @@ def test_local_failures_become_rerank_errors() -> None:
 
 @pytest.mark.parametrize(
     "weights",
-    [{"w_semantic": -0.1}, {"w_exact": math.inf}, {"w_semantic": 0, "w_coverage": 0, "w_exact": 0}],
+    [
+        {"w_semantic": -0.1},
+        {"w_exact": math.inf},
+        {"w_prior": -1.0},
+        {"w_semantic": 0, "w_coverage": 0, "w_exact": 0, "w_prior": 0},
+    ],
 )
 def test_local_rejects_bad_weights(weights: dict[str, float]) -> None:
     with pytest.raises(ConfigError, match="LocalReranker"):
@@ -413,3 +418,16 @@ def test_local_with_the_project_tokenizer() -> None:
     relevant, unrelated = r.explain(query, chunks)
     assert relevant.total > unrelated.total
     assert relevant.exact == 1.0  # both "f(x)=x^2+1" and "最小值" found verbatim
+
+
+def test_local_prior_adds_the_fused_score_relative_to_the_best() -> None:
+    reranker = LocalReranker(CharBagEmbedder(), _split, w_semantic=0, w_coverage=0, w_exact=0, w_prior=0.5)
+    # fused scores 1/61 and 1/62 (ranks 1 and 2 of one list): prior = 1 and (1/62)/(1/61)
+    scores = reranker.rerank("q", _chunks("a", "b"), [1 / 61, 1 / 62])
+    assert scores == pytest.approx([0.5 * 1.0, 0.5 * (61 / 62)])
+    assert reranker.rerank("q", _chunks("a", "b")) == [0.0, 0.0]  # no first stage given: no prior
+
+
+def test_local_prior_length_mismatch_is_a_rerank_error() -> None:
+    with pytest.raises(RerankError, match="2 first-stage scores for 1 chunks"):
+        LocalReranker(CharBagEmbedder(), _split).rerank("q", _chunks("a"), [0.1, 0.2])
