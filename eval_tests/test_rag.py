@@ -17,3 +17,8 @@ def test_retrieval(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
 @pytest.mark.deterministic
 def test_deterministic(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
     rag_eval.deterministic(golden_case)
+
+
+@pytest.mark.judge
+def test_judge(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
+    rag_eval.judge(golden_case)

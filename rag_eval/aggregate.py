@@ -50,7 +50,7 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
     return MetricValue(sum(values) / len(values) if values else None, len(values), failed)
 
 
-LOWER_IS_BETTER = frozenset({"negative.any_above_threshold", "error_rate", "fail_count"})
+LOWER_IS_BETTER = frozenset({"negative.any_above_threshold", "error_rate", "fail_count", "unknown_share"})
 
 
 def worst_value(key: str) -> float:

@@ -8,7 +8,9 @@ the controller, so ``pytest -n 2`` gives exactly the numbers of a serial run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -20,8 +22,18 @@ from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
 from rag_eval.gate import GateResult, evaluate_gates, verdict
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
+from rag_eval.golden.validate import TIER_APPLIES
+from rag_eval.judge.config import JudgeConfig
 from rag_eval.results import USER_PROPERTY, CaseResult
-from rag_eval.run import build_results, file_sha256_or_none, git_commit, now_iso, write_results
+from rag_eval.run import (
+    build_results,
+    file_sha256_or_none,
+    git_commit,
+    judge_warnings,
+    now_iso,
+    usage_totals,
+    write_results,
+)
 from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
@@ -93,6 +105,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "strict: every failing or erroring case fails its test",
     )
     parser.addini("rag_eval_case_failures", "default --case-failures (gate or strict)", default="gate")
+    judge = parser.getgroup("rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)")
+    judge.addoption("--judge-engine", choices=("native", "deepeval"), default="native", help="native: one call per case (default); deepeval: deepeval's metrics on the same client")
+    judge.addoption("--fresh", action="store_true", help="ignore the judge response cache (answers are still stored)")
+    judge.addoption("--judge-cache", default=None, help="judge response cache folder (default .rag_cache/judge; keep it between CI runs)")
+    judge.addoption("--judge-prices", default=None, metavar="TOML", help='[prices."model"] prompt = USD per 1M tokens, completion = ...')
+    judge.addoption("--judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent")
+    judge.addoption("--judge-budget-tokens", type=int, default=None, help="stop issuing judge calls once this many tokens are used")
+    judge.addoption("--geval-criteria", default=None, help="with --judge-engine deepeval: also run a GEval rubric with these criteria")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -107,6 +127,9 @@ def pytest_configure(config: pytest.Config) -> None:
         settings_overrides=overrides,
         thresholds=thresholds,
         project_root=root,
+        judge=_judge_config(config, root),
+        judge_ledger=_judge_ledger(config),
+        geval_criteria=config.getoption("geval_criteria"),
     )
     _check_tags(config)
     if not hasattr(config, "workerinput"):
@@ -114,6 +137,43 @@ def pytest_configure(config: pytest.Config) -> None:
         state = ControllerState(thresholds, results if results.is_absolute() else root / results)
         config.stash[STATE] = state
         config.pluginmanager.register(CaseCollector(state), CONTROLLER_PLUGIN)
+
+
+def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
+    from rag_app.errors import ConfigError
+    from rag_eval.judge.config import load_prices
+
+    cache = Path(config.getoption("judge_cache") or root / ".rag_cache" / "judge")
+    try:
+        prices = load_prices(config.getoption("judge_prices")) if config.getoption("judge_prices") else None
+        return JudgeConfig.from_env(
+            cache_dir=cache,
+            fresh=config.getoption("fresh"),
+            prices=prices,
+            budget_usd=config.getoption("judge_budget_usd"),
+            budget_tokens=config.getoption("judge_budget_tokens"),
+            engine=config.getoption("judge_engine"),
+        )
+    except (ConfigError, ValueError, OSError) as exc:
+        raise pytest.UsageError(f"judge configuration: {exc}") from None
+
+
+def _judge_ledger(config: pytest.Config) -> Path | None:
+    """One spending ledger for the whole run, so a judge budget holds across xdist workers."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        path = workerinput.get("rag_eval_judge_ledger")
+        return Path(path) if path else None
+    if config.getoption("judge_budget_usd") is None and config.getoption("judge_budget_tokens") is None:
+        return None
+    return Path(tempfile.mkdtemp(prefix="rag-eval-judge-ledger-"))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, on the controller: hand the run's ledger folder to each worker."""
+    ledger = node.config.stash[CONFIG].judge_ledger
+    node.workerinput["rag_eval_judge_ledger"] = str(ledger) if ledger else ""
 
 
 def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
@@ -209,7 +269,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         items = _dataset(metafunc.config).items
     except DatasetInputError as exc:
         raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
-    chosen = selected_items(metafunc.config, list(items))
+    applies = TIER_APPLIES.get(tier, lambda i: True)
+    chosen = [i for i in selected_items(metafunc.config, list(items)) if applies(i)]
     metafunc.parametrize("golden_case", chosen, ids=[i.id for i in chosen])
 
 
@@ -222,7 +283,7 @@ def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
         dataset = _dataset(pytestconfig)  # usually loaded and hash-checked at collection already
     except DatasetInputError as exc:
         pytest.fail(f"rag-eval: {exc}", pytrace=False)
-    session = EvalSession(EvalConfig(paths, cfg.settings_overrides, cfg.thresholds, project_root=cfg.project_root))
+    session = EvalSession(dataclasses.replace(cfg, paths=paths))
     session.__dict__["dataset"] = dataset
     return session
 
@@ -260,6 +321,12 @@ class CaseRunner:
 
     def deterministic(self, item: GoldenItem) -> CaseResult:
         return self.run("deterministic", item)
+
+    def judge(self, item: GoldenItem) -> CaseResult:
+        reason = self.session.judge_skip_reason()
+        if reason is not None:
+            pytest.skip(reason)
+        return self.run("judge", item)
 
 
 @pytest.fixture
@@ -313,7 +380,7 @@ def _finish(session: pytest.Session, complete: bool) -> None:
     if state is None or session.config.option.collectonly or not state.cases:
         return
     cases = list(state.cases.values())
-    active = {c.tier for c in cases}
+    active = {c.tier for c in cases if c.outcome != "skip"}  # a tier that only skipped did not run
     gates = evaluate_gates(state.thresholds, cases, active) if state.thresholds else []
     state.gates = gates
     state.passed = verdict(gates) and complete
@@ -358,6 +425,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         row[c.outcome] += 1
     for tier, row in sorted(counts.items()):
         tr.write_line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v))
+    cases = list(state.cases.values())
+    judge = usage_totals(cases).get("judge")
+    if judge:
+        tr.write_line(
+            f"judge: {int(judge.get('calls', 0))} calls ({int(judge.get('cached_calls', 0))} from cache), "
+            f"{int(judge.get('prompt_tokens', 0))} prompt + {int(judge.get('completion_tokens', 0))} completion tokens, "
+            f"${judge.get('cost_usd', 0.0):.4f}"
+        )
+    for warning in judge_warnings(cases):
+        tr.write_line(f"WARNING: {warning}", yellow=True, bold=True)
     if state.thresholds is None:
         tr.write_line("no thresholds file: no gates evaluated (create thresholds.toml or pass --thresholds)")
     for g in state.gates:

@@ -42,6 +42,33 @@ def system_summary(cases: Sequence[CaseResult]) -> dict[str, Any]:
     return {k: sorted(v)[0] if len(v) == 1 else sorted(v) for k, v in seen.items()}
 
 
+def usage_totals(cases: Sequence[CaseResult]) -> dict[str, dict[str, float]]:
+    """Token use and cost per tier, summed from each case's ``details.usage``."""
+    out: dict[str, dict[str, float]] = {}
+    for c in cases:
+        usage = c.details.get("usage") or {}
+        row = out.setdefault(c.tier, {})
+        for k, v in usage.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                row[k] = row.get(k, 0) + v
+    return {tier: row for tier, row in out.items() if row}
+
+
+def judge_warnings(cases: Sequence[CaseResult]) -> list[str]:
+    """A judge grading answers of its own model inflates scores: say so, visibly."""
+    pairs = {
+        (str(c.details.get("judge_model", "")), str(c.details.get("generator", "")))
+        for c in cases
+        if c.tier == "judge"
+    }
+    return sorted(
+        f"judge model {m!r} also generated the answers ({g}): a model grading its own answers inflates "
+        "scores; set RAG_JUDGE_MODEL to a different model"
+        for m, g in pairs
+        if m and g.lower() == f"openai:{m}".lower()
+    )
+
+
 def build_results(
     run: Mapping[str, Any], cases: Sequence[CaseResult], gates: Sequence[GateResult], passed: bool
 ) -> dict[str, Any]:
@@ -49,7 +76,13 @@ def build_results(
     metrics = aggregate_all(ordered)
     return {
         "version": RESULTS_VERSION,
-        "run": {**run, "system": system_summary(ordered), "outcomes": outcome_counts(ordered)},
+        "run": {
+            **run,
+            "system": system_summary(ordered),
+            "outcomes": outcome_counts(ordered),
+            "usage": usage_totals(ordered),
+            "warnings": judge_warnings(ordered),
+        },
         "verdict": "pass" if passed else "fail",
         "metrics": {k: v.value for k, v in sorted(metrics.items())},
         "metrics_n": {k: v.to_dict() for k, v in sorted(metrics.items())},

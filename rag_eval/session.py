@@ -22,6 +22,8 @@ from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold, resolve
 from rag_eval.results import CaseResult
 from rag_eval.system import RagAppSystem, SystemUnderTest
+from rag_eval.evaluate.judge import JudgeCaseConfig
+from rag_eval.judge.config import JudgeConfig
 from rag_eval.thresholds import Thresholds
 
 
@@ -40,6 +42,9 @@ class EvalConfig:
     thresholds: Thresholds | None = None
     top_k: int | None = None
     project_root: Path | None = None
+    judge: JudgeConfig | None = None
+    judge_ledger: Path | None = None
+    geval_criteria: str | None = None
 
 
 class EvalSession:
@@ -47,6 +52,7 @@ class EvalSession:
         self.config = config
         self._factory = system_factory or RagAppSystem
         self._gold: dict[str, ResolvedGold] = {}
+        self._chats: dict[str, Any] = {}
 
     @cached_property
     def settings(self) -> Settings:
@@ -113,6 +119,8 @@ class EvalSession:
                 result = self._retrieval(item, t0)
             elif tier == "deterministic":
                 result = self._deterministic(item, t0)
+            elif tier == "judge":
+                result = self._judge(item)
             else:
                 raise ValueError(f"unknown tier {tier!r}")
         except Exception as exc:  # noqa: BLE001 - every failure of the system is recorded, not raised
@@ -153,7 +161,7 @@ class EvalSession:
     def _deterministic(self, item: GoldenItem, t0: float) -> CaseResult:
         gold = self.gold(item)
         options, _ = self._rules("deterministic")
-        chat = self.system.chat(item.question, self.config.top_k, item.history)
+        chat = self.chat(item)
         case = evaluate_deterministic(
             item,
             gold,
@@ -163,6 +171,33 @@ class EvalSession:
             config=DeterministicCaseConfig(skip_checks=tuple(options.get("skip_checks", ()))),
             duration=time.perf_counter() - t0,
         )
+        return _with_system(case, self.system_info)
+
+
+    def judge_skip_reason(self) -> str | None:
+        """Why the judge tier cannot run here (one sentence naming what to set), or None."""
+        if self.config.judge is None:
+            return "judge not configured"
+        return self.config.judge.missing_reason()
+
+    @cached_property
+    def judge_runner(self) -> Any:
+        from rag_eval.judge.tier import JudgeRunner  # the openai client only when judging
+
+        assert self.config.judge is not None
+        return JudgeRunner(self.config.judge, self.config.judge_ledger, self.config.geval_criteria)
+
+    def chat(self, item: GoldenItem) -> Any:
+        """The system's answer to an item, once per process: the deterministic and the
+        judge tier grade the same answer instead of paying for a second generation."""
+        if item.id not in self._chats:
+            self._chats[item.id] = self.system.chat(item.question, self.config.top_k, item.history)
+        return self._chats[item.id]
+
+    def _judge(self, item: GoldenItem) -> CaseResult:
+        chat = self.chat(item)
+        _, floors = self._rules("judge")
+        case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors))
         return _with_system(case, self.system_info)
 
 

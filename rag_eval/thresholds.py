@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from rag_eval.judge import JUDGE_METRICS
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 
@@ -65,9 +66,14 @@ def _deterministic_metric_ok(key: str) -> bool:
     return key in RATE_KEYS or (key.startswith("check.") and key[6:] in CHECK_NAMES)
 
 
+def _judge_metric_ok(key: str) -> bool:
+    return key in RATE_KEYS or key in JUDGE_METRICS
+
+
 METRIC_VALIDATORS: dict[str, Callable[[str], bool]] = {
     "retrieval": _retrieval_metric_ok,
     "deterministic": _deterministic_metric_ok,
+    "judge": _judge_metric_ok,
 }
 VALID_NAMES_TEXT: dict[str, str] = {
     "retrieval": (
@@ -76,6 +82,7 @@ VALID_NAMES_TEXT: dict[str, str] = {
         f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
     ),
     "deterministic": f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}",
+    "judge": f"{', '.join(JUDGE_METRICS + RATE_KEYS)}",
 }
 
 
@@ -136,6 +143,7 @@ class Thresholds:
 CASE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "retrieval": {"require": REQUIRE_STAGES, "negative": NEGATIVE_MODES},
     "deterministic": {"skip_checks": CHECK_NAMES},
+    "judge": {},
 }
 # Options that hold a list of names; every other option holds exactly one name.
 LIST_OPTIONS: frozenset[str] = frozenset({"skip_checks"})

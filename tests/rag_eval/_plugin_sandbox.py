@@ -127,6 +127,9 @@ class Sandbox:
     def write_conftest(self, extra: str = "") -> None:
         (self.root / "conftest.py").write_text(PLUGIN_LINE + extra, encoding="utf-8")
 
+    def add_judge_tests(self) -> None:
+        (self.root / "test_judge.py").write_text(split_judge_test()[1], encoding="utf-8")
+
     def add_golden_tests(self) -> None:
         (self.root / "test_golden.py").write_text((EVAL_TESTS / "test_golden.py").read_text(encoding="utf-8"))
 
@@ -159,12 +162,23 @@ class Sandbox:
         return {c["id"]: c for c in self.results()["cases"] if c["tier"] == tier}
 
 
+def split_judge_test() -> tuple[str, str]:
+    """eval_tests/test_rag.py without, and with only, its judge test: most sandbox tests
+    count retrieval and deterministic outcomes; the judge tests add the judge file."""
+    text = (EVAL_TESTS / "test_rag.py").read_text(encoding="utf-8")
+    head, sep, judge = text.partition("\n\n@pytest.mark.judge")
+    assert sep, "eval_tests/test_rag.py has no @pytest.mark.judge test"
+    header = head.split("\n\n@pytest.mark.")[0]
+    return head + "\n", header + "\n" + sep + judge
+
+
 def make_sandbox(
     pytester: pytest.Pytester,
     monkeypatch: pytest.MonkeyPatch,
     cache_dir: Path,
     *,
     thresholds: str | None = PASSING_THRESHOLDS,
+    with_judge: bool = False,
 ) -> Sandbox:
     """A complete, valid sandbox; tests then overwrite the one file they break."""
     # Subprocesses (xdist workers, runpytest_subprocess) must import rag_eval too, and
@@ -175,7 +189,10 @@ def make_sandbox(
     box = Sandbox(pytester, cache_dir)
     (box.root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
     box.write_conftest()
-    (box.root / "test_rag.py").write_text((EVAL_TESTS / "test_rag.py").read_text(encoding="utf-8"))
+    retrieval_and_deterministic, judge = split_judge_test()
+    (box.root / "test_rag.py").write_text(retrieval_and_deterministic, encoding="utf-8")
+    if with_judge:
+        (box.root / "test_judge.py").write_text(judge, encoding="utf-8")
     box.write_corpus()
     box.write_golden()
     if thresholds is not None:

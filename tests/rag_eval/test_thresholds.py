@@ -208,7 +208,7 @@ def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
 def test_unknown_tier_table_lists_the_valid_tables(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retreival]\n"recall@5" = 0.8\n')
     assert "unknown table [retreival]" in msg
-    assert "valid tables: deterministic, retrieval, defaults, tag" in msg
+    assert "valid tables: deterministic, judge, retrieval, defaults, tag" in msg
 
 
 def test_unknown_tier_inside_a_tag_table(tmp_path: Path) -> None:
@@ -379,7 +379,14 @@ def test_register_tier_accepts_its_metrics_and_lists_its_names(tmp_path: Path) -
 
 
 def test_unregistered_tier_is_unknown(tmp_path: Path) -> None:
-    assert "unknown table [judge]" in error_of(tmp_path, "[judge]\nfaithfulness = 0.8\n")
+    assert "unknown table [passk]" in error_of(tmp_path, "[passk]\n\"pass@3\" = 0.8\n")
+
+
+def test_judge_tier_gates_and_floors(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[judge]\nfaithfulness = 0.8\nunknown_share = { max = 0.2 }\nerror_rate = { max = 0.02 }\n[judge.case]\nfaithfulness = 0.5\n'))
+    assert [(g.metric, g.op) for g in t.gates] == [("faithfulness", "min"), ("unknown_share", "max"), ("error_rate", "max")]
+    assert dict(t.case_rules("judge").floors) == {"faithfulness": 0.5}
+    assert "unknown metric 'faithfulnes'" in error_of(tmp_path, "[judge]\nfaithfulnes = 0.8\n")
 
 
 def test_metric_names_are_base_names_of_gates_and_floors(tmp_path: Path) -> None:

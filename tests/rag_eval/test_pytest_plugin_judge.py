@@ -1,0 +1,107 @@
+"""The judge tier through pytest: skipped cleanly without a judge, one cached call per
+case with one, errors counted and gated, and the key never written anywhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.rag_eval._plugin_sandbox import POSITIVE_IDS, Sandbox
+from tests.support.judge_replies import native_judge_reply
+from tests.support.openai_server import ScriptedOpenAIServer, raw
+
+KEY = "sk-judge-key-NEVER-WRITTEN"
+N_POS = len(POSITIVE_IDS)
+THRESHOLDS = """
+[judge]
+faithfulness = { min = 0.9 }
+relevance = { min = 0.9 }
+error_rate = { max = 0.0 }
+"""
+
+
+@pytest.fixture
+def sandbox(sandbox: Sandbox) -> Sandbox:
+    """The shared sandbox plus the judge test of eval_tests/test_rag.py."""
+    sandbox.add_judge_tests()
+    return sandbox
+
+
+@pytest.fixture
+def judge_env(openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedOpenAIServer:
+    monkeypatch.setenv("RAG_JUDGE_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("RAG_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("RAG_JUDGE_API_KEY", KEY)
+    openai_server.set_default("chat", native_judge_reply)
+    return openai_server
+
+
+def test_without_a_judge_the_tier_is_skipped_with_one_reason(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("RAG_JUDGE_BASE_URL", "RAG_JUDGE_MODEL", "RAG_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    sandbox.write_thresholds(THRESHOLDS + '\n[retrieval]\npass_rate = { min = 0.0 }\n')
+    result = sandbox.run("-m", "judge or retrieval", "-rs")
+    result.assert_outcomes(skipped=N_POS, passed=len(POSITIVE_IDS) + 2, deselected=len(POSITIVE_IDS) + 2)
+    result.stdout.fnmatch_lines(["SKIPPED [[]*[]] *judge not configured: set RAG_JUDGE_MODEL, RAG_JUDGE_BASE_URL*"])
+    assert result.ret == pytest.ExitCode.OK  # judge gates are not evaluated: the tier did not run
+    assert all(g["tier"] != "judge" for g in sandbox.results()["gates"])
+
+
+def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    sandbox.write_thresholds(THRESHOLDS)
+    cache = tmp_path / "judge-cache"
+    result = sandbox.run("-m", "judge", "--judge-cache", str(cache))
+    result.assert_outcomes(passed=N_POS, deselected=2 * len(POSITIVE_IDS) + 4)
+    assert result.ret == pytest.ExitCode.OK
+    assert judge_env.calls("chat") == N_POS  # one call per case for every judge metric
+    results = sandbox.results()
+    # 2 claims, both "yes": faithfulness 2 / (2 + 0) = 1.0 on every case
+    assert results["metrics_n"]["judge.faithfulness"] == {"value": 1.0, "n": N_POS, "errors": 0}
+    assert results["metrics"]["judge.relevance"] == 1.0
+    assert results["run"]["usage"]["judge"]["calls"] == N_POS
+    assert results["run"]["usage"]["judge"]["prompt_tokens"] == 800 * N_POS
+    assert all(h.header("authorization") == f"Bearer {KEY}" for h in judge_env.requests)
+
+    rerun = sandbox.run("-m", "judge", "--judge-cache", str(cache))
+    assert rerun.ret == pytest.ExitCode.OK
+    assert judge_env.calls("chat") == N_POS  # unchanged suite: zero new calls
+    assert sandbox.results()["run"]["usage"]["judge"]["cached_calls"] == N_POS
+    rerun.stdout.fnmatch_lines([f"judge: {N_POS} calls ({N_POS} from cache)*"])
+
+    fresh = sandbox.run("-m", "judge", "--judge-cache", str(cache), "--fresh")
+    assert fresh.ret == pytest.ExitCode.OK
+    assert judge_env.calls("chat") == 2 * N_POS
+
+    for path in [sandbox.results_path, *cache.rglob("*")]:
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
+
+
+def test_a_malformed_judge_is_an_error_counted_by_the_gate(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    judge_env.set_default("chat", lambda req: raw(b'{"claims": [ {'))
+    sandbox.write_thresholds(THRESHOLDS)
+    result = sandbox.run("-m", "judge", "--judge-cache", str(tmp_path / "c"))
+    result.assert_outcomes(xfailed=N_POS, deselected=2 * len(POSITIVE_IDS) + 4)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"judge: {N_POS} error",
+            f"FAIL judge.faithfulness = 0.0000 (need >= 0.9; n={N_POS}, incl. {N_POS} errors counted as 0)*",
+            f"FAIL judge.error_rate = 1.0000 (need <= 0; n={N_POS}, {N_POS} errors)*",
+        ]
+    )
+    case = json.loads(json.dumps(sandbox.cases("judge")))[POSITIVE_IDS[0]]
+    assert case["outcome"] == "error" and case["failed_stage"] == "judge" and "malformed" in case["message"]
+
+
+def test_the_cache_holds_under_two_workers(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    sandbox.write_thresholds(THRESHOLDS)
+    cache = tmp_path / "judge-cache"
+    first = sandbox.run_subprocess("-m", "judge", "-n", "2", "--judge-cache", str(cache))
+    assert first.ret == pytest.ExitCode.OK
+    assert judge_env.calls("chat") == N_POS
+    second = sandbox.run_subprocess("-m", "judge", "-n", "2", "--judge-cache", str(cache))
+    assert second.ret == pytest.ExitCode.OK
+    assert judge_env.calls("chat") == N_POS  # second run: zero calls
