@@ -9,6 +9,7 @@ reference measured in the same run*, and keep absolute numbers only as context.
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
 import platform
@@ -71,12 +72,25 @@ def machine_info() -> dict[str, Any]:
     }
 
 
+def source_sha256() -> str:
+    """Hash of every ``rag_app/**/*.py`` (path and bytes): which code produced the numbers.
+
+    The commit alone does not say it when the working tree has uncommitted changes, which
+    is normal while several people work in one checkout.
+    """
+    digest = hashlib.sha256()
+    for path in sorted((REPO / "rag_app").rglob("*.py")):
+        digest.update(str(path.relative_to(REPO)).encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def run_header(name: str, argv: Sequence[str]) -> dict[str, Any]:
     """The common head of every results JSON file."""
     return {
         "benchmark": name,
         "date": _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
         "git_commit": git_commit(),
+        "rag_app_source_sha256": source_sha256(),
         "command": " ".join(["python", f"bench/{name}.py", *argv]),
         "machine": machine_info(),
     }

@@ -50,6 +50,7 @@ DEFAULT_W_SEMANTIC = 0.5
 DEFAULT_W_COVERAGE = 0.4
 DEFAULT_W_EXACT = 0.1
 DEFAULT_W_PRIOR = 0.5
+TOKEN_CACHE_SIZE = 200_000  # texts whose content tokens are remembered
 
 # Function words that say nothing about which chunk answers: question words, particles,
 # and maths-exercise verbs ("求", "请") that appear in every exercise. English "a" and
@@ -110,6 +111,7 @@ class LocalReranker:
         # The pipeline passes the index's own text function, so the chunk vectors come
         # from the embedding cache instead of being computed again on every query.
         self.text_of: Callable[[Chunk], str] = text_of or (lambda c: c.text)
+        self._tokens: dict[str, frozenset[str]] = {}
         self.w_semantic, self.w_coverage, self.w_exact = w_semantic, w_coverage, w_exact
         self.w_prior = w_prior
         # idf is looked up by normalised token; a token missing from it is treated as
@@ -187,9 +189,17 @@ class LocalReranker:
             scores[i] = float(np.clip(value, -1.0, 1.0))
         return scores
 
-    def _content_tokens(self, text: str) -> set[str]:
-        tokens = (_norm(t) for t in self.tokenize(text))
-        return {t for t in tokens if t and t not in STOPWORDS and _CONTENT_CHAR.search(t)}
+    def _content_tokens(self, text: str) -> frozenset[str]:
+        # Chunk texts recur across queries and jieba dominated the stage (~90% of its
+        # time, bench/latency.py): remember each text's tokens, bounded.
+        cached = self._tokens.get(text)
+        if cached is None:
+            tokens = (_norm(t) for t in self.tokenize(text))
+            cached = frozenset(t for t in tokens if t and t not in STOPWORDS and _CONTENT_CHAR.search(t))
+            if len(self._tokens) >= TOKEN_CACHE_SIZE:
+                self._tokens.clear()
+            self._tokens[text] = cached
+        return cached
 
 
 def _norm(text: str) -> str:
