@@ -22,25 +22,22 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from rag_app.generation.sources import cited_numbers
+
 CLAIM_VERDICTS: tuple[str, ...] = ("yes", "no", "unknown")
 FACT_VERDICTS: tuple[str, ...] = ("covered", "partially_covered", "not_covered")
 RELEVANCE_VERDICTS: tuple[str, ...] = ("relevant", "partially_relevant", "not_relevant")
 FACT_SCORE: Mapping[str, float] = {"covered": 1.0, "partially_covered": 0.5, "not_covered": 0.0}
 RELEVANCE_SCORE: Mapping[str, float] = {"relevant": 1.0, "partially_relevant": 0.5, "not_relevant": 0.0}
 
-# "[2]", "[1, 3]", "[1，3]" (full-width comma in Chinese answers).
-_MARKER = re.compile(r"\[(\d+(?:\s*[,，]\s*\d+)*)\]")
-
-
 def answer_markers(answer: str) -> list[int]:
-    """Distinct citation numbers in ``answer``, in order of first appearance."""
-    seen: list[int] = []
-    for group in _MARKER.findall(answer):
-        for part in re.split(r"[,，]", group):
-            n = int(part.strip())
-            if n not in seen:
-                seen.append(n)
-    return seen
+    """Distinct citation numbers in ``answer``, in order of first appearance.
+
+    The one citation parser of the project (``rag_app.generation.sources.cited_numbers``):
+    brackets inside ``$…$`` maths and intervals such as ``[0,2]`` are not citations, so a
+    maths answer's intervals are never sent to the judge as markers to verify.
+    """
+    return cited_numbers(answer)
 
 
 # --- the schema ------------------------------------------------------------------------

@@ -1,13 +1,13 @@
 """deepeval engine on the project's judge client, against the scripted OpenAI server.
 
 The server answers deepeval's prompts by recognising each prompt template's opening
-words (deepeval 4.3.1 templates under ``deepeval/metrics/*/templates``), so the scores
+words (deepeval 4.3.1 templates under ``deepeval/metrics/*/templates``; the script is
+``tests.support.deepeval_replies.SCRIPT``, shared with ``bench/judge_cost.py``), so the scores
 below follow from the scripted verdicts by the arithmetic written next to them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -25,39 +25,11 @@ from rag_app.llm import ChatClient
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.deepeval_engine import DeepEvalEngine, first_json_object
 from rag_eval.judge.native import JudgeInput
+from tests.support.deepeval_replies import Responder
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, status
 
 REPO = Path(__file__).resolve().parents[2]
 ALL4 = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall")
-
-# (opening words of the deepeval prompt, prompt kind, JSON reply)
-SCRIPT: list[tuple[str, str, dict[str, Any]]] = [
-    ("Based on the given text, please generate a comprehensive list of", "faith.truths",
-     {"truths": ["二次函数的顶点式是 y=a(x-h)^2+k", "顶点坐标为 (h, k)"]}),
-    ("Based on the given text, please extract a comprehensive list of", "faith.claims",
-     {"claims": ["顶点式是 y=a(x-h)^2+k", "顶点是 (h, k)", "a 决定开口宽度与方向，且 a 必须为正"]}),
-    ("Based on the given claims", "faith.verdicts",
-     {"verdicts": [{"verdict": "yes", "reason": None}, {"verdict": "yes", "reason": None},
-                   {"verdict": "no", "reason": "上下文没有说 a 必须为正"}]}),
-    ("Below is a list of Contradictions", "faith.reason", {"reason": "The score is 0.67 because of claim 3."}),
-    ("Given the text, breakdown and generate a list of statements", "ar.statements",
-     {"statements": ["顶点式是 y=a(x-h)^2+k", "顶点是 (h, k)", "抛物线是轴对称图形", "今天天气很好"]}),
-    ("For the provided list of statements", "ar.verdicts",
-     {"verdicts": [{"verdict": "yes"}, {"verdict": "yes"}, {"verdict": "borderline", "reason": "背景"},
-                   {"verdict": "no", "reason": "与问题无关"}]}),
-    ("Given the answer relevancy score", "ar.reason", {"reason": "The score is 0.75 because of the weather."}),
-    ("Given the input, expected output, and retrieval context", "cp.verdicts",
-     {"verdicts": [{"verdict": "no", "reason": "无关"}, {"verdict": "yes", "reason": "顶点式"},
-                   {"verdict": "yes", "reason": "顶点"}]}),
-    ("Given the input, retrieval contexts, and contextual precision score", "cp.reason",
-     {"reason": "The score is 0.58 because node 1 is irrelevant."}),
-    ("For EACH sentence in the given expected output", "cr.verdicts",
-     {"verdicts": [{"verdict": "yes", "reason": "node 2"}, {"verdict": "no", "reason": "missing"}]}),
-    ("Given the original expected output, a list of supportive reasons", "cr.reason",
-     {"reason": "The score is 0.50 because sentence 2 is missing."}),
-    ("Given an evaluation criteria", "geval.steps", {"steps": ["Check the formula.", "Check citations."]}),
-    ("You are an evaluator.", "geval.result", {"score": 7, "reason": "Mostly right."}),
-]
 
 ITEM = JudgeInput(
     case_id="quad-vertex",
@@ -69,22 +41,6 @@ ITEM = JudgeInput(
     key_facts=("y=a(x-h)^2+k", "顶点 (h, k)"),
     reference="顶点式为 y=a(x-h)^2+k。顶点是 (h, k)。",
 )
-
-
-class Responder:
-    """Answers each deepeval prompt from SCRIPT and counts the prompt kinds it saw."""
-
-    def __init__(self, wrap: str = "{}") -> None:
-        self.seen: Counter[str] = Counter()
-        self.wrap = wrap  # e.g. "Sure!\n```json\n{}\n```" to test tolerant parsing
-
-    def __call__(self, req: dict[str, Any]) -> Reply:
-        prompt = req["messages"][0]["content"]
-        for opening, kind, body in SCRIPT:
-            if prompt.lstrip().startswith(opening):
-                self.seen[kind] += 1
-                return Reply(self.wrap.replace("{}", json.dumps(body, ensure_ascii=False)))
-        raise AssertionError(f"unscripted deepeval prompt: {prompt[:120]!r}")
 
 
 @pytest.fixture

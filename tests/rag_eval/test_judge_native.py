@@ -342,3 +342,9 @@ def test_metrics_from_omits_metrics_without_a_denominator() -> None:
     m = metrics_from(j)
     assert "faithfulness" not in m and "factual_f1" not in m
     assert m["unknown_share"] == 1.0 and m["coverage"] == pytest.approx(0.5)
+
+
+def test_intervals_and_maths_brackets_are_not_markers_the_judge_must_verify() -> None:
+    from rag_eval.judge.schema import answer_markers
+
+    assert answer_markers("定义域是 [0,2] [1]，且 $x\\in[1,3]$ [2][3]") == [1, 2, 3]
