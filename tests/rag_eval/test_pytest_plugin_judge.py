@@ -105,3 +105,24 @@ def test_the_cache_holds_under_two_workers(sandbox: Sandbox, judge_env: Scripted
     second = sandbox.run_subprocess("-m", "judge", "-n", "2", "--judge-cache", str(cache))
     assert second.ret == pytest.ExitCode.OK
     assert judge_env.calls("chat") == N_POS  # second run: zero calls
+
+
+def test_both_engines_give_results_for_the_same_cases(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    from tests.support.deepeval_replies import Responder
+
+    sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
+    native = sandbox.run("-m", "judge", "--judge-cache", str(tmp_path / "native"))
+    assert native.ret == pytest.ExitCode.OK
+    native_cases = sandbox.cases("judge")
+    judge_env.set_default("chat", Responder())
+    deep = sandbox.run("-m", "judge", "--judge-engine", "deepeval", "--judge-cache", str(tmp_path / "deep"))
+    assert deep.ret == pytest.ExitCode.OK
+    deep_cases = sandbox.cases("judge")
+    assert set(native_cases) == set(deep_cases) == set(POSITIVE_IDS)
+    for cid in POSITIVE_IDS:
+        assert "faithfulness" in native_cases[cid]["metrics"]
+        assert {"deepeval.faithfulness", "deepeval.answer_relevancy"} <= set(deep_cases[cid]["metrics"])
+    # no reference answers in the sandbox: deepeval's contextual metrics are left out, not zero
+    assert "judge.deepeval.contextual_recall" not in sandbox.results()["metrics"]
