@@ -307,6 +307,8 @@ class CaseRunner:
         self.node.user_properties.append((USER_PROPERTY, result.to_dict()))
         if result.outcome == "pass":
             return result
+        if result.outcome == "skip":  # e.g. the judge budget was reached: not run, not a pass
+            pytest.skip(f"{item.id}: {result.message}")
         if result.outcome == "error":
             text = f"[error] {item.id}: {result.message}"
         else:

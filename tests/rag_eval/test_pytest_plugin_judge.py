@@ -126,3 +126,27 @@ def test_both_engines_give_results_for_the_same_cases(
         assert {"deepeval.faithfulness", "deepeval.answer_relevancy"} <= set(deep_cases[cid]["metrics"])
     # no reference answers in the sandbox: deepeval's contextual metrics are left out, not zero
     assert "judge.deepeval.contextual_recall" not in sandbox.results()["metrics"]
+
+
+def test_a_reached_budget_stops_new_calls_and_keeps_what_was_computed(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
+    # every scripted reply uses 800 + 200 tokens: the first case spends the whole budget
+    result = sandbox.run("-m", "judge", "--judge-cache", str(tmp_path / "c"), "--judge-budget-tokens", "1000", "-rs")
+    result.assert_outcomes(passed=1, skipped=N_POS - 1, deselected=2 * len(POSITIVE_IDS) + 4)
+    result.stdout.fnmatch_lines(["SKIPPED * not run: *budget*"])
+    assert judge_env.calls("chat") == 1
+    cases = sandbox.cases("judge")
+    assert sorted(c["outcome"] for c in cases.values()) == ["pass"] + ["skip"] * (N_POS - 1)
+
+
+def test_the_same_model_judging_its_own_answers_is_warned_about() -> None:
+    from rag_eval.results import CaseResult
+    from rag_eval.run import judge_warnings
+
+    own = CaseResult(id="a", tier="judge", outcome="pass", details={"judge_model": "qwen", "generator": "openai:qwen"})
+    other = CaseResult(id="b", tier="judge", outcome="pass", details={"judge_model": "qwen", "generator": "extractive-baseline"})
+    assert judge_warnings([other]) == []
+    (warning,) = judge_warnings([own, other])
+    assert "grading its own answers inflates scores" in warning and "RAG_JUDGE_MODEL" in warning
