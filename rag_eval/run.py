@@ -95,7 +95,8 @@ def write_results(path: Path, results: Mapping[str, Any]) -> None:
     """Write atomically so that a reader never sees a half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(results, ensure_ascii=False, indent=1), encoding="utf-8")
+    # No indent: indented output takes json's pure-Python encoder (2x slower at 5,000 cases).
+    tmp.write_text(json.dumps(results, ensure_ascii=False), encoding="utf-8")
     tmp.replace(path)
 
 

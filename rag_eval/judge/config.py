@@ -24,11 +24,12 @@ import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from rag_app.env import EndpointConfig
 from rag_app.errors import ConfigError
-from rag_app.llm import ChatClient
+if TYPE_CHECKING:
+    from rag_app.llm import ChatClient
 
 PREFIX = "RAG_JUDGE"
 ENGINES: tuple[str, ...] = ("native", "deepeval")
@@ -188,6 +189,8 @@ def make_chat_client(
     reason = cfg.missing_reason()
     if reason:
         raise ConfigError(reason)
+    from rag_app.llm import ChatClient  # the openai SDK costs ~1 s to import: only when judging
+
     return ChatClient(cfg.endpoint, timeout=timeout, max_retries=max_retries, total_budget_s=total_budget_s, sleep=sleep)
 
 

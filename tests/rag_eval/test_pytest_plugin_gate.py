@@ -278,7 +278,7 @@ def test_json_report_carries_the_case_results(sandbox: Sandbox) -> None:
     tests = {t["nodeid"]: t for t in report["tests"]}
     assert len(tests) == N_ITEMS
     # pytest-json-report keeps user_properties (from the teardown report) as [{name: value}].
-    case = tests["test_rag.py::test_retrieval[q-set]"]["user_properties"][0]["rag_eval_case"]
+    case = json.loads(tests["test_rag.py::test_retrieval[q-set]"]["user_properties"][0]["rag_eval_case"])
     assert (case["id"], case["tier"], case["outcome"]) == ("q-set", "retrieval", "pass")
     assert case["metrics"]["doc.recall@5"] == sandbox.cases()["q-set"]["metrics"]["doc.recall@5"]
 

@@ -187,7 +187,7 @@ def test_sha256_and_path_of_the_file(tmp_path: Path) -> None:
 
 def test_the_project_thresholds_file_parses() -> None:
     t = load_thresholds(Path(__file__).resolve().parents[2] / "thresholds.toml")
-    assert {g.tier for g in t.gates} == {"retrieval", "deterministic"}
+    assert {g.tier for g in t.gates} == {"retrieval", "deterministic", "judge"}
     assert t.min_cases == 5
 
 
