@@ -112,6 +112,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     judge.addoption("--judge-prices", default=None, metavar="TOML", help='[prices."model"] prompt = USD per 1M tokens, completion = ...')
     judge.addoption("--judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent")
     judge.addoption("--judge-budget-tokens", type=int, default=None, help="stop issuing judge calls once this many tokens are used")
+    judge.addoption(
+        "--deepeval-metrics",
+        default="faithfulness,answer_relevancy,contextual_precision,contextual_recall",
+        help="with --judge-engine deepeval: which of its metrics to run (comma-separated)",
+    )
     judge.addoption("--geval-criteria", default=None, help="with --judge-engine deepeval: also run a GEval rubric with these criteria")
 
 
@@ -130,6 +135,7 @@ def pytest_configure(config: pytest.Config) -> None:
         judge=_judge_config(config, root),
         judge_ledger=_judge_ledger(config),
         geval_criteria=config.getoption("geval_criteria"),
+        deepeval_metrics=_deepeval_metrics(config),
     )
     _check_tags(config)
     if not hasattr(config, "workerinput"):
@@ -156,6 +162,19 @@ def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
         )
     except (ConfigError, ValueError, OSError) as exc:
         raise pytest.UsageError(f"judge configuration: {exc}") from None
+
+
+DEEPEVAL_METRIC_NAMES: tuple[str, ...] = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall", "geval")
+
+
+def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in str(config.getoption("deepeval_metrics")).split(",") if n.strip())
+    unknown = [n for n in names if n not in DEEPEVAL_METRIC_NAMES]
+    if unknown or not names:
+        raise pytest.UsageError(
+            f"--deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_METRIC_NAMES)}"
+        )
+    return names
 
 
 def _judge_ledger(config: pytest.Config) -> Path | None:

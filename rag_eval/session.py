@@ -45,6 +45,7 @@ class EvalConfig:
     judge: JudgeConfig | None = None
     judge_ledger: Path | None = None
     geval_criteria: str | None = None
+    deepeval_metrics: tuple[str, ...] = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall")
 
 
 class EvalSession:
@@ -185,7 +186,9 @@ class EvalSession:
         from rag_eval.judge.tier import JudgeRunner  # the openai client only when judging
 
         assert self.config.judge is not None
-        return JudgeRunner(self.config.judge, self.config.judge_ledger, self.config.geval_criteria)
+        return JudgeRunner(
+            self.config.judge, self.config.judge_ledger, self.config.geval_criteria, self.config.deepeval_metrics
+        )
 
     def chat(self, item: GoldenItem) -> Any:
         """The system's answer to an item, once per process: the deterministic and the

@@ -41,14 +41,20 @@ def judge_input(item: GoldenItem, chat: ChatResult) -> JudgeInput:
 
 
 class JudgeRunner:
-    def __init__(self, config: JudgeConfig, ledger_dir: Path | None = None, geval_criteria: str | None = None) -> None:
+    def __init__(
+        self,
+        config: JudgeConfig,
+        ledger_dir: Path | None = None,
+        geval_criteria: str | None = None,
+        deepeval_metrics: tuple[str, ...] = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall"),
+    ) -> None:
         self.config = config
         self.client = CachedChatClient.from_config(config, ledger_dir=ledger_dir)
         if config.engine == "deepeval":
             from rag_eval.judge.deepeval_engine import DeepEvalEngine  # deepeval imports take seconds
 
-            metrics = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall")
-            if geval_criteria:
+            metrics = deepeval_metrics
+            if geval_criteria and "geval" not in metrics:
                 metrics += ("geval",)
             self.engine: Any = DeepEvalEngine(self.client, config.model, metrics, geval_criteria=geval_criteria)
         else:

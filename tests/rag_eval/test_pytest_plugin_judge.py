@@ -150,3 +150,18 @@ def test_the_same_model_judging_its_own_answers_is_warned_about() -> None:
     assert judge_warnings([other]) == []
     (warning,) = judge_warnings([own, other])
     assert "grading its own answers inflates scores" in warning and "RAG_JUDGE_MODEL" in warning
+
+
+def test_deepeval_metrics_are_selectable(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    from tests.support.deepeval_replies import Responder
+
+    judge_env.set_default("chat", Responder())
+    sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
+    result = sandbox.run("-m", "judge", "--judge-engine", "deepeval", "--deepeval-metrics", "answer_relevancy",
+                         "--judge-cache", str(tmp_path / "c"))
+    assert result.ret == pytest.ExitCode.OK
+    metrics = sandbox.results()["metrics"]
+    assert "judge.deepeval.answer_relevancy" in metrics and "judge.deepeval.faithfulness" not in metrics
+    bad = sandbox.run("-m", "judge", "--deepeval-metrics", "faithfulnes")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--deepeval-metrics: unknown *'faithfulnes'*; valid: faithfulness, answer_relevancy*"])
