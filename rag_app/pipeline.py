@@ -21,7 +21,7 @@ from rag_app.interfaces import Embedder, Generator, Reranker
 from rag_app.retrieval import make_reranker, rrf_fuse, truncate_context
 from rag_app.settings import Settings
 from rag_app.text import tokenize
-from rag_app.types import Chunk, ChatResult, Hit, RetrievalResult, StageResult, Trace
+from rag_app.types import Chunk, ChatResult, Hit, RetrievalResult, Source, StageResult, Trace, Usage
 
 log = logging.getLogger(__name__)
 
@@ -139,28 +139,44 @@ class RagPipeline:
     ) -> ChatResult:
         """Retrieve, then answer from the context only; no context → say so, never invent."""
         retrieved = self.retrieve(question, top_k)
-        base = dict(
-            question=question,
-            trace=retrieved.trace,
-            generator=self.generator.name,
-            degraded=retrieved.degraded,
-            degradation_reason=retrieved.degradation_reason,
-        )
         if not retrieved.context:
-            return ChatResult(answer=REFUSAL_TEXT, sources=(), context_used=(), refused=True, **base)  # type: ignore[arg-type]
+            return self._result(retrieved, REFUSAL_TEXT, refused=True)
         t0 = time.perf_counter()
         answer, usage = self.generator.generate(question, retrieved.context, history)
-        elapsed = time.perf_counter() - t0
-        trace = Trace(retrieved.trace.stages + (StageResult("generation", (), elapsed),))
+        generation = StageResult("generation", (), time.perf_counter() - t0)
         refused = is_refusal(answer)
-        sources = () if refused else tuple(build_sources(retrieved.context))
+        return self._result(
+            retrieved,
+            answer,
+            refused=refused,
+            sources=() if refused else tuple(build_sources(retrieved.context)),
+            context=retrieved.context,
+            trace=Trace(retrieved.trace.stages + (generation,)),
+            usage=usage,
+        )
+
+    def _result(
+        self,
+        retrieved: RetrievalResult,
+        answer: str,
+        *,
+        refused: bool,
+        sources: tuple[Source, ...] = (),
+        context: tuple[Chunk, ...] = (),
+        trace: Trace | None = None,
+        usage: Usage = Usage(),
+    ) -> ChatResult:
         return ChatResult(
+            question=retrieved.question,
             answer=answer,
             sources=sources,
-            context_used=retrieved.context,
+            context_used=context,
+            trace=trace or retrieved.trace,
+            generator=self.generator.name,
             refused=refused,
+            degraded=retrieved.degraded,
+            degradation_reason=retrieved.degradation_reason,
             usage=usage,
-            **{**base, "trace": trace},  # type: ignore[arg-type]
         )
 
     def _rerank(self, question: str, fused: list[Hit], keep: int) -> tuple[list[Hit], bool, str | None]:
