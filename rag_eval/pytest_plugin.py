@@ -375,11 +375,13 @@ class CaseCollector:
         self.state = state
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":  # the teardown report carries the same result again
+            return
         for prop in report.user_properties:
             name, value = prop  # a tuple here, a list after xdist's JSON round trip
             if name == USER_PROPERTY:
                 case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(value))
-                self.state.cases[case.key] = case  # the same result rides on call and teardown reports
+                self.state.cases[case.key] = case
 
 
 @pytest.hookimpl(wrapper=True)

@@ -19,6 +19,8 @@ Conventions shared by all metrics:
 
 from __future__ import annotations
 
+import functools
+
 import math
 from dataclasses import dataclass
 from typing import AbstractSet, Callable, Iterable, Mapping, Sequence
@@ -163,6 +165,7 @@ def _unknown_metric(name: str, why: str = "") -> ValueError:
     )
 
 
+@functools.lru_cache(maxsize=1024)  # parsed ~100 times per case: names repeat
 def parse_metric_name(name: str) -> MetricSpec:
     """Parse ``"recall@5"``, ``"ndcg@10"``, ``"mrr"``, ``"mrr@10"``, ``"hit@3"``, ``"precision@5"``.
 
