@@ -22,3 +22,8 @@ def test_deterministic(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
 @pytest.mark.judge
 def test_judge(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
     rag_eval.judge(golden_case)
+
+
+@pytest.mark.passk
+def test_passk(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
+    rag_eval.passk(golden_case)

@@ -39,6 +39,9 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
         return _rate(cases, lambda c: c.outcome == "pass", errors)
     if key == "error_rate":
         return _rate(cases, lambda c: c.outcome == "error", errors)
+    if key == "flaky_count":  # repeated trials: how many cases were flaky (0 < c < n)
+        flags = [c.metrics["flaky"] for c in cases if "flaky" in c.metrics]
+        return MetricValue(float(sum(flags)), len(flags), errors)
     if key == "fail_count":
         return MetricValue(float(sum(1 for c in cases if c.outcome != "pass")), len(cases), errors)
     values = [float(c.metrics[key]) for c in cases if key in c.metrics]
@@ -50,7 +53,9 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
     return MetricValue(sum(values) / len(values) if values else None, len(values), failed)
 
 
-LOWER_IS_BETTER = frozenset({"negative.any_above_threshold", "error_rate", "fail_count", "unknown_share"})
+LOWER_IS_BETTER = frozenset(
+    {"negative.any_above_threshold", "error_rate", "fail_count", "unknown_share", "flaky", "stable_fail", "flaky_count"}
+)
 
 
 def worst_value(key: str) -> float:

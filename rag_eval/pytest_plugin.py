@@ -117,6 +117,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="faithfulness,answer_relevancy,contextual_precision,contextual_recall",
         help="with --judge-engine deepeval: which of its metrics to run (comma-separated)",
     )
+    passk = parser.getgroup("rag_eval_passk", "RAG evaluation: repeated trials")
+    passk.addoption("--passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
+    passk.addoption("--passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
     judge.addoption("--geval-criteria", default=None, help="with --judge-engine deepeval: also run a GEval rubric with these criteria")
 
 
@@ -136,8 +139,11 @@ def pytest_configure(config: pytest.Config) -> None:
         judge_ledger=_judge_ledger(config),
         geval_criteria=config.getoption("geval_criteria"),
         deepeval_metrics=_deepeval_metrics(config),
+        passk_n=_positive(config, "passk_n"),
+        passk_k=_positive(config, "passk_k"),
     )
     _check_tags(config)
+    _check_passk(config.stash[CONFIG])
     if not hasattr(config, "workerinput"):
         results = Path(config.getoption("eval_results"))
         state = ControllerState(thresholds, results if results.is_absolute() else root / results)
@@ -175,6 +181,25 @@ def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
             f"--deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_METRIC_NAMES)}"
         )
     return names
+
+
+def _check_passk(cfg: EvalConfig) -> None:
+    """n < k is a configuration error, said at start-up, never a number."""
+    options = cfg.thresholds.case_rules("passk").options if cfg.thresholds else {}
+    n = cfg.passk_n or int(options.get("n", 5))
+    k = cfg.passk_k or int(options.get("k", 3))
+    if n < k:
+        raise pytest.UsageError(
+            f"passk: n = {n} trials < k = {k} (from --passk-n/--passk-k or [passk.case]): "
+            "pass@k needs at least k trials; this is a configuration error, not a number"
+        )
+
+
+def _positive(config: pytest.Config, option: str) -> int | None:
+    value = config.getoption(option)
+    if value is not None and value < 1:
+        raise pytest.UsageError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
+    return value
 
 
 def _judge_ledger(config: pytest.Config) -> Path | None:
@@ -346,6 +371,15 @@ class CaseRunner:
     def deterministic(self, item: GoldenItem) -> CaseResult:
         return self.run("deterministic", item)
 
+    def passk(self, item: GoldenItem) -> CaseResult:
+        try:
+            reason = self.session.passk_skip_reason()
+        except ValueError as exc:  # n < k: a configuration error, not a number
+            raise pytest.UsageError(str(exc)) from None
+        if reason is not None:
+            pytest.skip(f"passk condition 'judge': {reason}")
+        return self.run("passk", item)
+
     def judge(self, item: GoldenItem) -> CaseResult:
         reason = self.session.judge_skip_reason()
         if reason is not None:
@@ -458,6 +492,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             f"judge: {int(judge.get('calls', 0))} calls ({int(judge.get('cached_calls', 0))} from cache), "
             f"{int(judge.get('prompt_tokens', 0))} prompt + {int(judge.get('completion_tokens', 0))} completion tokens, "
             f"${judge.get('cost_usd', 0.0):.4f}"
+        )
+    passk = [c for c in cases if c.tier == "passk" and c.details.get("deterministic_generator")]
+    if passk:
+        tr.write_line(
+            f"passk: the generator is deterministic, so each of {len(passk)} cases ran one trial "
+            f"standing for n={passk[0].details.get('n')} (no pretend repeats)"
         )
     for warning in judge_warnings(cases):
         tr.write_line(f"WARNING: {warning}", yellow=True, bold=True)

@@ -46,6 +46,8 @@ class EvalConfig:
     judge_ledger: Path | None = None
     geval_criteria: str | None = None
     deepeval_metrics: tuple[str, ...] = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall")
+    passk_n: int | None = None  # command-line overrides of [passk.case] n / k
+    passk_k: int | None = None
 
 
 class EvalSession:
@@ -122,6 +124,8 @@ class EvalSession:
                 result = self._deterministic(item, t0)
             elif tier == "judge":
                 result = self._judge(item)
+            elif tier == "passk":
+                result = self._passk(item, t0)
             else:
                 raise ValueError(f"unknown tier {tier!r}")
         except Exception as exc:  # noqa: BLE001 - every failure of the system is recorded, not raised
@@ -201,6 +205,41 @@ class EvalSession:
         chat = self.chat(item)
         _, floors = self._rules("judge")
         case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors))
+        return _with_system(case, self.system_info)
+
+
+    def passk_settings(self) -> tuple[int, int, str]:
+        options, _ = self._rules("passk")
+        n = self.config.passk_n or int(options.get("n", 5))
+        k = self.config.passk_k or int(options.get("k", 3))
+        if n < k:
+            raise ValueError(f"passk: n = {n} trials < k = {k}: pass@k needs at least k trials (configuration error)")
+        return n, k, str(options.get("condition", "deterministic"))
+
+    def passk_skip_reason(self) -> str | None:
+        _, _, condition = self.passk_settings()
+        return self.judge_skip_reason() if condition == "judge" else None
+
+    def _passk(self, item: GoldenItem, t0: float) -> CaseResult:
+        """n independent trials of the stochastic stages; one trial when nothing is stochastic."""
+        from rag_eval.evaluate.passk import TrialOutcome, passk_case
+
+        n, k, condition = self.passk_settings()
+        _, floors = self._rules("passk")
+        deterministic = bool(self.system_info.get("generator_deterministic")) and condition == "deterministic"
+        trials: list[TrialOutcome] = []
+        for trial in range(1 if deterministic else n):
+            # A fresh generation per trial (no memo, no shared cache entry: the judge keys its
+            # cache by trial index), so trials are independent draws.
+            chat = self.system.chat(item.question, self.config.top_k, item.history)
+            if condition == "judge":
+                case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors), trial=trial)
+            else:
+                case = evaluate_deterministic(
+                    item, self.gold(item), chat, self.doc_of, self.kind_of, DeterministicCaseConfig()
+                )
+            trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
+        case = passk_case(item, trials, n=n, k=k, deterministic=deterministic, duration=time.perf_counter() - t0)
         return _with_system(case, self.system_info)
 
 

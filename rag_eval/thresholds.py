@@ -70,10 +70,31 @@ def _judge_metric_ok(key: str) -> bool:
     return key in RATE_KEYS or key in JUDGE_METRICS
 
 
+PASSK_KEYS: tuple[str, ...] = (
+    "trial_pass_rate",
+    "wilson_low",
+    "wilson_high",
+    "flaky",
+    "stable_pass",
+    "stable_fail",
+    "flaky_count",
+)
+PASSK_CONDITIONS: tuple[str, ...] = ("deterministic", "judge")
+
+
+def _passk_metric_ok(key: str) -> bool:
+    """pass@k / pass^k for any k, the stability keys, and judge metrics as trial floors."""
+    name, at, k = key.partition("@") if "@" in key else key.partition("^")
+    if at and name == "pass" and k.isdigit() and int(k) >= 1:
+        return True
+    return key in RATE_KEYS or key in PASSK_KEYS or key in JUDGE_METRICS
+
+
 METRIC_VALIDATORS: dict[str, Callable[[str], bool]] = {
     "retrieval": _retrieval_metric_ok,
     "deterministic": _deterministic_metric_ok,
     "judge": _judge_metric_ok,
+    "passk": _passk_metric_ok,
 }
 VALID_NAMES_TEXT: dict[str, str] = {
     "retrieval": (
@@ -83,6 +104,7 @@ VALID_NAMES_TEXT: dict[str, str] = {
     ),
     "deterministic": f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}",
     "judge": f"{', '.join(JUDGE_METRICS + RATE_KEYS)}",
+    "passk": f"pass@<k>, pass^<k>, {', '.join(PASSK_KEYS + RATE_KEYS)}; as [passk.case] floors: {', '.join(JUDGE_METRICS)}",
 }
 
 
@@ -144,7 +166,10 @@ CASE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "retrieval": {"require": REQUIRE_STAGES, "negative": NEGATIVE_MODES},
     "deterministic": {"skip_checks": CHECK_NAMES},
     "judge": {},
+    "passk": {"condition": PASSK_CONDITIONS},
 }
+# Whole-number options: [passk.case] n = 5 trials, k = 3.
+INT_OPTIONS: dict[str, tuple[str, ...]] = {"passk": ("n", "k")}
 # Options that hold a list of names; every other option holds exactly one name.
 LIST_OPTIONS: frozenset[str] = frozenset({"skip_checks"})
 
@@ -237,6 +262,11 @@ def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
         if key in allowed:
             options[key] = _case_option(value, allowed[key], path, table, key)
             continue
+        if key in INT_OPTIONS.get(tier, ()):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ThresholdsError(f"{path}: {table} {key} must be a whole number >= 1, got {value!r}")
+            options[key] = value
+            continue
         if not METRIC_VALIDATORS[tier](key) or key in RATE_KEYS:
             raise ThresholdsError(
                 f"{path}: unknown key {key!r} in {table}; valid: {', '.join(allowed) or '(no options)'} "
@@ -262,6 +292,11 @@ def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
         if op != "min":
             raise ThresholdsError(f"{path}: {table} {key}: per-case thresholds are floors; use min")
         floors[key] = threshold
+    if "n" in options and "k" in options and options["n"] < options["k"]:
+        raise ThresholdsError(
+            f"{path}: {table} n = {options['n']} < k = {options['k']}: pass@k needs at least k trials; "
+            "this is a configuration error, not a number"
+        )
     return CaseRules(options, floors)
 
 

@@ -130,6 +130,9 @@ class Sandbox:
     def add_judge_tests(self) -> None:
         (self.root / "test_judge.py").write_text(split_judge_test()[1], encoding="utf-8")
 
+    def add_passk_tests(self) -> None:
+        (self.root / "test_passk.py").write_text(split_tier_tests("passk")[1], encoding="utf-8")
+
     def add_golden_tests(self) -> None:
         (self.root / "test_golden.py").write_text((EVAL_TESTS / "test_golden.py").read_text(encoding="utf-8"))
 
@@ -162,14 +165,21 @@ class Sandbox:
         return {c["id"]: c for c in self.results()["cases"] if c["tier"] == tier}
 
 
-def split_judge_test() -> tuple[str, str]:
-    """eval_tests/test_rag.py without, and with only, its judge test: most sandbox tests
-    count retrieval and deterministic outcomes; the judge tests add the judge file."""
+def split_tier_tests(tier: str = "judge") -> tuple[str, str]:
+    """eval_tests/test_rag.py with only its retrieval and deterministic tests, and with only
+    the ``tier`` test: most sandbox tests count those two tiers; judge and passk tests add
+    their own file."""
     text = (EVAL_TESTS / "test_rag.py").read_text(encoding="utf-8")
-    head, sep, judge = text.partition("\n\n@pytest.mark.judge")
-    assert sep, "eval_tests/test_rag.py has no @pytest.mark.judge test"
-    header = head.split("\n\n@pytest.mark.")[0]
-    return head + "\n", header + "\n" + sep + judge
+    header, *blocks = text.split("\n\n@pytest.mark.")
+    base = [b for b in blocks if b.startswith(("retrieval", "deterministic"))]
+    chosen = [b for b in blocks if b.startswith(tier)]
+    assert chosen, f"eval_tests/test_rag.py has no @pytest.mark.{tier} test"
+    join = lambda parts: "\n\n@pytest.mark.".join([header, *parts]).rstrip("\n") + "\n"  # noqa: E731
+    return join(base), join(chosen)
+
+
+def split_judge_test() -> tuple[str, str]:
+    return split_tier_tests("judge")
 
 
 def make_sandbox(

@@ -187,7 +187,7 @@ def test_sha256_and_path_of_the_file(tmp_path: Path) -> None:
 
 def test_the_project_thresholds_file_parses() -> None:
     t = load_thresholds(Path(__file__).resolve().parents[2] / "thresholds.toml")
-    assert {g.tier for g in t.gates} == {"retrieval", "deterministic", "judge"}
+    assert {g.tier for g in t.gates} == {"retrieval", "deterministic", "judge", "passk"}
     assert t.min_cases == 5
 
 
@@ -208,7 +208,7 @@ def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
 def test_unknown_tier_table_lists_the_valid_tables(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retreival]\n"recall@5" = 0.8\n')
     assert "unknown table [retreival]" in msg
-    assert "valid tables: deterministic, judge, retrieval, defaults, tag" in msg
+    assert "valid tables: deterministic, judge, passk, retrieval, defaults, tag" in msg
 
 
 def test_unknown_tier_inside_a_tag_table(tmp_path: Path) -> None:
@@ -375,11 +375,23 @@ def test_register_tier_accepts_its_metrics_and_lists_its_names(tmp_path: Path) -
     msg = error_of(tmp_path, "[judge]\ncoverage = 0.8\n")
     assert "unknown metric 'coverage' in [judge]; valid names for judge: faithfulness, pass_rate" in msg
     msg = error_of(tmp_path, "[jugde]\nx = 1\n")
-    assert "valid tables: deterministic, judge, retrieval, defaults, tag" in msg
+    assert "valid tables: deterministic, judge, passk, retrieval, defaults, tag" in msg
 
 
 def test_unregistered_tier_is_unknown(tmp_path: Path) -> None:
-    assert "unknown table [passk]" in error_of(tmp_path, "[passk]\n\"pass@3\" = 0.8\n")
+    assert "unknown table [trials]" in error_of(tmp_path, "[trials]\n\"pass@3\" = 0.8\n")
+
+
+def test_passk_gates_options_and_n_below_k(tmp_path: Path) -> None:
+    t = load_thresholds(
+        write(tmp_path, '[passk]\n"pass@3" = 0.9\n"pass^3" = 0.8\nflaky_count = { max = 1 }\n'
+              '[passk.case]\nn = 5\nk = 3\ncondition = "judge"\nfaithfulness = 0.7\n')
+    )
+    assert [(g.metric, g.op) for g in t.gates] == [("pass@3", "min"), ("pass^3", "min"), ("flaky_count", "max")]
+    assert dict(t.case_rules("passk").options) == {"n": 5, "k": 3, "condition": "judge"}
+    assert dict(t.case_rules("passk").floors) == {"faithfulness": 0.7}
+    assert "n = 2 < k = 3" in error_of(tmp_path, "[passk.case]\nn = 2\nk = 3\n")
+    assert "n must be a whole number >= 1" in error_of(tmp_path, "[passk.case]\nn = 0\n")
 
 
 def test_judge_tier_gates_and_floors(tmp_path: Path) -> None:

@@ -1,0 +1,91 @@
+"""Repeated trials through pytest: c/n, pass@k and pass^k per case, independent trials
+(one judge call each, nothing shared), gates on flakiness, honest single trials for a
+deterministic generator, and n < k refused as a configuration error."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from math import comb
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.rag_eval._plugin_sandbox import IDS, Sandbox
+from tests.support.judge_replies import native_verdict
+from tests.support.openai_server import Reply, ScriptedOpenAIServer, reply
+
+N_ITEMS = len(IDS)  # passk runs every item, negatives included
+
+
+@pytest.fixture
+def sandbox(sandbox: Sandbox) -> Sandbox:
+    sandbox.add_passk_tests()
+    return sandbox
+
+
+def test_a_deterministic_generator_runs_one_trial_and_says_so(sandbox: Sandbox) -> None:
+    sandbox.write_thresholds("[passk]\nflaky_count = { max = 0 }\n\n[passk.case]\nn = 5\nk = 3\n")
+    result = sandbox.run("-m", "passk")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["passk: the generator is deterministic, so each of * cases ran one trial standing for n=5*"])
+    cases = sandbox.cases("passk")
+    for case in cases.values():
+        assert case["details"]["trials_run"] == 1 and case["details"]["deterministic_generator"] is True
+        assert case["metrics"]["pass@3"] == case["metrics"]["pass^3"] in (0.0, 1.0)
+        assert case["metrics"]["flaky"] == 0.0
+
+
+def test_alternating_judge_verdicts_give_the_expected_c_over_n(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("RAG_JUDGE_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("RAG_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("RAG_JUDGE_API_KEY", "sk-test")
+    verdicts = itertools.cycle(["yes", "no"])  # trial 1 passes, trial 2 fails, ... (serial run)
+
+    def alternate(request: Any) -> Reply:
+        return reply(json.dumps(native_verdict(request, claim_verdict=next(verdicts))))
+
+    openai_server.set_default("chat", alternate)
+    sandbox.write_thresholds(
+        '[passk]\nflaky_count = { max = 0 }\n"pass^2" = { min = 0.5 }\n\n'
+        '[passk.case]\nn = 4\nk = 2\ncondition = "judge"\nfaithfulness = { min = 1.0 }\n'
+    )
+    result = sandbox.run("-m", "passk", "--judge-cache", str(tmp_path / "c"))
+    # every trial is its own judge call: no cache entry is shared between trials
+    assert openai_server.calls("chat") == 4 * N_ITEMS
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # every case is flaky: the gates fail the build
+    result.stdout.fnmatch_lines(
+        [
+            f"FAIL passk.flaky_count = {N_ITEMS:.4f} (need <= 0; n={N_ITEMS})*",
+            f"FAIL passk.pass^2 = {comb(2, 2) / comb(4, 2):.4f} (need >= 0.5; n={N_ITEMS})*",
+        ]
+    )
+    for case in sandbox.cases("passk").values():
+        assert (case["details"]["c"], case["details"]["n"]) == (2, 4)
+        assert case["metrics"]["pass@2"] == pytest.approx(1 - comb(2, 2) / comb(4, 2))  # 5/6
+        assert case["metrics"]["pass^2"] == pytest.approx(comb(2, 2) / comb(4, 2))  # 1/6
+        assert case["details"]["class"] == "flaky"
+        assert [t["outcome"] for t in case["details"]["trials"]] == ["pass", "fail", "pass", "fail"]
+
+
+def test_parallel_equals_serial(sandbox: Sandbox) -> None:
+    sandbox.write_thresholds("[passk]\nflaky_count = { max = 0 }\n")
+    serial = sandbox.run_subprocess("-m", "passk")
+    first = sandbox.results()["metrics"]
+    parallel = sandbox.run_subprocess("-m", "passk", "-n", "2")
+    assert serial.ret == parallel.ret == pytest.ExitCode.OK
+    assert sandbox.results()["metrics"] == first
+
+
+def test_n_below_k_is_a_configuration_error(sandbox: Sandbox) -> None:
+    sandbox.write_thresholds("[passk.case]\nn = 2\nk = 3\n")
+    result = sandbox.run("-m", "passk")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*n = 2 < k = 3: pass@k needs at least k trials*configuration error*"])
+    sandbox.write_thresholds("[passk.case]\nn = 5\nk = 3\n")
+    override = sandbox.run("-m", "passk", "--passk-n", "2")
+    assert override.ret == pytest.ExitCode.USAGE_ERROR
+    override.stderr.fnmatch_lines(["*n = 2 trials < k = 3 (from --passk-n/--passk-k or [[]passk.case[]])*"])
