@@ -89,3 +89,25 @@ def test_n_below_k_is_a_configuration_error(sandbox: Sandbox) -> None:
     override = sandbox.run("-m", "passk", "--passk-n", "2")
     assert override.ret == pytest.ExitCode.USAGE_ERROR
     override.stderr.fnmatch_lines(["*n = 2 trials < k = 3 (from --passk-n/--passk-k or [[]passk.case[]])*"])
+
+
+def test_an_llm_generator_is_sampled_n_times(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_GENERATOR_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("RAG_GENERATOR_MODEL", "gen-model")
+    monkeypatch.setenv("RAG_GENERATOR_API_KEY", "sk-gen")
+    # a good cited answer, then an empty one, alternately: trials are independent draws
+    answers = itertools.cycle(["The material answers this question [1].", ""])
+    openai_server.set_default("chat", lambda request: reply(next(answers)))
+    sandbox.write_thresholds("[passk]\nflaky_count = { max = 100 }\n\n[passk.case]\nn = 4\nk = 2\n")
+    result = sandbox.run("-m", "passk", "--generator", "openai", "--tag", "lang=en")
+    assert result.ret == pytest.ExitCode.OK
+    cases = sandbox.cases("passk")
+    assert cases and openai_server.calls("chat") == 4 * len(cases)  # n generations per case
+    for case in cases.values():
+        assert case["details"]["deterministic_generator"] is False and case["details"]["trials_run"] == 4
+        outcomes = [t["outcome"] for t in case["details"]["trials"]]
+        if case["negative"]:
+            continue  # a negative expects a refusal: both draws fail it
+        assert outcomes == ["pass", "fail", "pass", "fail"] and case["details"]["c"] == 2
