@@ -23,6 +23,7 @@ from rag_eval.gate import GateResult, evaluate_gates, verdict
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.validate import TIER_APPLIES
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.results import USER_PROPERTY, CaseResult
 from rag_eval.run import (
@@ -114,7 +115,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     judge.addoption("--judge-budget-tokens", type=int, default=None, help="stop issuing judge calls once this many tokens are used")
     judge.addoption(
         "--deepeval-metrics",
-        default="faithfulness,answer_relevancy,contextual_precision,contextual_recall",
+        default=",".join(DEEPEVAL_DEFAULT_METRICS),
         help="with --judge-engine deepeval: which of its metrics to run (comma-separated)",
     )
     passk = parser.getgroup("rag_eval_passk", "RAG evaluation: repeated trials")
@@ -170,15 +171,12 @@ def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
         raise pytest.UsageError(f"judge configuration: {exc}") from None
 
 
-DEEPEVAL_METRIC_NAMES: tuple[str, ...] = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall", "geval")
-
-
 def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
     names = tuple(n.strip() for n in str(config.getoption("deepeval_metrics")).split(",") if n.strip())
-    unknown = [n for n in names if n not in DEEPEVAL_METRIC_NAMES]
+    unknown = [n for n in names if n not in DEEPEVAL_ENGINE_METRICS]
     if unknown or not names:
         raise pytest.UsageError(
-            f"--deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_METRIC_NAMES)}"
+            f"--deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_ENGINE_METRICS)}"
         )
     return names
 

@@ -23,6 +23,7 @@ from rag_eval.golden.resolve import ChunkLookup, ResolvedGold, resolve
 from rag_eval.results import CaseResult
 from rag_eval.system import RagAppSystem, SystemUnderTest
 from rag_eval.evaluate.judge import JudgeCaseConfig
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.thresholds import Thresholds
 
@@ -45,7 +46,7 @@ class EvalConfig:
     judge: JudgeConfig | None = None
     judge_ledger: Path | None = None
     geval_criteria: str | None = None
-    deepeval_metrics: tuple[str, ...] = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall")
+    deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
     passk_n: int | None = None  # command-line overrides of [passk.case] n / k
     passk_k: int | None = None
 

@@ -27,15 +27,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from rag_eval.evaluate.retrieval import RETRIEVAL_STAGES
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 
 OPS: tuple[str, ...] = ("min", "max")
 RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
-RETRIEVAL_STAGE_PREFIXES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
+RETRIEVAL_STAGE_PREFIXES: tuple[str, ...] = RETRIEVAL_STAGES
 NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
-REQUIRE_STAGES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
+REQUIRE_STAGES: tuple[str, ...] = RETRIEVAL_STAGES
 NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_vector_hit", "empty_context")
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from rag_app.types import ChatResult
-from rag_eval.evaluate.retrieval import RETRIEVAL_STAGES, _gold_ranks, _loss_stage
+from rag_eval.evaluate.retrieval import RETRIEVAL_STAGES, gold_ranks, loss_stage
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import AnswerView, run_all
@@ -46,7 +46,7 @@ def evaluate_deterministic(
         failed_stage = "citation" if all(c.name in CITATION_CHECKS for c in failed) else "generation"
         if not item.is_negative:
             # The earliest failing stage: an answer cannot use evidence that never reached it.
-            failed_stage = _loss_stage(_gold_ranks(gold, stages, doc_of, kind_of)) or failed_stage
+            failed_stage = loss_stage(gold_ranks(gold, stages, doc_of, kind_of)) or failed_stage
     details = {
         "answer": chat.answer,
         "refused": chat.refused,

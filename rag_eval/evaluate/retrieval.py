@@ -5,14 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
-from rag_app.types import RetrievalResult, StageResult
+from rag_app.types import STAGES, RetrievalResult, StageResult
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.grouped import grouped_compute
 from rag_eval.metrics.retrieval import to_doc_ranking
 from rag_eval.results import CaseResult
 
-RETRIEVAL_STAGES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
+RETRIEVAL_STAGES: tuple[str, ...] = STAGES  # the pipeline's ranked stages, in order
 FINAL_STAGE = "context"
 # The stage name a failure is attributed to, for the report's breakdown.
 LOSS_STAGE = {"vector": "vector+bm25", "bm25": "vector+bm25", "fused": "fusion", "reranked": "rerank", "context": "truncation"}
@@ -63,10 +63,10 @@ def evaluate_retrieval(
     for key in [k for k in metrics if k.startswith(f"{FINAL_STAGE}.")]:
         metrics[key[len(FINAL_STAGE) + 1 :]] = metrics[key]
 
-    ranks = _gold_ranks(gold, stages, doc_of, kind_of)
+    ranks = gold_ranks(gold, stages, doc_of, kind_of)
     details["gold_ranks"] = ranks
     reached = _reached(ranks, config.require)
-    failed_stage = None if reached else (_loss_stage(ranks, config.require) or "retrieval")
+    failed_stage = None if reached else (loss_stage(ranks, config.require) or "retrieval")
     problems: list[str] = []
     if not reached:
         problems.append(f"gold evidence did not reach {config.require}: " + narrate(ranks, stages, config.require))
@@ -74,7 +74,7 @@ def evaluate_retrieval(
         value = metrics.get(m)
         if value is not None and value < floor:
             problems.append(f"{m} = {value:.3f} < {floor} (per-case threshold)")
-            failed_stage = failed_stage or _loss_stage(ranks) or "retrieval"
+            failed_stage = failed_stage or loss_stage(ranks) or "retrieval"
     return CaseResult(
         outcome="fail" if problems else "pass",
         failed_stage=failed_stage,
@@ -117,7 +117,7 @@ def _chunk_groups(gold: ResolvedGold, ids: Sequence[str], kind_of: Mapping[str, 
     return gold.groups_for(kind)
 
 
-def _gold_ranks(
+def gold_ranks(
     gold: ResolvedGold, stages: Mapping[str, StageResult], doc_of: Mapping[str, str], kind_of: Mapping[str, str]
 ) -> list[dict[str, int | None]]:
     """For each requirement, its best rank in each stage (None: absent)."""
@@ -155,7 +155,7 @@ def _requirement_loss(r: Mapping[str, int | None], upto: str) -> str | None:
     return None
 
 
-def _loss_stage(ranks: list[dict[str, int | None]], upto: str = FINAL_STAGE) -> str | None:
+def loss_stage(ranks: list[dict[str, int | None]], upto: str = FINAL_STAGE) -> str | None:
     """The earliest pipeline stage at which some requirement was lost (None: none was).
 
     Earliest over *all* requirements, not the first requirement's loss: when one gold

@@ -15,11 +15,14 @@ NATIVE_METRICS: tuple[str, ...] = (
     "factual_f1",
     "citation_faithfulness",
 )
-DEEPEVAL_METRICS: tuple[str, ...] = (
-    "deepeval.faithfulness",
-    "deepeval.answer_relevancy",
-    "deepeval.contextual_precision",
-    "deepeval.contextual_recall",
-    "deepeval.geval",
+# deepeval's metrics the engine can run; the default leaves out GEval (it needs criteria).
+DEEPEVAL_ENGINE_METRICS: tuple[str, ...] = (
+    "faithfulness",
+    "answer_relevancy",
+    "contextual_precision",
+    "contextual_recall",
+    "geval",
 )
+DEEPEVAL_DEFAULT_METRICS: tuple[str, ...] = DEEPEVAL_ENGINE_METRICS[:4]
+DEEPEVAL_METRICS: tuple[str, ...] = tuple(f"deepeval.{m}" for m in DEEPEVAL_ENGINE_METRICS)
 JUDGE_METRICS: tuple[str, ...] = NATIVE_METRICS + DEEPEVAL_METRICS

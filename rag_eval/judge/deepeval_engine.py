@@ -40,13 +40,12 @@ from typing import Any
 
 from rag_app.errors import ConfigError, unknown_name
 from rag_app.llm import ChatError, ChatRequest
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.native import JudgeInput, JudgeVerdict
 
-METRICS: tuple[str, ...] = (
-    "faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall", "geval",
-)
-DEFAULT_METRICS: tuple[str, ...] = METRICS[:4]
+METRICS: tuple[str, ...] = DEEPEVAL_ENGINE_METRICS
+DEFAULT_METRICS: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
 # Metrics that compare against a reference answer: deepeval requires expected_output.
 _NEEDS_REFERENCE = frozenset({"contextual_precision", "contextual_recall"})
 # Metrics that read the retrieval context: deepeval rejects an empty one.

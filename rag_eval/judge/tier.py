@@ -17,6 +17,7 @@ from rag_app.generation.sources import numbered_chunks
 from rag_app.types import ChatResult
 from rag_eval.evaluate.judge import JudgeCaseConfig, judge_case, judge_failure
 from rag_eval.golden.model import GoldenItem
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
@@ -46,7 +47,7 @@ class JudgeRunner:
         config: JudgeConfig,
         ledger_dir: Path | None = None,
         geval_criteria: str | None = None,
-        deepeval_metrics: tuple[str, ...] = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_recall"),
+        deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS,
     ) -> None:
         self.config = config
         self.client = CachedChatClient.from_config(config, ledger_dir=ledger_dir)
