@@ -443,7 +443,7 @@ def _finish(session: pytest.Session, complete: bool) -> None:
     state.gates = gates
     state.passed = verdict(gates) and complete
     run = {**_run_info(session.config, state), "complete": complete}
-    results = build_results(run, cases, gates, state.passed)
+    results = build_results(run, cases, gates, state.passed, items=_golden_of(session.config, cases))
     if not complete:
         results["verdict"] = "incomplete"
     write_results(state.results_path, results)
@@ -452,14 +452,23 @@ def _finish(session: pytest.Session, complete: bool) -> None:
         session.testsfailed += 1
 
 
+def _golden_of(config: pytest.Config, cases: list[CaseResult]) -> dict[str, dict[str, Any]]:
+    """The golden items behind the cases, so a results file is readable on its own (reports, merges)."""
+    ids = {c.id for c in cases}
+    return {i.id: i.to_dict() for i in _dataset(config).items if i.id in ids}
+
+
 def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:
     cfg = config.stash[CONFIG]
     paths = _paths(config)
+    dataset = _dataset(config)
     thresholds = state.thresholds
     return {
         "time": now_iso(),
         **git_commit(config.rootpath),
         "dataset": str(paths.root),
+        "dataset_fingerprint": dataset.fingerprint,
+        "corpus_hash": dataset.corpus_hash,
         "golden_set": str(paths.golden),
         "golden_sha256": file_sha256_or_none(paths.golden),
         "split": config.getoption("split"),

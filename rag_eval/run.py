@@ -70,8 +70,14 @@ def judge_warnings(cases: Sequence[CaseResult]) -> list[str]:
 
 
 def build_results(
-    run: Mapping[str, Any], cases: Sequence[CaseResult], gates: Sequence[GateResult], passed: bool
+    run: Mapping[str, Any],
+    cases: Sequence[CaseResult],
+    gates: Sequence[GateResult],
+    passed: bool,
+    items: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The results file: run metadata, aggregates, gates, per-case results and, under
+    ``items``, the golden items the cases came from (question, evidence, key facts)."""
     ordered = sorted(cases, key=lambda c: (c.tier, c.id))
     metrics = aggregate_all(ordered)
     return {
@@ -88,6 +94,7 @@ def build_results(
         "metrics_n": {k: v.to_dict() for k, v in sorted(metrics.items())},
         "gates": [g.to_dict() for g in gates],
         "cases": [c.to_dict() for c in ordered],
+        "items": {k: dict(v) for k, v in sorted((items or {}).items())},
     }
 
 
