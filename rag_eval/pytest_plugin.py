@@ -36,6 +36,7 @@ from rag_eval.run import (
     write_results,
 )
 from rag_eval.session import EvalConfig, EvalSession
+from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
 TIERS: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk")
@@ -89,6 +90,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--thresholds", help="gates file (default: thresholds.toml)")
     group.addoption("--eval-results", default="reports/eval-results.json", help="where to write the results JSON")
     group.addoption("--split", choices=("tune", "holdout", "all"), default="all", help="golden split to run")
+    group.addoption("--shard", default=None, metavar="I/N", help="run shard I of N (a stable partition by golden id); merge with `python -m rag_eval merge`")
     group.addoption("--tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
     group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
     group.addoption("--top-k", type=int, help="chunks kept after reranking (rerank_top_n)")
@@ -144,6 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
         passk_k=_positive(config, "passk_k"),
     )
     _check_tags(config)
+    _shard(config)
     _check_passk(config.stash[CONFIG])
     if not hasattr(config, "workerinput"):
         results = Path(config.getoption("eval_results"))
@@ -229,6 +232,16 @@ def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _shard(config: pytest.Config) -> Shard | None:
+    text = config.getoption("shard")
+    if text is None:
+        return None
+    try:
+        return Shard.parse(str(text))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def _check_tags(config: pytest.Config) -> None:
     for item in config.getoption("tag"):
         key, sep, value = item.partition("=")
@@ -289,10 +302,13 @@ def _tier_of(definition: pytest.Function | Any) -> str | None:
 def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[GoldenItem]:
     split = config.getoption("split")
     tags = dict(t.partition("=")[::2] for t in config.getoption("tag"))
+    shard = _shard(config)
     return [
         i
         for i in items
-        if (split == "all" or i.split == split) and all(str(i.tags.get(k, "")) == v for k, v in tags.items())
+        if (split == "all" or i.split == split)
+        and all(str(i.tags.get(k, "")) == v for k, v in tags.items())
+        and (shard is None or shard.owns(i.id))
     ]
 
 
@@ -439,13 +455,17 @@ def _finish(session: pytest.Session, complete: bool) -> None:
         return
     cases = list(state.cases.values())
     active = {c.tier for c in cases if c.outcome != "skip"}  # a tier that only skipped did not run
-    gates = evaluate_gates(state.thresholds, cases, active) if state.thresholds else []
+    sharded = _shard(session.config) is not None
+    # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
+    gates = evaluate_gates(state.thresholds, cases, active) if state.thresholds and not sharded else []
     state.gates = gates
     state.passed = verdict(gates) and complete
     run = {**_run_info(session.config, state), "complete": complete}
     results = build_results(run, cases, gates, state.passed, items=_golden_of(session.config, cases))
     if not complete:
         results["verdict"] = "incomplete"
+    elif sharded:
+        results["verdict"] = "shard"
     write_results(state.results_path, results)
     state.written = True
     if complete and not state.passed:
@@ -473,6 +493,7 @@ def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:
         "golden_sha256": file_sha256_or_none(paths.golden),
         "split": config.getoption("split"),
         "tags": config.getoption("tag"),
+        "shard": shard.to_dict() if (shard := _shard(config)) else None,
         "overrides": dict(cfg.settings_overrides),
         "thresholds": thresholds.path if thresholds else None,
         "thresholds_sha256": thresholds.sha256 if thresholds else None,
@@ -508,7 +529,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         )
     for warning in judge_warnings(cases):
         tr.write_line(f"WARNING: {warning}", yellow=True, bold=True)
-    if state.thresholds is None:
+    shard = _shard(config)
+    if shard is not None:
+        tr.write_line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`")
+    elif state.thresholds is None:
         tr.write_line("no thresholds file: no gates evaluated (create thresholds.toml or pass --thresholds)")
     for g in state.gates:
         tr.write_line(g.line(), red=not g.passed, green=g.passed)

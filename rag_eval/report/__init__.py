@@ -1,0 +1,6 @@
+"""Outputs rendered from a results file: the HTML report and the Markdown summary.
+
+Everything here reads the results dict written by ``rag_eval.run`` (never live
+objects), so a report can be re-rendered from a stored file, a CI artifact or merged
+shards.
+"""
