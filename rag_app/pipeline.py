@@ -17,6 +17,7 @@ from rag_app.embeddings import make_embedder
 from rag_app.errors import RerankError
 from rag_app.generation import REFUSAL_TEXT, build_sources, is_refusal, make_generator
 from rag_app.index import Index, build_or_load_index, indexed_text
+from rag_app.index.chroma_server import ChromaServer
 from rag_app.interfaces import Embedder, Generator, Reranker
 from rag_app.retrieval import make_reranker, rrf_fuse, truncate_context
 from rag_app.settings import Settings
@@ -43,6 +44,7 @@ class PipelineInfo:
     n_docs: int
     n_children: int
     n_parents: int
+    vector_store: str = ""  # "chroma http://host:port collection ..." or "chroma embedded:<dir> ..."; no token
 
 
 class RagPipeline:
@@ -68,6 +70,7 @@ class RagPipeline:
             embedder, embedder_family = make_embedder(settings)
         self.embedder = embedder
         self.embedder_family = embedder_family or "custom"
+        server = ChromaServer.from_settings(settings)  # None: the embedded store
         self.index: Index = build_or_load_index(
             docs=self.documents,
             chunks=chunks,
@@ -75,6 +78,7 @@ class RagPipeline:
             cache_dir=Path(settings.cache_dir),
             corpus_hash=self.corpus_hash,
             chunk_config=config.to_dict(),
+            client=server.connect() if server is not None else None,
         )
         self.threshold = settings.threshold_for(self.embedder_family)
         self.reranker = (
@@ -97,6 +101,7 @@ class RagPipeline:
             n_docs=stats.n_docs,
             n_children=stats.n_children,
             n_parents=stats.n_parents,
+            vector_store=self.index.vectors.describe(),
         )
 
     def retrieve(self, question: str, top_k: int | None = None) -> RetrievalResult:

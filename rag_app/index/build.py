@@ -5,7 +5,19 @@ Layout of ``<cache_dir>/index/<fingerprint>/``::
     chunks.jsonl      every chunk (parents and children), ``Chunk.to_dict()`` per line
     bm25/             BM25Index arrays (npz) and vocabulary (json)
     chroma-<id>/      the local Chroma database (absent when a Chroma client is passed in)
+    chroma.json       with a client only: its collection and server, written BEFORE the vectors
     manifest.json     written LAST: an index directory without it is an unfinished build
+
+With a Chroma client passed in (a server: ``chromadb.HttpClient``) the directory is
+``<fingerprint>@<8 hex of the server address>``, so the embedded index and one per
+server live side by side in one cache and switching ``CHROMA_HOST`` on and off does not
+rebuild. The server collection is ``rag-<fingerprint>-<build id>``: unique per build,
+so two caches (two machines, a test run and a dev checkout) sharing one server never
+reset each other's collection; a rebuild deletes the collection of the build it
+replaces (named in ``chroma.json``, even when that build crashed). The local manifest
+is checked against the server on every load: a missing collection or a different
+count means the index is rebuilt, never trusted. The token is never written anywhere:
+the manifest names the server by ``http(s)://host:port`` only.
 
 Only child chunks are embedded and BM25-indexed; parents are stored so that a hit can
 be widened to its parent for context. A child is indexed as ``indexed_text(chunk)``
@@ -34,8 +46,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from rag_app.errors import CorpusError
+from rag_app.errors import CorpusError, RagAppError
 from rag_app.index.bm25 import BM25Index
+from rag_app.index.chroma_server import client_location, lost_server_error
 from rag_app.index.fingerprint import INDEX_FORMAT_VERSION, index_fingerprint
 from rag_app.index.vector_store import ChromaVectorStore
 from rag_app.interfaces import Embedder
@@ -46,6 +59,7 @@ if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
 MANIFEST_FILE = "manifest.json"
+CHROMA_FILE = "chroma.json"
 CHUNKS_FILE = "chunks.jsonl"
 BM25_DIR = "bm25"
 EMBED_BATCH = 256  # passages handed to the embedder (and Chroma) at a time
@@ -142,25 +156,42 @@ def build_or_load_index(
 ) -> Index:
     """Reuse the index for this corpus, chunking and model if a complete one exists, else build it.
 
-    ``client``: a Chroma client (e.g. ``chromadb.HttpClient``) to keep the vectors in;
-    default is a local ``PersistentClient`` inside the index directory.
+    ``client``: a Chroma client (e.g. ``chromadb.HttpClient``, see
+    ``ChromaServer.connect``) to keep the vectors in; default is a local
+    ``PersistentClient`` inside the index directory. A server that stops answering
+    raises ``ServiceError`` naming its address, instead of a rebuild or a traceback.
     """
     fp = fingerprint_for(chunks, corpus_hash, chunk_config, embedder.model_id, tokenizer)
     root = Path(cache_dir) / "index"
-    directory = root / fp
+    directory = root / index_dir_name(fp, client)
     t0 = time.perf_counter()
-    loaded = _try_load(directory, fp, tokenizer, client, t0)
-    if loaded is not None:
-        return loaded
-    root.mkdir(parents=True, exist_ok=True)
-    with _exclusive_lock(root / f"{fp}.lock"):
-        # Another process may have finished the build while we waited for the lock.
+    try:
         loaded = _try_load(directory, fp, tokenizer, client, t0)
         if loaded is not None:
             return loaded
-        return _build(
-            docs, chunks, embedder, directory, fp, corpus_hash, chunk_config, tokenizer, client, t0
-        )
+        root.mkdir(parents=True, exist_ok=True)
+        with _exclusive_lock(root / f"{directory.name}.lock"):
+            # Another process may have finished the build while we waited for the lock.
+            loaded = _try_load(directory, fp, tokenizer, client, t0)
+            if loaded is not None:
+                return loaded
+            return _build(
+                docs, chunks, embedder, directory, fp, corpus_hash, chunk_config, tokenizer, client, t0
+            )
+    except RagAppError:
+        raise
+    except Exception as exc:
+        error = lost_server_error(client, exc) if client is not None else None
+        if error is None:
+            raise
+        raise error from None
+
+
+def index_dir_name(fp: str, client: ClientAPI | None) -> str:
+    """``<fp>`` for the embedded store, ``<fp>@<8 hex of the store address>`` for a client's."""
+    if client is None:
+        return fp
+    return f"{fp}@{hashlib.sha256(client_location(client).encode('utf-8')).hexdigest()[:8]}"
 
 
 def fingerprint_for(
@@ -232,7 +263,11 @@ def _try_load(
         if manifest.get("fingerprint") != fp or manifest.get("tokenizer") != tokenizer.signature:
             return None
         return _load(directory, manifest, tokenizer, client, t0)
-    except Exception:  # noqa: BLE001 - any damage means "not reusable": rebuild under the lock
+    except Exception as exc:  # noqa: BLE001 - any damage means "not reusable": rebuild under the lock
+        # ...but a server that is down is not damage: rebuilding would only fail too.
+        error = lost_server_error(client, exc) if client is not None else None
+        if error is not None:
+            raise error from None
         return None
 
 
@@ -275,15 +310,31 @@ def _load(
 
 
 def _open_store(directory: Path, manifest: Mapping[str, Any], client: ClientAPI | None, *, reset: bool) -> ChromaVectorStore:
+    """The build's store (``reset``: emptied) or a finished index's (must exist, never created)."""
     chroma = manifest["chroma"]
     if client is not None:
-        return ChromaVectorStore(None, chroma["collection"], client=client, reset=reset)
+        return ChromaVectorStore(None, chroma["collection"], client=client, reset=reset, create=reset)
     if not chroma.get("dir"):
         raise ValueError(
-            f"index {directory} keeps its vectors on a Chroma server (collection {chroma['collection']!r}); "
-            "pass the same client to open it"
+            f"index {directory} keeps its vectors on a Chroma server ({chroma.get('server') or 'a client'}, "
+            f"collection {chroma['collection']!r}); pass the same client to open it"
         )
-    return ChromaVectorStore(directory / chroma["dir"], chroma["collection"], reset=reset)
+    return ChromaVectorStore(directory / chroma["dir"], chroma["collection"], reset=reset, create=reset)
+
+
+def _drop_previous_collection(directory: Path, client: ClientAPI | None, location: str) -> None:
+    """Delete the server collection of the build this one replaces, so a server does not fill up.
+
+    Best effort: a collection that is already gone, or one on another server, is left alone.
+    """
+    if client is None:
+        return  # the embedded store is deleted with the directory
+    try:
+        previous = json.loads((directory / CHROMA_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(previous, dict) and previous.get("server") == location and previous.get("collection"):
+        ChromaVectorStore.drop(client, str(previous["collection"]))
 
 
 def _validate(docs: Sequence[Document], chunks: Sequence[Chunk]) -> None:
@@ -346,11 +397,17 @@ def _build(
     # Whatever is here is an unfinished or damaged build (we hold the lock and found no
     # loadable index): start from nothing. A fresh Chroma directory name per build keeps
     # any Chroma client cached for the old path in this process from being reused.
+    build_id = uuid.uuid4().hex[:8]
+    location = client_location(client) if client is not None else ""
+    _drop_previous_collection(directory, client, location)
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    collection = f"rag-{fp}"
-    chroma_dir = None if client is not None else f"chroma-{uuid.uuid4().hex[:8]}"
+    chroma: dict[str, Any] = (
+        {"collection": f"rag-{fp}-{build_id}", "dir": None, "server": location}
+        if client is not None
+        else {"collection": f"rag-{fp}", "dir": f"chroma-{build_id}", "server": None}
+    )
     manifest: dict[str, Any] = {
         "index_format": INDEX_FORMAT_VERSION,
         "fingerprint": fp,
@@ -358,8 +415,11 @@ def _build(
         "chunk_config": dict(chunk_config),
         "embedding_model_id": embedder.model_id,
         "tokenizer": tokenizer.signature,
-        "chroma": {"collection": collection, "dir": chroma_dir},
+        "chroma": chroma,
     }
+    if client is not None:
+        # Before any vector is written: a crashed build's collection can still be found and dropped.
+        (directory / CHROMA_FILE).write_text(json.dumps(chroma, sort_keys=True), encoding="utf-8")
 
     with (directory / CHUNKS_FILE).open("w", encoding="utf-8") as fh:
         for c in chunks:

@@ -2,8 +2,11 @@
 
 We give Chroma our own vectors (``embedding_function=None``) in a cosine-space HNSW
 collection. Chroma is the system of record: it persists the vectors (locally, or on a
-Chroma server when a client such as ``chromadb.HttpClient`` is passed in) and answers
-approximate nearest-neighbour queries.
+Chroma server when a client such as ``chromadb.HttpClient`` is passed in, see
+``rag_app.index.chroma_server``) and answers approximate nearest-neighbour queries.
+A server changes where the vectors live, not the results: exact mode scores the
+vectors read back from the collection, which are the float32 vectors we added on
+either backend, so embedded and server stores rank identically (tested).
 
 **Reproducibility, measured** (chromadb 1.5.9 local, 2 CPUs, clustered unit vectors,
 top-20, 200 queries): HNSW graphs are not reproducible. The graph files differ byte-wise
@@ -42,6 +45,8 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
+
+from rag_app.index.chroma_server import client_location, lost_server_error
 
 if TYPE_CHECKING:  # chromadb takes ~1.5 s to import: only when a store is opened
     from chromadb.api import ClientAPI
@@ -140,7 +145,9 @@ class ChromaVectorStore:
 
     ``client`` may be any Chroma client (for example ``chromadb.HttpClient`` for a Chroma
     server); without it a ``PersistentClient`` at ``path`` is used. ``reset=True`` deletes
-    the collection first, so a build never appends to a half-written one. Writes by
+    the collection first, so a build never appends to a half-written one. ``create=False``
+    opens an existing collection only (a missing one raises chromadb's ``NotFoundError``
+    instead of appearing empty), which is how a finished index is loaded. Writes by
     other clients to the same collection after this store was opened are not seen by its
     exact mode (its vectors are read once).
     """
@@ -152,6 +159,7 @@ class ChromaVectorStore:
         client: ClientAPI | None = None,
         *,
         reset: bool = False,
+        create: bool = True,
         exact_max: int = EXACT_MAX,
     ) -> None:
         if client is None:
@@ -161,24 +169,35 @@ class ChromaVectorStore:
         self.path = Path(path) if path is not None else None
         self.name = collection
         self.client = client
+        self.location = client_location(client)
         self.exact_max = exact_max
         if reset:
             self._delete_if_exists()
-        self.collection: Collection = client.get_or_create_collection(
-            name=collection,
-            embedding_function=None,
-            configuration={"hnsw": dict(HNSW_CONFIGURATION)},  # type: ignore[arg-type,typeddict-item]
-        )
+        if create or reset:
+            self.collection: Collection = client.get_or_create_collection(
+                name=collection,
+                embedding_function=None,
+                configuration={"hnsw": dict(HNSW_CONFIGURATION)},  # type: ignore[arg-type,typeddict-item]
+            )
+        else:
+            self.collection = client.get_collection(name=collection, embedding_function=None)  # type: ignore[arg-type]
         self._check_space()
         self._count = int(self.collection.count())  # count() costs ~4 ms: kept, not asked per query
         self._exact: tuple[list[str], npt.NDArray[np.float32]] | None = None
 
     def _delete_if_exists(self) -> None:
+        ChromaVectorStore.drop(self.client, self.name)
+
+    @staticmethod
+    def drop(client: ClientAPI, collection: str) -> bool:
+        """Delete ``collection`` if it exists; True if it did."""
         try:
-            self.client.delete_collection(self.name)
+            client.delete_collection(collection)
         except Exception as exc:  # chroma raises NotFoundError / ValueError, depending on version
             if "not exist" not in str(exc).lower() and "not found" not in str(exc).lower():
                 raise
+            return False
+        return True
 
     def _check_space(self) -> None:
         with warnings.catch_warnings():  # reading the configuration warns about "legacy" ef config
@@ -191,6 +210,13 @@ class ChromaVectorStore:
                 f"Chroma collection {self.name!r} uses {space!r} distance, but scores assume cosine; "
                 "delete the collection (or the index directory) so that it is rebuilt"
             )
+
+    def describe(self) -> str:
+        """Which store holds the vectors: ``http://host:port`` or ``embedded:<dir>``, and the collection.
+
+        Safe for results files: no credentials (see ``client_location``).
+        """
+        return f"chroma {self.location} collection {self.name}"
 
     @property
     def mode(self) -> str:
@@ -241,16 +267,20 @@ class ChromaVectorStore:
         if self.mode == "exact":
             ids, unit = self._exact_vectors()
             return _rank(ids, unit @ q.astype(np.float32), k)
-        res = self.collection.query(
-            query_embeddings=[q.astype(np.float32)],
-            n_results=k + EXTRA_CANDIDATES,  # may exceed the size: Chroma returns what it has
-            include=["embeddings"],  # type: ignore[list-item]
-        )
+        try:
+            res = self.collection.query(
+                query_embeddings=[q.astype(np.float32)],
+                n_results=k + EXTRA_CANDIDATES,  # may exceed the size: Chroma returns what it has
+                include=["embeddings"],  # type: ignore[list-item]
+            )
+        except Exception as exc:
+            _raise_if_server_lost(self.client, exc)
+            raise
         ids = list(res["ids"][0])
         embeddings = res.get("embeddings")
         if not ids or embeddings is None:
             return []
-        return _rank(ids, _unit_rows(np.asarray(embeddings[0], dtype=np.float64)) @ q, k)
+        return _rank(ids, _unit_rows(_stored_vectors(embeddings[0])) @ q, k)
 
     def _exact_vectors(self) -> tuple[list[str], npt.NDArray[np.float32]]:
         """All ids and unit vectors, read from Chroma once (in pages) and kept."""
@@ -258,9 +288,13 @@ class ChromaVectorStore:
             ids: list[str] = []
             rows: list[npt.NDArray[np.float64]] = []
             for offset in range(0, self._count, _READ_BATCH):
-                page = self.collection.get(include=["embeddings"], limit=_READ_BATCH, offset=offset)  # type: ignore[list-item]
+                try:
+                    page = self.collection.get(include=["embeddings"], limit=_READ_BATCH, offset=offset)  # type: ignore[list-item]
+                except Exception as exc:
+                    _raise_if_server_lost(self.client, exc)
+                    raise
                 ids += list(page["ids"])
-                rows.append(np.asarray(page["embeddings"], dtype=np.float64))
+                rows.append(_stored_vectors(page["embeddings"]))
             matrix = np.concatenate(rows) if rows else np.zeros((0, 0))
             # Rows in id order, whatever order Chroma returns them in: then two builds hold
             # bit-identical matrices and compute bit-identical scores.
@@ -279,6 +313,25 @@ class ChromaVectorStore:
             vec = np.asarray(embs[j], dtype=np.float32) if embs is not None else np.zeros(0, dtype=np.float32)
             out[cid] = (vec, decode_metadata(metas[j]), docs[j])
         return out
+
+
+def _stored_vectors(rows: Any) -> npt.NDArray[np.float64]:
+    """Vectors as Chroma returned them, as float64 holding the stored float32 values exactly.
+
+    Chroma stores float32. The embedded client hands back float32 arrays; a server sends
+    JSON with the shortest decimal that rounds to each float32, which parses to a nearby
+    but different float64. Rounding to float32 first recovers the stored value, so both
+    backends score bit-identical inputs (without it, scores differ by ~1e-8 and rankings
+    can flip at the 1e-6 rounding boundary).
+    """
+    return np.asarray(rows, dtype=np.float32).astype(np.float64)
+
+
+def _raise_if_server_lost(client: ClientAPI, exc: BaseException) -> None:
+    """A dead server becomes the one clear ``ServiceError``; other errors pass through unchanged."""
+    error = lost_server_error(client, exc)
+    if error is not None:
+        raise error from None
 
 
 def _unit_rows(matrix: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -278,7 +278,8 @@ def test_external_client_keeps_vectors_in_its_collection(tmp_path: Path) -> None
     client = make_persistent_client(tmp_path / "server")
     first = build(tmp_path / "cache", client=client)
     assert not list(first.directory.glob("chroma-*"))
-    assert client.get_collection(f"rag-{first.fingerprint}").count() == 5
+    assert first.vectors.name.startswith(f"rag-{first.fingerprint}-")  # unique per build on a shared client
+    assert client.get_collection(first.vectors.name).count() == 5
     embedder = CountingEmbedder()
     second = build(tmp_path / "cache", embedder, client=client)
     assert not second.stats.built and embedder.passage_calls == 0
