@@ -15,6 +15,10 @@
     [tag."scenario=negative".deterministic]   # per-tag gates
     pass_rate = { min = 1.0, min_cases = 3 }
 
+    [regression]                       # against a baseline run (--baseline), if given
+    no_new_failures = true
+    "retrieval.recall@5" = { max_drop = 0.02 }
+
 Every problem is reported with the file, the table and the key, and lists the
 valid names, so a typo fails the run at start instead of silently gating nothing.
 """
@@ -140,12 +144,34 @@ class CaseRules:
 
 
 @dataclass(frozen=True)
+class MaxDrop:
+    """A results metric (e.g. 'retrieval.recall@5') may get worse than the baseline by at most
+    ``max_drop``: fall, or rise for a lower-is-better one (error_rate)."""
+
+    metric: str
+    max_drop: float
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class RegressionRules:
+    """The [regression] table: gates against a baseline run, evaluated only when one is given."""
+
+    no_new_failures: bool = False
+    max_drops: tuple[MaxDrop, ...] = ()
+
+    def __bool__(self) -> bool:
+        return self.no_new_failures or bool(self.max_drops)
+
+
+@dataclass(frozen=True)
 class Thresholds:
     path: str
     sha256: str
     gates: tuple[Gate, ...]
     cases: Mapping[str, CaseRules]
     min_cases: int
+    regression: RegressionRules = field(default_factory=RegressionRules)
 
     def case_rules(self, tier: str) -> CaseRules:
         return self.cases.get(tier, CaseRules())
@@ -193,23 +219,29 @@ def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thr
     min_cases = _int(defaults.get("min_cases", 1), path, "[defaults] min_cases")
     gates: list[Gate] = []
     cases: dict[str, CaseRules] = {}
+    regression = RegressionRules()
     for table, body in doc.items():
         if table == "defaults":
             continue
         if table == "tag":
             gates.extend(_tag_gates(body, path, min_cases))
             continue
-        _check_tier(table, path)
+        if table == "regression":
+            regression = _regression(body, path)
+            continue
+        _check_tier(table, path, top_level=True)
         tier_gates, rules = _tier(table, body, path, f"[{table}]", min_cases, {})
         gates.extend(tier_gates)
         if rules is not None:
             cases[table] = rules
-    return Thresholds(path, sha256, tuple(gates), cases, min_cases)
+    return Thresholds(path, sha256, tuple(gates), cases, min_cases, regression)
 
 
-def _check_tier(table: str, path: str) -> None:
+def _check_tier(table: str, path: str, top_level: bool = False) -> None:
     if table not in METRIC_VALIDATORS:
-        valid = ", ".join(sorted(METRIC_VALIDATORS) + ["defaults", "tag"])
+        # [regression] exists only at the top: a baseline comparison has no tag scope.
+        others = ["defaults", "tag", "regression"] if top_level else ["defaults", "tag"]
+        valid = ", ".join(sorted(METRIC_VALIDATORS) + others)
         raise ThresholdsError(f"{path}: unknown table [{table}]; valid tables: {valid}")
 
 
@@ -343,6 +375,51 @@ def _tag_gates(body: Any, path: str, min_cases: int) -> list[Gate]:
             tier_gates, _ = _tier(tier, tbody, path, f'[tag."{selector}".{tier}]', min_cases, tags)
             gates.extend(tier_gates)
     return gates
+
+
+# Gate-only keys: computed by the gate, absent from a results file's ``metrics``, so a
+# baseline has no value to compare with (pass_rate is their per-tier counterpart).
+NOT_IN_RESULTS: tuple[str, ...] = ("fail_count", "flaky_count")
+
+
+def _regression(body: Any, path: str) -> RegressionRules:
+    """[regression]: ``no_new_failures = true`` and ``"<tier>.<metric>" = { max_drop = x }``."""
+    if not isinstance(body, dict):
+        raise ThresholdsError(f"{path}: [regression] must be a table of no_new_failures = true and metric = {{ max_drop = x }}")
+    no_new_failures = False
+    drops: list[MaxDrop] = []
+    for key, spec in body.items():
+        if key == "no_new_failures":
+            if not isinstance(spec, bool):
+                raise ThresholdsError(f"{path}: [regression] no_new_failures must be true or false, got {spec!r}")
+            no_new_failures = spec
+            continue
+        _check_regression_metric(key, path)
+        where = f"{path}: [regression] {key}"
+        if not isinstance(spec, dict):
+            raise ThresholdsError(f"{where}: expected {{ max_drop = x }} (the largest allowed fall below the baseline), got {spec!r}")
+        _only_keys(spec, {"max_drop"}, path, f"[regression] {key}")
+        value = spec.get("max_drop")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ThresholdsError(f"{where}: max_drop must be a number >= 0, got {value!r}")
+        drops.append(MaxDrop(key, float(value), f"{path} [regression] {key}"))
+    return RegressionRules(no_new_failures, tuple(drops))
+
+
+def _check_regression_metric(key: str, path: str) -> None:
+    """A results ``metrics`` key: '<tier>.<metric>' with the metric valid for its tier."""
+    tier, _, metric = key.partition(".")
+    if tier not in METRIC_VALIDATORS:
+        raise ThresholdsError(
+            f"{path}: unknown key {key!r} in [regression]; valid: no_new_failures, or <tier>.<metric> as the "
+            f"results file's metrics name it (e.g. 'retrieval.recall@5') with tier in {', '.join(sorted(METRIC_VALIDATORS))}"
+        )
+    if metric in NOT_IN_RESULTS or not METRIC_VALIDATORS[tier](metric):
+        not_here = f" except {', '.join(NOT_IN_RESULTS)}" if metric in NOT_IN_RESULTS else ""
+        raise ThresholdsError(
+            f"{path}: unknown metric {key!r} in [regression]; valid names for {tier}: {tier}.<name> with name in "
+            f"{VALID_NAMES_TEXT[tier]}{not_here}"
+        )
 
 
 def _only_keys(table: Any, allowed: set[str], path: str, where: str) -> None:

@@ -419,3 +419,91 @@ def test_deterministic_case_floors_are_refused_with_the_way_out() -> None:
     doc = {"deterministic": {"case": {"check.must_contain": {"min": 1.0}}}}
     with pytest.raises(ThresholdsError, match=r"t\.toml: \[deterministic\.case\] check\.must_contain: .*use skip_checks"):
         th.parse_thresholds(doc, "t.toml")
+
+
+# --------------------------------------------------------------------------- [regression]
+
+
+def test_regression_table_no_new_failures_and_max_drops(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "[regression]\nno_new_failures = true\n"
+        '"retrieval.recall@5" = { max_drop = 0.02 }\n"deterministic.pass_rate" = { max_drop = 0 }\n'
+        '"passk.pass^3" = { max_drop = 0.1 }\n"retrieval.bm25.doc.mrr@10" = { max_drop = 0.05 }\n',
+    )
+    t = load_thresholds(path)
+    assert t.gates == ()  # regression rules are not tier gates
+    assert t.regression.no_new_failures is True
+    assert [(d.metric, d.max_drop) for d in t.regression.max_drops] == [
+        ("retrieval.recall@5", 0.02),
+        ("deterministic.pass_rate", 0.0),
+        ("passk.pass^3", 0.1),
+        ("retrieval.bm25.doc.mrr@10", 0.05),
+    ]
+    assert isinstance(t.regression.max_drops[1].max_drop, float)
+    assert t.regression.max_drops[0].where == f"{path} [regression] retrieval.recall@5"
+    assert t.regression
+
+
+def test_without_a_regression_table_there_are_no_regression_rules(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[retrieval]\n"recall@5" = 0.8\n'))
+    assert not t.regression and t.regression.max_drops == () and t.regression.no_new_failures is False
+
+
+def test_the_project_thresholds_file_has_regression_gates() -> None:
+    t = load_thresholds(Path(__file__).resolve().parents[2] / "thresholds.toml")
+    assert t.regression.no_new_failures
+    assert {d.metric for d in t.regression.max_drops} >= {"retrieval.recall@5", "deterministic.pass_rate"}
+
+
+def test_regression_unknown_tier_lists_the_valid_form(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[regression]\n"retreival.recall@5" = { max_drop = 0.1 }\n')
+    assert "unknown key 'retreival.recall@5' in [regression]" in msg
+    assert "valid: no_new_failures, or <tier>.<metric>" in msg and "deterministic, judge, passk, retrieval" in msg
+
+
+def test_regression_a_bare_metric_without_tier_is_refused(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[regression]\n"recall@5" = { max_drop = 0.1 }\n')
+    assert "unknown key 'recall@5' in [regression]" in msg
+
+
+def test_regression_unknown_metric_lists_the_tiers_valid_names(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[regression]\n"retrieval.Recall@5" = { max_drop = 0.1 }\n')
+    assert "unknown metric 'retrieval.Recall@5' in [regression]; valid names for retrieval: retrieval.<name>" in msg
+    assert "recall@k" in msg
+    msg = error_of(tmp_path, '[regression]\n"deterministic.check.typo" = { max_drop = 0.1 }\n')
+    assert "valid names for deterministic" in msg
+    for check in CHECK_NAMES:
+        assert check in msg
+
+
+def test_regression_refuses_gate_only_counts(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[regression]\n"retrieval.fail_count" = { max_drop = 1 }\n')
+    assert "unknown metric 'retrieval.fail_count' in [regression]" in msg and "except fail_count, flaky_count" in msg
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('"retrieval.recall@5" = 0.02', "expected { max_drop = x }"),
+        ('"retrieval.recall@5" = { min = 0.8 }', "unknown key 'min' in [regression] retrieval.recall@5; valid keys: max_drop"),
+        ('"retrieval.recall@5" = { max_drop = -0.1 }', "max_drop must be a number >= 0, got -0.1"),
+        ('"retrieval.recall@5" = { max_drop = "a" }', "max_drop must be a number >= 0, got 'a'"),
+        ('"retrieval.recall@5" = { max_drop = true }', "max_drop must be a number >= 0, got True"),
+        ("no_new_failures = 1", "[regression] no_new_failures must be true or false, got 1"),
+    ],
+)
+def test_regression_value_errors(tmp_path: Path, body: str, expected: str) -> None:
+    assert expected in error_of(tmp_path, f"[regression]\n{body}\n")
+
+
+def test_regression_must_be_a_table(tmp_path: Path) -> None:
+    assert "[regression] must be a table" in error_of(tmp_path, "regression = 1\n")
+
+
+def test_regression_is_a_top_level_table_only(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '[tag."scenario=negative".regression]\nno_new_failures = true\n')
+    assert "unknown table [regression]; valid tables: deterministic, judge, passk, retrieval, defaults, tag" in msg
+    assert "tag, regression" not in msg
+    top = error_of(tmp_path, "[regresion]\nno_new_failures = true\n")
+    assert "valid tables: deterministic, judge, passk, retrieval, defaults, tag, regression" in top

@@ -1,0 +1,208 @@
+"""A baseline results file (usually main's) and what changed against it.
+
+A pull request's numbers mean little alone: "recall@5 = 0.78" passes or fails a fixed
+floor, but "recall@5 fell by 0.03 and these four cases stopped passing" is what a
+reviewer acts on. This module loads a stored results file as the baseline, refuses one
+measured on another dataset (its numbers are not comparable), and diffs the two runs:
+per-gate deltas and per-case transitions keyed by ``tier::id``.
+
+Everything reads results dicts (``rag_eval.run.build_results``), never live objects.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from rag_eval.aggregate import MetricValue
+from rag_eval.run import RESULTS_VERSION
+
+PARTIAL_VERDICTS: tuple[str, ...] = ("incomplete", "shard")
+FAILING: tuple[str, ...] = ("fail", "error")
+TRANSITIONS: tuple[str, ...] = ("pass_to_fail", "fail_to_pass", "stable_to_flaky", "new", "removed")
+ABSENT = "absent"  # ``was`` of a new case, ``now`` of a removed one
+FIX = "regenerate the baseline on main (a complete run on the same dataset) or run without --baseline"
+
+
+class BaselineError(ValueError):
+    """The baseline file is unusable, or was measured on something else than this run."""
+
+
+def load_baseline(path: Path) -> dict[str, Any]:
+    """A complete results file, or a BaselineError naming the path and the fix."""
+    path = Path(path)
+    if not path.is_file():
+        raise BaselineError(
+            f"{path}: baseline results file not found; pass --baseline the results JSON of a complete run "
+            "on the base branch (what --eval-results wrote there, e.g. a CI artifact of main), or run without --baseline"
+        )
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BaselineError(f"{path}: baseline is not JSON ({exc}); pass a results file written by --eval-results") from exc
+    if not isinstance(doc, dict) or "version" not in doc or not isinstance(doc.get("cases"), list):
+        raise BaselineError(
+            f"{path}: not a rag-eval results file (no 'version' and 'cases'); pass the JSON that --eval-results wrote, "
+            "not a pytest-json-report or an HTML report"
+        )
+    if doc["version"] != RESULTS_VERSION:
+        raise BaselineError(
+            f"{path}: results version {doc['version']!r}, this rag_eval reads version {RESULTS_VERSION}; {FIX}"
+        )
+    verdict = doc.get("verdict")
+    if verdict in PARTIAL_VERDICTS or (doc.get("run") or {}).get("complete") is False:
+        how = "merge the shards first (python -m rag_eval merge) and pass the merged file" if verdict == "shard" else FIX
+        raise BaselineError(
+            f"{path}: verdict {verdict!r}: a partial run is no baseline (its cases are a part of the golden set, "
+            f"its numbers not the run's); {how}"
+        )
+    return doc
+
+
+def check_compatible(current_run: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
+    """Refuse a baseline whose numbers are not comparable with this run's.
+
+    ``current_run`` is the run block of the current results (or, before the run, a
+    dict with at least ``dataset_fingerprint``; ``dataset``, ``golden_sha256``, ``split``
+    and ``tags`` make the messages and checks complete). Another dataset means other
+    questions and other gold: deltas would compare different things. A different
+    ``--split``/``--tag`` selection means a different population of cases; it is
+    checked only when ``current_run`` carries those keys.
+    """
+    base_run = baseline.get("run") or {}
+    ours, theirs = current_run.get("dataset_fingerprint"), base_run.get("dataset_fingerprint")
+    if not theirs:
+        raise BaselineError(
+            "the baseline has no run.dataset_fingerprint, so it cannot be shown to measure the same dataset; " + FIX
+        )
+    if ours != theirs:
+        raise BaselineError(
+            f"the baseline was measured on another dataset: fingerprint {theirs} "
+            f"(dataset {base_run.get('dataset')}, golden sha256 {base_run.get('golden_sha256')}) "
+            f"but this run has {ours} (dataset {current_run.get('dataset')}, golden sha256 "
+            f"{current_run.get('golden_sha256')}); its numbers are not comparable: {FIX}"
+        )
+    for key, flag, norm in (("split", "--split", _split), ("tags", "--tag", _tags)):
+        if key in current_run and norm(current_run.get(key)) != norm(base_run.get(key)):
+            raise BaselineError(
+                f"the baseline ran {flag} {norm(base_run.get(key))!r} but this run {flag} "
+                f"{norm(current_run.get(key))!r}: other cases, numbers not comparable; "
+                f"run with the baseline's {flag}, or {FIX}"
+            )
+
+
+def _split(value: Any) -> str:
+    return "all" if value is None else str(value)
+
+
+def _tags(value: Any) -> list[str]:
+    # The order of --tag options does not change which cases run.
+    return sorted(str(v) for v in value or [])
+
+
+def compare(current: Mapping[str, Any], baseline: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """The diff the reports show: gate deltas and case transitions (JSON primitives).
+
+    Call ``check_compatible`` first: this function compares whatever it is given.
+    """
+    base_run = baseline.get("run") or {}
+    return {
+        "path": str(path),
+        "commit": base_run.get("commit"),
+        "time": base_run.get("time"),
+        "dataset_fingerprint": base_run.get("dataset_fingerprint"),
+        "gates": gate_deltas(current, baseline),
+        "transitions": case_transitions(current, baseline),
+    }
+
+
+def gate_deltas(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per gate of the current run (its order), with the baseline's value of the same label.
+
+    Regression gates are left out: they already compare against the baseline.
+    """
+    rows = []
+    for g in current.get("gates") or []:
+        if g.get("tier") == "regression":
+            continue
+        value = g.get("value")
+        base, base_n = baseline_value(baseline, g)
+        rows.append(
+            {
+                "metric": g["metric"],
+                "value": value,
+                "baseline": base,
+                "delta": None if value is None or base is None else value - base,
+                "n": int(g.get("n") or 0),
+                "baseline_n": base_n,
+            }
+        )
+    return rows
+
+
+def baseline_value(baseline: Mapping[str, Any], gate: Mapping[str, Any]) -> tuple[float | None, int]:
+    """The baseline's value and n for a gate row: its gate of the same label (the same
+    computation, tag scope included), else the aggregate of an untagged gate."""
+    for row in baseline.get("gates") or []:
+        if row.get("metric") == gate["metric"]:
+            return row.get("value"), int(row.get("n") or 0)
+    if not gate.get("tags") and gate.get("tier") and gate.get("key"):
+        mv = metric_of(baseline, f"{gate['tier']}.{gate['key']}")
+        return mv.value, mv.n
+    return None, 0
+
+
+def metric_of(results: Mapping[str, Any], name: str) -> MetricValue:
+    """Value, n and errors of a ``metrics`` key (e.g. 'retrieval.recall@5'); value None when not measured."""
+    row = (results.get("metrics_n") or {}).get(name)
+    if isinstance(row, Mapping):
+        return MetricValue(row.get("value"), int(row.get("n") or 0), int(row.get("errors") or 0))
+    # A file without metrics_n still has the value; its n is unknown, so 0.
+    return MetricValue((results.get("metrics") or {}).get(name), 0)
+
+
+def case_transitions(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Cases whose outcome changed, by ``tier::id``, each list sorted by key.
+
+    A skipped case (e.g. judge without credentials) neither passes nor fails: it makes
+    no pass/fail transition, but it is present (neither new nor removed).
+    """
+    now, was = _cases_by_key(current), _cases_by_key(baseline)
+    out: dict[str, list[dict[str, Any]]] = {name: [] for name in TRANSITIONS}
+    for key in sorted(now.keys() | was.keys()):
+        c, b = now.get(key), was.get(key)
+        if b is None:
+            out["new"].append(_transition(key, c, ABSENT, c["outcome"]))
+            continue
+        if c is None:
+            out["removed"].append(_transition(key, b, b["outcome"], ABSENT, stage=False))
+            continue
+        if b["outcome"] == "pass" and c["outcome"] in FAILING:
+            out["pass_to_fail"].append(_transition(key, c, "pass", c["outcome"]))
+        elif b["outcome"] in FAILING and c["outcome"] == "pass":
+            out["fail_to_pass"].append(_transition(key, c, b["outcome"], "pass"))
+        b_class, c_class = _passk_class(b), _passk_class(c)
+        if b_class == "stable_pass" and c_class == "flaky":
+            out["stable_to_flaky"].append(_transition(key, c, b_class, c_class))
+    return out
+
+
+def _cases_by_key(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    return {f"{c['tier']}::{c['id']}": c for c in results.get("cases") or []}
+
+
+def _passk_class(case: Mapping[str, Any]) -> str | None:
+    return (case.get("details") or {}).get("class")
+
+
+def _transition(key: str, case: Mapping[str, Any], was: str, now: str, stage: bool = True) -> dict[str, Any]:
+    """``failed_stage`` is where the case fails now; a removed case has none."""
+    return {
+        "key": key,
+        "id": case["id"],
+        "tier": case["tier"],
+        "was": was,
+        "now": now,
+        "failed_stage": case.get("failed_stage") if stage else None,
+    }

@@ -1,0 +1,368 @@
+"""The Markdown summary of a results file: for $GITHUB_STEP_SUMMARY and a PR comment.
+
+What a reviewer needs on the pull request page without opening an artifact: the
+verdict, what was measured (commit, dataset, system), every gate with its n and its
+change against the baseline, where the failing cases failed, and which cases stopped
+passing. Every piece of user or model text (questions, messages, system names) is
+escaped for GitHub Markdown and kept on one line, and long lists are cut with
+"… and N more" so the text stays under ``max_chars`` (a PR comment holds 65,536).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+MARKER = "<!-- rag-eval-summary -->"
+QUESTION_CHARS = 120
+MESSAGE_CHARS = 160
+REASON_CHARS = 120
+COUNT_KEYS = frozenset({"fail_count", "flaky_count", "no_new_failures"})
+VERDICTS: dict[str, str] = {
+    "pass": "✅ rag-eval gate: PASSED",
+    "fail": "❌ rag-eval gate: FAILED",
+    "incomplete": "⚠️ rag-eval gate: INCOMPLETE (the run was stopped; no verdict)",
+    "shard": "ℹ️ rag-eval: one shard (gates are evaluated on the merged results)",
+}
+# HTML-significant characters become entities; of the ASCII punctuation CommonMark lets
+# be backslash-escaped, these would otherwise start code, emphasis, links, table
+# cells, GitHub maths or strikethrough. One translate pass does both.
+_INERT = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", **{ch: "\\" + ch for ch in "\\`*_[]|$~"}}
+)
+_WHITESPACE = re.compile(r"\s+")
+# "@name" mentions a user and "#12" links an issue (both notify from a PR comment);
+# "recall@5" and "C#" do neither, so they stay as they are.
+_MENTION = re.compile(r"(?<![A-Za-z0-9])([@#])(?=[A-Za-z0-9])")
+
+
+def escape(text: Any) -> str:
+    """User text as inert, one-line GitHub Markdown.
+
+    ``<``, ``>``, ``&`` become entities (no HTML, no ``<script>``), Markdown punctuation
+    is backslash-escaped, newlines and runs of whitespace become one space, and a
+    zero-width space after the ``@`` of ``@name`` and the ``#`` of ``#12`` keeps a
+    question from mentioning a user or linking an issue from the PR comment.
+    """
+    s = _WHITESPACE.sub(" ", str(text)).strip().translate(_INERT)
+    return _MENTION.sub(_mention, s) if ("@" in s or "#" in s) else s
+
+
+def _mention(m: re.Match[str]) -> str:
+    return m.group(1) + "\u200b"
+
+
+_CODE_SAFE = re.compile(r"[A-Za-z0-9._:/+=-]+")
+
+
+def code(text: Any) -> str:
+    """A code span for ids and hashes; escaped plain text when the value has other
+    characters (backslash escapes do not work inside a code span)."""
+    s = str(text)
+    return f"`{s}`" if _CODE_SAFE.fullmatch(s) else escape(s)
+
+
+def shorten(text: Any, limit: int) -> str:
+    """Cut before escaping, so that no entity or escape is cut in half."""
+    s = _WHITESPACE.sub(" ", str(text)).strip()
+    return s if len(s) <= limit else s[: max(limit - 1, 0)].rstrip() + "…"
+
+
+def render_markdown(results: Mapping[str, Any], artifact_url: str | None = None, max_chars: int = 60000) -> str:
+    """The summary of ``results`` (a results file's dict, with ``baseline`` when one was compared)."""
+    base = results.get("baseline")
+    head = [
+        MARKER,
+        _verdict_line(results),
+        "",
+        _run_line(results),
+        "",
+        _baseline_line(base) if base else _no_baseline_line(results),
+    ]
+    tail = ["", f"Full report and results: [artifact]({_url(artifact_url)})"] if artifact_url else []
+    budget = max_chars - _size(head) - _size(tail)
+    body: list[str] = []
+    for section in _sections(results):
+        used = _fit_section(section, budget - _size(body))
+        if not used:
+            break
+        body.extend(used)
+    text = "\n".join(head + body + tail) + "\n"
+    if len(text) > max_chars:  # only when max_chars is smaller than the fixed lines
+        text = text[: max(max_chars - 2, 0)] + "…\n"
+    return text
+
+
+# --------------------------------------------------------------------------- header
+
+
+def _verdict_line(results: Mapping[str, Any]) -> str:
+    verdict = str(results.get("verdict", ""))
+    gates = results.get("gates") or []
+    failed = sum(1 for g in gates if not g.get("passed"))
+    title = VERDICTS.get(verdict, f"rag-eval: verdict {escape(verdict)}")
+    count = f" ({len(gates) - failed}/{len(gates)} gates passed)" if gates else " (no gates evaluated)"
+    return f"## {title}{count if verdict in ('pass', 'fail') else ''}"
+
+
+def _run_line(results: Mapping[str, Any]) -> str:
+    run = results.get("run") or {}
+    commit = run.get("commit")
+    parts = [f"commit {code(str(commit)[:12])}" if commit else "commit unknown"]
+    if run.get("dirty"):
+        parts[0] += " (uncommitted changes)"
+    dataset = run.get("dataset")
+    name = escape(re.split(r"[\\/]", str(dataset).rstrip("/\\"))[-1]) if dataset else "unknown"
+    parts.append(f"dataset {name}, fingerprint {code(run.get('dataset_fingerprint'))}")
+    n_cases = sum(1 for c in results.get("cases") or [] if c.get("outcome") != "skip")
+    parts.append(f"{n_cases} cases run")
+    if run.get("split") not in (None, "all") or run.get("tags"):
+        parts.append(f"split {escape(run.get('split'))}, tags {escape(', '.join(map(str, run.get('tags') or [])) or 'none')}")
+    system = run.get("system") or {}
+    if system:
+        shown = [f"{escape(k)} {escape(_joined(v))}" for k, v in sorted(system.items())]
+        parts.append("system: " + ", ".join(shown))
+    return "Run: " + " · ".join(parts)
+
+
+def _no_baseline_line(results: Mapping[str, Any]) -> str:
+    refused = (results.get("run") or {}).get("baseline_refused")
+    if refused:  # --baseline-mismatch warn: say why, visibly (e.g. the PR edits the golden set)
+        return f"⚠️ **Baseline not compared** (no deltas, no regression gates): {escape(shorten(refused, 600))}"
+    return "No baseline compared: no deltas, no regression gates."
+
+
+def _baseline_line(base: Mapping[str, Any]) -> str:
+    commit = base.get("commit")
+    when = f" ({escape(base.get('time'))})" if base.get("time") else ""
+    what = f"commit {code(str(commit)[:12])}" if commit else escape(base.get("path"))
+    counts = {k: len(v) for k, v in (base.get("transitions") or {}).items()}
+    changes = ", ".join(
+        f"{counts.get(k, 0)} {label}"
+        for k, label in (
+            ("pass_to_fail", "newly failing"),
+            ("fail_to_pass", "fixed"),
+            ("stable_to_flaky", "stable → flaky"),
+            ("new", "new"),
+            ("removed", "removed"),
+        )
+    )
+    return f"Baseline: {what}{when}, same dataset fingerprint · cases: {changes}"
+
+
+def _joined(value: Any) -> str:
+    # A mixed run reports several values for one component.
+    return " / ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class _Section:
+    """A heading (with a table header, if any) and rows that may be cut with ``more``
+    ("… and {n} more"), so that a long list never pushes the text over the limit.
+
+    Rows are rendered by ``fmt`` only when they fit: 5,000 failing cases cost the
+    escaping of the ~200 that are shown, not of all of them.
+    """
+
+    heading: Sequence[str]
+    rows: Sequence[Any]
+    more: str
+    fmt: Callable[[Any], str] = str
+
+
+def _sections(results: Mapping[str, Any]) -> Iterable[_Section]:
+    yield _gates_section(results)
+    stages = _stages_section(results)
+    if stages:
+        yield stages
+    cases = _index(results)
+    base = results.get("baseline")
+    if base:
+        yield from _transition_sections(results, base.get("transitions") or {}, cases)
+    else:
+        yield from _failed_gate_sections(results, cases)
+
+
+def _fit_section(section: _Section, budget: int) -> list[str]:
+    """As many rows as fit in ``budget`` characters; [] when not even the heading does."""
+    lines = ["", *section.heading]
+    more_room = len(section.more.format(n=len(section.rows))) + 1
+    used = _size(lines)
+    if used + (more_room if section.rows else 0) > budget:
+        return []
+    for i, item in enumerate(section.rows):
+        row = section.fmt(item)
+        reserve = more_room if i < len(section.rows) - 1 else 0
+        if used + len(row) + 1 + reserve > budget:
+            lines.append(section.more.format(n=len(section.rows) - i))
+            return lines
+        lines.append(row)
+        used += len(row) + 1
+    return lines
+
+
+def _gates_section(results: Mapping[str, Any]) -> _Section:
+    gates = results.get("gates") or []
+    base = results.get("baseline")
+    deltas = {row["metric"]: row for row in (base or {}).get("gates") or []}
+    header = ["| metric | value | Δ vs baseline | threshold | n | result |", "|---|---:|---:|---:|---:|---|"]
+    if not base:
+        header = ["| metric | value | threshold | n | result |", "|---|---:|---:|---:|---|"]
+    rows = []
+    for g in gates:
+        cells = [escape(g.get("metric")), _value(g.get("value"), str(g.get("key", "")))]
+        if base:
+            cells.append(_delta(deltas.get(g.get("metric"))))
+        cells += [_threshold(g), _n(g), _result(g)]
+        rows.append("| " + " | ".join(cells) + " |")
+    if not gates:
+        return _Section(["### Gates", "", "No gates were evaluated."], [], "")
+    return _Section(["### Gates", ""] + header, rows, "| … and {n} more gates | | | | |" + (" |" if base else ""))
+
+
+def _value(value: Any, key: str) -> str:
+    if value is None:
+        return "n/a"
+    if key in COUNT_KEYS and float(value).is_integer():
+        return str(int(value))
+    return f"{float(value):.4f}"
+
+
+def _delta(row: Mapping[str, Any] | None) -> str:
+    if not row or row.get("delta") is None:
+        return "—" if not row else f"— (baseline n/a, n={row.get('baseline_n', 0)})"
+    return f"{row['delta']:+.4f} (was {row['baseline']:.4f}, n={row.get('baseline_n', 0)})"
+
+
+def _threshold(g: Mapping[str, Any]) -> str:
+    t = g.get("threshold")
+    if t is None:
+        return "—"
+    return f"{'≥' if g.get('op') == 'min' else '≤'} {float(t):.4g}"
+
+
+def _n(g: Mapping[str, Any]) -> str:
+    errors = int(g.get("errors") or 0)
+    return f"{int(g.get('n') or 0)}" + (f" ({errors} error{'s' if errors != 1 else ''})" if errors else "")
+
+
+def _result(g: Mapping[str, Any]) -> str:
+    if g.get("passed"):
+        return "✅ pass"
+    reason = g.get("reason")
+    return "❌ **fail**" + (f": {escape(shorten(reason, REASON_CHARS))}" if reason else "")
+
+
+def _stages_section(results: Mapping[str, Any]) -> _Section | None:
+    """Failing and erroring cases per tier and stage, each count out of the tier's n."""
+    ran: Counter[str] = Counter()
+    lost: Counter[tuple[str, str]] = Counter()
+    for c in results.get("cases") or []:
+        if c.get("outcome") == "skip":
+            continue
+        ran[c["tier"]] += 1
+        if c.get("outcome") in ("fail", "error"):
+            stage = c.get("failed_stage") or ("error" if c.get("outcome") == "error" else "unknown")
+            lost[(c["tier"], stage)] += 1
+    if not ran:
+        return None
+    rows = [
+        f"| {escape(tier)} | {escape(stage)} | {count} | {ran[tier]} |"
+        for (tier, stage), count in sorted(lost.items(), key=lambda kv: (kv[0][0], -kv[1], kv[0][1]))
+    ]
+    heading = ["### Failing cases per stage", ""]
+    if not rows:
+        return _Section(heading + [f"No case failed ({sum(ran.values())} cases run)."], [], "")
+    return _Section(
+        heading + ["| tier | failed stage | cases | of n |", "|---|---|---:|---:|"],
+        rows,
+        "| … and {n} more stages | | | |",
+    )
+
+
+def _transition_sections(
+    results: Mapping[str, Any], transitions: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]
+) -> Iterable[_Section]:
+    newly = transitions.get("pass_to_fail") or []
+    n_passed = _baseline_passes_hint(results)
+    title = f"### Newly failing cases ({len(newly)}{n_passed})"
+    if not newly:
+        yield _Section([title, "", "No case that passed on the baseline fails now."], [], "")
+    else:
+        yield _Section([title, ""], newly, "- … and {n} more", lambda t: _case_line(results, cases, t, now=t.get("now")))
+    flaky = transitions.get("stable_to_flaky") or []
+    if flaky:
+        yield _Section(
+            [f"### Stable pass → flaky ({len(flaky)})", ""],
+            flaky,
+            "- … and {n} more",
+            lambda t: _case_line(results, cases, t, now="flaky"),
+        )
+
+
+def _baseline_passes_hint(results: Mapping[str, Any]) -> str:
+    """'of N' when the no_new_failures gate ran: its n is the baseline passes that ran now."""
+    for g in results.get("gates") or []:
+        if g.get("tier") == "regression" and g.get("key") == "no_new_failures":
+            return f" of {int(g.get('n') or 0)} that passed on the baseline"
+    return ""
+
+
+def _failed_gate_sections(results: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> Iterable[_Section]:
+    """Without a baseline: the cases each failed gate names as pulling it down."""
+    for g in results.get("gates") or []:
+        if g.get("passed") or not g.get("worst_cases"):
+            continue
+        refs = [ref if "::" in ref else f"{g.get('tier')}::{ref}" for ref in g["worst_cases"]]
+        found = [cases[key] for key in refs if key in cases]
+        if found:
+            yield _Section(
+                [f"### Failing cases of {escape(g.get('metric'))}", ""],
+                found,
+                "- … and {n} more",
+                lambda c: _case_line(results, cases, c, now=c.get("outcome")),
+            )
+
+
+def _case_line(
+    results: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]], case: Mapping[str, Any], now: Any
+) -> str:
+    """One case: tier, id, outcome, failing stage, the question and (if any) the diagnosis."""
+    cid = str(case.get("id"))
+    tier = str(case.get("tier"))
+    item = (results.get("items") or {}).get(cid) or {}
+    question = item.get("question")
+    stage = case.get("failed_stage")
+    full = cases.get(f"{tier}::{cid}") or case
+    message = full.get("message")
+    parts = [f"**{escape(tier)}** {code(cid)}", escape(now)]
+    if stage:
+        parts.append(f"failed stage: {escape(stage)}")
+    line = "- " + " · ".join(parts)
+    if question:
+        line += f" — {escape(shorten(question, QUESTION_CHARS))}"
+    if message and now != "flaky":
+        line += f" — _{escape(shorten(message, MESSAGE_CHARS))}_"
+    return line
+
+
+def _index(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Cases by ``tier::id``: built once per rendering (a list scan per line is quadratic)."""
+    return {f"{c['tier']}::{c['id']}": c for c in results.get("cases") or []}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _url(url: str) -> str:
+    """A link target that cannot end the Markdown link or open HTML."""
+    return "".join({" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E", '"': "%22"}.get(ch, ch) for ch in url)
+
+
+def _size(lines: Sequence[str]) -> int:
+    return sum(len(line) + 1 for line in lines)

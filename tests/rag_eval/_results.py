@@ -1,0 +1,62 @@
+"""Small results files built in-test, through the same code that writes real ones
+(``run.build_results`` over ``CaseResult``s and gates from a thresholds dict)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from rag_eval.gate import evaluate_gates, verdict
+from rag_eval.results import CaseResult
+from rag_eval.run import build_results
+from rag_eval.thresholds import parse_thresholds
+
+FINGERPRINT = "0c1cfd1a3552653f"
+THRESHOLDS: dict[str, Any] = {"retrieval": {"recall@5": {"min": 0.5}, "pass_rate": {"min": 0.5}}}
+
+
+def case(cid: str, outcome: str = "pass", tier: str = "retrieval", **kw: Any) -> CaseResult:
+    """A case; a retrieval pass measures recall@5 = 1, a fail 0, an error nothing."""
+    if tier == "retrieval" and "metrics" not in kw and outcome in ("pass", "fail"):
+        kw["metrics"] = {"recall@5": 1.0 if outcome == "pass" else 0.0}
+    if outcome in ("fail", "error") and "failed_stage" not in kw:
+        kw["failed_stage"] = "error" if outcome == "error" else "rerank"
+    return CaseResult(id=cid, tier=tier, outcome=outcome, **kw)  # type: ignore[arg-type]
+
+
+def passk(cid: str, klass: str) -> CaseResult:
+    """A passk case of a stability class: stable_pass passes, flaky and stable_fail fail."""
+    outcome = "pass" if klass == "stable_pass" else "fail"
+    return CaseResult(
+        id=cid,
+        tier="passk",
+        outcome=outcome,  # type: ignore[arg-type]
+        failed_stage=None if outcome == "pass" else "generation",
+        metrics={"flaky": float(klass == "flaky"), "stable_pass": float(klass == "stable_pass")},
+        details={"class": klass, "n": 5, "k": 3},
+    )
+
+
+def results(
+    cases: Sequence[CaseResult],
+    thresholds: Mapping[str, Any] | None = None,
+    items: Mapping[str, Mapping[str, Any]] | None = None,
+    **run: Any,
+) -> dict[str, Any]:
+    """A complete results dict as the plugin writes it; ``run`` overrides run fields."""
+    t = parse_thresholds(dict(THRESHOLDS if thresholds is None else thresholds), "thresholds.toml")
+    active = {c.tier for c in cases if c.outcome != "skip"}
+    gates = evaluate_gates(t, cases, active)
+    info = {
+        "time": "2026-11-30T02:43:01+00:00",
+        "commit": "dcb17b93b38147ec8659de9cd074be168eaaee77",
+        "dirty": False,
+        "dataset": "/work/golden_sets/demo_maths",
+        "dataset_fingerprint": FINGERPRINT,
+        "golden_sha256": "dd4ff7cc" * 8,
+        "split": "all",
+        "tags": [],
+        "complete": True,
+        **run,
+    }
+    default_items = {c.id: {"id": c.id, "question": f"question of {c.id}?"} for c in cases}
+    return build_results(info, cases, gates, verdict(gates), items=default_items if items is None else items)

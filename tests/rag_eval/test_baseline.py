@@ -1,0 +1,240 @@
+"""Baseline: a results file is refused unless it is a complete run on the same dataset,
+and the comparison names every case that changed (by tier::id) and every gate's delta."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_eval.baseline import BaselineError, case_transitions, check_compatible, compare, load_baseline
+from tests.rag_eval._results import FINGERPRINT, case, passk, results
+
+
+def write(tmp_path: Path, doc: Any, name: str = "base.json") -> Path:
+    path = tmp_path / name
+    path.write_text(doc if isinstance(doc, str) else json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(BaselineError) as info:
+        load_baseline(path)
+    message = str(info.value)
+    assert message.startswith(str(path)), message  # every load error names the file
+    return message
+
+
+# --------------------------------------------------------------------------- load
+
+
+def test_a_complete_results_file_loads(tmp_path: Path) -> None:
+    doc = results([case("a"), case("b", "fail")])
+    assert load_baseline(write(tmp_path, doc)) == json.loads(json.dumps(doc))
+
+
+def test_missing_file_names_the_fix(tmp_path: Path) -> None:
+    msg = error_of(tmp_path / "nope.json")
+    assert "baseline results file not found" in msg and "or run without --baseline" in msg
+
+
+def test_not_json(tmp_path: Path) -> None:
+    msg = error_of(write(tmp_path, "{not json"))
+    assert "baseline is not JSON" in msg and "--eval-results" in msg
+
+
+@pytest.mark.parametrize("doc", [[1, 2], {"version": 1}, {"cases": []}, {"version": 1, "cases": {}}])
+def test_not_a_results_file(tmp_path: Path, doc: Any) -> None:
+    assert "not a rag-eval results file (no 'version' and 'cases')" in error_of(write(tmp_path, doc))
+
+
+def test_unsupported_version(tmp_path: Path) -> None:
+    doc = {**results([case("a")]), "version": 99}
+    msg = error_of(write(tmp_path, doc))
+    assert "results version 99, this rag_eval reads version 1" in msg and "regenerate the baseline on main" in msg
+
+
+def test_an_incomplete_run_is_no_baseline(tmp_path: Path) -> None:
+    doc = {**results([case("a")], complete=False), "verdict": "incomplete"}
+    msg = error_of(write(tmp_path, doc))
+    assert "verdict 'incomplete': a partial run is no baseline" in msg
+    assert "regenerate the baseline on main" in msg
+
+
+def test_a_shard_is_no_baseline_and_the_fix_is_merging(tmp_path: Path) -> None:
+    doc = {**results([case("a")]), "verdict": "shard"}
+    msg = error_of(write(tmp_path, doc))
+    assert "verdict 'shard': a partial run is no baseline" in msg
+    assert "python -m rag_eval merge" in msg
+
+
+# --------------------------------------------------------------------------- compatibility
+
+
+def test_same_fingerprint_is_compatible() -> None:
+    check_compatible(results([case("a")])["run"], results([case("b")]))
+
+
+def test_another_dataset_is_refused_naming_both_sides() -> None:
+    base = results([case("a")], dataset="/main/golden_sets/demo", golden_sha256="b" * 64)
+    ours = results([case("a")], dataset_fingerprint="ffffffffffffffff", dataset="/pr/golden_sets/demo", golden_sha256="c" * 64)
+    with pytest.raises(BaselineError) as info:
+        check_compatible(ours["run"], base)
+    msg = str(info.value)
+    for part in (FINGERPRINT, "ffffffffffffffff", "/main/golden_sets/demo", "/pr/golden_sets/demo", "b" * 64, "c" * 64):
+        assert part in msg
+    assert "regenerate the baseline on main" in msg and "run without --baseline" in msg
+
+
+def test_a_baseline_without_fingerprint_is_refused() -> None:
+    base = results([case("a")])
+    del base["run"]["dataset_fingerprint"]
+    with pytest.raises(BaselineError, match="the baseline has no run.dataset_fingerprint.*run without --baseline"):
+        check_compatible(results([case("a")])["run"], base)
+
+
+def test_another_split_or_tag_selection_is_refused() -> None:
+    base = results([case("a")])
+    with pytest.raises(BaselineError, match=r"the baseline ran --split 'all' but this run --split 'holdout'"):
+        check_compatible(results([case("a")], split="holdout")["run"], base)
+    with pytest.raises(BaselineError, match=r"--tag \[\] but this run --tag \['scenario=negative'\]"):
+        check_compatible(results([case("a")], tags=["scenario=negative"])["run"], base)
+
+
+def test_tag_order_and_a_run_dict_without_selection_keys_are_fine() -> None:
+    base = results([case("a")], tags=["b=2", "a=1"])
+    check_compatible({**results([case("a")])["run"], "tags": ["a=1", "b=2"]}, base)
+    check_compatible({"dataset_fingerprint": FINGERPRINT}, base)  # before the run: only the fingerprint
+
+
+# --------------------------------------------------------------------------- transitions
+
+
+def keys(rows: list[dict[str, Any]]) -> list[str]:
+    return [r["key"] for r in rows]
+
+
+def test_pass_to_fail_and_error_say_which() -> None:
+    base = results([case("a"), case("b"), case("c")])
+    now = results([case("a"), case("b", "fail", failed_stage="truncation"), case("c", "error")])
+    t = case_transitions(now, base)
+    assert t["pass_to_fail"] == [
+        {"key": "retrieval::b", "id": "b", "tier": "retrieval", "was": "pass", "now": "fail", "failed_stage": "truncation"},
+        {"key": "retrieval::c", "id": "c", "tier": "retrieval", "was": "pass", "now": "error", "failed_stage": "error"},
+    ]
+    assert t["fail_to_pass"] == t["new"] == t["removed"] == t["stable_to_flaky"] == []
+
+
+def test_fail_and_error_to_pass() -> None:
+    base = results([case("a", "fail"), case("b", "error")])
+    now = results([case("a"), case("b")])
+    t = case_transitions(now, base)
+    assert [(r["key"], r["was"], r["now"], r["failed_stage"]) for r in t["fail_to_pass"]] == [
+        ("retrieval::a", "fail", "pass", None),
+        ("retrieval::b", "error", "pass", None),
+    ]
+    assert t["pass_to_fail"] == []
+
+
+def test_the_same_id_in_two_tiers_is_two_cases() -> None:
+    base = results([case("a"), case("a", tier="deterministic")])
+    now = results([case("a"), case("a", "fail", tier="deterministic", failed_stage="generation")])
+    assert keys(case_transitions(now, base)["pass_to_fail"]) == ["deterministic::a"]
+
+
+def test_stable_pass_to_flaky() -> None:
+    base = results([passk("a", "stable_pass"), passk("b", "stable_pass"), passk("c", "flaky")])
+    now = results([passk("a", "flaky"), passk("b", "stable_pass"), passk("c", "stable_fail")])
+    t = case_transitions(now, base)
+    assert t["stable_to_flaky"] == [
+        {"key": "passk::a", "id": "a", "tier": "passk", "was": "stable_pass", "now": "flaky", "failed_stage": "generation"}
+    ]
+    assert keys(t["pass_to_fail"]) == ["passk::a"]  # its outcome changed too
+
+
+def test_new_and_removed_cases() -> None:
+    base = results([case("a"), case("gone", "fail")])
+    now = results([case("a"), case("z-new"), case("b-new", "fail")])
+    t = case_transitions(now, base)
+    assert [(r["key"], r["was"], r["now"]) for r in t["new"]] == [
+        ("retrieval::b-new", "absent", "fail"),
+        ("retrieval::z-new", "absent", "pass"),
+    ]
+    assert t["removed"] == [
+        {"key": "retrieval::gone", "id": "gone", "tier": "retrieval", "was": "fail", "now": "absent", "failed_stage": None}
+    ]
+
+
+def test_a_skipped_case_makes_no_pass_fail_transition() -> None:
+    base = results([case("a", tier="judge")], thresholds={})
+    now = results([case("a", "skip", tier="judge")], thresholds={})
+    t = case_transitions(now, base)
+    assert all(rows == [] for rows in t.values())
+
+
+def test_lists_are_sorted_whatever_the_case_order() -> None:
+    ids = ["m", "c", "x", "a"]
+    base = {"cases": [case(i).to_dict() for i in ids]}
+    now = {"cases": [case(i, "fail").to_dict() for i in reversed(ids)]}
+    assert keys(case_transitions(now, base)["pass_to_fail"]) == ["retrieval::a", "retrieval::c", "retrieval::m", "retrieval::x"]
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_has_exactly_the_documented_shape() -> None:
+    base = results([case("a"), case("b"), case("c", "fail")], commit="abc123")
+    now = results([case("a"), case("b", "fail"), case("c", "fail")])
+    out = compare(now, base, "baseline/eval-results.json")
+    assert set(out) == {"path", "commit", "time", "dataset_fingerprint", "gates", "transitions"}
+    assert (out["path"], out["commit"], out["time"], out["dataset_fingerprint"]) == (
+        "baseline/eval-results.json",
+        "abc123",
+        "2026-11-30T02:43:01+00:00",
+        FINGERPRINT,
+    )
+    assert set(out["transitions"]) == {"pass_to_fail", "fail_to_pass", "stable_to_flaky", "new", "removed"}
+    recall = out["gates"][0]
+    assert set(recall) == {"metric", "value", "baseline", "delta", "n", "baseline_n"}
+    assert recall["metric"] == "retrieval.recall@5"
+    assert recall["value"] == pytest.approx(1 / 3)
+    assert recall["baseline"] == pytest.approx(2 / 3)
+    assert recall["delta"] == pytest.approx(1 / 3 - 2 / 3)
+    assert (recall["n"], recall["baseline_n"]) == (3, 3)
+    assert json.loads(json.dumps(out)) == out  # JSON primitives
+
+
+def test_gate_rows_follow_the_current_gates_and_match_by_label() -> None:
+    thresholds = {
+        "retrieval": {"pass_rate": 0.1},
+        "tag": {"scenario=x": {"retrieval": {"pass_rate": 0.1}}},
+    }
+    base = results([case("a", tags={"scenario": "x"}), case("b")], thresholds=thresholds)
+    now = results([case("a", "fail", tags={"scenario": "x"}), case("b")], thresholds=thresholds)
+    rows = {r["metric"]: r for r in compare(now, base, "b.json")["gates"]}
+    assert list(rows) == ["retrieval.pass_rate", "retrieval.pass_rate [scenario=x]"]
+    assert (rows["retrieval.pass_rate"]["baseline"], rows["retrieval.pass_rate"]["value"]) == (1.0, 0.5)
+    tagged = rows["retrieval.pass_rate [scenario=x]"]
+    assert (tagged["baseline"], tagged["value"], tagged["delta"], tagged["n"], tagged["baseline_n"]) == (1.0, 0.0, -1.0, 1, 1)
+
+
+def test_a_gate_the_baseline_lacks_falls_back_to_its_metrics_then_to_none() -> None:
+    base = results([case("a"), case("b", "fail")], thresholds={})  # no gates at all
+    now = results(
+        [case("a"), case("b")],
+        thresholds={"retrieval": {"recall@5": 0.5, "mrr": 0.5}, "tag": {"k=v": {"retrieval": {"pass_rate": 0.5}}}},
+    )
+    rows = {r["metric"]: r for r in compare(now, base, "b.json")["gates"]}
+    assert (rows["retrieval.recall@5"]["baseline"], rows["retrieval.recall@5"]["baseline_n"]) == (0.5, 2)
+    assert rows["retrieval.mrr"]["baseline"] is None and rows["retrieval.mrr"]["delta"] is None
+    assert rows["retrieval.mrr"]["baseline_n"] == 0
+    assert rows["retrieval.pass_rate [k=v]"]["baseline"] is None
+
+
+def test_regression_gate_rows_are_not_compared_again() -> None:
+    base = results([case("a")])
+    now = results([case("a")])
+    now["gates"].append({"metric": "regression.no_new_failures", "tier": "regression", "key": "no_new_failures", "value": 0.0, "n": 1})
+    assert [r["metric"] for r in compare(now, base, "b.json")["gates"]] == ["retrieval.recall@5", "retrieval.pass_rate"]
