@@ -1,0 +1,278 @@
+"""The per-item details the report's expanded view shows, as one compact JSON payload.
+
+Why a separate payload and not HTML: a 5,000-item report must open fast, so the page
+server-renders only the compact case-list rows and builds an item's details in the
+browser when it is expanded, from this payload (embedded as JSON, parsed on the first
+expansion).
+
+Why interning: the same chunk ids, context texts, labels and answers recur across the
+tiers of one item and across items (every case of a corpus draws from its chunks), so
+they are stored once in ``strings`` and referenced by index. On the demo run this
+takes the payload to about a third of the raw case details.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rag_eval.report.stages import STAGE_ORDER, normalize_stage, tier_rank
+
+# The ranked stages of the trace a retrieval case records, in pipeline order.
+RANKED_STAGES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
+# Which ranked-stage columns a failed stage points at, for highlighting.
+LOST_AT: Mapping[str, tuple[str, ...]] = {
+    "vector": ("vector",),
+    "bm25": ("bm25",),
+    "vector+bm25": ("vector", "bm25"),
+    "fusion": ("fused",),
+    "rerank": ("reranked",),
+    "truncation": ("context",),
+}
+# Per-stage metric copies are many (5 stages × 10 metrics × 2 levels) and shown as the
+# ranked lists instead; the final-stage metrics and every non-retrieval metric are kept.
+_STAGE_PREFIXES = tuple(f"{s}." for s in RANKED_STAGES)
+# details keys rendered by a dedicated part of the expanded view; the rest is shown raw.
+_KNOWN_DETAILS = frozenset({
+    "stages", "gold", "gold_ranks", "degraded", "degradation_reason", "system", "answer", "refused", "generator",
+    "sources", "context", "checks", "usage", "judge", "judge_model", "engine", "judge_calls", "judge_mode",
+    "trials", "n", "k", "c", "class", "trials_run", "deterministic_generator", "traceback",
+})
+
+
+class StringTable:
+    """Each distinct string once; a reference is its index (insertion order)."""
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+
+    def ref(self, value: Any) -> int | None:
+        if value is None:
+            return None
+        index = self._index
+        return index.setdefault(value if type(value) is str else str(value), len(index))
+
+    @property
+    def strings(self) -> list[str]:
+        return list(self._index)
+
+
+def build_case_data(results: Mapping[str, Any], ids: Sequence[str]) -> dict[str, Any]:
+    """``{"strings": [...], "items": [one payload per id, in the order of ids]}``."""
+    table = StringTable()
+    by_id: dict[str, list[Mapping[str, Any]]] = {}
+    for c in results.get("cases") or ():
+        if isinstance(c, Mapping) and {"id", "tier", "outcome"} <= c.keys():
+            by_id.setdefault(str(c.get("id", "")), []).append(c)
+    items = results.get("items") if isinstance(results.get("items"), Mapping) else {}
+    out = []
+    for item_id in ids:
+        cases = sorted(by_id.get(item_id, []), key=lambda c: tier_rank(str(c.get("tier", ""))))
+        item = items.get(item_id) if isinstance(items.get(item_id), Mapping) else None
+        out.append(_item_payload(item_id, item, cases, table))
+    return {"strings": table.strings, "stage_order": list(STAGE_ORDER), "items": out}
+
+
+def _item_payload(
+    item_id: str, item: Mapping[str, Any] | None, cases: Sequence[Mapping[str, Any]], table: StringTable
+) -> dict[str, Any]:
+    first = cases[0] if cases else {}
+    golden: dict[str, Any] = {"known": item is not None}
+    if item is not None:
+        golden.update(
+            question=str(item.get("question") or ""),
+            history=[{"role": str(h.get("role", "")), "content": str(h.get("content", ""))}
+                     for h in item.get("history") or () if isinstance(h, Mapping)],
+            evidence=[_requirement(g) for g in item.get("evidence") or ()],
+            key_facts=[_key_fact(f) for f in item.get("key_facts") or ()],
+            reference=str(item.get("reference_answer") or ""),
+            answers=[str(a) for a in item.get("answers") or ()],
+            must_contain=[str(s) for s in item.get("must_contain") or ()],
+            must_not_contain=[str(s) for s in item.get("must_not_contain") or ()],
+            expected_action=str(item.get("expected_action") or ""),
+        )
+    stages = [normalize_stage(c.get("failed_stage")) for c in cases if c.get("outcome") in ("fail", "error")]
+    known = [s for s in stages if s in LOST_AT]
+    earliest = min(known, key=STAGE_ORDER.index) if known else None
+    return {
+        "id": item_id,
+        "tags": {str(k): str(v) for k, v in ((item or {}).get("tags") or first.get("tags") or {}).items()},
+        "split": str((item or {}).get("split") or first.get("split") or ""),
+        "golden": golden,
+        "lost_at": list(LOST_AT.get(earliest, ())) if earliest else [],
+        "tiers": [_tier_payload(c, table) for c in cases],
+    }
+
+
+def _requirement(group: Any) -> list[dict[str, str]]:
+    """A requirement as its list of alternatives (any one suffices)."""
+    if isinstance(group, Mapping) and isinstance(group.get("any_of"), list):
+        return [_ref(r) for r in group["any_of"]]
+    return [_ref(group)]
+
+
+def _ref(ref: Any) -> dict[str, str]:
+    if not isinstance(ref, Mapping):
+        return {"chunk_id": str(ref)}
+    return {k: str(ref[k]) for k in ("chunk_id", "doc_id", "quote") if ref.get(k)}
+
+
+def _key_fact(fact: Any) -> dict[str, Any]:
+    if not isinstance(fact, Mapping):
+        return {"fact": str(fact)}
+    out: dict[str, Any] = {"fact": str(fact.get("fact", ""))}
+    if isinstance(fact.get("source"), Mapping):
+        out["source"] = _ref(fact["source"])
+    return out
+
+
+def _tier_payload(case: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
+    details = case.get("details") if isinstance(case.get("details"), Mapping) else {}
+    tier = str(case.get("tier", ""))
+    out: dict[str, Any] = {
+        "tier": tier,
+        "outcome": str(case.get("outcome", "")),
+        "failed_stage": case.get("failed_stage"),
+        "stage": normalize_stage(case.get("failed_stage")) if case.get("outcome") in ("fail", "error") else None,
+        "message": str(case.get("message") or ""),
+        "duration": round(float(case.get("duration") or 0.0), 4),
+        "negative": bool(case.get("negative")),
+        "degraded": bool(details.get("degraded")),
+        "degradation_reason": str(details.get("degradation_reason") or ""),
+        "metrics": _shown_metrics(case.get("metrics")),
+    }
+    if details.get("traceback"):
+        out["traceback"] = str(details["traceback"])
+    if isinstance(details.get("stages"), Mapping):
+        out["ranked"] = _ranked(details, table)
+    if "answer" in details:
+        out["answer"] = table.ref(details.get("answer") or "")
+        out["refused"] = bool(details.get("refused"))
+        out["generator"] = str(details.get("generator") or "")
+    if isinstance(details.get("sources"), list):
+        out["sources"] = [_source(s, table) for s in details["sources"] if isinstance(s, Mapping)]
+    if isinstance(details.get("context"), list):
+        out["context"] = [
+            {"chunk": table.ref(c.get("chunk_id")), "label": table.ref(c.get("label") or ""), "text": table.ref(c.get("text") or "")}
+            for c in details["context"] if isinstance(c, Mapping)
+        ]
+    if isinstance(details.get("checks"), list):
+        out["checks"] = [
+            {"name": str(c.get("name", "")), "passed": bool(c.get("passed")), "message": str(c.get("message") or "")}
+            for c in details["checks"] if isinstance(c, Mapping)
+        ]
+    if tier == "judge" or "judge" in details or "judge_model" in details:
+        out["judge"] = _judge(details)
+    if isinstance(details.get("trials"), list):
+        out["passk"] = _passk(case, details, table)
+    if isinstance(details.get("usage"), Mapping) and details["usage"]:
+        out["usage"] = {str(k): v for k, v in details["usage"].items() if isinstance(v, (int, float, str))}
+    extra = {k: v for k, v in details.items() if k not in _KNOWN_DETAILS}
+    if extra:
+        out["extra"] = extra
+    return out
+
+
+def _shown_metrics(metrics: Any) -> dict[str, float]:
+    if not isinstance(metrics, Mapping):
+        return {}
+    return {
+        str(k): round(float(v), 4)
+        for k, v in metrics.items()
+        if isinstance(v, (int, float)) and not str(k).startswith(_STAGE_PREFIXES) and not str(k).startswith("check.")
+    }
+
+
+def _ranked(details: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
+    stages = details["stages"]
+    lists = {}
+    ref = table.ref
+    for name in [s for s in RANKED_STAGES if s in stages] + sorted(s for s in stages if s not in RANKED_STAGES):
+        # [chunk id, score] pairs as the retrieval tier writes them (scores already rounded)
+        lists[name] = [[ref(hit[0]), hit[1]] for hit in stages[name] or () if len(hit) >= 2]
+    gold = details.get("gold") if isinstance(details.get("gold"), Mapping) else {}
+    # A ranked id is gold when it belongs to a requirement's chunk or parent group;
+    # doc-level gold cannot be matched to chunk ids here (the results file holds no
+    # chunk → doc map), so it shows in the gold ranks only.
+    gold_of: dict[int, list[int]] = {}
+    for key in ("chunks", "parents"):
+        for gi, group in enumerate(gold.get(key) or ()):
+            for cid in group or ():
+                gold_of.setdefault(table.ref(cid), []).append(gi + 1)  # type: ignore[arg-type]
+    return {
+        "lists": lists,
+        "gold": {str(i): sorted(set(v)) for i, v in gold_of.items()},
+        "gold_docs": [list(g) for g in gold.get("docs") or ()],
+        "gold_ranks": [dict(r) for r in details.get("gold_ranks") or () if isinstance(r, Mapping)],
+    }
+
+
+def _source(s: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
+    start, end = s.get("page_start"), s.get("page_end")
+    if s.get("pages"):
+        pages = str(s["pages"])
+    elif start is None:
+        pages = ""
+    elif end is None or end == start:
+        pages = f"p. {start}"
+    else:
+        pages = f"p. {start}–{end}"
+    return {
+        "n": s.get("n"),
+        "chunk": table.ref(s.get("chunk_id")),
+        "doc": str(s.get("doc_id") or ""),
+        "book": table.ref(s.get("book") or ""),
+        "section": table.ref(s.get("section") or ""),
+        "pages": pages,
+    }
+
+
+def _judge(details: Mapping[str, Any]) -> dict[str, Any]:
+    verdict = details.get("judge") if isinstance(details.get("judge"), Mapping) else {}
+    out: dict[str, Any] = {
+        "model": str(details.get("judge_model") or ""),
+        "engine": str(details.get("engine") or verdict.get("engine") or ""),
+        "calls": details.get("judge_calls"),
+        "mode": details.get("judge_mode") or verdict.get("mode"),
+    }
+    for key in ("claims", "key_facts", "citations"):
+        if isinstance(verdict.get(key), list):
+            out[key] = [dict(x) for x in verdict[key] if isinstance(x, Mapping)]
+    if isinstance(verdict.get("relevance"), Mapping):
+        out["relevance"] = dict(verdict["relevance"])
+    if isinstance(verdict.get("correctness"), Mapping):
+        out["correctness"] = {k: [str(x) for x in v] for k, v in verdict["correctness"].items() if isinstance(v, list)}
+    if isinstance(verdict.get("metrics"), Mapping):  # the deepeval engine: score and reason per metric
+        out["deepeval"] = {str(k): dict(v) for k, v in verdict["metrics"].items() if isinstance(v, Mapping)}
+    if isinstance(verdict.get("skipped"), Mapping) and verdict["skipped"]:
+        out["skipped"] = dict(verdict["skipped"])
+    for key in ("repair_errors", "rejected_modes"):
+        if verdict.get(key):
+            out[key] = [str(x) for x in verdict[key]]
+    return out
+
+
+def _passk(case: Mapping[str, Any], details: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
+    metrics = case.get("metrics") if isinstance(case.get("metrics"), Mapping) else {}
+    k = details.get("k")
+    return {
+        "n": details.get("n"),
+        "k": k,
+        "c": details.get("c"),
+        "class": details.get("class"),
+        "trials_run": details.get("trials_run"),
+        "deterministic_generator": bool(details.get("deterministic_generator")),
+        "pass_at_k": metrics.get(f"pass@{k}"),
+        "pass_hat_k": metrics.get(f"pass^{k}"),
+        "wilson": [metrics.get("wilson_low"), metrics.get("wilson_high")],
+        "trials": [
+            {
+                "trial": t.get("trial"),
+                "outcome": str(t.get("outcome", "")),
+                "stage": normalize_stage(t.get("failed_stage")),
+                "message": str(t.get("message") or ""),
+                "answer": table.ref(t.get("answer") or ""),
+            }
+            for t in details["trials"] if isinstance(t, Mapping)
+        ],
+    }

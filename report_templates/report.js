@@ -1,0 +1,463 @@
+/* rag-eval report: case-list filters and the expanded case view.
+ * Data comes from two JSON blocks (case-index: what filters need, parsed at load;
+ * case-data: per-item details, parsed on the first expansion). Every piece of data is
+ * put into the page with createElement/textContent; innerHTML is never used. */
+(function () {
+  "use strict";
+  var INDEX = JSON.parse(document.getElementById("case-index").textContent);
+  /* case-data is a JSON array with one element per line: [string table, item 0, item 1, ...];
+   * only the lines needed are parsed. */
+  var LINES = null, HEAD = null, ITEMS = {};
+  function line(k) {
+    if (LINES === null) LINES = document.getElementById("case-data").textContent.split("\n");
+    var text = LINES[k + 1];
+    if (text.charAt(text.length - 1) === ",") text = text.slice(0, -1);
+    return JSON.parse(text);
+  }
+  function head() { return HEAD || (HEAD = line(0)); }
+  function item(i) { return ITEMS[i] || (ITEMS[i] = line(i + 1)); }
+  function S(i) { return i === null || i === undefined ? "" : head().strings[i]; }
+  function $(id) { return document.getElementById(id); }
+
+  var table = $("case-table");
+  var rows = table ? Array.prototype.slice.call(table.tBodies[0].rows) : [];
+  var hay = INDEX.rows.map(function (r) { return (r.id + "\n" + r.q).toLowerCase(); });
+  var detailRows = {};
+  var PAGE = INDEX.page || 200;
+  var state = { tier: "", outcome: "", stage: "", tag: "", q: "", newly: false, set: null, setLabel: "", limit: PAGE };
+
+  /* ---------- filters ---------- */
+  function isFailing(o) { return o === "fail" || o === "error"; }
+  function matches(i) {
+    var r = INDEX.rows[i];
+    if (state.set && !state.set[i]) return false;
+    if (state.newly && !r.newly) return false;
+    if (state.tag && r.tags.indexOf(state.tag) < 0) return false;
+    if (state.q && hay[i].indexOf(state.q) < 0) return false;
+    var t = state.tier ? INDEX.tiers.indexOf(state.tier) : -1;
+    if (t >= 0 && (r.o[t] === null || r.o[t] === undefined)) return false;
+    if (state.outcome) {
+      var want = state.outcome;
+      var test = function (o) { return want === "failing" ? isFailing(o) : o === want; };
+      if (t >= 0) {
+        if (!test(r.o[t])) return false;
+      } else if (want === "pass") {
+        if (r.o.some(isFailing) || !r.o.some(test)) return false;
+      } else if (!r.o.some(test)) {
+        return false;
+      }
+    }
+    if (state.stage) {
+      var s = t >= 0 ? r.s[t] : r.stage;
+      if (state.stage === "none" ? s !== null : s !== state.stage) return false;
+    }
+    return true;
+  }
+  /* Only the first state.limit matching rows are laid out (see PAGE_SIZE in html.py). */
+  function apply(keepLimit) {
+    if (!keepLimit) state.limit = PAGE;
+    var matching = 0, shown = 0;
+    for (var i = 0; i < rows.length; i++) {
+      var ok = matches(i);
+      if (ok) matching++;
+      var visible = ok && matching <= state.limit;
+      if (visible) shown++;
+      if (rows[i].hidden === visible) rows[i].hidden = !visible;
+      var d = detailRows[i];
+      if (d) d.hidden = !visible || rows[i].querySelector("button.open").getAttribute("aria-expanded") !== "true";
+    }
+    var text = "showing " + shown + " of " + rows.length + " items";
+    if (matching < rows.length) text = "showing " + shown + " of " + matching + " matching items (" + rows.length + " in all)";
+    $("shown").textContent = text;
+    $("more").hidden = matching <= shown;
+    var chip = $("f-set");
+    chip.hidden = !state.set;
+    $("f-set-label").textContent = state.setLabel;
+  }
+  function syncControls() {
+    $("f-tier").value = state.tier;
+    $("f-outcome").value = state.outcome;
+    $("f-stage").value = state.stage;
+    $("f-tag").value = state.tag;
+    $("f-search").value = state.q;
+    if ($("f-newly")) $("f-newly").checked = state.newly;
+  }
+  function reset() {
+    state.tier = state.outcome = state.stage = state.tag = state.q = "";
+    state.newly = false; state.set = null; state.setLabel = "";
+  }
+  function useSet(indices, label) {
+    reset();
+    state.set = {};
+    indices.forEach(function (i) { state.set[i] = true; });
+    state.setLabel = label + " (" + indices.length + " item" + (indices.length === 1 ? "" : "s") + ")";
+    syncControls(); apply(); goToCases();
+  }
+  function goToCases() { var c = $("cases"); if (c && c.scrollIntoView) c.scrollIntoView(); }
+
+  function bind(id, ev, fn) { var e = $(id); if (e) e.addEventListener(ev, fn); }
+  bind("f-tier", "change", function (e) { state.tier = e.target.value; apply(); });
+  bind("f-outcome", "change", function (e) { state.outcome = e.target.value; apply(); });
+  bind("f-stage", "change", function (e) { state.stage = e.target.value; apply(); });
+  bind("f-tag", "change", function (e) { state.tag = e.target.value; apply(); });
+  bind("f-search", "input", function (e) { state.q = e.target.value.trim().toLowerCase(); apply(); });
+  bind("f-newly", "change", function (e) { state.newly = e.target.checked; apply(); });
+  bind("f-set-clear", "click", function () { state.set = null; state.setLabel = ""; apply(); });
+  bind("f-clear", "click", function () { reset(); syncControls(); apply(); });
+  bind("more-rows", "click", function () { state.limit += PAGE; apply(true); });
+  bind("all-rows", "click", function () { state.limit = rows.length; apply(true); });
+
+  document.addEventListener("click", function (e) {
+    var b = e.target.closest ? e.target.closest("button") : null;
+    if (!b) return;
+    if (b.classList.contains("gate-filter")) {
+      useSet(INDEX.gates[Number(b.getAttribute("data-gate"))] || [], "gate " + b.getAttribute("data-label"));
+    } else if (b.classList.contains("transition-filter")) {
+      useSet(INDEX.transitions[b.getAttribute("data-transition")] || [], b.getAttribute("data-label"));
+    } else if (b.classList.contains("stage-filter")) {
+      reset();
+      state.stage = b.getAttribute("data-stage");
+      state.tier = b.getAttribute("data-tier") || "";
+      syncControls(); apply(); goToCases();
+    }
+  });
+
+  if (table) {
+    table.tBodies[0].addEventListener("click", function (e) {
+      var tr = e.target.closest ? e.target.closest("tr") : null;
+      if (!tr || !tr.classList.contains("case")) return;
+      toggle(Number(tr.getAttribute("data-i")));
+    });
+  }
+  function toggle(i) {
+    var tr = rows[i];
+    var btn = tr.querySelector("button.open");
+    var open = btn.getAttribute("aria-expanded") !== "true";
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+    var d = detailRows[i];
+    if (open && !d) {
+      d = document.createElement("tr");
+      d.className = "detail";
+      var td = document.createElement("td");
+      td.colSpan = tr.cells.length;
+      td.appendChild(renderItem(i));
+      d.appendChild(td);
+      tr.parentNode.insertBefore(d, tr.nextSibling);
+      detailRows[i] = d;
+    }
+    if (d) d.hidden = !open;
+  }
+
+  /* ---------- DOM helpers (text only) ---------- */
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function add(parent) {
+    for (var k = 1; k < arguments.length; k++) {
+      var c = arguments[k];
+      if (c === null || c === undefined || c === false) continue;
+      parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    }
+    return parent;
+  }
+  function kv(pairs) {
+    var box = el("div", "kv");
+    pairs.forEach(function (p) {
+      if (p[1] === null || p[1] === undefined || p[1] === "") return;
+      var s = el("span");
+      add(s, el("span", "k", p[0] + ": "), String(p[1]));
+      box.appendChild(s);
+    });
+    return box;
+  }
+  function fmt(x) {
+    if (x === null || x === undefined) return "n/a";
+    if (typeof x !== "number") return String(x);
+    return String(Math.round(x * 10000) / 10000);
+  }
+  function grid(headers, body) {
+    var t = el("table", "grid");
+    var tr = el("tr");
+    headers.forEach(function (h) { tr.appendChild(el("th", null, h)); });
+    add(t, add(el("thead"), tr));
+    var tb = el("tbody");
+    body.forEach(function (cells) {
+      var row = el("tr");
+      cells.forEach(function (c) {
+        if (c instanceof Node) row.appendChild(c);
+        else row.appendChild(el("td", null, c === null || c === undefined ? "" : String(c)));
+      });
+      tb.appendChild(row);
+    });
+    return add(t, tb);
+  }
+  function td(text, cls) { return el("td", cls || null, text); }
+  function listOf(items, fn) {
+    var ul = el("ul");
+    items.forEach(function (x) { ul.appendChild(fn(x)); });
+    return ul;
+  }
+  function refText(r) {
+    var parts = [];
+    if (r.chunk_id) parts.push("chunk " + r.chunk_id);
+    if (r.doc_id) parts.push("doc " + r.doc_id);
+    if (r.quote) parts.push("“" + r.quote + "”");
+    return parts.join(" · ");
+  }
+
+  /* ---------- the expanded item ---------- */
+  function renderItem(i) {
+    var it = item(i);
+    var box = el("div", "dv");
+    var g = it.golden;
+    if (g.known) {
+      add(box, el("div", "text question", g.question));
+      if (g.history.length) {
+        add(box, el("h4", null, "Conversation history (" + g.history.length + " turns)"));
+        add(box, listOf(g.history, function (h) {
+          return add(el("li"), el("span", "k muted", h.role + ": "), el("span", "text", h.content));
+        }));
+      }
+    } else {
+      add(box, el("p", "muted", "The results file holds no golden item for this id (no question, gold evidence or key facts)."));
+    }
+    add(box, kv([["id", it.id], ["split", it.split],
+      ["tags", Object.keys(it.tags).map(function (k) { return k + "=" + it.tags[k]; }).join(" ")],
+      ["expected action", g.known ? g.expected_action : ""]]));
+    if (g.known) renderGolden(box, g);
+    var retrieval = it.tiers.filter(function (t) { return t.ranked; })[0];
+    it.tiers.forEach(function (t, ti) { box.appendChild(renderTier(it, i, t, ti)); });
+    if (!retrieval && it.tiers.length) add(box, el("p", "muted", "No ranked lists: the retrieval tier did not run on this item."));
+    return box;
+  }
+
+  function renderGolden(box, g) {
+    add(box, el("h4", null, "Gold evidence (" + g.evidence.length + " requirement" + (g.evidence.length === 1 ? "" : "s") + ")"));
+    if (!g.evidence.length) add(box, el("p", "muted", "none: a negative item (the system should refuse or clarify)"));
+    if (g.evidence.length) {
+      var ol = el("ol");
+      g.evidence.forEach(function (alts) {
+        var li = el("li");
+        if (alts.length === 1) li.textContent = refText(alts[0]);
+        else { add(li, "any of:"); add(li, listOf(alts, function (a) { return el("li", null, refText(a)); })); }
+        ol.appendChild(li);
+      });
+      add(box, ol);
+    }
+    if (g.key_facts.length) {
+      add(box, el("h4", null, "Key facts (" + g.key_facts.length + ")"));
+      add(box, listOf(g.key_facts, function (f) {
+        var li = el("li", null, f.fact);
+        if (f.source) add(li, el("span", "muted", "  — " + refText(f.source)));
+        return li;
+      }));
+    }
+    if (g.reference) add(box, el("h4", null, "Reference answer"), el("div", "text", g.reference));
+    if (g.answers.length) add(box, el("h4", null, "Accepted answers"), listOf(g.answers, function (a) { return el("li", "text", a); }));
+    if (g.must_contain.length || g.must_not_contain.length) {
+      add(box, kv([["must contain", g.must_contain.join(" | ")], ["must not contain", g.must_not_contain.join(" | ")]]));
+    }
+  }
+
+  function renderTier(it, i, t, ti) {
+    var b = el("div", "tier-block tb-" + t.outcome);
+    var h = el("h4");
+    add(h, t.tier + ": ", el("span", "o-" + t.outcome, t.outcome));
+    if (t.stage) add(h, " at ", el("span", "stage stage-lost", t.stage));
+    add(h, el("span", "muted", "  (" + fmt(t.duration) + " s)"));
+    add(b, h);
+    if (t.message) add(b, el("div", t.outcome === "error" ? "error-msg" : "text", t.message));
+    if (t.degraded) add(b, el("div", "degraded", "degraded: " + (t.degradation_reason || "no reason given")));
+    if (t.traceback) { var d = el("details"); add(d, el("summary", null, "traceback"), el("pre", null, t.traceback)); add(b, d); }
+    if (t.ranked) renderRanked(b, t.ranked, it.lost_at);
+    if (t.context) renderContext(b, t.context);
+    if (t.answer !== undefined) renderAnswer(b, t, i, ti);
+    if (t.checks) {
+      add(b, el("h4", null, "Checks (" + t.checks.filter(function (c) { return c.passed; }).length + " of " + t.checks.length + " passed)"));
+      add(b, grid(["check", "result", "message"], t.checks.map(function (c) {
+        return [c.name, td(c.passed ? "pass" : "fail", c.passed ? "o-pass" : "o-fail"), c.message];
+      })));
+    }
+    if (t.judge) renderJudge(b, t.judge);
+    if (t.passk) renderPassk(b, t.passk);
+    var mk = Object.keys(t.metrics);
+    if (mk.length) {
+      var det = el("details");
+      add(det, el("summary", null, "metrics (" + mk.length + ")"));
+      add(det, grid(["metric", "value"], mk.map(function (k) { return [k, fmt(t.metrics[k])]; })));
+      add(b, det);
+    }
+    if (t.usage) add(b, kv(Object.keys(t.usage).map(function (k) { return [k.replace(/_/g, " "), t.usage[k]]; })));
+    if (t.extra) { var x = el("details"); add(x, el("summary", null, "other details"), el("pre", null, JSON.stringify(t.extra, null, 2))); add(b, x); }
+    return b;
+  }
+
+  function renderRanked(b, r, lostAt) {
+    var stages = Object.keys(r.lists);
+    var lost = {};
+    lostAt.forEach(function (s) { lost[s] = true; });
+    if (r.gold_ranks.length) {
+      add(b, el("h4", null, "Gold ranks per stage (" + r.gold_ranks.length + " requirement" + (r.gold_ranks.length === 1 ? "" : "s") + "; – = not in the stage's list)"));
+      var t = el("table", "grid gold-ranks");
+      var hr = el("tr");
+      add(hr, el("th", null, "requirement"));
+      stages.forEach(function (s) { hr.appendChild(el("th", lost[s] ? "lost" : null, s)); });
+      add(t, add(el("thead"), hr));
+      var tb = el("tbody");
+      r.gold_ranks.forEach(function (g, gi) {
+        var row = el("tr");
+        add(row, el("td", null, "R" + (gi + 1)));
+        stages.forEach(function (s) {
+          var v = g[s];
+          var missing = v === null || v === undefined;
+          row.appendChild(el("td", missing && lost[s] ? "lost" : (missing ? "muted" : "gold"), missing ? "–" : "rank " + v));
+        });
+        tb.appendChild(row);
+      });
+      add(b, add(t, tb));
+    } else if (r.gold_docs.length === 0) {
+      add(b, el("p", "muted", "No gold ranks: a negative item (no gold evidence)."));
+    }
+    var depth = 0;
+    stages.forEach(function (s) { depth = Math.max(depth, r.lists[s].length); });
+    if (!depth) return;
+    var det = el("details");
+    det.open = lostAt.length > 0;
+    add(det, el("summary", null, "Ranked lists per stage (top " + depth + "; gold highlighted" + (lostAt.length ? ", failing stage in red" : "") + ")"));
+    var rt = el("table", "grid ranked");
+    var h = el("tr");
+    add(h, el("th", "num", "#"));
+    stages.forEach(function (s) { h.appendChild(el("th", lost[s] ? "lost" : null, s + (lost[s] ? " ✗" : ""))); });
+    add(rt, add(el("thead"), h));
+    var body = el("tbody");
+    for (var k = 0; k < depth; k++) {
+      var row = el("tr");
+      add(row, el("td", "num", String(k + 1)));
+      stages.forEach(function (s) {
+        var hit = r.lists[s][k];
+        if (!hit) { row.appendChild(el("td")); return; }
+        var reqs = r.gold[String(hit[0])];
+        var cell = el("td", reqs ? "gold" : null);
+        add(cell, el("span", "mono", S(hit[0])), el("span", "muted", " " + fmt(hit[1])));
+        if (reqs) add(cell, el("span", "gold-mark", " gold R" + reqs.join(",R")));
+        row.appendChild(cell);
+      });
+      body.appendChild(row);
+    }
+    add(det, add(rt, body));
+    if (r.gold_docs.length && !Object.keys(r.gold).length) {
+      add(det, el("p", "muted", "Gold is given at document level (" + r.gold_docs.map(function (d) { return d.join(" or "); }).join("; ") + "): chunks are not highlighted."));
+    }
+    add(b, det);
+  }
+
+  function renderContext(b, ctx) {
+    add(b, el("h4", null, "Context given to the generator (" + ctx.length + " chunk" + (ctx.length === 1 ? "" : "s") + ")"));
+    var ol = el("ol", "context");
+    ctx.forEach(function (c) {
+      var d = el("details");
+      var sm = el("summary");
+      add(sm, S(c.label) || S(c.chunk), el("span", "muted mono", "  " + S(c.chunk)));
+      add(d, sm, el("div", "text", S(c.text)));
+      ol.appendChild(add(el("li"), d));
+    });
+    add(b, ol);
+  }
+
+  var MARKER = /\[(\d+)\]/g;
+  function renderAnswer(b, t, i, ti) {
+    var text = S(t.answer);
+    var head = "Answer" + (t.refused ? " (refused)" : "") + (t.generator ? " — " + t.generator : "");
+    add(b, el("h4", null, head));
+    var numbers = {};
+    (t.sources || []).forEach(function (s) { numbers[String(s.n)] = true; });
+    var p = el("div", "text answer");
+    var last = 0, m;
+    MARKER.lastIndex = 0;
+    while ((m = MARKER.exec(text)) !== null) {
+      if (!numbers[m[1]]) continue;
+      if (m.index > last) add(p, text.slice(last, m.index));
+      var a = el("a", null, m[0]);
+      a.href = "#src-" + i + "-" + ti + "-" + m[1];
+      p.appendChild(a);
+      last = m.index + m[0].length;
+    }
+    if (last < text.length) add(p, text.slice(last));
+    if (!text) add(p, el("span", "muted", "(empty answer)"));
+    add(b, p);
+    if (t.sources && t.sources.length) {
+      add(b, el("h4", null, "Sources (" + t.sources.length + ")"));
+      var ol = el("ul", "sources");
+      t.sources.forEach(function (s) {
+        var li = el("li");
+        li.id = "src-" + i + "-" + ti + "-" + s.n;
+        add(li, el("strong", null, "[" + s.n + "] "), [S(s.book), S(s.section), s.pages].filter(Boolean).join(" · "),
+          el("span", "muted mono", "  " + S(s.chunk)));
+        ol.appendChild(li);
+      });
+      add(b, ol);
+    }
+  }
+
+  function renderJudge(b, j) {
+    add(b, kv([["judge model", j.model], ["engine", j.engine], ["calls", j.calls], ["mode", j.mode]]));
+    if (j.claims) {
+      add(b, el("h4", null, "Claims (" + j.claims.length + ")"));
+      add(b, grid(["claim", "verdict", "reason"], j.claims.map(function (c) {
+        return [c.claim, td(c.verdict, c.verdict === "yes" ? "o-pass" : (c.verdict === "no" ? "o-fail" : "o-skip")), c.reason];
+      })));
+    }
+    if (j.key_facts) {
+      var covered = j.key_facts.filter(function (k) { return k.verdict === "covered"; }).length;
+      add(b, el("h4", null, "Key-fact coverage (" + covered + " of " + j.key_facts.length + " covered)"));
+      add(b, grid(["#", "fact", "verdict", "reason"], j.key_facts.map(function (k) {
+        return [k.index, k.fact, td(k.verdict, k.verdict === "covered" ? "o-pass" : (k.verdict === "not_covered" ? "o-fail" : "o-skip")), k.reason];
+      })));
+    }
+    if (j.relevance) add(b, kv([["relevance", j.relevance.verdict], ["reason", j.relevance.reason]]));
+    if (j.citations && j.citations.length) {
+      add(b, el("h4", null, "Citations (" + j.citations.length + ")"));
+      add(b, grid(["marker", "sentence", "supported", "reason"], j.citations.map(function (c) {
+        return ["[" + c.marker + "]", c.sentence, td(c.supported ? "yes" : "no", c.supported ? "o-pass" : "o-fail"), c.reason];
+      })));
+    }
+    if (j.correctness) {
+      add(b, kv(["tp", "fp", "fn"].map(function (k) { return [k + " (" + (j.correctness[k] || []).length + ")", (j.correctness[k] || []).join(" | ")]; })));
+    }
+    if (j.deepeval) {
+      add(b, grid(["metric", "score", "reason"], Object.keys(j.deepeval).map(function (k) {
+        return [k, fmt(j.deepeval[k].score), j.deepeval[k].reason || ""];
+      })));
+    }
+    if (j.skipped) add(b, kv(Object.keys(j.skipped).map(function (k) { return ["skipped " + k, j.skipped[k]]; })));
+    ["repair_errors", "rejected_modes"].forEach(function (k) {
+      if (j[k]) add(b, el("div", "error-msg", k.replace("_", " ") + ": " + j[k].join("; ")));
+    });
+  }
+
+  function renderPassk(b, p) {
+    add(b, el("h4", null, "Repeated trials: c/n = " + fmt(p.c) + "/" + fmt(p.n) + ", k = " + fmt(p.k)));
+    add(b, kv([["pass@" + p.k, fmt(p.pass_at_k)], ["pass^" + p.k, fmt(p.pass_hat_k)], ["class", p.class],
+      ["Wilson 95%", p.wilson[0] === null || p.wilson[0] === undefined ? "" : "[" + fmt(p.wilson[0]) + ", " + fmt(p.wilson[1]) + "]"],
+      ["trials run", p.trials_run]]));
+    if (p.deterministic_generator) add(b, el("p", "muted", "deterministic generator: 1 trial stands for all " + p.n + " (no pretend repeats)"));
+    var row = el("div", "trials");
+    p.trials.forEach(function (t) {
+      var c = el("span", "cell o-" + t.outcome, "#" + t.trial + " " + t.outcome);
+      c.title = [t.stage, t.message].filter(Boolean).join(": ");
+      row.appendChild(c);
+    });
+    add(b, row);
+    var failed = p.trials.filter(function (t) { return t.outcome !== "pass"; });
+    if (failed.length) {
+      add(b, grid(["trial", "outcome", "stage", "message"], failed.map(function (t) {
+        return [t.trial, td(t.outcome, "o-" + t.outcome), t.stage || "", t.message];
+      })));
+    }
+  }
+
+  apply();
+})();

