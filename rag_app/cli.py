@@ -1,4 +1,4 @@
-"""Command line: ``python -m rag_app ingest [PATH]``, ``ask QUESTION``, ``demo``."""
+"""Command line: ``python -m rag_app ingest [PATH]``, ``ask QUESTION``, ``demo``, ``serve``."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ask.add_argument("--json", action="store_true", help="print the full result as JSON")
     p_ask.add_argument("--corpus", default=None)
     sub.add_parser("demo", help="run a few demo questions over the demo corpus")
+    p_serve = sub.add_parser("serve", help="serve the HTTP API (POST /api/retrieve, POST /api/chat, GET /api/health)")
+    p_serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p_serve.add_argument("--port", type=int, default=8000, help="port (0 picks a free one; default 8000)")
+    p_serve.add_argument("--corpus", default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
@@ -48,6 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 print(format_chat(result))
             return 0
+        if args.command == "serve":
+            return _serve(settings, args.host, args.port, args.corpus)
         pipe = RagPipeline(settings)
         _print_info(pipe)
         for q in DEMO_QUESTIONS:
@@ -78,6 +84,23 @@ def _ingest(settings: Settings, path: str | None) -> int:
         f"{stats.n_children} children, {stats.embeddings_computed} embeddings computed, {stats.seconds:.1f} s"
     )
     _print_info(pipe)
+    return 0
+
+
+def _serve(settings: Settings, host: str, port: int, corpus: str | None) -> int:
+    from rag_app.api import make_server
+
+    pipe = RagPipeline(settings, corpus_path=corpus)
+    server = make_server(pipe, host, port)
+    _print_info(pipe)
+    # One parseable line on stdout, flushed: scripts and tests wait for it (or poll /api/health).
+    print(f"serving rag_app on {server.url} (POST /api/retrieve, POST /api/chat, GET /api/health)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
     return 0
 
 

@@ -12,16 +12,19 @@ import traceback
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from rag_app.settings import Settings
+from rag_app.types import ChatResult, RetrievalResult, Trace
 from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
 from rag_eval.evaluate.deterministic import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.evaluate.retrieval import RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.golden.model import GoldenItem
-from rag_eval.golden.resolve import ChunkLookup, ResolvedGold, resolve
+from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
+from rag_eval.adapters import PipelineSpec, build_system
+from rag_eval.adapters.gold import GoldSpace, corpus_chunks
+from rag_eval.contract import SystemUnderTest, as_answer, as_retrieval
 from rag_eval.results import CaseResult
-from rag_eval.system import RagAppSystem, SystemUnderTest
 from rag_eval.evaluate.judge import JudgeCaseConfig
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
@@ -49,13 +52,13 @@ class EvalConfig:
     deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
     passk_n: int | None = None  # command-line overrides of [passk.case] n / k
     passk_k: int | None = None
+    pipeline: PipelineSpec = PipelineSpec("rag_app")  # which system, and how gold meets its ids
 
 
 class EvalSession:
     def __init__(self, config: EvalConfig, system_factory: Callable[[Settings, Path], SystemUnderTest] | None = None):
         self.config = config
-        self._factory = system_factory or RagAppSystem
-        self._gold: dict[str, ResolvedGold] = {}
+        self._factory = system_factory or (lambda settings, corpus: build_system(config.pipeline, settings, corpus))
         self._chats: dict[str, Any] = {}
 
     @cached_property
@@ -77,25 +80,61 @@ class EvalSession:
         return self._factory(self.settings, self.config.paths.corpus)
 
     @cached_property
+    def gold_space(self) -> GoldSpace:
+        """Gold and system output in one id space (see rag_eval.adapters.gold). Built from
+        the dataset corpus chunked with the current settings: no index, no system call."""
+        spec = self.config.pipeline
+        docs = self.dataset.documents
+        return GoldSpace(spec.gold, docs, corpus_chunks(docs, self.settings), spec.id_map)
+
+    @property
     def lookup(self) -> ChunkLookup:
-        return ChunkLookup(self.system.documents, self.system.chunks.values())
+        return self.gold_space.lookup
 
-    @cached_property
+    @property
     def doc_of(self) -> dict[str, str]:
-        return {cid: c.doc_id for cid, c in self.lookup.chunks.items()}
+        return self.gold_space.doc_of
 
-    @cached_property
+    @property
     def kind_of(self) -> dict[str, str]:
-        return {cid: c.kind for cid, c in self.lookup.chunks.items()}
+        return self.gold_space.kind_of
 
     @cached_property
     def system_info(self) -> dict[str, Any]:
-        return self.system.describe()
+        return {**self.config.pipeline.describe(), **self.system.describe()}
 
-    def gold(self, item: GoldenItem) -> ResolvedGold:
-        if item.id not in self._gold:
-            self._gold[item.id] = resolve(item, self.lookup)
-        return self._gold[item.id]
+    def gold(self, item: GoldenItem, returned: Iterable[str] = ()) -> ResolvedGold:
+        """``returned``: every id the system gave for this case (the ids and text modes
+        resolve against them; corpus mode ignores them)."""
+        return self.gold_space.resolve(item, returned)
+
+    def answer_skip_reason(self) -> str | None:
+        """Why the answer tiers cannot run (a retrieval-only system), or None."""
+        if getattr(self.system, "answers", True):
+            return None
+        return (
+            f"the system under test ({self.config.pipeline.where}) is retrieval-only: it has no chat endpoint or "
+            "method, so the answer tiers (deterministic, judge, passk) do not apply"
+        )
+
+    @property
+    def top_k(self) -> int | None:
+        """rag_app reads --top-k from its settings (rerank_top_n); any other system gets it
+        as the call's top_k, so the option means the same thing for every adapter."""
+        if self.config.top_k is not None or self.config.pipeline.kind == "rag_app":
+            return self.config.top_k
+        value = self.config.settings_overrides.get("rerank_top_n")
+        return int(value) if value is not None else None
+
+    def retrieve(self, question: str) -> RetrievalResult:
+        """The system's retrieval as the tiers score it (contract records -> rag_app types)."""
+        raw = self.system.retrieve(question, self.top_k)
+        return self.gold_space.retrieval_result(question, as_retrieval(raw))
+
+    def answer(self, item: GoldenItem) -> ChatResult:
+        """One fresh answer (no memo), converted for the tiers."""
+        raw = self.system.chat(item.question, self.top_k, item.history)
+        return self.gold_space.chat_result(item.question, as_answer(raw))
 
     def _rules(self, tier: str) -> tuple[dict[str, Any], dict[str, float]]:
         if self.config.thresholds is None:
@@ -151,8 +190,8 @@ class EvalSession:
             return {}
 
     def _retrieval(self, item: GoldenItem, t0: float) -> CaseResult:
-        gold = self.gold(item)
-        result = self.system.retrieve(item.question, self.config.top_k)
+        result = self.retrieve(item.question)
+        gold = self.gold(item, _returned(result.trace))
         case = evaluate_retrieval(
             item,
             gold,
@@ -165,9 +204,15 @@ class EvalSession:
         return _with_system(case, self.system_info)
 
     def _deterministic(self, item: GoldenItem, t0: float) -> CaseResult:
-        gold = self.gold(item)
+        reason = self.answer_skip_reason()
+        if reason is not None:
+            return CaseResult(
+                id=item.id, tier="deterministic", outcome="skip", message=reason, tags=dict(item.tags),
+                split=item.split, negative=item.is_negative, duration=time.perf_counter() - t0,
+            )
         options, _ = self._rules("deterministic")
         chat = self.chat(item)
+        gold = self.gold(item, _returned(chat.trace))
         case = evaluate_deterministic(
             item,
             gold,
@@ -184,7 +229,7 @@ class EvalSession:
         """Why the judge tier cannot run here (one sentence naming what to set), or None."""
         if self.config.judge is None:
             return "judge not configured"
-        return self.config.judge.missing_reason()
+        return self.answer_skip_reason() or self.config.judge.missing_reason()
 
     @cached_property
     def judge_runner(self) -> Any:
@@ -199,7 +244,7 @@ class EvalSession:
         """The system's answer to an item, once per process: the deterministic and the
         judge tier grade the same answer instead of paying for a second generation."""
         if item.id not in self._chats:
-            self._chats[item.id] = self.system.chat(item.question, self.config.top_k, item.history)
+            self._chats[item.id] = self.answer(item)
         return self._chats[item.id]
 
     def _judge(self, item: GoldenItem) -> CaseResult:
@@ -219,7 +264,7 @@ class EvalSession:
 
     def passk_skip_reason(self) -> str | None:
         _, _, condition = self.passk_settings()
-        return self.judge_skip_reason() if condition == "judge" else None
+        return self.answer_skip_reason() or (self.judge_skip_reason() if condition == "judge" else None)
 
     def _passk(self, item: GoldenItem, t0: float) -> CaseResult:
         """n independent trials of the stochastic stages; one trial when nothing is stochastic."""
@@ -232,20 +277,27 @@ class EvalSession:
         for trial in range(1 if deterministic else n):
             # A fresh generation per trial (no memo, no shared cache entry: the judge keys its
             # cache by trial index), so trials are independent draws.
-            chat = self.system.chat(item.question, self.config.top_k, item.history)
+            chat = self.answer(item)
             if condition == "judge":
                 case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors), trial=trial)
             else:
                 case = evaluate_deterministic(
-                    item, self.gold(item), chat, self.doc_of, self.kind_of, DeterministicCaseConfig()
+                    item, self.gold(item, _returned(chat.trace)), chat, self.doc_of, self.kind_of, DeterministicCaseConfig()
                 )
             trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
         case = passk_case(item, trials, n=n, k=k, deterministic=deterministic, duration=time.perf_counter() - t0)
         return _with_system(case, self.system_info)
 
 
+def _returned(trace: Trace) -> list[str]:
+    return [h.chunk_id for s in trace.stages for h in s.hits]
+
+
 def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
     from dataclasses import replace
 
-    short = {k: info.get(k) for k in ("index_fingerprint", "embedder", "reranker", "generator")}
+    short = {
+        k: info.get(k)
+        for k in ("adapter", "endpoint", "gold", "index_fingerprint", "vector_store", "embedder", "reranker", "generator")
+    }
     return replace(case, details={**case.details, "system": short})

@@ -144,6 +144,8 @@ def _requirement_loss(r: Mapping[str, int | None], upto: str) -> str | None:
     the trace (not keys of ``r``) are skipped: a system without a reranker lost nothing there."""
     if upto in ("vector", "bm25"):
         return LOSS_STAGE[upto] if r.get(upto) is None else None
+    if not set(r) & {"vector", "bm25", "fused", "reranked"}:
+        return None  # a system exposing only its final list: nothing to attribute ("retrieval")
     first = [name for name in ("vector", "bm25") if name in r]
     if first and all(r[name] is None for name in first):
         return LOSS_STAGE["vector"]
@@ -181,6 +183,9 @@ def narrate(
         if r.get(require) is not None:
             continue
         steps: list[str] = []
+        if not set(r) & {"vector", "bm25", "fused", "reranked"}:  # only the final list is known
+            parts.append(f"requirement {gi}: not in the {kept(require)} items returned")
+            continue
         for name in ("vector", "bm25"):
             steps.append(f"in {name} rank {r[name]}" if r.get(name) else f"not in {name} (top {kept(name)})")
         if r.get("vector") is None and r.get("bm25") is None:

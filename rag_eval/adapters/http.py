@@ -1,0 +1,260 @@
+"""A RAG service over HTTP as a system under test.
+
+One request per ``retrieve`` (and per ``chat`` when a ``[chat]`` endpoint is
+configured); the JSON answer is read with the configured field paths. Failures follow
+the judge client's rules (``rag_app.llm``): a timeout, a dropped connection, 408/409,
+429 (honouring ``Retry-After``, capped) and 5xx are retried with full-jitter backoff
+inside a total time budget; a refused connection, other 4xx and malformed answers are
+not. What still fails raises :class:`ServiceCallError`, which the session records as an
+``error`` outcome for that case only: an unreachable service never crashes the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import random as _random
+import threading
+import time
+from typing import Any, Callable, Mapping, Sequence
+
+import httpx
+
+from rag_app.errors import ServiceError
+from rag_app.llm import _is_refused, _retry_after, _root_cause
+from rag_eval.adapters.fields import FieldError, FieldPath, leaves, pick
+from rag_eval.adapters.http_config import Endpoint, HttpConfig, ListFields, render_body
+from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem
+
+log = logging.getLogger(__name__)
+
+RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
+_SNIPPET = 200
+
+
+class ServiceCallError(ServiceError):
+    """A call to the service failed; ``kind`` says why (timeout, refused, server, ...)."""
+
+    def __init__(self, message: str, *, kind: str, attempts: int, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.attempts = attempts
+        self.status_code = status_code
+
+
+class HttpSystem:
+    """The contract over HTTP; thread-safe (one pooled httpx client)."""
+
+    def __init__(
+        self,
+        config: HttpConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _random.random,
+        clock: Callable[[], float] = time.monotonic,
+        base_delay: float = 0.5,
+        max_delay: float = 8.0,
+        max_retry_after: float = 30.0,
+    ) -> None:
+        self.config = config
+        self.answers = config.chat is not None
+        self._transport = transport
+        self._sleep, self._random, self._clock = sleep, random, clock
+        self.base_delay, self.max_delay, self.max_retry_after = base_delay, max_delay, max_retry_after
+        self._client: httpx.Client | None = None
+        self._lock = threading.Lock()
+
+    # --- the contract -------------------------------------------------------------------
+    def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
+        ep = self.config.retrieve
+        data = self.call(ep, question, top_k)
+        return self._read(ep, data, lambda: self._retrieval(ep, data))
+
+    def chat(self, question: str, top_k: int | None = None, history: Sequence[Mapping[str, str]] = ()) -> Answer:
+        ep = self.config.chat
+        if ep is None:
+            raise ContractError(f"{self.config.source}: no [chat] endpoint configured: this system is retrieval-only")
+        data = self.call(ep, question, top_k, history)
+        return self._read(ep, data, lambda: self._answer(ep, data))
+
+    def describe(self) -> dict[str, Any]:
+        return self.config.describe()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    # --- the call -----------------------------------------------------------------------
+    def call(self, ep: Endpoint, question: str, top_k: int | None, history: Sequence[Mapping[str, str]] = ()) -> Any:
+        """Send one request (with retries) and return its parsed JSON."""
+        body = render_body(ep.body, question, top_k if top_k is not None else self.config.top_k, history)
+        cfg = self.config
+        start = self._clock()
+        deadline = start + cfg.total_budget_s
+        attempts = 0
+        while True:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise self._error(ep, "budget", f"the total time budget of {cfg.total_budget_s:g}s is used up", attempts)
+            attempts += 1
+            timeout = min(cfg.timeout, remaining)
+            kind, detail, retry_after, code = "", "", None, None
+            try:
+                if ep.method == "GET":
+                    resp = self._http().request("GET", ep.url, params=body, timeout=timeout)
+                else:
+                    resp = self._http().request(ep.method, ep.url, json=body, timeout=timeout)
+            except httpx.TimeoutException:
+                kind, detail = "timeout", f"no response within the {timeout:g}s timeout"
+            except httpx.HTTPError as exc:
+                refused = _is_refused(exc)
+                kind = "refused" if refused else "connection"
+                detail = f"{'connection refused' if refused else 'connection failed'} ({_root_cause(exc)})"
+            else:
+                code = resp.status_code
+                if 200 <= code < 300 or code in ep.accept_status:
+                    return self._json(ep, resp, attempts)
+                detail = f"HTTP {code}: {_snippet(resp.text)}"
+                if code == 429:
+                    kind, retry_after = "rate_limit", _retry_after(resp.headers)
+                elif code in RETRYABLE_STATUS or code >= 500:
+                    kind, retry_after = "server", _retry_after(resp.headers)
+                else:
+                    kind = "auth" if code in (401, 403) else "client"
+            retryable = kind in ("timeout", "connection", "rate_limit", "server")
+            if not retryable:
+                raise self._error(ep, kind, detail, attempts, code)
+            if attempts > cfg.max_retries:
+                raise self._error(ep, kind, detail, attempts, code, hint=f"gave up after {cfg.max_retries} retries")
+            delay = self._delay(attempts, retry_after)
+            if self._clock() + delay >= deadline:
+                hint = f"waiting {delay:.1f}s more would overrun the {cfg.total_budget_s:g}s budget"
+                raise self._error(ep, kind, detail, attempts, code, hint=hint)
+            log.warning(
+                "%s at %s failed (%s: %s), attempt %d of %d; retrying in %.2fs",
+                ep.name, ep.display_url, kind, cfg.redact(detail), attempts, cfg.max_retries + 1, delay,
+            )
+            self._sleep(delay)
+
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                headers = {"Accept": "application/json", **self.config.headers}
+                self._client = httpx.Client(headers=headers, transport=self._transport, follow_redirects=False)
+            return self._client
+
+    def _delay(self, attempts: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.max_retry_after))
+        return self._random() * min(self.max_delay, self.base_delay * (2 ** (attempts - 1)))
+
+    def _json(self, ep: Endpoint, resp: httpx.Response, attempts: int) -> Any:
+        try:
+            return resp.json()
+        except ValueError:
+            raise self._error(
+                ep, "malformed", f"HTTP {resp.status_code} with a body that is not JSON: {_snippet(resp.text)!r}", attempts,
+                resp.status_code,
+            ) from None
+
+    def _error(self, ep: Endpoint, kind: str, detail: str, attempts: int, code: int | None = None, hint: str = "") -> ServiceCallError:
+        fix = "; ".join(p for p in (hint, _FIXES.get(kind, "").format(source=self.config.source)) if p)
+        text = (
+            f"{ep.name} at {ep.display_url} failed after {attempts} attempt{'s' if attempts != 1 else ''} "
+            f"[{kind}]: {detail}" + (f"; {fix}" if fix else "")
+        )
+        return ServiceCallError(self.config.redact(text), kind=kind, attempts=attempts, status_code=code)
+
+    # --- reading the answer -------------------------------------------------------------
+    def _read(self, ep: Endpoint, data: Any, build: Callable[[], Any]) -> Any:
+        try:
+            return build()
+        except (FieldError, ContractError) as exc:
+            raise ContractError(
+                self.config.redact(f"{ep.name} at {ep.display_url}: {exc}; the answer was {_snippet(repr(data))} "
+                                   f"(fix the field paths in {self.config.source})")
+            ) from None
+
+    def _retrieval(self, ep: Endpoint, data: Any) -> Retrieval:
+        assert ep.items is not None
+        return Retrieval(
+            items=read_items(ep.items, data),
+            stages={name: read_items(fields, data) for name, fields in ep.stages.items()},
+            degraded=bool(_scalar(ep, "degraded", data) or False),
+            degradation_reason=_text(_scalar(ep, "degradation_reason", data)),
+        )
+
+    def _answer(self, ep: Endpoint, data: Any) -> Answer:
+        answer = _scalar(ep, "answer", data)
+        if not isinstance(answer, str):
+            raise ContractError(f"field {ep.scalars['answer'].text!r} is {type(answer).__name__}, expected text")
+        context = read_items(ep.items, data) if ep.items else ()
+        return Answer(
+            answer=answer,
+            sources=read_items(ep.sources, data) if ep.sources else (),
+            context=context,
+            refused=bool(_scalar(ep, "refused", data) or False),
+            degraded=bool(_scalar(ep, "degraded", data) or False),
+            degradation_reason=_text(_scalar(ep, "degradation_reason", data)),
+            retrieval=Retrieval(context, {n: read_items(f, data) for n, f in ep.stages.items()}) if ep.stages else None,
+            generator=_text(_scalar(ep, "generator", data)) or f"http:{ep.display_url}",
+        )
+
+
+_FIXES: dict[str, str] = {
+    "refused": "nothing is listening there: start the service or fix the url in {source}",
+    "auth": "the service rejected the credentials: check the headers' environment variables in {source}",
+    "client": "the service rejected the request: check the url, method and body template in {source}",
+    "timeout": "raise [http] timeout in {source} or check the service",
+    "rate_limit": "still rate limited: lower concurrency (-n) or raise [http] max_retries",
+    "server": "the service keeps failing: check its logs",
+    "connection": "check the network path to the service",
+    "malformed": "the url may point at something that is not the service's JSON API",
+}
+
+
+def read_items(fields: ListFields, data: Any) -> tuple[RetrievedItem, ...]:
+    """One item per leaf of the ids path; other fields by broadcasting (see fields.py)."""
+    ids = fields.ids.get(data)
+    values = {p.text: p.get(data) for p in fields.paths()}
+    out: list[RetrievedItem] = []
+    for index, raw_id in leaves(ids, fields.ids.depth):
+        if raw_id is None or isinstance(raw_id, (dict, list, bool)) or raw_id == "":
+            raise FieldError(f"field {fields.ids.text!r}: item {list(index)} has no usable id (got {raw_id!r})")
+
+        def value(path: FieldPath | None) -> Any:
+            return None if path is None else pick(path, values[path.text], index, fields.ids.text)
+
+        metadata: dict[str, Any] = {}
+        if isinstance(fields.metadata, Mapping):
+            metadata = {k: value(p) for k, p in fields.metadata.items()}
+        elif fields.metadata is not None:
+            meta = value(fields.metadata)
+            if meta is not None and not isinstance(meta, Mapping):
+                raise FieldError(f"field {fields.metadata.text!r}: expected an object per item, got {type(meta).__name__}")
+            metadata = dict(meta or {})
+        doc = value(fields.doc_ids)
+        if doc is not None:
+            metadata["doc_id"] = str(doc)
+        text = value(fields.texts)
+        score = value(fields.scores)
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            raise FieldError(f"field {fields.scores.text!r}: item {list(index)} has score {score!r}, expected a number")  # type: ignore[union-attr]
+        out.append(RetrievedItem(str(raw_id), "" if text is None else str(text), None if score is None else float(score), metadata))
+    return tuple(out)
+
+
+def _scalar(ep: Endpoint, key: str, data: Any) -> Any:
+    path = ep.scalars.get(key)
+    return None if path is None else path.get(data)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _snippet(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"

@@ -1,0 +1,293 @@
+"""The HTTP adapter's configuration: endpoints, headers, request template, field paths.
+
+Read from a TOML file (``--pipeline-config``) and checked before any case runs: an
+unknown key, a missing url, a bad field path or an unset environment variable is a
+usage error naming the file, the key and the fix. ``${NAME}`` (or ``${NAME:-default}``)
+in ``url``, ``headers`` and the body is read from the environment; values used in
+headers are secrets: they are redacted from every message and never described.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from rag_eval.adapters.errors import AdapterConfigError
+from rag_eval.adapters.fields import FieldPath, optional_path
+
+HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "top_k", "headers")
+ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "sources", "context")
+LIST_KEYS = ("ids", "texts", "scores", "doc_ids", "metadata")
+RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason")
+CHAT_FIELDS = ("answer", "refused", "degraded", "degradation_reason", "generator")
+PLACEHOLDERS = ("{question}", "{top_k}", "{history}")
+METHODS = ("POST", "PUT", "GET")
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class ListFields:
+    """Paths of one ranked list: ids (required) and, per item, text, score, doc id, metadata.
+
+    ``metadata`` is a path to an object per item, or a table ``{name = path}``.
+    """
+
+    ids: FieldPath
+    texts: FieldPath | None = None
+    scores: FieldPath | None = None
+    doc_ids: FieldPath | None = None
+    metadata: FieldPath | Mapping[str, FieldPath] | None = None
+
+    @classmethod
+    def parse(cls, table: Any, where: str, allowed: Sequence[str] = LIST_KEYS) -> ListFields:
+        _table(table, where)
+        _known(table, allowed, where)
+        if "ids" not in table:
+            raise AdapterConfigError(f"{where}: 'ids' is required: the path to each item's id, e.g. ids = \"items[].id\"")
+        ids = FieldPath.parse(table["ids"], f"{where}.ids")
+        meta_raw = table.get("metadata")
+        metadata: FieldPath | dict[str, FieldPath] | None
+        if isinstance(meta_raw, Mapping):
+            metadata = {str(k): FieldPath.parse(v, f"{where}.metadata.{k}") for k, v in meta_raw.items()}
+        else:
+            metadata = optional_path(table, "metadata", where)
+        out = cls(ids, *(optional_path(table, k, where) for k in ("texts", "scores", "doc_ids")), metadata)
+        for path in out.paths():
+            if path.depth > ids.depth:
+                raise AdapterConfigError(
+                    f"{where}: {path.text!r} has more [] than ids = {ids.text!r}; a field can only be shallower "
+                    "(broadcast to the items inside) or as deep as the ids"
+                )
+        return out
+
+    def paths(self) -> list[FieldPath]:
+        meta = list(self.metadata.values()) if isinstance(self.metadata, Mapping) else [self.metadata]
+        return [p for p in (self.texts, self.scores, self.doc_ids, *meta) if p is not None]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str  # "retrieve" or "chat"
+    url: str
+    method: str
+    body: Any  # the request template, environment already expanded
+    accept_status: tuple[int, ...]
+    items: ListFields | None  # retrieve: the final ranked list; chat: the context
+    sources: ListFields | None
+    stages: Mapping[str, ListFields]
+    scalars: Mapping[str, FieldPath]  # degraded, degradation_reason, answer, refused, generator
+
+    @property
+    def display_url(self) -> str:
+        return display_url(self.url)
+
+
+@dataclass(frozen=True, repr=False)
+class HttpConfig:
+    """Everything the HTTP adapter needs; ``repr`` and ``describe`` show no header values."""
+
+    source: str
+    retrieve: Endpoint
+    chat: Endpoint | None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    header_vars: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()
+    timeout: float = 30.0
+    max_retries: int = 3
+    total_budget_s: float = 120.0
+    top_k: int | None = None
+    preset: str = ""
+
+    def __repr__(self) -> str:
+        return f"HttpConfig(source={self.source!r}, retrieve={self.retrieve.display_url!r}, headers={sorted(self.headers)})"
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "adapter": self.preset or "http",
+            "endpoint": self.retrieve.display_url,
+            "chat_endpoint": self.chat.display_url if self.chat else None,
+            "headers": {k: "<from " + ", ".join(f"${v}" for v in self.header_vars.get(k, ())) + ">"
+                        if self.header_vars.get(k) else "<literal>" for k in sorted(self.headers)},
+            "config": self.source,
+        }
+        return out
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
+
+    @classmethod
+    def parse(
+        cls, data: Mapping[str, Any], source: str, env: Mapping[str, str] = os.environ, preset: str = ""
+    ) -> HttpConfig:
+        http = data.get("http", {})
+        _table(http, f"{source} [http]")
+        _known(http, HTTP_KEYS, f"{source} [http]")
+        headers_raw = http.get("headers", {})
+        _table(headers_raw, f"{source} [http] headers")
+        headers: dict[str, str] = {}
+        header_vars: dict[str, tuple[str, ...]] = {}
+        secrets: list[str] = []
+        for name, value in headers_raw.items():
+            if not isinstance(value, str):
+                raise AdapterConfigError(f"{source} [http] headers.{name}: must be a string, got {value!r}")
+            expanded, used = expand(value, env, f"{source} [http] headers.{name}")
+            headers[str(name)] = expanded
+            header_vars[str(name)] = used
+            secrets.extend(env.get(v, "") for v in used)
+        if "retrieve" not in data:
+            raise AdapterConfigError(
+                f"{source}: no [retrieve] table; the HTTP adapter needs at least\n"
+                '  [retrieve]\n  url = "http://127.0.0.1:8000/api/retrieve"\n  [retrieve.fields]\n  ids = "items[].chunk_id"'
+            )
+        top_k = http.get("top_k")
+        if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
+            raise AdapterConfigError(f"{source} [http] top_k: a positive integer (sent when the run sets none), got {top_k!r}")
+        return cls(
+            source=source,
+            retrieve=_endpoint("retrieve", data["retrieve"], source, env),
+            chat=_endpoint("chat", data["chat"], source, env) if "chat" in data else None,
+            headers=headers,
+            header_vars=header_vars,
+            secrets=tuple(sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)),
+            timeout=_positive(http, "timeout", 30.0, source),
+            max_retries=int(_positive(http, "max_retries", 3, source, allow_zero=True)),
+            total_budget_s=_positive(http, "total_budget_s", 120.0, source),
+            top_k=top_k,
+            preset=preset,
+        )
+
+
+def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
+    where = f"{source} [{name}]"
+    _table(table, where)
+    _known(table, ENDPOINT_KEYS if name == "chat" else tuple(k for k in ENDPOINT_KEYS if k not in ("sources", "context")), where)
+    if not table.get("url"):
+        raise AdapterConfigError(f"{where}: 'url' is required, e.g. url = \"http://127.0.0.1:8000/api/{name}\"")
+    url, _ = expand(str(table["url"]), env, f"{where} url")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AdapterConfigError(f"{where} url = {display_url(url)!r}: not an http(s) URL with a host")
+    method = str(table.get("method", "POST")).upper()
+    if method not in METHODS:
+        raise AdapterConfigError(f"{where} method = {method!r}; valid: {', '.join(METHODS)}")
+    body = table.get("body", {"question": "{question}", "top_k": "{top_k}"})
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError as exc:
+            raise AdapterConfigError(f"{where} body: a JSON template string must be valid JSON ({exc})") from None
+    body = _expand_body(body, env, f"{where} body")
+    if "{question}" not in json.dumps(body, ensure_ascii=False):
+        raise AdapterConfigError(f"{where} body: the template never sends the question; put \"{{question}}\" in it")
+    if method == "GET" and not (isinstance(body, Mapping) and all(not isinstance(v, (dict, list)) for v in body.values())):
+        raise AdapterConfigError(f"{where} body: with method GET the body is sent as query parameters: a flat table")
+    accept = table.get("accept_status", [])
+    if not isinstance(accept, list) or not all(isinstance(c, int) and 100 <= c <= 599 for c in accept):
+        raise AdapterConfigError(f"{where} accept_status: a list of HTTP status codes, got {accept!r}")
+    fields_table = table.get("fields", {})
+    _table(fields_table, f"{where}.fields")
+    if name == "retrieve":
+        _known(fields_table, RETRIEVE_FIELDS, f"{where}.fields")
+        if "ids" not in fields_table:
+            raise AdapterConfigError(
+                f"{where}.fields: 'ids' is required: the path to each ranked item's id, e.g. ids = \"items[].chunk_id\""
+            )
+        items: ListFields | None = ListFields.parse({k: v for k, v in fields_table.items() if k in LIST_KEYS}, f"{where}.fields")
+        scalar_keys: tuple[str, ...] = ("degraded", "degradation_reason")
+        sources = None
+    else:
+        _known(fields_table, CHAT_FIELDS, f"{where}.fields")
+        if "answer" not in fields_table:
+            raise AdapterConfigError(f"{where}.fields: 'answer' is required: the path to the answer text, e.g. answer = \"answer\"")
+        items = ListFields.parse(table["context"], f"{where}.context") if "context" in table else None
+        sources = ListFields.parse(table["sources"], f"{where}.sources") if "sources" in table else None
+        scalar_keys = CHAT_FIELDS
+    scalars = {k: FieldPath.parse(fields_table[k], f"{where}.fields.{k}") for k in scalar_keys if k in fields_table}
+    for key, path in scalars.items():
+        if path.depth:
+            raise AdapterConfigError(f"{where}.fields.{key} = {path.text!r}: a single value, so no []")
+    stages_table = table.get("stages", {})
+    _table(stages_table, f"{where}.stages")
+    stages = {
+        str(stage): ListFields.parse(spec, f"{where}.stages.{stage}", ("ids", "scores", "texts", "doc_ids"))
+        for stage, spec in stages_table.items()
+    }
+    return Endpoint(name, url, method, body, tuple(accept), items, sources, stages, scalars)
+
+
+def expand(text: str, env: Mapping[str, str], where: str) -> tuple[str, tuple[str, ...]]:
+    """``${NAME}`` / ``${NAME:-default}`` from the environment; an unset name without a
+    default is a configuration error naming the variable."""
+    used: list[str] = []
+
+    def sub(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        value = (env.get(name) or "").strip()
+        if value:
+            used.append(name)
+            return value
+        if default is not None:
+            return default
+        raise AdapterConfigError(f"{where}: environment variable {name} is not set; export {name}=... before the run")
+
+    return _VAR.sub(sub, text), tuple(used)
+
+
+def _expand_body(node: Any, env: Mapping[str, str], where: str) -> Any:
+    if isinstance(node, str):
+        return expand(node, env, where)[0]
+    if isinstance(node, Mapping):
+        return {str(k): _expand_body(v, env, f"{where}.{k}") for k, v in node.items()}
+    if isinstance(node, list):
+        return [_expand_body(v, env, f"{where}[{i}]") for i, v in enumerate(node)]
+    return node
+
+
+def render_body(template: Any, question: str, top_k: int | None, history: Sequence[Mapping[str, str]] = ()) -> Any:
+    """The request body: a value that is exactly ``"{top_k}"`` becomes the number (or
+    null), ``"{history}"`` the message list; inside longer strings the placeholders are
+    replaced as text. Substitution happens on parsed values, so any question is JSON-safe."""
+    if isinstance(template, str):
+        if template == "{top_k}":
+            return top_k
+        if template == "{history}":
+            return [dict(h) for h in history]
+        if template == "{question}":
+            return question
+        return template.replace("{question}", question).replace("{top_k}", "" if top_k is None else str(top_k))
+    if isinstance(template, Mapping):
+        return {k: render_body(v, question, top_k, history) for k, v in template.items()}
+    if isinstance(template, list):
+        return [render_body(v, question, top_k, history) for v in template]
+    return template
+
+
+def display_url(url: str) -> str:
+    """scheme://host[:port]/path: no user:password@, no query (tokens hide there)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _table(value: Any, where: str) -> None:
+    if not isinstance(value, Mapping):
+        raise AdapterConfigError(f"{where}: expected a table, got {type(value).__name__} {value!r}")
+
+
+def _known(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise AdapterConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(allowed)}")
+
+
+def _positive(table: Mapping[str, Any], key: str, default: float, source: str, allow_zero: bool = False) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
+        raise AdapterConfigError(f"{source} [http] {key}: a {'non-negative' if allow_zero else 'positive'} number, got {value!r}")
+    return float(value)

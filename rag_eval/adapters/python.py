@@ -1,0 +1,137 @@
+"""Your pipeline in process: ``pipeline = "package.module:factory"``.
+
+``factory`` is any callable (a function or a class). It is called once per process,
+with no argument if it takes none, else with one: the ``[options]`` table of the
+pipeline configuration file (an empty dict without one). It returns an object with
+
+    def retrieve(self, question: str, top_k: int | None = None) -> Retrieval   # required
+    def chat(self, question, top_k=None, history=()) -> Answer                # optional
+    def describe(self) -> dict                                                  # optional
+
+(see ``rag_eval.contract``; plain dicts of the same shape work too). Import, attribute
+and signature problems are found before any case runs; a wrong return shape on the
+first call that shows it, with the expected shape in the message.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any, Callable, Mapping, Sequence
+
+from rag_eval.adapters.errors import AdapterConfigError
+from rag_eval.contract import CHAT_SIGNATURE, RETRIEVE_SIGNATURE, Answer, Retrieval, as_answer, as_retrieval
+
+
+def load_factory(target: str, where: str) -> Callable[..., Any]:
+    """Import ``package.module:attribute`` and check it can be called with 0 or 1 argument."""
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise AdapterConfigError(f"{where}: {target!r} is not 'package.module:factory' (module path, a colon, a callable)")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
+        raise AdapterConfigError(
+            f"{where}: cannot import module {module_name!r} ({type(exc).__name__}: {exc}); is its folder on sys.path "
+            "(pytest's pythonpath ini option, or an installed package)?"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            names = ", ".join(n for n in dir(module) if not n.startswith("_"))[:300]
+            raise AdapterConfigError(f"{where}: module {module_name!r} has no attribute {attr!r} (it has: {names})")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise AdapterConfigError(f"{where}: {target!r} is a {type(obj).__name__}, not a callable factory")
+    if _arity(obj) is None:
+        raise AdapterConfigError(
+            f"{where}: {target!r} must be callable with no argument or with one (the [options] table); "
+            f"its signature is {_signature(obj)}"
+        )
+    if inspect.isclass(obj):
+        check_methods(obj, target, where)
+    return obj
+
+
+def check_methods(obj: Any, target: str, where: str) -> tuple[bool, bool]:
+    """(answers, chat takes history): ``retrieve`` required, ``chat`` optional."""
+    retrieve = getattr(obj, "retrieve", None)
+    if not callable(retrieve):
+        raise AdapterConfigError(f"{where}: {target} has no method retrieve; expected `{RETRIEVE_SIGNATURE}`")
+    bound = inspect.isclass(obj)
+    if not _accepts(retrieve, ("q", 5), bound):
+        raise AdapterConfigError(
+            f"{where}: {target}.retrieve{_signature(retrieve)} cannot be called as retrieve(question, top_k); "
+            f"expected `{RETRIEVE_SIGNATURE}`"
+        )
+    chat = getattr(obj, "chat", None)
+    if chat is None:
+        return False, False
+    if not callable(chat) or not _accepts(chat, ("q", 5), bound):
+        raise AdapterConfigError(
+            f"{where}: {target}.chat{_signature(chat)} cannot be called as chat(question, top_k); expected `{CHAT_SIGNATURE}`"
+        )
+    return True, _accepts(chat, ("q", 5, ()), bound)
+
+
+class PythonSystem:
+    """Wraps the user's object: checks its methods once, coerces every return value."""
+
+    def __init__(self, target: str, options: Mapping[str, Any], where: str) -> None:
+        factory = load_factory(target, where)
+        try:
+            obj = factory(dict(options)) if _arity(factory) == 1 else factory()
+        except AdapterConfigError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - name the factory that failed
+            raise AdapterConfigError(f"{where}: {target}() raised {type(exc).__name__}: {exc}") from exc
+        self.answers, self._history = check_methods(obj, target, where)
+        self.target = target
+        self.obj = obj
+
+    def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
+        return as_retrieval(self.obj.retrieve(question, top_k), f"{self.target} retrieve() [expected `{RETRIEVE_SIGNATURE}`]")
+
+    def chat(self, question: str, top_k: int | None = None, history: Sequence[Mapping[str, str]] = ()) -> Answer:
+        if not self.answers:
+            raise AdapterConfigError(f"{self.target} has no chat method; expected `{CHAT_SIGNATURE}`")
+        raw = self.obj.chat(question, top_k, list(history)) if self._history else self.obj.chat(question, top_k)
+        return as_answer(raw, f"{self.target} chat() [expected `{CHAT_SIGNATURE}`]")
+
+    def describe(self) -> dict[str, Any]:
+        info = self.obj.describe() if callable(getattr(self.obj, "describe", None)) else {}
+        return {"adapter": "python", "factory": self.target, **dict(info or {})}
+
+
+def _arity(fn: Callable[..., Any]) -> int | None:
+    """1 if ``fn`` can take one positional argument (preferred), 0 if only none, else None."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return 0
+    for args in ((None,), ()):
+        try:
+            sig.bind(*args)
+            return len(args)
+        except TypeError:
+            continue
+    return None
+
+
+def _accepts(method: Callable[..., Any], args: tuple[Any, ...], unbound: bool) -> bool:
+    try:
+        sig = inspect.signature(method)
+    except (TypeError, ValueError):
+        return True  # builtins without a signature: trust them
+    try:
+        sig.bind(*(((None,) if unbound else ()) + args))
+    except TypeError:
+        return False
+    return True
+
+
+def _signature(fn: Any) -> str:
+    try:
+        return str(inspect.signature(fn))
+    except (TypeError, ValueError):
+        return "(...)"
