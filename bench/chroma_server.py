@@ -37,15 +37,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,39 +52,11 @@ from _common import REPO, load_average, md_table, ratio, run_header, summary_ms,
 from rag_app.index import ChromaVectorStore  # noqa: E402
 from rag_app.pipeline import RagPipeline  # noqa: E402
 from rag_app.settings import Settings  # noqa: E402
+from tests.support.chroma_process import ChromaProcess, ChromaStartError  # noqa: E402
 
 NAME = "chroma_server"
 DEMO = REPO / "golden_sets" / "demo_maths" / "corpus"
 GOLDEN = REPO / "golden_sets" / "demo_maths" / "golden.jsonl"
-CHROMA = Path(sys.executable).parent / "chroma"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(path: Path, port: int, timeout: float = 60.0) -> subprocess.Popen[bytes]:
-    if not CHROMA.exists():
-        raise SystemExit(f"no chroma binary at {CHROMA}; install chromadb into this interpreter's environment")
-    log = (path.parent / "chroma.log").open("ab")
-    proc = subprocess.Popen(
-        [str(CHROMA), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"chroma run exited with {proc.returncode}; see {path.parent / 'chroma.log'}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1.0).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit(f"chroma run gave no heartbeat on port {port} within {timeout:.0f} s")
 
 
 def timed(make: Callable[[], RagPipeline]) -> tuple[RagPipeline, float]:
@@ -127,13 +96,14 @@ def main(argv: list[str]) -> int:
 
     header = run_header(NAME, argv)
     work = Path(tempfile.mkdtemp(prefix="bench-chroma-"))
-    port = free_port()
-    server = start_server(work / "chroma-data", port)
     try:
-        payload = measure(work, port, args.rounds)
+        server = ChromaProcess(work / "chroma-data", timeout=60.0).start()
+    except ChromaStartError as exc:
+        raise SystemExit(str(exc)) from None
+    try:
+        payload = measure(work, server.port, args.rounds)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        server.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     payload = {**header, **payload, "load_average_at_end": load_average()}

@@ -93,7 +93,7 @@ class ChromaServer:
         reason = self.redact(f"{type(exc).__name__}: {exc}")
         try:
             beat = httpx.get(f"{self.url}/api/v2/heartbeat", timeout=PROBE_TIMEOUT)
-        except httpx.HTTPError as probe:
+        except Exception as probe:  # noqa: BLE001 - whatever stops the probe, the server is not reachable
             return unreachable_error(self.url, self.host, self.port, self.redact(f"{type(probe).__name__}: {probe}"))
         if beat.status_code != 200:
             return ServiceError(
@@ -103,7 +103,7 @@ class ChromaServer:
         try:
             who = httpx.get(f"{self.url}/api/v2/auth/identity", headers=self.headers(), timeout=PROBE_TIMEOUT)
             status = who.status_code
-        except httpx.HTTPError:
+        except Exception:  # noqa: BLE001 - no identity endpoint answer: not an auth refusal
             status = 0
         if status in (401, 403):
             sent = f"a token in {self.token_header}" if self.token else "no token"

@@ -7,15 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
-import httpx
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -26,69 +21,29 @@ from rag_app.index.chroma_server import ChromaServer
 from rag_app.pipeline import RagPipeline
 from rag_app.settings import Settings
 from tests.rag_app.test_index_build import CHUNKS, CONFIG, DOCS, CountingEmbedder
+from tests.support.chroma_process import CHROMA, ChromaStartError, free_port
+from tests.support.chroma_process import ChromaProcess as _ChromaProcess
 
-CHROMA = Path(sys.executable).parent / "chroma"
 REPO = Path(__file__).resolve().parents[2]
 DEMO_CORPUS = REPO / "golden_sets" / "demo_maths" / "corpus"
 DEMO_GOLDEN = REPO / "golden_sets" / "demo_maths" / "golden.jsonl"
-STARTUP_TIMEOUT = 30.0
 TOKEN = "tok-Secret-4711"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class ChromaProcess:
-    """``chroma run`` on 127.0.0.1; ``start`` waits for the heartbeat, ``stop`` kills it."""
-
-    def __init__(self, path: Path, port: int | None = None) -> None:
-        self.path = path
-        self.port = port or free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = path.parent / f"{path.name}.log"
+class ChromaProcess(_ChromaProcess):
+    """The shared server process, with pytest outcomes: skip without the binary, fail on a dead start."""
 
     def start(self) -> ChromaProcess:
-        if not CHROMA.exists():
+        if not self.available():
             pytest.skip(f"no chroma binary at {CHROMA} (it comes with the chromadb package)")
-        cmd = [str(CHROMA), "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)]
-        with self.log.open("ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + STARTUP_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"`{' '.join(cmd)}` exited with {self.proc.returncode}:\n{self._log_tail()}")
-            try:
-                if httpx.get(f"{self.url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        pytest.fail(f"`{' '.join(cmd)}` gave no heartbeat within {STARTUP_TIMEOUT:.0f} s:\n{self._log_tail()}")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        try:
+            super().start()
+        except ChromaStartError as exc:
+            pytest.fail(str(exc))
+        return self
 
     def client(self) -> Any:
-        server = ChromaServer("127.0.0.1", self.port)
-        return server.connect()
-
-    def _log_tail(self) -> str:
-        return self.log.read_text(errors="replace")[-2000:] if self.log.exists() else "(no log)"
+        return ChromaServer("127.0.0.1", self.port).connect()
 
 
 @pytest.fixture(scope="module")
