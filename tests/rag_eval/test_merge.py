@@ -435,3 +435,16 @@ def test_cli_exit_2_on_an_unusable_baseline(thresholds: Path, tmp_path: Path, ca
     assert code == 2
     assert capsys.readouterr().err.startswith(f"error: --baseline: {absent}: baseline results file not found")
     assert not (tmp_path / "m.json").exists()
+
+
+def test_empty_shards_merge_like_any_other(thresholds: Path) -> None:
+    """More shards than items: the empty ones (what the plugin writes for a shard that
+    owns nothing) take part in the merge and change nothing."""
+    count = 20
+    shards = shard_files(thresholds, count)
+    assert any(not s["cases"] for s in shards) and any(s["cases"] for s in shards)
+    merged = merge_results(shards, [f"s{i}.json" for i in range(1, count + 1)])
+    single = single_run(thresholds)
+    assert merged["metrics"] == single["metrics"]
+    assert merged["gates"] == single["gates"]
+    assert merged["verdict"] == single["verdict"]
