@@ -172,3 +172,19 @@ def test_add_rejects_bad_input_with_the_cause(tmp_path: Path) -> None:
         store.add(["a", "b"], np.array([[1.0, 0.0], [np.nan, 1.0]]))
     with pytest.raises(ValueError, match="give a path"):
         ChromaVectorStore(None, "rag-test")
+
+
+def test_exact_scoring_runs_blas_on_one_thread_with_identical_scores() -> None:
+    from threadpoolctl import ThreadpoolController
+
+    from rag_app.index.vector_store import single_threaded_blas
+
+    rng = np.random.default_rng(7)
+    m = rng.normal(size=(5000, 64)).astype(np.float32)
+    q = rng.normal(size=64).astype(np.float32)
+    free = m @ q
+    with single_threaded_blas():
+        blas = [i for i in ThreadpoolController().info() if i["user_api"] == "blas"]
+        one = m @ q
+    assert all(i["num_threads"] == 1 for i in blas)
+    assert np.array_equal(one, free)  # one thread computes each row's dot product the same way
