@@ -298,6 +298,9 @@ def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
 
     short = {
         k: info.get(k)
-        for k in ("adapter", "endpoint", "gold", "index_fingerprint", "vector_store", "embedder", "reranker", "generator")
+        for k in (
+            "adapter", "endpoint", "gold", "index_fingerprint", "vector_store", "embedder", "reranker", "generator",
+            "info_error",  # the HTTP adapter could not read the service's description: say so in run.system
+        )
     }
     return replace(case, details={**case.details, "system": short})

@@ -7,6 +7,10 @@ the judge client's rules (``rag_app.llm``): a timeout, a dropped connection, 408
 inside a total time budget; a refused connection, other 4xx and malformed answers are
 not. What still fails raises :class:`ServiceCallError`, which the session records as an
 ``error`` outcome for that case only: an unreachable service never crashes the run.
+
+With ``[info]``, ``describe()`` also carries the service's own description (index
+fingerprint, models, store), fetched once on first use; a failed fetch becomes
+``info_error`` in the description, never a failed run: it is provenance, not a case.
 """
 
 from __future__ import annotations
@@ -22,13 +26,14 @@ import httpx
 from rag_app.errors import ServiceError
 from rag_app.llm import _is_refused, _retry_after, _root_cause
 from rag_eval.adapters.fields import FieldError, FieldPath, leaves, pick
-from rag_eval.adapters.http_config import Endpoint, HttpConfig, ListFields, render_body
+from rag_eval.adapters.http_config import OWN_KEYS, Endpoint, HttpConfig, InfoSource, ListFields, render_body
 from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem
 
 log = logging.getLogger(__name__)
 
 RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
 _SNIPPET = 200
+_INFO_ERROR = 300  # info_error is a hint in the results' header, not a log
 
 
 class ServiceCallError(ServiceError):
@@ -63,6 +68,8 @@ class HttpSystem:
         self.base_delay, self.max_delay, self.max_retry_after = base_delay, max_delay, max_retry_after
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
+        self._info: dict[str, Any] | None = None
+        self._info_lock = threading.Lock()  # held during the fetch: concurrent describe() calls wait for one request
 
     # --- the contract -------------------------------------------------------------------
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
@@ -78,7 +85,19 @@ class HttpSystem:
         return self._read(ep, data, lambda: self._answer(ep, data))
 
     def describe(self) -> dict[str, Any]:
-        return self.config.describe()
+        """Where and how the service is reached, plus what it says about itself ([info])."""
+        return {**self.config.describe(), **self.service_info()}
+
+    def service_info(self) -> dict[str, Any]:
+        """The ``[info]`` answer's values (empty without ``[info]``), fetched on the first
+        call and kept; on failure ``{"info_error": "<redacted message>"}``."""
+        info = self.config.info
+        if info is None:
+            return {}
+        with self._info_lock:
+            if self._info is None:
+                self._info = self._fetch_info(info)
+            return dict(self._info)
 
     def close(self) -> None:
         with self._lock:
@@ -167,6 +186,25 @@ class HttpSystem:
         )
         return ServiceCallError(self.config.redact(text), kind=kind, attempts=attempts, status_code=code)
 
+    def _fetch_info(self, info: InfoSource) -> dict[str, Any]:
+        ep = info.endpoint
+        try:
+            values, problems = read_info(info, self.call(ep, "", None))
+        except ServiceCallError as exc:  # names the url, the kind and the fix already
+            return self._info_error(str(exc))
+        except Exception as exc:  # noqa: BLE001 - provenance only: the cases must run whatever happens here
+            return self._info_error(f"info at {ep.display_url}: {type(exc).__name__}: {exc}")
+        out = {k: self.config.redact(v) if isinstance(v, str) else v for k, v in values.items()}
+        if problems:
+            where = f"info at {ep.display_url}"
+            out.update(self._info_error(f"{where}: {'; '.join(problems)} (fix [info] in {self.config.source})"))
+        return out
+
+    def _info_error(self, message: str) -> dict[str, Any]:
+        text = _snippet(self.config.redact(message), _INFO_ERROR)
+        log.warning("%s; the run goes on without the service's description", text)
+        return {"info_error": text}
+
     # --- reading the answer -------------------------------------------------------------
     def _read(self, ep: Endpoint, data: Any, build: Callable[[], Any]) -> Any:
         try:
@@ -246,6 +284,44 @@ def read_items(fields: ListFields, data: Any) -> tuple[RetrievedItem, ...]:
     return tuple(out)
 
 
+def read_info(info: InfoSource, data: Any) -> tuple[dict[str, Any], list[str]]:
+    """The description's single values, and what could not be read (one line each).
+
+    ``path``: every scalar of the object (nested objects, lists and nulls are skipped);
+    ``fields``: each configured key, a missing or non-scalar one reported, the rest kept.
+    ``generator_deterministic`` must be a boolean: pass@k runs one trial when it is true.
+    """
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    if info.path is not None:
+        try:
+            obj = info.path.get(data)
+        except FieldError as exc:
+            return {}, [str(exc)]
+        if not isinstance(obj, Mapping):
+            return {}, [f"field {info.path.text!r} is {type(obj).__name__}, expected an object"]
+        values = {str(k): v for k, v in obj.items() if _is_scalar(v)}
+    for key, path in info.fields.items():
+        try:
+            value = path.get(data)
+        except FieldError as exc:
+            problems.append(str(exc))
+            continue
+        if value is not None and not _is_scalar(value):
+            problems.append(f"field {path.text!r} is {type(value).__name__}, expected a single value")
+        elif value is not None:
+            values[key] = value
+    flag = values.get("generator_deterministic")
+    if flag is not None and not isinstance(flag, bool):
+        problems.append(f"generator_deterministic is {flag!r}, expected true or false")
+        del values["generator_deterministic"]
+    return {k: v for k, v in values.items() if k not in OWN_KEYS}, problems
+
+
+def _is_scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool))
+
+
 def _scalar(ep: Endpoint, key: str, data: Any) -> Any:
     path = ep.scalars.get(key)
     return None if path is None else path.get(data)
@@ -255,6 +331,6 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _snippet(text: str) -> str:
+def _snippet(text: str, limit: int = _SNIPPET) -> str:
     text = " ".join(str(text).split())
-    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
+    return text if len(text) <= limit else text[:limit] + "…"

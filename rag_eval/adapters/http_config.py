@@ -1,4 +1,5 @@
-"""The HTTP adapter's configuration: endpoints, headers, request template, field paths.
+"""The HTTP adapter's configuration: endpoints, headers, request template, field paths,
+and the optional ``[info]`` call where the service describes itself.
 
 Read from a TOML file (``--pipeline-config``) and checked before any case runs: an
 unknown key, a missing url, a bad field path or an unset environment variable is a
@@ -26,6 +27,9 @@ RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason")
 CHAT_FIELDS = ("answer", "refused", "degraded", "degradation_reason", "generator")
 PLACEHOLDERS = ("{question}", "{top_k}", "{history}")
 METHODS = ("POST", "PUT", "GET")
+INFO_KEYS = ("url", "path", "fields")
+# What the adapter itself records: a service's description must not overwrite these.
+OWN_KEYS = ("adapter", "endpoint", "chat_endpoint", "info_endpoint", "headers", "config", "gold", "factory", "info_error")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -86,6 +90,21 @@ class Endpoint:
         return display_url(self.url)
 
 
+@dataclass(frozen=True)
+class InfoSource:
+    """``[info]``: a GET the service answers with its own description (index fingerprint,
+    models, store), so results record what was evaluated, not only where.
+
+    Either ``path`` (an object whose scalar values are taken) or ``fields`` (result key ->
+    path to one value). The call goes through the same client as retrieve and chat: same
+    headers, timeout, retries and redaction.
+    """
+
+    endpoint: Endpoint  # GET, no query parameters
+    path: FieldPath | None = None
+    fields: Mapping[str, FieldPath] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, repr=False)
 class HttpConfig:
     """Everything the HTTP adapter needs; ``repr`` and ``describe`` show no header values."""
@@ -101,6 +120,7 @@ class HttpConfig:
     total_budget_s: float = 120.0
     top_k: int | None = None
     preset: str = ""
+    info: InfoSource | None = None
 
     def __repr__(self) -> str:
         return f"HttpConfig(source={self.source!r}, retrieve={self.retrieve.display_url!r}, headers={sorted(self.headers)})"
@@ -114,6 +134,8 @@ class HttpConfig:
                         if self.header_vars.get(k) else "<literal>" for k in sorted(self.headers)},
             "config": self.source,
         }
+        if self.info is not None:
+            out["info_endpoint"] = self.info.endpoint.display_url
         return out
 
     def redact(self, text: str) -> str:
@@ -160,6 +182,7 @@ class HttpConfig:
             total_budget_s=_positive(http, "total_budget_s", 120.0, source),
             top_k=top_k,
             preset=preset,
+            info=_info(data["info"], source, env) if "info" in data else None,
         )
 
 
@@ -167,12 +190,7 @@ def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> End
     where = f"{source} [{name}]"
     _table(table, where)
     _known(table, ENDPOINT_KEYS if name == "chat" else tuple(k for k in ENDPOINT_KEYS if k not in ("sources", "context")), where)
-    if not table.get("url"):
-        raise AdapterConfigError(f"{where}: 'url' is required, e.g. url = \"http://127.0.0.1:8000/api/{name}\"")
-    url, _ = expand(str(table["url"]), env, f"{where} url")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise AdapterConfigError(f"{where} url = {display_url(url)!r}: not an http(s) URL with a host")
+    url = _url(table, where, env, f"http://127.0.0.1:8000/api/{name}")
     method = str(table.get("method", "POST")).upper()
     if method not in METHODS:
         raise AdapterConfigError(f"{where} method = {method!r}; valid: {', '.join(METHODS)}")
@@ -219,6 +237,42 @@ def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> End
         for stage, spec in stages_table.items()
     }
     return Endpoint(name, url, method, body, tuple(accept), items, sources, stages, scalars)
+
+
+def _info(table: Any, source: str, env: Mapping[str, str]) -> InfoSource:
+    where = f"{source} [info]"
+    _table(table, where)
+    _known(table, INFO_KEYS, where)
+    url = _url(table, where, env, "http://127.0.0.1:8000/api/health")
+    if ("path" in table) == ("fields" in table):
+        raise AdapterConfigError(
+            f"{where}: give either path = \"info\" (a field path to an object whose scalar values are taken) or an "
+            f"[info.fields] table (result key = field path), {'not both' if 'path' in table else 'one is required'}"
+        )
+    path = optional_path(table, "path", where)
+    fields_table = table.get("fields", {})
+    _table(fields_table, f"{where}.fields")
+    reserved = sorted(set(fields_table) & set(OWN_KEYS))
+    if reserved:
+        raise AdapterConfigError(
+            f"{where}.fields: {', '.join(map(repr, reserved))}: recorded by the adapter itself; "
+            f"name the value otherwise (reserved: {', '.join(OWN_KEYS)})"
+        )
+    fields = {str(k): FieldPath.parse(v, f"{where}.fields.{k}") for k, v in fields_table.items()}
+    for key, p in {"path": path, **{f"fields.{k}": v for k, v in fields.items()}}.items():
+        if p is not None and p.depth:
+            raise AdapterConfigError(f"{where}.{key} = {p.text!r}: a single {'object' if key == 'path' else 'value'}, so no []")
+    return InfoSource(Endpoint("info", url, "GET", {}, (), None, None, {}, {}), path, fields)
+
+
+def _url(table: Mapping[str, Any], where: str, env: Mapping[str, str], example: str) -> str:
+    if not table.get("url"):
+        raise AdapterConfigError(f"{where}: 'url' is required, e.g. url = \"{example}\"")
+    url, _ = expand(str(table["url"]), env, f"{where} url")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AdapterConfigError(f"{where} url = {display_url(url)!r}: not an http(s) URL with a host")
+    return url
 
 
 def expand(text: str, env: Mapping[str, str], where: str) -> tuple[str, tuple[str, ...]]:

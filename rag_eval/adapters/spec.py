@@ -6,6 +6,7 @@ optional ``--pipeline-config`` TOML file, read and checked once at start-up.
     id_map = "ids.csv"           # service id -> gold chunk_id / doc_id, relative to this file
     [options]                    # python: passed to the factory
     [http] [retrieve] [chat]     # http: see rag_eval.adapters.http_config
+    [info]                       # http, optional: the service's self-description for run.system
     [dify]                       # dify: see rag_eval.adapters.dify
 
 The command line wins over the file's ``pipeline``.
@@ -27,7 +28,7 @@ BUILTIN: tuple[str, ...] = ("rag_app", "http", "dify")
 KEYS_BY_KIND: dict[str, tuple[str, ...]] = {
     "rag_app": ("pipeline", "gold", "id_map"),
     "python": ("pipeline", "gold", "id_map", "options"),
-    "http": ("pipeline", "gold", "id_map", "http", "retrieve", "chat"),
+    "http": ("pipeline", "gold", "id_map", "http", "retrieve", "chat", "info"),
     "dify": ("pipeline", "gold", "id_map", "dify"),
 }
 DEFAULT_GOLD: dict[str, str] = {"rag_app": "corpus", "python": "ids", "http": "ids", "dify": "ids"}

@@ -1,4 +1,5 @@
-"""The HTTP adapter against a scripted server: retries, timeouts, field paths, secrets."""
+"""The HTTP adapter against a scripted server: retries, timeouts, field paths, secrets,
+and the service's self-description ([info])."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from rag_eval.adapters import AdapterConfigError, load_spec
 from rag_eval.adapters.fields import FieldError, FieldPath
 from rag_eval.adapters.http import HttpSystem, ServiceCallError
 from rag_eval.adapters.http_config import HttpConfig, render_body
+from rag_eval.adapters.spec import PipelineSpec
 from rag_eval.contract import ContractError
+from rag_eval.dataset import DatasetPaths
+from rag_eval.results import CaseResult
+from rag_eval.session import EvalConfig, EvalSession, _with_system
 from tests.support.scripted_http import Hang, ScriptedJSONServer, Status
 
 SECRET = "sk-test-secret-value-123"
@@ -233,3 +238,164 @@ def test_the_shipped_example_configuration_loads() -> None:
     assert (spec.kind, spec.gold) == ("http", "corpus")
     assert spec.http is not None and spec.http.chat is not None
     assert list(spec.http.retrieve.stages) == ["vector", "bm25", "fused", "reranked", "context"]
+
+
+# --------------------------------------------------------------------------- [info]: the service's description
+
+HEALTH = {
+    "status": "ok",
+    "info": {"index_fingerprint": "abc123", "embedder": "fake-64", "reranker": "none", "generator": "extractive",
+             "generator_deterministic": True, "n_docs": 3, "vector_store": "chroma embedded:/x", "nested": {"a": 1},
+             "adapter": "the service's own word", "similarity_threshold": None},
+}
+
+
+def with_info(url: str, **info: Any) -> dict[str, Any]:
+    data = table(url)
+    data["info"] = {"url": f"{url}/api/health", **info}
+    return data
+
+
+def health_and_items(path: str, body: Any) -> Status:
+    return Status(200, HEALTH) if path == "/api/health" else items_reply(path, body)
+
+
+def test_info_is_fetched_once_on_first_describe_and_merged() -> None:
+    with ScriptedJSONServer(health_and_items) as srv:
+        sut = system(with_info(srv.url, path="info"))
+        assert srv.requests == []  # lazy: building the system asks nothing
+        sut.retrieve("q")
+        first, second = sut.describe(), sut.describe()
+
+    assert [(r.method, r.path) for r in srv.requests if r.path.startswith("/api/health")] == [("GET", "/api/health")]
+    assert first == second
+    assert {k: first[k] for k in ("index_fingerprint", "embedder", "reranker", "generator", "vector_store", "n_docs")} == {
+        "index_fingerprint": "abc123", "embedder": "fake-64", "reranker": "none", "generator": "extractive",
+        "vector_store": "chroma embedded:/x", "n_docs": 3,
+    }
+    assert first["generator_deterministic"] is True  # the passk tier runs one trial on it
+    assert first["adapter"] == "http"  # the adapter's own keys are not the service's to overwrite
+    assert first["info_endpoint"] == f"{srv.url}/api/health"
+    assert "nested" not in first and "similarity_threshold" not in first and "info_error" not in first
+
+
+def test_info_reaches_each_case_system_through_the_session() -> None:
+    with ScriptedJSONServer(health_and_items) as srv:
+        config = HttpConfig.parse(with_info(srv.url, path="info"), "test.toml", {})
+        sut = HttpSystem(config)
+        spec = PipelineSpec("http", "ids", http=config)
+        session = EvalSession(EvalConfig(DatasetPaths(Path("."), Path("."), Path(".")), pipeline=spec), lambda s, c: sut)
+        info = session.system_info
+        case = _with_system(CaseResult(id="c", tier="retrieval", outcome="pass"), info)
+
+    assert case.details["system"] == {
+        "adapter": "http", "endpoint": f"{srv.url}/search", "gold": "ids", "index_fingerprint": "abc123",
+        "vector_store": "chroma embedded:/x", "embedder": "fake-64", "reranker": "none", "generator": "extractive",
+        "info_error": None,
+    }
+
+
+def test_info_fields_map_result_keys_to_paths() -> None:
+    reply = {"build": {"index": "v7"}, "models": [{"name": "e5"}], "llm": {"temp0": "yes"}}
+    with ScriptedJSONServer(lambda p, b: Status(200, reply)) as srv:
+        fields = {"index_fingerprint": "build.index", "embedder": "models[0].name", "reranker": "?rerank.name",
+                  "generator_deterministic": "llm.temp0"}
+        described = system(with_info(srv.url, fields=fields)).describe()
+
+    assert (described["index_fingerprint"], described["embedder"]) == ("v7", "e5")
+    assert "reranker" not in described  # optional and absent
+    assert "generator_deterministic" not in described  # "yes" is not a boolean: refused, not guessed
+    assert "generator_deterministic is 'yes', expected true or false" in described["info_error"]
+
+
+def test_a_failing_info_call_is_info_error_and_cases_still_run() -> None:
+    def no_health(path: str, body: Any) -> Status:
+        return Status(404, {"error": "no route"}) if path == "/api/health" else items_reply(path, body)
+
+    with ScriptedJSONServer(no_health) as srv:
+        sut = system(with_info(srv.url, path="info"))
+        described = sut.describe()
+        result = sut.retrieve("q")
+
+    assert [i.id for i in result.items] == ["c1", "c2"]
+    assert described["info_error"].startswith(f"info at {srv.url}/api/health failed after 1 attempt [client]: HTTP 404")
+    assert described["adapter"] == "http" and "index_fingerprint" not in described
+    assert len(described["info_error"]) <= 301
+
+
+def test_info_with_a_wrong_path_says_what_was_there() -> None:
+    with ScriptedJSONServer(lambda p, b: Status(200, {"status": "ok", "data": {}})) as srv:
+        described = system(with_info(srv.url, path="info")).describe()
+
+    assert "no key 'info' at the top level (found keys ['data', 'status'])" in described["info_error"]
+    assert "fix [info] in test.toml" in described["info_error"]
+
+
+def test_an_unreachable_info_service_does_not_fail_the_session() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    described = system(with_info(f"http://127.0.0.1:{port}", path="info")).describe()
+
+    assert "[refused]" in described["info_error"]
+
+
+def test_a_secret_header_value_never_reaches_describe() -> None:
+    def echo(path: str, body: Any) -> Status:  # a service that reflects the credentials it was sent
+        return Status(200, {"info": {"embedder": "e5", "seen": f"Bearer {SECRET}"}})
+
+    def reject(path: str, body: Any) -> Status:
+        return Status(401, {"error": f"bad key Bearer {SECRET}"})
+
+    described: dict[str, dict[str, Any]] = {}
+    for name, reply in (("echo", echo), ("reject", reject)):
+        with ScriptedJSONServer(reply) as srv:
+            data = with_info(srv.url, path="info")
+            data["http"]["headers"] = {"Authorization": "Bearer ${SVC_KEY}"}
+            described[name] = system(data, env={"SVC_KEY": SECRET}).describe()
+        assert srv.requests[0].headers["authorization"] == f"Bearer {SECRET}"  # same headers as the other calls
+
+    assert SECRET not in repr(described)
+    assert described["echo"]["seen"] == "Bearer [redacted]" and described["echo"]["embedder"] == "e5"
+    assert "[auth]" in described["reject"]["info_error"] and "[redacted]" in described["reject"]["info_error"]
+
+
+def test_info_uses_the_same_retries_as_the_other_calls() -> None:
+    sleeps = Sleeps()
+    with ScriptedJSONServer(health_and_items) as srv:
+        srv.enqueue("/api/health", Status(503, {"error": "warming up"}))
+        described = system(with_info(srv.url, path="info"), sleep=sleeps).describe()
+
+    assert described["index_fingerprint"] == "abc123" and sleeps == [0.5]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[info]\nurl = "http://h/api/health"\npath = "info"\nmethod = "GET"\n',
+         "[info]: unknown key(s) 'method'; valid: url, path, fields"),
+        ('[info]\npath = "info"\n', "[info]: 'url' is required, e.g. url = \"http://127.0.0.1:8000/api/health\""),
+        ('[info]\nurl = "http://h/api/health"\n', "[info]: give either path = \"info\""),
+        ('[info]\nurl = "http://h/api/health"\npath = "info"\n[info.fields]\nembedder = "e"\n', "not both"),
+        ('[info]\nurl = "http://h/api/health"\npath = "info[]"\n', "[info].path = 'info[]': a single object, so no []"),
+        ('[info]\nurl = "http://h/api/health"\n[info.fields]\nadapter = "name"\n',
+         "[info].fields: 'adapter': recorded by the adapter itself"),
+        ('[info]\nurl = "http://h/api/health"\n[info.fields]\nembedder = "m[x]"\n', "[info].fields.embedder: bad field path"),
+        ('[info]\nurl = "file:///etc/health"\npath = "info"\n', "[info] url = 'file:///etc/health': not an http(s) URL"),
+    ],
+)
+def test_bad_info_configuration_names_the_key_and_the_valid_names(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, GOOD + text)
+    with pytest.raises(AdapterConfigError) as err:
+        load_spec("http", path, env={})
+
+    assert message in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_the_shipped_example_reads_rag_app_health() -> None:
+    spec = load_spec(None, Path(__file__).parents[2] / "examples" / "rag_app_http.toml", env={})
+
+    assert spec.http is not None and spec.http.info is not None
+    assert spec.http.info.endpoint.url == "http://127.0.0.1:8000/api/health"
+    assert spec.http.info.path is not None and spec.http.info.path.text == "info"

@@ -72,6 +72,10 @@ def test_the_gate_over_http_matches_the_in_process_run(sandbox: Sandbox, rag_app
     assert outcome(a) == outcome(b)
     assert b["run"]["system"]["adapter"] == "http"
     assert b["run"]["system"]["endpoint"] == f"{rag_app_api}/api/retrieve"
+    # [info] (GET /api/health): the HTTP run names the same index and embedder as the in-process one
+    assert "info_error" not in b["run"]["system"], b["run"]["system"]
+    for key in ("index_fingerprint", "embedder"):
+        assert a["run"]["system"][key] and b["run"]["system"][key] == a["run"]["system"][key], key
 
 
 # --------------------------------------------------------------------------- service faults
