@@ -99,7 +99,12 @@ def test_only_the_comment_job_writes_and_it_runs_no_pr_code() -> None:
     writers = {n for n, j in wf["jobs"].items() if "write" in json.dumps(j.get("permissions", {}))}
     assert writers == {"comment"}
     comment = wf["jobs"]["comment"]
-    assert not any("actions/checkout" in str(s.get("uses", "")) for s in comment["steps"])
+    checkouts = [s for s in comment["steps"] if "actions/checkout" in str(s.get("uses", ""))]
+    # Only the base commit's scripts: never the pull request's code with a write token.
+    assert all(
+        s["with"]["ref"] == "${{ github.event.pull_request.base.sha }}" and s["with"]["sparse-checkout"] == ".github/scripts"
+        for s in checkouts
+    )
     assert "head.repo.full_name == github.repository" in comment["if"]  # forks: read-only token, no comment
 
 
