@@ -215,7 +215,8 @@ def pytest_configure(config: pytest.Config) -> None:
             baseline=_baseline(config),
         )
         config.stash[STATE] = state
-        config.pluginmanager.register(CaseCollector(state), CONTROLLER_PLUGIN)
+        keep_full = bool(getattr(config.option, "json_report", False))
+        config.pluginmanager.register(CaseCollector(state, keep_full), CONTROLLER_PLUGIN)
 
 
 def _rooted(root: Path, path: str) -> Path:
@@ -511,17 +512,31 @@ class CaseCollector:
     in the same process (pytester, an IDE) would overwrite.
     """
 
-    def __init__(self, state: ControllerState) -> None:
+    def __init__(self, state: ControllerState, keep_full: bool = False) -> None:
         self.state = state
+        self.keep_full = keep_full  # --json-report asked for the cases on the reports
+        self.short: dict[str, str] = {}  # nodeid -> the one-line stand-in of its case
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":  # the teardown report carries the same result again
-            return
-        for prop in report.user_properties:
+        """Take the case from the call report, then leave a one-line stand-in on every
+        report: the full case (kilobytes of stages, context and answer) would otherwise stay
+        in memory with pytest's reports and land in --junitxml as a property of every test
+        (1.2 MB for the 97 demo retrieval cases). Runs first, before junitxml reads it.
+        With pytest-json-report's --json-report the full case stays: that report is where
+        a tool that reads it expects the per-case data."""
+        for i, prop in enumerate(report.user_properties):
             name, value = prop  # a tuple here, a list after xdist's JSON round trip
-            if name == USER_PROPERTY:
+            if name != USER_PROPERTY:
+                continue
+            if report.when == "call":
                 case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(value))
                 self.state.cases[case.key] = case
+                stage = f" at {case.failed_stage}" if case.failed_stage else ""
+                self.short[report.nodeid] = f"{case.key}: {case.outcome}{stage} (details in the results file)"
+            short = self.short.get(report.nodeid)
+            if short is not None and not self.keep_full:
+                report.user_properties[i] = (USER_PROPERTY, short)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -138,6 +138,10 @@ def test_junitxml_has_every_case_and_the_failed_gates(sandbox: Sandbox) -> None:
     assert suite is not None
     names = {tc.get("name") for tc in suite.iter("testcase")}
     assert names == {f"test_retrieval[{i}]" for i in IDS}
-    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    # Each test carries a one-line stand-in of its case, not the case itself (kilobytes).
+    for tc in suite.iter("testcase"):
+        (case,) = [p.get("value") for p in tc.iter("property") if p.get("name") == "rag_eval_case"]
+        assert case.startswith("retrieval::q-") and ": pass" in case and len(case) < 120
+    props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}  # type: ignore[union-attr]
     assert props["rag_eval_verdict"] == "fail"
     assert props["rag_eval_failed_gate retrieval.doc.recall@5"].endswith("(threshold 0.5, n=7)")
