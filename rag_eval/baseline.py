@@ -114,6 +114,7 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any], path: str) 
         "dataset_fingerprint": base_run.get("dataset_fingerprint"),
         "gates": gate_deltas(current, baseline),
         "transitions": case_transitions(current, baseline),
+        "tiers": tier_differences(current, baseline),
     }
 
 
@@ -166,17 +167,23 @@ def case_transitions(current: Mapping[str, Any], baseline: Mapping[str, Any]) ->
     """Cases whose outcome changed, by ``tier::id``, each list sorted by key.
 
     A skipped case (e.g. judge without credentials) neither passes nor fails: it makes
-    no pass/fail transition, but it is present (neither new nor removed).
+    no pass/fail transition, but it is present (neither new nor removed). New and
+    removed cases are counted only within tiers both runs ran: a tier selected out now
+    (``-m retrieval``) or run for the first time is a difference of selection, said by
+    ``tier_differences``, not hundreds of removed or new cases.
     """
     now, was = _cases_by_key(current), _cases_by_key(baseline)
+    both = tiers_of(current) & tiers_of(baseline)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in TRANSITIONS}
     for key in sorted(now.keys() | was.keys()):
         c, b = now.get(key), was.get(key)
         if b is None:
-            out["new"].append(_transition(key, c, ABSENT, c["outcome"]))
+            if c["tier"] in both:
+                out["new"].append(_transition(key, c, ABSENT, c["outcome"]))
             continue
         if c is None:
-            out["removed"].append(_transition(key, b, b["outcome"], ABSENT, stage=False))
+            if b["tier"] in both:
+                out["removed"].append(_transition(key, b, b["outcome"], ABSENT, stage=False))
             continue
         if b["outcome"] == "pass" and c["outcome"] in FAILING:
             out["pass_to_fail"].append(_transition(key, c, "pass", c["outcome"]))
@@ -186,6 +193,24 @@ def case_transitions(current: Mapping[str, Any], baseline: Mapping[str, Any]) ->
         if b_class == "stable_pass" and c_class == "flaky":
             out["stable_to_flaky"].append(_transition(key, c, b_class, c_class))
     return out
+
+
+def tiers_of(results: Mapping[str, Any]) -> set[str]:
+    return {str(c["tier"]) for c in results.get("cases") or []}
+
+
+def tier_differences(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Tiers only one of the runs ran, with their case counts (not compared case by case)."""
+    now, was = tiers_of(current), tiers_of(baseline)
+
+    def count(results: Mapping[str, Any], tiers: set[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in results.get("cases") or []:
+            if c["tier"] in tiers:
+                out[c["tier"]] = out.get(c["tier"], 0) + 1
+        return dict(sorted(out.items()))
+
+    return {"only_baseline": count(baseline, was - now), "only_now": count(current, now - was)}
 
 
 def _cases_by_key(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:

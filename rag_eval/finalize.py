@@ -115,6 +115,10 @@ def baseline_lines(results: Mapping[str, Any]) -> list[str]:
     commit = (diff.get("commit") or "")[:10] or "unknown commit"
     counts = ", ".join(f"{len(t.get(k) or [])} {k.replace('_to_', '→').replace('_', ' ')}" for k in TRANSITION_ORDER)
     lines = [f"baseline: {diff.get('path')} ({commit}): {counts}"]
+    tiers = diff.get("tiers") or {}
+    for key, label in (("only_baseline", "not run now"), ("only_now", "not on the baseline")):
+        for tier, n in (tiers.get(key) or {}).items():
+            lines.append(f"  tier {tier} {label} ({n} cases): not compared case by case")
     for row in (t.get("pass_to_fail") or [])[:10]:
         stage = f" at {row['failed_stage']}" if row.get("failed_stage") else ""
         lines.append(f"  newly failing: {row['key']} ({row['was']} → {row['now']}{stage})")

@@ -149,7 +149,18 @@ def _baseline_line(base: Mapping[str, Any]) -> str:
             ("removed", "removed"),
         )
     )
-    return f"Baseline: {what}{when}, same dataset fingerprint · cases: {changes}"
+    return f"Baseline: {what}{when}, same dataset fingerprint · cases: {changes}{_tier_note(base)}"
+
+
+def _tier_note(base: Mapping[str, Any]) -> str:
+    """Tiers only one run ran are a difference of selection, not new or removed cases."""
+    tiers = base.get("tiers") or {}
+    parts = []
+    for key, label in (("only_baseline", "not run now"), ("only_now", "not on the baseline")):
+        rows = tiers.get(key) or {}
+        if rows:
+            parts.append(f"{label}: " + ", ".join(f"{escape(t)} ({n} cases)" for t, n in rows.items()))
+    return " · tiers " + "; ".join(parts) if parts else ""
 
 
 def _joined(value: Any) -> str:

@@ -151,6 +151,7 @@ class BaselineView:
     time: str
     dataset_fingerprint: str
     groups: tuple[TransitionGroup, ...]
+    tier_notes: tuple[str, ...] = ()  # tiers only one run ran: not compared case by case
 
 
 @dataclass(frozen=True)
@@ -399,7 +400,16 @@ def _baseline_view(raw: Any) -> BaselineView | None:
         time=fmt_scalar(raw.get("time")),
         dataset_fingerprint=fmt_scalar(raw.get("dataset_fingerprint")),
         groups=tuple(groups),
+        tier_notes=_tier_notes(as_mapping(raw.get("tiers"))),
     )
+
+
+def _tier_notes(tiers: Mapping[str, Any]) -> tuple[str, ...]:
+    notes = []
+    for key, label in (("only_baseline", "ran on the baseline, not now"), ("only_now", "ran now, not on the baseline")):
+        for tier, n in as_mapping(tiers.get(key)).items():
+            notes.append(f"tier {tier} {label} ({n} cases): not compared case by case")
+    return tuple(notes)
 
 
 def _newly_failing(baseline: BaselineView | None) -> dict[str, tuple[str, ...]]:

@@ -188,7 +188,7 @@ def test_compare_has_exactly_the_documented_shape() -> None:
     base = results([case("a"), case("b"), case("c", "fail")], commit="abc123")
     now = results([case("a"), case("b", "fail"), case("c", "fail")])
     out = compare(now, base, "baseline/eval-results.json")
-    assert set(out) == {"path", "commit", "time", "dataset_fingerprint", "gates", "transitions"}
+    assert set(out) == {"path", "commit", "time", "dataset_fingerprint", "gates", "transitions", "tiers"}
     assert (out["path"], out["commit"], out["time"], out["dataset_fingerprint"]) == (
         "baseline/eval-results.json",
         "abc123",
@@ -238,3 +238,15 @@ def test_regression_gate_rows_are_not_compared_again() -> None:
     now = results([case("a")])
     now["gates"].append({"metric": "regression.no_new_failures", "tier": "regression", "key": "no_new_failures", "value": 0.0, "n": 1})
     assert [r["metric"] for r in compare(now, base, "b.json")["gates"]] == ["retrieval.recall@5", "retrieval.pass_rate"]
+
+
+def test_a_tier_run_only_on_one_side_is_a_selection_difference_not_removed_cases() -> None:
+    from rag_eval.baseline import compare
+
+    def results(tiers: tuple[str, ...]) -> dict:
+        cases = [{"id": f"q{i}", "tier": t, "outcome": "pass", "metrics": {}} for t in tiers for i in range(3)]
+        return {"run": {"dataset_fingerprint": "fp"}, "cases": cases, "gates": [], "metrics": {}, "metrics_n": {}}
+
+    diff = compare(results(("retrieval", "judge")), results(("retrieval", "passk")), "b.json")
+    assert diff["transitions"]["removed"] == [] and diff["transitions"]["new"] == []
+    assert diff["tiers"] == {"only_baseline": {"passk": 3}, "only_now": {"judge": 3}}
