@@ -27,7 +27,7 @@ import logging
 import threading
 from dataclasses import asdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from rag_app.pipeline import RagPipeline
 from rag_app.types import ChatResult, Chunk, RetrievalResult, Trace
@@ -101,7 +101,7 @@ def context_scores(result: RetrievalResult, pipeline: RagPipeline) -> dict[str, 
         chunk = pipeline.index.chunks.get(h.chunk_id)
         key = h.chunk_id if h.chunk_id in ids else (chunk.parent_id if chunk is not None else None)
         if key in ids:
-            out[key] = max(out.get(key, h.score), h.score)  # type: ignore[index]
+            out[key] = max(out.get(key, h.score), h.score)
     return out
 
 
@@ -142,7 +142,8 @@ class RagAppServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        # An AF_INET server's address is (host str, port); typeshed allows bytes for other families.
+        host, port = cast("tuple[str, int]", self.server_address[:2])
         return f"http://{host}:{port}"
 
 

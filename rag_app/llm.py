@@ -362,13 +362,15 @@ class ChatClient:
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             raise malformed("no choices in the answer")
-        first = choices[0] if isinstance(choices[0], dict) else {}
-        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        first: dict[str, Any] = choices[0] if isinstance(choices[0], dict) else {}
+        raw_message = first.get("message")
+        message: dict[str, Any] = raw_message if isinstance(raw_message, dict) else {}
         content = message.get("content")
         finish = first.get("finish_reason")
         if not isinstance(content, str):
             raise malformed(f"the first choice has no text content (finish_reason={finish!r})")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        raw_usage = data.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return ChatResponse(
             content=content,
             usage=Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))),

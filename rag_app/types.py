@@ -140,7 +140,10 @@ class Source:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Source:
-        return cls(**{k: d.get(k) for k in ("n", "chunk_id", "doc_id", "book", "section", "page_start", "page_end")})
+        fields: dict[str, Any] = {
+            k: d.get(k) for k in ("n", "chunk_id", "doc_id", "book", "section", "page_start", "page_end")
+        }
+        return cls(**fields)
 
 
 @dataclass(frozen=True)

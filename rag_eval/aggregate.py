@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from rag_eval.results import CaseResult
 
@@ -69,9 +69,9 @@ def errors_for(key: str, cases: Sequence[CaseResult]) -> int:
     return sum(1 for c in cases if c.outcome == "error" and (c.tier != "retrieval" or c.negative == wants_negative))
 
 
-def _rate(cases: Sequence[CaseResult], pred: object, errors: int) -> MetricValue:
+def _rate(cases: Sequence[CaseResult], pred: Callable[[CaseResult], bool], errors: int) -> MetricValue:
     n = len(cases)
-    hits = sum(1 for c in cases if pred(c))  # type: ignore[operator]
+    hits = sum(1 for c in cases if pred(c))
     return MetricValue(hits / n if n else None, n, errors)
 
 

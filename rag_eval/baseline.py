@@ -178,6 +178,7 @@ def case_transitions(current: Mapping[str, Any], baseline: Mapping[str, Any]) ->
     for key in sorted(now.keys() | was.keys()):
         c, b = now.get(key), was.get(key)
         if b is None:
+            assert c is not None  # every key comes from now or was
             if c["tier"] in both:
                 out["new"].append(_transition(key, c, ABSENT, c["outcome"]))
             continue

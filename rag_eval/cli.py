@@ -6,12 +6,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from rag_app.errors import RagAppError
 from rag_eval.dataset import find_paths, golden_items
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.validate import coverage_table, validate_all
+
+if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fast
+    from rag_eval.gate import GateResult
+    from rag_eval.regression import RegressionGateResult
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -157,7 +161,7 @@ def _merge(args: argparse.Namespace) -> int:
     # The lines of the pytest terminal summary of an unsharded run.
     if merged.thresholds is None:
         print("no thresholds file: no gates evaluated (the shards ran without one; pass --thresholds PATH)")
-    gates = [*merged.gates, *regression]
+    gates: list[GateResult | RegressionGateResult] = [*merged.gates, *regression]
     for g in gates:
         print(g.line())
     if baseline is not None and baseline.data is not None and not regression:

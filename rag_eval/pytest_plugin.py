@@ -13,7 +13,7 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import pytest
 
@@ -530,7 +530,8 @@ class CaseCollector:
             if name != USER_PROPERTY:
                 continue
             if report.when == "call":
-                case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(value))
+                # our own json.dumps string (CaseRunner.run); a dict is taken as it is
+                case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
                 self.state.cases[case.key] = case
                 stage = f" at {case.failed_stage}" if case.failed_stage else ""
                 self.short[report.nodeid] = f"{case.key}: {case.outcome}{stage} (details in the results file)"
@@ -684,13 +685,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`")
     elif state.thresholds is None:
         tr.write_line("no thresholds file: no gates evaluated (create thresholds.toml or pass --thresholds)")
-    for g in [*state.gates, *state.regression]:
+    all_gates: list[GateResult | RegressionGateResult] = [*state.gates, *state.regression]
+    for g in all_gates:
         tr.write_line(g.line(), red=not g.passed, green=g.passed)
     if state.baseline is not None and state.baseline.data is not None and not state.regression:
         tr.write_line("baseline compared; no [regression] gates in the thresholds file")
     for line in state.baseline_lines:
         tr.write_line(line, yellow=line.startswith("WARNING"), bold=line.startswith("WARNING"))
-    all_gates = [*state.gates, *state.regression]
     if all_gates:
         n_failed = sum(1 for g in all_gates if not g.passed)
         verdict_line = f"gate: {'PASSED' if state.passed else 'FAILED'} ({len(all_gates) - n_failed}/{len(all_gates)} gates passed)"

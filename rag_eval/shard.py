@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Iterable, TypeVar
+from typing import Callable, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -34,7 +34,7 @@ class Shard:
     def owns(self, item_id: str) -> bool:
         return shard_of(item_id, self.count) == self.index
 
-    def select(self, items: Iterable[T], key: "callable[[T], str]") -> list[T]:  # type: ignore[valid-type]
+    def select(self, items: Iterable[T], key: Callable[[T], str]) -> list[T]:
         return [i for i in items if self.owns(key(i))]
 
     def to_dict(self) -> dict[str, int]:

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -50,6 +50,7 @@ from rag_app.index.chroma_server import client_location, lost_server_error
 
 if TYPE_CHECKING:  # chromadb takes ~1.5 s to import: only when a store is opened
     from chromadb.api import ClientAPI
+    from chromadb.api.collection_configuration import CreateCollectionConfiguration
     from chromadb.api.models.Collection import Collection
 
 HNSW_CONFIGURATION: dict[str, Any] = {
@@ -126,7 +127,7 @@ def decode_metadata(stored: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _rank(ids: Sequence[str], scores: npt.NDArray[np.float64], k: int) -> list[tuple[str, float]]:
+def _rank(ids: Sequence[str], scores: npt.NDArray[np.floating[Any]], k: int) -> list[tuple[str, float]]:
     """Top ``k`` by score rounded to 1e-6 (descending), then id (ascending)."""
     if k <= 0 or len(ids) == 0:
         return []
@@ -177,10 +178,11 @@ class ChromaVectorStore:
             self.collection: Collection = client.get_or_create_collection(
                 name=collection,
                 embedding_function=None,
-                configuration={"hnsw": dict(HNSW_CONFIGURATION)},  # type: ignore[arg-type,typeddict-item]
+                # HNSW_CONFIGURATION holds only keys of Chroma's CreateHNSWConfiguration
+                configuration=cast("CreateCollectionConfiguration", {"hnsw": dict(HNSW_CONFIGURATION)}),
             )
         else:
-            self.collection = client.get_collection(name=collection, embedding_function=None)  # type: ignore[arg-type]
+            self.collection = client.get_collection(name=collection, embedding_function=None)
         self._check_space()
         self._count = int(self.collection.count())  # count() costs ~4 ms: kept, not asked per query
         self._exact: tuple[list[str], npt.NDArray[np.float32]] | None = None
@@ -269,11 +271,13 @@ class ChromaVectorStore:
             with single_threaded_blas():
                 scores = unit @ q.astype(np.float32)
             return _rank(ids, scores, k)
+        # Annotated with Chroma's own element type (int32 | float32): a list is invariant.
+        query_embeddings: list[npt.NDArray[np.int32 | np.float32]] = [q.astype(np.float32)]
         try:
             res = self.collection.query(
-                query_embeddings=[q.astype(np.float32)],
+                query_embeddings=query_embeddings,
                 n_results=k + EXTRA_CANDIDATES,  # may exceed the size: Chroma returns what it has
-                include=["embeddings"],  # type: ignore[list-item]
+                include=["embeddings"],
             )
         except Exception as exc:
             _raise_if_server_lost(self.client, exc)
@@ -291,7 +295,7 @@ class ChromaVectorStore:
             rows: list[npt.NDArray[np.float64]] = []
             for offset in range(0, self._count, _READ_BATCH):
                 try:
-                    page = self.collection.get(include=["embeddings"], limit=_READ_BATCH, offset=offset)  # type: ignore[list-item]
+                    page = self.collection.get(include=["embeddings"], limit=_READ_BATCH, offset=offset)
                 except Exception as exc:
                     _raise_if_server_lost(self.client, exc)
                     raise
@@ -306,10 +310,10 @@ class ChromaVectorStore:
 
     def get(self, ids: Sequence[str]) -> dict[str, tuple[npt.NDArray[np.float32], dict[str, Any], str | None]]:
         """Stored (vector, metadata, document) by id; metadata decoded (None values restored)."""
-        res = self.collection.get(ids=list(ids), include=["embeddings", "metadatas", "documents"])  # type: ignore[list-item]
+        res = self.collection.get(ids=list(ids), include=["embeddings", "metadatas", "documents"])
         out: dict[str, tuple[npt.NDArray[np.float32], dict[str, Any], str | None]] = {}
-        metas = res.get("metadatas") or [None] * len(res["ids"])
-        docs = res.get("documents") or [None] * len(res["ids"])
+        metas: Sequence[Mapping[str, Any] | None] = res.get("metadatas") or [None] * len(res["ids"])
+        docs: Sequence[str | None] = res.get("documents") or [None] * len(res["ids"])
         embs = res.get("embeddings")
         for j, cid in enumerate(res["ids"]):
             vec = np.asarray(embs[j], dtype=np.float32) if embs is not None else np.zeros(0, dtype=np.float32)

@@ -36,7 +36,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import AbstractSet, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -212,7 +212,7 @@ def _squash(text: str) -> str:
     return "".join(_norm(text).split())
 
 
-def _exact_terms(query: str, q_tokens: set[str]) -> set[str]:
+def _exact_terms(query: str, q_tokens: AbstractSet[str]) -> set[str]:
     """Multi-character content tokens plus formula spans of the query."""
     terms = {t for t in q_tokens if len(t) >= 2}
     for span in _FORMULA_SPAN.findall(_norm(query)):
@@ -222,7 +222,7 @@ def _exact_terms(query: str, q_tokens: set[str]) -> set[str]:
     return terms
 
 
-def _exact_share(terms: set[str], text: str, c_tokens: set[str]) -> float:
+def _exact_share(terms: AbstractSet[str], text: str, c_tokens: AbstractSet[str]) -> float:
     if not terms:
         return 0.0
     squashed = _squash(text)

@@ -23,11 +23,11 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence, cast
 
 from rag_app.corpus import ChunkConfig, chunk_documents
 from rag_app.settings import Settings
-from rag_app.types import ChatResult, Chunk, Document, Hit, RetrievalResult, Source, StageResult, Trace, Usage
+from rag_app.types import ChatResult, Chunk, ChunkKind, Document, Hit, RetrievalResult, Source, StageResult, Trace, Usage
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.contract import Answer, Retrieval, RetrievedItem
 from rag_eval.golden.model import GoldenItem
@@ -249,7 +249,7 @@ class GoldSpace:
             chunk_id=gid,
             doc_id=self.doc_of.get(gid, f"?{gid}"),
             text=item.text,
-            kind=self.kind_of.get(gid, "child"),  # type: ignore[arg-type]
+            kind=cast(ChunkKind, self.kind_of.get(gid, "child")),  # only "child" / "parent" are stored
             parent_id=str(parent) if parent else None,
             book=str(meta.get("book") or meta.get("title") or ""),
             section=str(meta.get("section") or ""),

@@ -279,7 +279,8 @@ def read_items(fields: ListFields, data: Any) -> tuple[RetrievedItem, ...]:
         text = value(fields.texts)
         score = value(fields.scores)
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-            raise FieldError(f"field {fields.scores.text!r}: item {list(index)} has score {score!r}, expected a number")  # type: ignore[union-attr]
+            assert fields.scores is not None  # value(None) is None: a score comes only from the scores path
+            raise FieldError(f"field {fields.scores.text!r}: item {list(index)} has score {score!r}, expected a number")
         out.append(RetrievedItem(str(raw_id), "" if text is None else str(text), None if score is None else float(score), metadata))
     return tuple(out)
 

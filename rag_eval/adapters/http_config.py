@@ -59,7 +59,13 @@ class ListFields:
             metadata = {str(k): FieldPath.parse(v, f"{where}.metadata.{k}") for k, v in meta_raw.items()}
         else:
             metadata = optional_path(table, "metadata", where)
-        out = cls(ids, *(optional_path(table, k, where) for k in ("texts", "scores", "doc_ids")), metadata)
+        out = cls(
+            ids,
+            optional_path(table, "texts", where),
+            optional_path(table, "scores", where),
+            optional_path(table, "doc_ids", where),
+            metadata,
+        )
         for path in out.paths():
             if path.depth > ids.depth:
                 raise AdapterConfigError(

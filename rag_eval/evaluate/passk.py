@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.passk import summarize
@@ -35,7 +35,7 @@ def passk_case(
 ) -> CaseResult:
     """``deterministic``: the generator repeats itself, so one trial stands for all n
     (said in the details and the message); pass@k and pass^k then equal that outcome."""
-    common = dict(id=item.id, tier="passk", tags=dict(item.tags), split=item.split, negative=item.is_negative, duration=duration)
+    common: dict[str, Any] = dict(id=item.id, tier="passk", tags=dict(item.tags), split=item.split, negative=item.is_negative, duration=duration)
     details = {
         "trials": [asdict(t) for t in trials],
         "n": n,
@@ -50,7 +50,7 @@ def passk_case(
             failed_stage="judge",
             message=f"{len(errors)} of {len(trials)} trials could not be judged: {errors[0].message}",
             details=details,
-            **common,  # type: ignore[arg-type]
+            **common,
         )
     outcomes = [t.outcome == "pass" for t in trials]
     if deterministic:
@@ -69,5 +69,5 @@ def passk_case(
         message=message,
         metrics=summary.to_metrics(),
         details={**details, "c": summary.c, "class": summary.cls},
-        **common,  # type: ignore[arg-type]
+        **common,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from rag_app.types import STAGES, RetrievalResult, StageResult
 from rag_eval.golden.model import GoldenItem
@@ -47,7 +47,7 @@ def evaluate_retrieval(
         "degradation_reason": result.degradation_reason,
         "gold": _gold_view(gold),
     }
-    common = dict(id=item.id, tier="retrieval", tags=dict(item.tags), split=item.split, duration=duration)
+    common: dict[str, Any] = dict(id=item.id, tier="retrieval", tags=dict(item.tags), split=item.split, duration=duration)
     if item.is_negative:
         return _negative(item, stages, config, details, common)
 
@@ -81,11 +81,11 @@ def evaluate_retrieval(
         message="; ".join(problems),
         metrics=metrics,
         details=details,
-        **common,  # type: ignore[arg-type]
+        **common,
     )
 
 
-def _negative(item: GoldenItem, stages: Mapping[str, StageResult], config: RetrievalCaseConfig, details: dict, common: dict) -> CaseResult:  # type: ignore[type-arg]
+def _negative(item: GoldenItem, stages: Mapping[str, StageResult], config: RetrievalCaseConfig, details: dict[str, Any], common: dict[str, Any]) -> CaseResult:
     vector_hits = len(stages["vector"].hits) if "vector" in stages else 0
     context = len(stages[FINAL_STAGE].hits) if FINAL_STAGE in stages else 0
     metrics = {
@@ -108,7 +108,7 @@ def _negative(item: GoldenItem, stages: Mapping[str, StageResult], config: Retri
         metrics=metrics,
         negative=True,
         details=details,
-        **common,  # type: ignore[arg-type]
+        **common,
     )
 
 

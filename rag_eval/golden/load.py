@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from rag_eval.golden.model import (
     ACTIONS,
@@ -20,6 +20,7 @@ from rag_eval.golden.model import (
     EvidenceRef,
     GoldenItem,
     KeyFact,
+    Split,
 )
 
 OWN_KEYS = frozenset(
@@ -118,7 +119,7 @@ def parse_item(raw: Any, where: str) -> GoldenItem:
         must_contain=tuple(_str_list(raw, "must_contain", where)),
         must_not_contain=tuple(_str_list(raw, "must_not_contain", where)),
         expected_action=action,
-        split=split,
+        split=cast(Split, split),  # checked against SPLITS above
         corpus_name=str(corpus.get("name", "")),
         corpus_sha256=str(corpus.get("sha256", "")),
         source=where.split(" (id")[0],

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_eval.report.fmt import as_mapping
 from rag_eval.report.stages import STAGE_ORDER, normalize_stage, tier_rank
 
 # The ranked stages of the trace a retrieval case records, in pipeline order.
@@ -64,11 +65,12 @@ def build_case_data(results: Mapping[str, Any], ids: Sequence[str]) -> dict[str,
     for c in results.get("cases") or ():
         if isinstance(c, Mapping) and {"id", "tier", "outcome"} <= c.keys():
             by_id.setdefault(str(c.get("id", "")), []).append(c)
-    items = results.get("items") if isinstance(results.get("items"), Mapping) else {}
+    items = as_mapping(results.get("items"))
     out = []
     for item_id in ids:
         cases = sorted(by_id.get(item_id, []), key=lambda c: tier_rank(str(c.get("tier", ""))))
-        item = items.get(item_id) if isinstance(items.get(item_id), Mapping) else None
+        raw_item = items.get(item_id)
+        item = raw_item if isinstance(raw_item, Mapping) else None
         out.append(_item_payload(item_id, item, cases, table))
     return {"strings": table.strings, "stage_order": list(STAGE_ORDER), "items": out}
 
@@ -127,7 +129,7 @@ def _key_fact(fact: Any) -> dict[str, Any]:
 
 
 def _tier_payload(case: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
-    details = case.get("details") if isinstance(case.get("details"), Mapping) else {}
+    details = as_mapping(case.get("details"))
     tier = str(case.get("tier", ""))
     out: dict[str, Any] = {
         "tier": tier,
@@ -190,15 +192,15 @@ def _ranked(details: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
     for name in [s for s in RANKED_STAGES if s in stages] + sorted(s for s in stages if s not in RANKED_STAGES):
         # [chunk id, score] pairs as the retrieval tier writes them (scores already rounded)
         lists[name] = [[ref(hit[0]), hit[1]] for hit in stages[name] or () if len(hit) >= 2]
-    gold = details.get("gold") if isinstance(details.get("gold"), Mapping) else {}
+    gold = as_mapping(details.get("gold"))
     # A ranked id is gold when it belongs to a requirement's chunk or parent group;
     # doc-level gold cannot be matched to chunk ids here (the results file holds no
     # chunk → doc map), so it shows in the gold ranks only.
-    gold_of: dict[int, list[int]] = {}
+    gold_of: dict[int | None, list[int]] = {}  # None: a null chunk id in the results file
     for key in ("chunks", "parents"):
         for gi, group in enumerate(gold.get(key) or ()):
             for cid in group or ():
-                gold_of.setdefault(table.ref(cid), []).append(gi + 1)  # type: ignore[arg-type]
+                gold_of.setdefault(table.ref(cid), []).append(gi + 1)
     return {
         "lists": lists,
         "gold": {str(i): sorted(set(v)) for i, v in gold_of.items()},
@@ -228,7 +230,7 @@ def _source(s: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
 
 
 def _judge(details: Mapping[str, Any]) -> dict[str, Any]:
-    verdict = details.get("judge") if isinstance(details.get("judge"), Mapping) else {}
+    verdict = as_mapping(details.get("judge"))
     out: dict[str, Any] = {
         "model": str(details.get("judge_model") or ""),
         "engine": str(details.get("engine") or verdict.get("engine") or ""),
@@ -253,7 +255,7 @@ def _judge(details: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _passk(case: Mapping[str, Any], details: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
-    metrics = case.get("metrics") if isinstance(case.get("metrics"), Mapping) else {}
+    metrics = as_mapping(case.get("metrics"))
     k = details.get("k")
     return {
         "n": details.get("n"),

@@ -47,7 +47,7 @@ def build_header(
     system = as_mapping(run.get("system"))
     commit = run.get("commit")
     rows: list[tuple[str, Any]] = [
-        ("commit", _short(commit, 12) + (" (dirty: uncommitted changes)" if run.get("dirty") else "") if commit else None),
+        ("commit", (_short(commit, 12) or "") + (" (dirty: uncommitted changes)" if run.get("dirty") else "") if commit else None),
         ("time", run.get("time")),
         ("dataset", run.get("dataset")),
         ("dataset fingerprint", run.get("dataset_fingerprint")),

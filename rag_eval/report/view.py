@@ -310,7 +310,7 @@ def _rows(
     by_id: dict[str, list[Mapping[str, Any]]] = {}
     for c in cases:
         by_id.setdefault(str(c.get("id", "")), []).append(c)
-    drafts = []
+    drafts: list[dict[str, Any]] = []  # CaseRow fields but index, built before sorting
     for item_id, group in by_id.items():
         item = as_mapping(items.get(item_id))
         outcomes = {}
@@ -340,7 +340,7 @@ def _rows(
         )
     # Failing items first, by the stage that lost them (earliest first), then by id.
     drafts.sort(key=lambda d: (d["stage"] is None, stage_rank(d["stage"] or ""), d["id"]))
-    return tuple(CaseRow(index=i, **d) for i, d in enumerate(drafts))  # type: ignore[arg-type]
+    return tuple(CaseRow(index=i, **d) for i, d in enumerate(drafts))
 
 
 def _stage_counts(rows: Sequence[CaseRow], tiers: Sequence[str]) -> tuple[StageCount, ...]:
