@@ -355,8 +355,11 @@ def single_threaded_blas() -> Any:
     The exact search is one matrix-vector product; OpenBLAS threads it above ~9k
     elements, and on a busy 2-core machine (CI with ``-n 2``) the second thread waits for
     a core while the caller spins: measured p95 7.5-12.7 ms instead of 0.4-0.7 ms at
-    10k x 64 (BENCHMARKS.md, "Cost at scale"). One thread computes each row's dot product
-    the same way, so scores are bit-identical (checked); the limit costs ~0.06 ms.
+    10k x 64 (BENCHMARKS.md, "Cost at scale"). It also makes scores reproducible across
+    machines: a threaded product may split a row's dot product into partial sums by the
+    core count, which changes the last float32 bit (seen at 10k x 64, not at 20k x 384);
+    on one thread the scores are the same on a 2-core runner and a 16-core laptop. The
+    limit costs ~0.06 ms per query.
     """
     global _BLAS
     if _BLAS is None:
