@@ -132,7 +132,7 @@ def _merge(args: argparse.Namespace) -> int:
     """Exit 0 when every gate passed, 1 when one failed (or an output could not be
     written), 2 when the shards cannot be merged or the baseline cannot be used."""
     from rag_eval.baseline import BaselineError
-    from rag_eval.finalize import Baseline, Outputs, apply_baseline, baseline_lines, write_outputs
+    from rag_eval.finalize import Baseline, Outputs, apply_baseline, baseline_lines, summary_lines, write_outputs
     from rag_eval.merge import MergeError, merge, read_shards
 
     try:
@@ -154,7 +154,7 @@ def _merge(args: argparse.Namespace) -> int:
     report = None if args.no_report else Path(args.report) if args.report else out.with_name("eval-report.html")
     summary = Path(args.summary_md) if args.summary_md else None
     try:
-        problems = write_outputs(results, Outputs(out, report, summary, args.artifact_url))
+        written = write_outputs(results, Outputs(out, report, summary, args.artifact_url))
     except OSError as exc:  # the results file itself: nothing was written
         print(f"error: cannot write --out {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -162,20 +162,7 @@ def _merge(args: argparse.Namespace) -> int:
     if merged.thresholds is None:
         print("no thresholds file: no gates evaluated (the shards ran without one; pass --thresholds PATH)")
     gates: list[GateResult | RegressionGateResult] = [*merged.gates, *regression]
-    for g in gates:
-        print(g.line())
-    if baseline is not None and baseline.data is not None and not regression:
-        print("baseline compared; no [regression] gates in the thresholds file")
-    for line in baseline_lines(results):
-        print(line)
-    if gates:
-        n_failed = sum(1 for g in gates if not g.passed)
-        print(f"gate: {'PASSED' if passed else 'FAILED'} ({len(gates) - n_failed}/{len(gates)} gates passed)")
-    print(f"results: {out} (merged {len(args.files)} shards, {len(results['cases'])} cases)")
-    if report is not None and not any(p.startswith("HTML report") for p in problems):
-        print(f"report: {report}")
-    if summary is not None and not any(p.startswith("Markdown") for p in problems):
-        print(f"summary: {summary}")
-    for problem in problems:
-        print(f"ERROR: {problem}", file=sys.stderr)
-    return 0 if passed and not problems else 1
+    note = f" (merged {len(args.files)} shards, {len(results['cases'])} cases)"
+    for line in summary_lines(gates, passed, baseline, bool(regression), baseline_lines(results), written, note):
+        print(line.text, file=sys.stderr if line.text.startswith("ERROR:") else sys.stdout)
+    return 0 if passed and not written.problems else 1

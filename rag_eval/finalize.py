@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Protocol, Sequence
 
-from rag_eval.baseline import BaselineError, check_compatible, compare, load_baseline
+from rag_eval.baseline import BaselineError, check_compatible, compare, load_baseline, tier_notes
 from rag_eval.regression import RegressionGateResult, evaluate_regression
 from rag_eval.run import write_results
 from rag_eval.thresholds import Thresholds
@@ -76,18 +76,30 @@ class Outputs:
     artifact_url: str | None = None
 
 
-def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> list[str]:
-    """Write the results JSON, then the report and the summary; return problems, one line each.
+@dataclass(frozen=True)
+class Written:
+    """What ``write_outputs`` wrote: a path is None when it was not asked for or failed
+    (the failure is one line of ``problems``)."""
+
+    results: Path
+    report: Path | None
+    summary: Path | None
+    problems: tuple[str, ...]
+
+
+def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
+    """Write the results JSON, then the report and the summary.
 
     The results file is written first and a failing report or summary never removes it.
     The summary is *appended* (as ``$GITHUB_STEP_SUMMARY`` expects)."""
     write_results(outputs.results, results)
     problems: list[str] = []
+    report = summary = None
     if outputs.report is not None:
         try:
             from rag_eval.report.html import write_html
 
-            write_html(outputs.report, results)
+            report = write_html(outputs.report, results)
         except Exception as exc:  # noqa: BLE001 - reported, and the results are already on disk
             problems.append(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}")
     if outputs.summary is not None:
@@ -98,9 +110,55 @@ def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> list[str]:
             outputs.summary.parent.mkdir(parents=True, exist_ok=True)
             with outputs.summary.open("a", encoding="utf-8") as fh:
                 fh.write(text if text.endswith("\n") else text + "\n")
+            summary = outputs.summary
         except Exception as exc:  # noqa: BLE001
             problems.append(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}")
-    return problems
+    return Written(outputs.results, report, summary, tuple(problems))
+
+
+class GateLine(Protocol):
+    """A gate or regression gate result, as far as the summary needs it."""
+
+    @property
+    def passed(self) -> bool: ...
+
+    def line(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of the end-of-run summary; ``tone`` picks the terminal colour."""
+
+    text: str
+    tone: Literal["pass", "fail", "warn", "plain"] = "plain"
+    bold: bool = False
+
+
+def summary_lines(
+    gates: Sequence[GateLine],
+    passed: bool,
+    baseline: Baseline | None,
+    regression_evaluated: bool,
+    comparison: Sequence[str],
+    written: Written | None,
+    results_note: str = "",
+) -> list[Line]:
+    """The gate, baseline, verdict and output lines that the pytest terminal summary and
+    ``python -m rag_eval merge`` both print (``gates`` include the regression gates;
+    ``comparison`` is ``baseline_lines(results)``)."""
+    out = [Line(g.line(), "pass" if g.passed else "fail") for g in gates]
+    if baseline is not None and baseline.data is not None and not regression_evaluated:
+        out.append(Line("baseline compared; no [regression] gates in the thresholds file"))
+    out += [Line(text, "warn", bold=True) if text.startswith("WARNING") else Line(text) for text in comparison]
+    if gates:
+        n_failed = sum(1 for g in gates if not g.passed)
+        verdict = f"gate: {'PASSED' if passed else 'FAILED'} ({len(gates) - n_failed}/{len(gates)} gates passed)"
+        out.append(Line(verdict, "pass" if passed else "fail", bold=True))
+    if written is not None:
+        out.append(Line(f"results: {written.results}{results_note}"))
+        out += [Line(f"{name}: {path}") for name, path in (("report", written.report), ("summary", written.summary)) if path]
+        out += [Line(f"ERROR: {problem}", "fail", bold=True) for problem in written.problems]
+    return out
 
 
 def baseline_lines(results: Mapping[str, Any]) -> list[str]:
@@ -115,10 +173,7 @@ def baseline_lines(results: Mapping[str, Any]) -> list[str]:
     commit = (diff.get("commit") or "")[:10] or "unknown commit"
     counts = ", ".join(f"{len(t.get(k) or [])} {k.replace('_to_', '→').replace('_', ' ')}" for k in TRANSITION_ORDER)
     lines = [f"baseline: {diff.get('path')} ({commit}): {counts}"]
-    tiers = diff.get("tiers") or {}
-    for key, label in (("only_baseline", "not run now"), ("only_now", "not on the baseline")):
-        for tier, n in (tiers.get(key) or {}).items():
-            lines.append(f"  tier {tier} {label} ({n} cases): not compared case by case")
+    lines += [f"  {note}" for note in tier_notes(diff)]
     for row in (t.get("pass_to_fail") or [])[:10]:
         stage = f" at {row['failed_stage']}" if row.get("failed_stage") else ""
         lines.append(f"  newly failing: {row['key']} ({row['was']} → {row['now']}{stage})")

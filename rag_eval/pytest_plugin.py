@@ -35,7 +35,16 @@ from rag_eval.run import (
     usage_totals,
 )
 from rag_eval.baseline import BaselineError
-from rag_eval.finalize import MISMATCH_MODES, Baseline, Outputs, apply_baseline, baseline_lines, write_outputs
+from rag_eval.finalize import (
+    MISMATCH_MODES,
+    Baseline,
+    Outputs,
+    Written,
+    apply_baseline,
+    baseline_lines,
+    summary_lines,
+    write_outputs,
+)
 from rag_eval.regression import RegressionGateResult
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
 from rag_eval.session import EvalConfig, EvalSession
@@ -73,9 +82,8 @@ class ControllerState:
     gates: list[GateResult] = field(default_factory=list)
     regression: list[RegressionGateResult] = field(default_factory=list)
     baseline_lines: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
     passed: bool = True
-    written: bool = False
+    written: Written | None = None
 
 
 STATE = pytest.StashKey[ControllerState]()
@@ -590,7 +598,7 @@ def _finish(session: pytest.Session, complete: bool) -> None:
         state.regression = apply_baseline(results, state.thresholds, state.baseline)
         state.passed = state.passed and all(g.passed for g in state.regression)
         state.baseline_lines = baseline_lines(results)
-    state.problems = write_outputs(
+    state.written = write_outputs(
         results,
         Outputs(
             results=state.results_path,
@@ -599,9 +607,8 @@ def _finish(session: pytest.Session, complete: bool) -> None:
             artifact_url=session.config.getoption("artifact_url"),
         ),
     )
-    state.written = True
     _junit_properties(session.config, results)
-    if complete and (not state.passed or state.problems):
+    if complete and (not state.passed or state.written.problems):
         session.testsfailed += 1
 
 
@@ -685,22 +692,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`")
     elif state.thresholds is None:
         tr.write_line("no thresholds file: no gates evaluated (create thresholds.toml or pass --thresholds)")
-    all_gates: list[GateResult | RegressionGateResult] = [*state.gates, *state.regression]
-    for g in all_gates:
-        tr.write_line(g.line(), red=not g.passed, green=g.passed)
-    if state.baseline is not None and state.baseline.data is not None and not state.regression:
-        tr.write_line("baseline compared; no [regression] gates in the thresholds file")
-    for line in state.baseline_lines:
-        tr.write_line(line, yellow=line.startswith("WARNING"), bold=line.startswith("WARNING"))
-    if all_gates:
-        n_failed = sum(1 for g in all_gates if not g.passed)
-        verdict_line = f"gate: {'PASSED' if state.passed else 'FAILED'} ({len(all_gates) - n_failed}/{len(all_gates)} gates passed)"
-        tr.write_line(verdict_line, red=not state.passed, green=state.passed, bold=True)
-    if state.written:
-        tr.write_line(f"results: {state.results_path}")
-        if state.report_path is not None and not any(p.startswith("HTML report") for p in state.problems):
-            tr.write_line(f"report: {state.report_path}")
-        if state.summary_path is not None and not any(p.startswith("Markdown") for p in state.problems):
-            tr.write_line(f"summary: {state.summary_path}")
-    for problem in state.problems:
-        tr.write_line(f"ERROR: {problem}", red=True, bold=True)
+    gates: list[GateResult | RegressionGateResult] = [*state.gates, *state.regression]
+    lines = summary_lines(
+        gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written
+    )
+    for line in lines:
+        tr.write_line(
+            line.text, red=line.tone == "fail", green=line.tone == "pass", yellow=line.tone == "warn", bold=line.bold
+        )
