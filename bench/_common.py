@@ -151,3 +151,18 @@ def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
+
+
+def read_gate_results(path: Path, n: int, fingerprint: str, label: str) -> dict[str, Any]:
+    """A gate run's results file, checked: ``n`` retrieval cases, measured on the index the
+    benchmark built (``fingerprint``); anything else stops the benchmark with the reason."""
+    if not path.is_file():
+        raise SystemExit(f"{label}: no results file at {path}; the gate did not write one")
+    res: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    cases = [c for c in res["cases"] if c["tier"] == "retrieval"]
+    if len(cases) != n:
+        raise SystemExit(f"{label}: {path} holds {len(cases)} retrieval cases, expected {n}")
+    got = res["run"]["system"].get("index_fingerprint")
+    if got != fingerprint:
+        raise SystemExit(f"{label}: the gate used index {got!r}, not the benchmark's {fingerprint!r}")
+    return res

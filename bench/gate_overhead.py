@@ -80,7 +80,7 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import DATASETS, REPO, load_average, md_table, ratio, read_jsonl, run_header, write_results  # noqa: E402
+from _common import DATASETS, REPO, load_average, md_table, ratio, read_gate_results, read_jsonl, run_header, write_results  # noqa: E402
 
 from rag_app.pipeline import RagPipeline  # noqa: E402
 from rag_app.settings import Settings  # noqa: E402
@@ -334,19 +334,6 @@ def floor_run(dest: Path, extra: Sequence[str], label: str) -> Timing:
 # ---------------------------------------------------------------- results files
 
 
-def read_results(path: Path, n: int, fingerprint: str, label: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise SystemExit(f"{label}: no results file at {path}; the gate did not write one")
-    res = json.loads(path.read_text(encoding="utf-8"))
-    cases = [c for c in res["cases"] if c["tier"] == "retrieval"]
-    if len(cases) != n:
-        raise SystemExit(f"{label}: {path} holds {len(cases)} retrieval cases, expected {n}")
-    got = res["run"]["system"].get("index_fingerprint")
-    if got != fingerprint:
-        raise SystemExit(f"{label}: index fingerprint {got!r} differs from the warmed index {fingerprint!r}")
-    return res
-
-
 def outcome_counts(res: dict[str, Any]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for c in res["cases"]:
@@ -378,8 +365,8 @@ def one_repeat(i: int, p: Paths, pipeline: RagPipeline, questions: Sequence[str]
     floor_coll_b = floor_run(p.floor, ["--collect-only"], f"repeat {i}: floor collect-only B")
     load.append(load_average())
 
-    s_res = read_results(serial_path, n, fp, f"repeat {i} serial")
-    p_res = read_results(par_path, n, fp, f"repeat {i} -n {workers}")
+    s_res = read_gate_results(serial_path, n, fp, f"repeat {i} serial")
+    p_res = read_gate_results(par_path, n, fp, f"repeat {i} -n {workers}")
     identical = s_res["metrics"] == p_res["metrics"]
     print(f"repeat {i}: serial vs -n {workers} metrics identical: {identical} ({len(s_res['metrics'])} metrics)", flush=True)
     assert identical, f"repeat {i}: serial and -n {workers} metrics differ: " + ", ".join(

@@ -76,7 +76,18 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import DATASETS, REPO, load_average, md_table, ratio, read_jsonl, run_header, summary_ms, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    DATASETS,
+    REPO,
+    load_average,
+    md_table,
+    ratio,
+    read_gate_results,
+    read_jsonl,
+    run_header,
+    summary_ms,
+    write_results,
+)
 
 from rag_app.corpus import ChunkConfig, chunk_documents  # noqa: E402
 from rag_app.settings import Settings  # noqa: E402
@@ -496,15 +507,8 @@ def gate_args(dataset: Path, cache_dir: Path, thresholds: Path, results: Path, e
 
 
 def gate_summary(run: ChildRun, results: Path, n: int, fingerprint: str, label: str) -> dict[str, Any]:
-    if not results.is_file():
-        raise SystemExit(f"{label}: no results file at {results}; the gate did not write one")
-    res = json.loads(results.read_text(encoding="utf-8"))
+    res = read_gate_results(results, n, fingerprint, label)
     cases = [c for c in res["cases"] if c["tier"] == "retrieval"]
-    if len(cases) != n:
-        raise SystemExit(f"{label}: {results} holds {len(cases)} retrieval cases, expected {n}")
-    got = res["run"]["system"].get("index_fingerprint")
-    if got != fingerprint:
-        raise SystemExit(f"{label}: the gate used index {got!r}, not the ingested {fingerprint!r}")
     outcomes: dict[str, int] = defaultdict(int)
     for c in cases:
         outcomes[c["outcome"]] += 1
