@@ -4,13 +4,11 @@ when there is no baseline (first run, expired artifact) — it says so instead."
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
 import subprocess
 from pathlib import Path
 
-import pytest
+from tests.ci._fake_gh import run_with_fake_gh
+
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "scripts" / "fetch-baseline.sh"
@@ -34,25 +32,8 @@ exit 2
 
 
 def _run(tmp_path: Path, run_id: str, download: str) -> tuple[subprocess.CompletedProcess[str], list[str]]:
-    if shutil.which("bash") is None:
-        pytest.skip("needs bash")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    gh = bin_dir / "gh"
-    gh.write_text(FAKE_GH, encoding="utf-8")
-    gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
-    log = tmp_path / "gh.log"
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "GITHUB_REPOSITORY": "acme/rag",
-        "FAKE_GH_LOG": str(log),
-        "FAKE_GH_RUN_ID": run_id,
-        "FAKE_GH_DOWNLOAD": download,
-    }
-    out = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "baseline")], env=env, capture_output=True, text=True, timeout=60)
-    calls = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
-    return out, calls
+    env = {"GITHUB_REPOSITORY": "acme/rag", "FAKE_GH_RUN_ID": run_id, "FAKE_GH_DOWNLOAD": download}
+    return run_with_fake_gh(tmp_path, FAKE_GH, ["bash", str(SCRIPT), str(tmp_path / "baseline")], env)
 
 
 def test_downloads_mains_newest_successful_baseline(tmp_path: Path) -> None:

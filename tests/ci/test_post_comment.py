@@ -5,13 +5,13 @@ never touches other comments."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import stat
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.ci._fake_gh import run_with_fake_gh
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "scripts" / "post-comment.sh"
@@ -33,28 +33,13 @@ if args[:1] == ["api"] and "--method" not in args:
 
 
 def _run(tmp_path: Path, comments: list[dict[str, object]], body: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
-    if shutil.which("bash") is None or shutil.which("python3") is None:
-        pytest.skip("needs bash and python3")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    gh = bin_dir / "gh"
-    gh.write_text(FAKE_GH, encoding="utf-8")
-    gh.chmod(gh.stat().st_mode | stat.S_IEXEC)
+    if shutil.which("python3") is None:
+        pytest.skip("needs python3 (the stand-in gh is a Python script)")
     summary = tmp_path / "summary.md"
     summary.write_text(body, encoding="utf-8")
-    log = tmp_path / "gh.log"
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "REPO": "acme/rag",
-        "PR": "7",
-        "FAKE_GH_LOG": str(log),
-        "FAKE_COMMENTS": json.dumps(comments),
-        "MARKER": MARKER,
-    }
-    out = subprocess.run(["bash", str(SCRIPT), str(summary)], env=env, capture_output=True, text=True, timeout=60)
-    calls = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
-    return out, calls
+    env = {"REPO": "acme/rag", "PR": "7", "FAKE_COMMENTS": json.dumps(comments), "MARKER": MARKER}
+    out, lines = run_with_fake_gh(tmp_path, FAKE_GH, ["bash", str(SCRIPT), str(summary)], env)
+    return out, [json.loads(line) for line in lines]
 
 
 def _comment(cid: int, login: str, body: str) -> dict[str, object]:
