@@ -214,6 +214,18 @@ def tier_differences(current: Mapping[str, Any], baseline: Mapping[str, Any]) ->
     return {"only_baseline": count(baseline, was - now), "only_now": count(current, now - was)}
 
 
+def tier_notes(diff: Mapping[str, Any]) -> list[str]:
+    """One sentence per tier only one run ran (``diff`` is what ``compare`` returned), for
+    the terminal, the Markdown summary and the HTML report alike."""
+    tiers = diff.get("tiers") or {}
+    out = []
+    for key, label in (("only_baseline", "ran on the baseline, not now"), ("only_now", "ran now, not on the baseline")):
+        rows = tiers.get(key) if isinstance(tiers, Mapping) else None
+        for tier, n in (rows.items() if isinstance(rows, Mapping) else ()):
+            out.append(f"tier {tier} {label} ({n} cases): not compared case by case")
+    return out
+
+
 def _cases_by_key(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {f"{c['tier']}::{c['id']}": c for c in results.get("cases") or []}
 

@@ -15,6 +15,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from rag_eval.baseline import tier_notes
+
 MARKER = "<!-- rag-eval-summary -->"
 QUESTION_CHARS = 120
 MESSAGE_CHARS = 160
@@ -154,13 +156,8 @@ def _baseline_line(base: Mapping[str, Any]) -> str:
 
 def _tier_note(base: Mapping[str, Any]) -> str:
     """Tiers only one run ran are a difference of selection, not new or removed cases."""
-    tiers = base.get("tiers") or {}
-    parts = []
-    for key, label in (("only_baseline", "not run now"), ("only_now", "not on the baseline")):
-        rows = tiers.get(key) or {}
-        if rows:
-            parts.append(f"{label}: " + ", ".join(f"{escape(t)} ({n} cases)" for t, n in rows.items()))
-    return " · tiers " + "; ".join(parts) if parts else ""
+    notes = tier_notes(base)
+    return " · " + "; ".join(escape(n) for n in notes) if notes else ""
 
 
 def _joined(value: Any) -> str:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_eval.aggregate import errors_for, select
+from rag_eval.baseline import tier_notes
 from rag_eval.report.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
 from rag_eval.report.header import Header, build_header
 from rag_eval.report.stages import (
@@ -400,16 +401,8 @@ def _baseline_view(raw: Any) -> BaselineView | None:
         time=fmt_scalar(raw.get("time")),
         dataset_fingerprint=fmt_scalar(raw.get("dataset_fingerprint")),
         groups=tuple(groups),
-        tier_notes=_tier_notes(as_mapping(raw.get("tiers"))),
+        tier_notes=tuple(tier_notes(raw)),
     )
-
-
-def _tier_notes(tiers: Mapping[str, Any]) -> tuple[str, ...]:
-    notes = []
-    for key, label in (("only_baseline", "ran on the baseline, not now"), ("only_now", "ran now, not on the baseline")):
-        for tier, n in as_mapping(tiers.get(key)).items():
-            notes.append(f"tier {tier} {label} ({n} cases): not compared case by case")
-    return tuple(notes)
 
 
 def _newly_failing(baseline: BaselineView | None) -> dict[str, tuple[str, ...]]:
