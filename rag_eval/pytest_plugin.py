@@ -93,6 +93,7 @@ CONFIG = pytest.StashKey[EvalConfig]()
 # would see the first run's golden set even after the file changed.
 PATHS = pytest.StashKey[DatasetPaths]()
 DATASET = pytest.StashKey[Dataset]()
+SHARD = pytest.StashKey["Shard | None"]()
 CONTROLLER_PLUGIN = "rag_eval_controller"
 
 
@@ -212,7 +213,7 @@ def pytest_configure(config: pytest.Config) -> None:
         pipeline=_pipeline_spec(config),
     )
     _check_tags(config)
-    _shard(config)
+    _parse_shard(config)
     _check_passk(config.stash[CONFIG])
     if not hasattr(config, "workerinput"):
         state = ControllerState(
@@ -331,14 +332,17 @@ def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _shard(config: pytest.Config) -> Shard | None:
+def _parse_shard(config: pytest.Config) -> None:
+    """--shard, parsed once at start-up (a bad value is a usage error there)."""
     text = config.getoption("shard")
-    if text is None:
-        return None
     try:
-        return Shard.parse(str(text))
+        config.stash[SHARD] = Shard.parse(str(text)) if text is not None else None
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _shard(config: pytest.Config) -> Shard | None:
+    return config.stash.get(SHARD, None)
 
 
 def _check_tags(config: pytest.Config) -> None:

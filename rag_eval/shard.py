@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Callable, Iterable, TypeVar
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,9 +30,6 @@ class Shard:
 
     def owns(self, item_id: str) -> bool:
         return shard_of(item_id, self.count) == self.index
-
-    def select(self, items: Iterable[T], key: Callable[[T], str]) -> list[T]:
-        return [i for i in items if self.owns(key(i))]
 
     def to_dict(self) -> dict[str, int]:
         return {"index": self.index, "count": self.count}
