@@ -36,7 +36,12 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
     """The value of one metric key over already-selected cases of one tier."""
     errors = sum(1 for c in cases if c.outcome == "error")
     if key == "pass_rate":
-        return _rate(cases, lambda c: c.outcome == "pass", errors)
+        # A case the tier only measured (a retrieval negative under negative = "measure")
+        # was never judged: it is neither a pass nor a fail (see measured_count).
+        judged = [c for c in cases if not is_measured_only(c)]
+        return _rate(judged, lambda c: c.outcome == "pass", errors)
+    if key == "measured_count":
+        return MetricValue(float(sum(1 for c in cases if is_measured_only(c))), len(cases), errors)
     if key == "error_rate":
         return _rate(cases, lambda c: c.outcome == "error", errors)
     if key == "flaky_count":  # repeated trials: how many cases were flaky (0 < c < n)
@@ -56,6 +61,11 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
 LOWER_IS_BETTER = frozenset(
     {"negative.any_above_threshold", "error_rate", "fail_count", "unknown_share", "flaky", "stable_fail", "flaky_count"}
 )
+
+
+def is_measured_only(case: CaseResult) -> bool:
+    """True for a case whose tier measured it but had no pass condition to judge it by."""
+    return bool(case.details.get("measured_only"))
 
 
 def worst_value(key: str) -> float:
@@ -81,6 +91,8 @@ def aggregate_tier(cases: Sequence[CaseResult], tier: str) -> dict[str, MetricVa
     keys = sorted({k for c in scoped for k in c.metrics})
     out = {f"{tier}.{k}": metric_value(scoped, k) for k in keys}
     out[f"{tier}.pass_rate"] = metric_value(scoped, "pass_rate")
+    if any(is_measured_only(c) for c in scoped):
+        out[f"{tier}.measured_count"] = metric_value(scoped, "measured_count")
     out[f"{tier}.error_rate"] = metric_value(scoped, "error_rate")
     return out
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
-from rag_app.errors import RagAppError
+from rag_eval.errors import RagEvalError
 from rag_eval.dataset import find_paths, golden_items
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.validate import coverage_table, validate_all
@@ -62,24 +62,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(coverage_table(golden_items(find_paths(args.dataset, args.golden_set))))
             return 0
         if args.command == "corpus-hash":
-            from rag_app.corpus import corpus_hash, load_corpus
+            from rag_eval.adapters import PipelineSpec, SystemContext, corpus_reader
+            from rag_eval.corpus import corpus_hash
 
-            print(corpus_hash(load_corpus(find_paths(args.dataset).corpus)))
+            paths = find_paths(args.dataset)
+            if paths.corpus is None:
+                raise GoldenSetError(f"--dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
+            read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
+            print(corpus_hash(read(paths.corpus)))
             return 0
         return _validate(args.dataset, args.golden_set, args.coverage)
-    except (GoldenSetError, RagAppError) as exc:
+    except (GoldenSetError, RagEvalError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
 def _validate(dataset: str, golden: str | None, coverage: bool) -> int:
-    from rag_app.text import tokenize
     from rag_eval.session import EvalConfig, EvalSession
+    from rag_eval.text import terms
 
     paths = find_paths(dataset, golden)
     session = EvalSession(EvalConfig(paths))
     items = list(session.dataset.items)  # schema, unique ids, corpus hash
-    results = validate_all(items, session.lookup, tokenize)
+    if paths.corpus is None:
+        print("gold exists, key facts traceable, no document in both splits: skipped (no corpus in the dataset)")
+    results = validate_all(items, session.lookup, terms, corpus=paths.corpus is not None)
     n_problems = 0
     for check, problems in results.items():
         status = "ok" if not problems else f"{len(problems)} problem(s)"

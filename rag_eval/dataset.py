@@ -1,4 +1,7 @@
-"""A dataset folder: a corpus (Markdown books or corpus.jsonl) plus a golden set.
+"""A dataset: a golden set, and optionally the local corpus it was written against.
+
+A corpus is needed only where gold must be located in it (``gold = "corpus"``) or
+checked against it; with ``gold = "ids"`` or ``"text"`` a golden set alone is a dataset.
 
     golden_sets/demo_maths/          golden_sets/gaokao_math/
       corpus/*.md                      corpus.jsonl
@@ -12,10 +15,10 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
-from rag_app.corpus import corpus_hash, load_corpus
-from rag_app.types import Document
+from rag_eval.corpus import corpus_hash, load_documents
+from rag_eval.records import Document
 from rag_eval.golden.load import GoldenSetError, load_golden_set
 from rag_eval.golden.model import GoldenItem
 
@@ -25,14 +28,23 @@ GOLDEN_NAMES: tuple[str, ...] = ("golden.jsonl", "qa.jsonl")
 @dataclass(frozen=True)
 class DatasetPaths:
     root: Path
-    corpus: Path
+    corpus: Path | None
     golden: Path
 
 
-def find_paths(dataset: str | Path, golden: str | Path | None = None) -> DatasetPaths:
+def find_paths(dataset: str | Path | None, golden: str | Path | None = None, where: str = "--dataset") -> DatasetPaths:
+    """The golden set and the corpus, if any, of a dataset folder (or a golden file alone)."""
+    if dataset is None:
+        if golden is None:
+            raise GoldenSetError("no golden set: give --golden-set FILE.jsonl or --dataset FOLDER")
+        golden_path = Path(golden)
+        if not golden_path.is_file():
+            raise GoldenSetError(f"--golden-set {golden_path}: no such file")
+        return DatasetPaths(golden_path.parent, None, golden_path)
     root = Path(dataset)
     if not root.is_dir():
-        raise GoldenSetError(f"--dataset {root}: not a folder (it should hold a corpus and a golden set)")
+        raise GoldenSetError(f"{where} {root}: not a folder (it should hold a golden set, and optionally a corpus)")
+    corpus: Path | None
     if (root / "corpus").is_dir():
         corpus = root / "corpus"
     elif (root / "corpus.jsonl").is_file():
@@ -40,14 +52,16 @@ def find_paths(dataset: str | Path, golden: str | Path | None = None) -> Dataset
     elif any(root.glob("*.md")):
         corpus = root
     else:
-        raise GoldenSetError(f"--dataset {root}: no corpus found (expected corpus/, corpus.jsonl or *.md files)")
+        corpus = None
     if golden is not None:
         golden_path = Path(golden)
+        if not golden_path.is_file():
+            raise GoldenSetError(f"--golden-set {golden_path}: no such file")
     else:
         found = [root / n for n in GOLDEN_NAMES if (root / n).is_file()]
         if not found:
             raise GoldenSetError(
-                f"--dataset {root}: no golden set found (expected {' or '.join(GOLDEN_NAMES)}; or pass --golden-set)"
+                f"{where} {root}: no golden set found (expected {' or '.join(GOLDEN_NAMES)}; or pass --golden-set)"
             )
         golden_path = found[0]
     return DatasetPaths(root, corpus, golden_path)
@@ -68,9 +82,9 @@ def golden_items(paths: DatasetPaths) -> list[GoldenItem]:
 @dataclass(frozen=True)
 class Dataset:
     paths: DatasetPaths
-    documents: tuple[Document, ...]
+    documents: tuple[Document, ...]  # empty without a corpus
     items: tuple[GoldenItem, ...]
-    corpus_hash: str
+    corpus_hash: str  # "" without a corpus
     golden_sha256: str
 
     @property
@@ -79,11 +93,15 @@ class Dataset:
         return hashlib.sha256(f"{self.corpus_hash}|{self.golden_sha256}".encode()).hexdigest()[:16]
 
 
-def load_dataset(paths: DatasetPaths) -> Dataset:
+CorpusReader = Callable[[Path], Sequence[Document]]
+
+
+def load_dataset(paths: DatasetPaths, read_corpus: CorpusReader = load_documents) -> Dataset:
     items = golden_items(paths)
-    docs = load_corpus(paths.corpus)
-    chash = corpus_hash(docs)
-    check_corpus_hash(items, chash, paths)
+    docs: tuple[Document, ...] = tuple(read_corpus(paths.corpus)) if paths.corpus is not None else ()
+    chash = corpus_hash(docs) if paths.corpus is not None else ""
+    if paths.corpus is not None:
+        check_corpus_hash(items, chash, paths)
     return Dataset(paths, tuple(docs), tuple(items), chash, file_sha256(paths.golden))
 
 
@@ -97,7 +115,7 @@ def check_corpus_hash(items: Sequence[GoldenItem], chash: str, paths: DatasetPat
                 "and update corpus.sha256 (python -m rag_eval validate --rehash prints it)"
             )
     manifest = paths.root / "manifest.json"
-    if manifest.is_file() and paths.corpus.is_file():
+    if manifest.is_file() and paths.corpus is not None and paths.corpus.is_file():
         expected = json.loads(manifest.read_text(encoding="utf-8")).get("corpus_sha256")
         actual = file_sha256(paths.corpus)
         if expected and expected != actual:

@@ -17,7 +17,7 @@ from typing import Any, Iterator, cast
 
 import pytest
 
-from rag_app.errors import RagAppError
+from rag_eval.errors import ConfigError, RagEvalError
 from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
 from rag_eval.gate import GateResult, evaluate_gates, verdict
 from rag_eval.golden.load import GoldenSetError
@@ -46,7 +46,7 @@ from rag_eval.finalize import (
     write_outputs,
 )
 from rag_eval.regression import RegressionGateResult
-from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
+from rag_eval.adapters import AdapterConfigError, PipelineSpec, SystemContext, corpus_reader, load_spec
 from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -188,8 +188,16 @@ def _start_system(session: EvalSession) -> None:
     stops the run with its message instead of erroring every case."""
     try:
         session.system
-    except AdapterConfigError as exc:
+        stages = session.stages
+    except ConfigError as exc:
         pytest.exit(f"rag-eval pipeline: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    thresholds = session.config.thresholds
+    problems = thresholds.stage_problems(stages.names) if thresholds is not None and stages is not None else []
+    if problems and stages is not None:
+        pytest.exit(
+            "rag-eval thresholds: " + "; ".join(problems) + f" — the system's stages are {', '.join(stages.names)}",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -197,7 +205,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     root = config.rootpath
     thresholds = _load_thresholds(config, root)
-    overrides = _overrides(config)
+    spec = _pipeline_spec(config)
+    overrides = _overrides(config, spec)
     dataset = config.getoption("dataset") or str(root / config.getini("rag_eval_dataset"))
     config.stash[CONFIG] = EvalConfig(
         paths=DatasetPaths(Path(dataset), Path(), Path()),  # resolved lazily, see _paths()
@@ -210,7 +219,7 @@ def pytest_configure(config: pytest.Config) -> None:
         deepeval_metrics=_deepeval_metrics(config),
         passk_n=_positive(config, "passk_n"),
         passk_k=_positive(config, "passk_k"),
-        pipeline=_pipeline_spec(config),
+        pipeline=spec,
     )
     _check_tags(config)
     _parse_shard(config)
@@ -256,7 +265,6 @@ def _baseline(config: pytest.Config) -> Baseline | None:
 
 
 def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
-    from rag_app.errors import ConfigError
     from rag_eval.judge.config import load_prices
 
     cache = Path(config.getoption("judge_cache") or root / ".rag_cache" / "judge")
@@ -352,28 +360,39 @@ def _check_tags(config: pytest.Config) -> None:
             raise pytest.UsageError(f"--tag expects KEY=VALUE (e.g. --tag scenario=negative), got {item!r}")
 
 
-def _overrides(config: pytest.Config) -> dict[str, Any]:
-    from rag_app.errors import ConfigError
-    from rag_app.settings import Settings, coerce
-
+def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
+    """``--rag-set NAME=VALUE`` and the shortcut options: rag_app settings, checked by its
+    adapter; refused for any other pipeline, where they would do nothing."""
     out: dict[str, Any] = {}
+    where: dict[str, str] = {}
     for item in config.getoption("rag_set"):
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise pytest.UsageError(f"--rag-set expects NAME=VALUE (e.g. --rag-set reranker=none), got {item!r}")
-        try:  # name the option the user typed, not "overrides"
-            coerce(name.strip(), value.strip(), f"--rag-set {item}")
-        except ConfigError as exc:
-            raise pytest.UsageError(str(exc)) from None
         out[name.strip()] = value.strip()
+        where[name.strip()] = f"--rag-set {item}"
     for option, (setting, _) in SHORTCUTS.items():
         value = config.getoption(option)
         if value is not None:
             out[setting] = value
+            where[setting] = f"--{option.replace('_', '-')} {value}"
+    if not out:
+        return out
+    # --top-k means the call's top_k for every system (see EvalSession.top_k); the rest are rag_app's.
+    foreign = {k: w for k, w in where.items() if k != "rerank_top_n"}
+    if foreign and spec.kind != "rag_app" and spec.gold != "corpus":  # corpus gold is chunked by rag_app's settings
+        raise pytest.UsageError(
+            f"{', '.join(foreign.values())}: these change rag_app's settings, but the pipeline is {spec.where}; "
+            "configure your own system in its own code or in [options] of the pipeline configuration"
+        )
+    if spec.kind != "rag_app" and not foreign:
+        return out
+    from rag_eval.adapters.rag_app import check_overrides
+
     try:
-        Settings().replace(**out)
+        check_overrides(out, where)
     except ConfigError as exc:
-        raise pytest.UsageError(f"pipeline setting override: {exc}") from None
+        raise pytest.UsageError(str(exc)) from None
     return out
 
 
@@ -390,9 +409,11 @@ def _dataset(config: pytest.Config) -> Dataset:
     """The golden set and corpus, loaded once per run; a corpus-hash mismatch stops the run."""
     if DATASET not in config.stash:
         paths = _paths(config)
+        cfg = config.stash[CONFIG]
+        context = SystemContext(cfg.settings_overrides, cfg.project_root, paths.corpus)
         try:
-            config.stash[DATASET] = load_dataset(paths)
-        except (GoldenSetError, RagAppError) as exc:
+            config.stash[DATASET] = load_dataset(paths, corpus_reader(cfg.pipeline, context))
+        except (GoldenSetError, RagEvalError) as exc:
             raise DatasetInputError(str(exc)) from None
     return config.stash[DATASET]
 
@@ -446,8 +467,7 @@ def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
         pytest.fail(f"rag-eval: {exc}", pytrace=False)
     session = EvalSession(dataclasses.replace(cfg, paths=paths))
     session.__dict__["dataset"] = dataset
-    if cfg.pipeline.kind != "rag_app":
-        _start_system(session)
+    _start_system(session)
     return session
 
 

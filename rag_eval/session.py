@@ -14,15 +14,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from rag_app.settings import Settings
-from rag_app.types import ChatResult, RetrievalResult, Trace
+from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
 from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
 from rag_eval.evaluate.deterministic import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.evaluate.retrieval import RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
-from rag_eval.adapters import PipelineSpec, build_system
-from rag_eval.adapters.gold import GoldSpace, corpus_chunks
+from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
+from rag_eval.adapters.gold import GoldSpace
+from rag_eval.stages import StageSpec, infer_stages
 from rag_eval.contract import SystemUnderTest, as_answer, as_retrieval
 from rag_eval.results import CaseResult
 from rag_eval.evaluate.judge import JudgeCaseConfig
@@ -56,36 +56,38 @@ class EvalConfig:
 
 
 class EvalSession:
-    def __init__(self, config: EvalConfig, system_factory: Callable[[Settings, Path], SystemUnderTest] | None = None):
+    def __init__(self, config: EvalConfig, system_factory: Callable[[], SystemUnderTest] | None = None):
         self.config = config
-        self._factory = system_factory or (lambda settings, corpus: build_system(config.pipeline, settings, corpus))
+        self._factory = system_factory or (lambda: build_system(config.pipeline, self.context))
         self._chats: dict[str, Any] = {}
 
     @cached_property
-    def settings(self) -> Settings:
-        root = self.config.project_root
-        overrides = {"corpus_path": str(self.config.paths.corpus), **self.config.settings_overrides}
-        settings = Settings.load(pyproject=root / "pyproject.toml" if root else None, overrides=overrides)
-        if root is not None and "cache_dir" not in self.config.settings_overrides and not Path(settings.cache_dir).is_absolute():
-            # From pyproject/env, relative to the project; an explicit override stays as given.
-            settings = settings.replace(cache_dir=str(root / settings.cache_dir))
-        return settings
+    def context(self) -> SystemContext:
+        return SystemContext(self.config.settings_overrides, self.config.project_root, self.config.paths.corpus)
 
     @cached_property
     def dataset(self) -> Dataset:
-        return load_dataset(self.config.paths)
+        return load_dataset(self.config.paths, corpus_reader(self.config.pipeline, self.context))
 
     @cached_property
     def system(self) -> SystemUnderTest:
-        return self._factory(self.settings, self.config.paths.corpus)
+        return self._factory()
+
+    @cached_property
+    def stages(self) -> StageSpec | None:
+        """The stages the pipeline configuration or the system declares (None: inferred per case)."""
+        declared = self.config.pipeline.stages
+        return declared if declared is not None else getattr(self.system, "stages", None)
 
     @cached_property
     def gold_space(self) -> GoldSpace:
-        """Gold and system output in one id space (see rag_eval.adapters.gold). Built from
-        the dataset corpus chunked with the current settings: no index, no system call."""
+        """Gold and system output in one id space (see rag_eval.adapters.gold). In corpus
+        mode built from the dataset corpus as rag_app chunks it: no index, no system call."""
         spec = self.config.pipeline
         docs = self.dataset.documents
-        return GoldSpace(spec.gold, docs, corpus_chunks(docs, self.settings), spec.id_map)
+        chunker = corpus_chunker(spec, self.context)
+        chunks = chunker(docs) if chunker is not None and docs else []
+        return GoldSpace(spec.gold, docs, chunks, spec.id_map, self.stages, spec.text_max_item_chars)
 
     @property
     def lookup(self) -> ChunkLookup:
@@ -108,6 +110,10 @@ class EvalSession:
         resolve against them; corpus mode ignores them)."""
         return self.gold_space.resolve(item, returned)
 
+    def stage_spec(self, trace: Trace) -> StageSpec:
+        """The declared stages, or the ones this case's trace has, in its order."""
+        return self.stages if self.stages is not None else infer_stages(s.name for s in trace.stages)
+
     def answer_skip_reason(self) -> str | None:
         """Why the answer tiers cannot run (a retrieval-only system), or None."""
         if getattr(self.system, "answers", True):
@@ -126,12 +132,12 @@ class EvalSession:
         value = self.config.settings_overrides.get("rerank_top_n")
         return int(value) if value is not None else None
 
-    def retrieve(self, question: str) -> RetrievalResult:
-        """The system's retrieval as the tiers score it (contract records -> rag_app types)."""
+    def retrieve(self, question: str) -> RetrievalRecord:
+        """The system's retrieval as the tiers score it (contract records -> rag_eval records)."""
         raw = self.system.retrieve(question, self.top_k)
         return self.gold_space.retrieval_result(question, as_retrieval(raw))
 
-    def answer(self, item: GoldenItem) -> ChatResult:
+    def answer(self, item: GoldenItem) -> AnswerRecord:
         """One fresh answer (no memo), converted for the tiers."""
         raw = self.system.chat(item.question, self.top_k, item.history)
         return self.gold_space.chat_result(item.question, as_answer(raw))
@@ -199,6 +205,7 @@ class EvalSession:
             doc_of=self.doc_of,
             kind_of=self.kind_of,
             config=self.retrieval_config(),
+            spec=self.stage_spec(result.trace),
             duration=time.perf_counter() - t0,
         )
         return _with_system(case, self.system_info)
@@ -220,6 +227,8 @@ class EvalSession:
             doc_of=self.doc_of,
             kind_of=self.kind_of,
             config=DeterministicCaseConfig(skip_checks=tuple(options.get("skip_checks", ()))),
+            spec=self.stage_spec(chat.trace),
+            citations=self.config.pipeline.citations,
             duration=time.perf_counter() - t0,
         )
         return _with_system(case, self.system_info)
@@ -282,14 +291,15 @@ class EvalSession:
                 case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors), trial=trial)
             else:
                 case = evaluate_deterministic(
-                    item, self.gold(item, _returned(chat.trace)), chat, self.doc_of, self.kind_of, DeterministicCaseConfig()
+                    item, self.gold(item, _returned(chat.trace)), chat, self.doc_of, self.kind_of, DeterministicCaseConfig(),
+                    spec=self.stage_spec(chat.trace), citations=self.config.pipeline.citations,
                 )
             trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
         case = passk_case(item, trials, n=n, k=k, deterministic=deterministic, duration=time.perf_counter() - t0)
         return _with_system(case, self.system_info)
 
 
-def _returned(trace: Trace) -> list[str]:
+def _returned(trace: Trace) -> list[str]:  # noqa: D103 - every id the system gave for a case
     return [h.chunk_id for s in trace.stages for h in s.hits]
 
 

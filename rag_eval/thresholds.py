@@ -26,34 +26,41 @@ valid names, so a typo fails the run at start instead of silently gating nothing
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
-from rag_eval.evaluate.retrieval import RETRIEVAL_STAGES
+from rag_eval.evaluate.retrieval import NEGATIVE_MODES
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 
 OPS: tuple[str, ...] = ("min", "max")
 RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
-RETRIEVAL_STAGE_PREFIXES: tuple[str, ...] = RETRIEVAL_STAGES
 NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
-REQUIRE_STAGES: tuple[str, ...] = RETRIEVAL_STAGES
-NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_vector_hit", "empty_context")
+_STAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 class ThresholdsError(ValueError):
     """thresholds.toml is unreadable or names something unknown."""
 
 
+def retrieval_stage_of(key: str) -> str | None:
+    """The stage a retrieval metric key names (``dense.recall@10`` -> ``dense``), or None."""
+    parts = key.split(".")
+    if len(parts) > 1 and parts[0] not in ("doc", "negative") and _STAGE_NAME.match(parts[0]):
+        return parts[0]
+    return None
+
+
 def _retrieval_metric_ok(key: str) -> bool:
     if key in RATE_KEYS or key in NEGATIVE_KEYS:
         return True
     parts = key.split(".")
-    if parts and parts[0] in RETRIEVAL_STAGE_PREFIXES:
-        parts = parts[1:]
+    if len(parts) > 1 and parts[0] != "doc" and _STAGE_NAME.match(parts[0]):
+        parts = parts[1:]  # a stage of the system's own: checked against its stages at start-up
     if parts and parts[0] == "doc":
         parts = parts[1:]
     if len(parts) != 1:
@@ -103,8 +110,8 @@ METRIC_VALIDATORS: dict[str, Callable[[str], bool]] = {
 }
 VALID_NAMES_TEXT: dict[str, str] = {
     "retrieval": (
-        f"[<stage>.][doc.]<metric> with stage in {', '.join(RETRIEVAL_STAGE_PREFIXES)} and metric in "
-        f"{', '.join(VALID_METRIC_NAMES)} (e.g. 'recall@5', 'bm25.doc.mrr@10'); or "
+        f"[<stage>.][doc.]<metric> with stage one of the system's stages and metric in "
+        f"{', '.join(VALID_METRIC_NAMES)} (e.g. 'recall@5', 'bm25.doc.mrr@10', 'dense.recall@10'); or "
         f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
     ),
     "deterministic": f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}",
@@ -176,6 +183,21 @@ class Thresholds:
     def case_rules(self, tier: str) -> CaseRules:
         return self.cases.get(tier, CaseRules())
 
+    def stage_problems(self, stages: Sequence[str]) -> list[str]:
+        """Each retrieval gate, floor or ``require`` naming a stage the system does not have."""
+        problems: list[str] = []
+        known = set(stages)
+        keys = [(g.where or f"{self.path}: [{g.tier}] {g.metric!r}", g.metric) for g in self.gates if g.tier == "retrieval"]
+        keys += [(f"{self.path}: [retrieval.case] {k!r}", k) for k in self.case_rules("retrieval").floors]
+        for where, key in keys:
+            stage = retrieval_stage_of(key)
+            if stage is not None and stage not in known:
+                problems.append(f"{where} names stage {stage!r}")
+        require = self.case_rules("retrieval").options.get("require")
+        if require is not None and require not in known:
+            problems.append(f"{self.path}: [retrieval.case] require = {require!r} names stage {require!r}")
+        return problems
+
     def metric_names(self, tier: str) -> set[str]:
         """Base metric names (e.g. 'recall@7') that gates or case rules of a tier mention."""
         names = {g.metric for g in self.gates if g.tier == tier} | set(self.case_rules(tier).floors)
@@ -190,7 +212,7 @@ class Thresholds:
 
 
 CASE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "retrieval": {"require": REQUIRE_STAGES, "negative": NEGATIVE_MODES},
+    "retrieval": {"require": (), "negative": NEGATIVE_MODES},  # require: any stage name
     "deterministic": {"skip_checks": CHECK_NAMES},
     "judge": {},
     "passk": {"condition": PASSK_CONDITIONS},
@@ -343,9 +365,12 @@ def _case_option(value: Any, valid: tuple[str, ...], path: str, table: str, key:
     if key in LIST_OPTIONS:
         values = value if isinstance(value, list) else [value]
     elif isinstance(value, list):
-        raise ThresholdsError(f"{path}: {table} {key} takes one name, not a list; one of {', '.join(valid)}")
+        names = "a stage of the system's" if key == "require" else f"one of {', '.join(valid)}"
+        raise ThresholdsError(f"{path}: {table} {key} takes one name, not a list; {names}")
     else:
         values = [value]
+    if key == "require":  # a stage of the system's own, checked against its stages at start-up
+        valid = tuple(v for v in values if isinstance(v, str) and _STAGE_NAME.match(v))
     bad = [v for v in values if not isinstance(v, str) or v not in valid]
     if bad:
         raise ThresholdsError(f"{path}: {table} {key} = {bad[0]!r} is not one of {', '.join(valid)}")

@@ -3,18 +3,30 @@ object, a service over HTTP, Dify) and how gold meets what the system returns.""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
 
-from rag_app.settings import Settings
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.spec import PipelineSpec, load_spec
 from rag_eval.contract import SystemUnderTest
+from rag_eval.records import Chunk, Document
 
-__all__ = ["AdapterConfigError", "PipelineSpec", "build_system", "load_spec"]
+__all__ = ["AdapterConfigError", "PipelineSpec", "SystemContext", "build_system", "corpus_chunker", "corpus_reader", "load_spec"]
 
 
-def build_system(spec: PipelineSpec, settings: Settings, corpus_path: Path) -> SystemUnderTest:
-    """The system a spec names (rag_app builds or loads its index here)."""
+@dataclass(frozen=True)
+class SystemContext:
+    """What an adapter may need besides its spec: the run's ``--rag-set`` overrides (rag_app
+    only), the project root (its pyproject and cache), and the dataset's corpus, if any."""
+
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    project_root: Path | None = None
+    corpus: Path | None = None
+
+
+def build_system(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
+    """The system a spec names (rag_app builds or loads its index when first used)."""
     if spec.kind == "python":
         from rag_eval.adapters.python import PythonSystem
 
@@ -26,4 +38,27 @@ def build_system(spec: PipelineSpec, settings: Settings, corpus_path: Path) -> S
         return HttpSystem(spec.http)
     from rag_eval.adapters.rag_app import RagAppSystem
 
-    return RagAppSystem(settings, corpus_path)
+    return RagAppSystem(context.overrides, context.project_root, context.corpus)
+
+
+def corpus_reader(spec: PipelineSpec, context: SystemContext) -> Callable[[Path], tuple[Document, ...]]:
+    """How the dataset's local corpus is read: by rag_app's own loader when rag_app is
+    evaluated or gold must meet rag_app's chunking (``gold = "corpus"``), else by the
+    framework's reader of the shared layout."""
+    if spec.kind == "rag_app" or spec.gold == "corpus":
+        from rag_eval.adapters.rag_app import RagAppSystem
+
+        return RagAppSystem(context.overrides, context.project_root, context.corpus).corpus_documents
+    from rag_eval.corpus import load_documents
+
+    return load_documents
+
+
+def corpus_chunker(spec: PipelineSpec, context: SystemContext) -> Callable[[Sequence[Document]], list[Chunk]] | None:
+    """``gold = "corpus"``: rag_app's chunking of the corpus, which returned ids must match
+    (rag_app in process or behind its HTTP API). Other modes chunk nothing."""
+    if spec.gold != "corpus":
+        return None
+    from rag_eval.adapters.rag_app import RagAppSystem
+
+    return RagAppSystem(context.overrides, context.project_root, context.corpus).corpus_chunks

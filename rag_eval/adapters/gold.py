@@ -1,5 +1,5 @@
 """Where gold meets a system's output: the one place that turns contract records into
-the structures the tiers score (``RetrievalResult``, ``ChatResult``) and resolves each
+the structures the tiers score (``RetrievalRecord``, ``AnswerRecord``) and resolves each
 item's gold into the id space of what came back.
 
 Three modes (``gold = ...`` in the pipeline configuration):
@@ -13,8 +13,16 @@ Three modes (``gold = ...`` in the pipeline configuration):
             quoted span counts as its whole document. Chunk-level metrics exist only for
             items whose every requirement names a chunk id.
 ``text``    like ``ids``, and a returned item also satisfies a quoted-span requirement
-            when its text contains the quote (whitespace-insensitive). A quote split
-            across two returned chunks matches neither.
+            when its text contains the quote (whitespace-insensitive) and is not much
+            longer than it: at most ``text_max_item_chars`` (default 2000) characters or
+            10 times the quote, whichever is more. A longer item (a whole document or
+            book) counts at document level only, so returning whole documents cannot win
+            chunk-level recall. A quote split across two returned chunks matches neither.
+
+In the ids and text modes a gold chunk id's document comes from the local corpus if
+there is one, else from the ``doc_id`` the system itself gave that id, else from the
+id map; when none settles it, document-level metrics are absent for that item (counted
+in the results), never computed as 0.
 """
 
 from __future__ import annotations
@@ -23,18 +31,22 @@ import csv
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence, cast
+from typing import Any, Iterable, Mapping, Sequence
 
-from rag_app.corpus import ChunkConfig, chunk_documents
-from rag_app.settings import Settings
-from rag_app.types import ChatResult, Chunk, ChunkKind, Document, Hit, RetrievalResult, Source, StageResult, Trace, Usage
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.contract import Answer, Retrieval, RetrievedItem
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold, resolve
+from rag_eval.records import AnswerRecord, Chunk, Document, Hit, RetrievalRecord, Source, StageResult, Trace, Usage
+from rag_eval.stages import StageSpec, infer_stages
 
 GOLD_MODES: tuple[str, ...] = ("corpus", "ids", "text")
-FINAL_STAGE = "context"
+#: text mode: a returned item longer than this many characters (whitespace removed), or
+#: than TEXT_MAX_RATIO times the quote, satisfies a quoted span at document level only,
+#: so a system returning whole books cannot win chunk-level recall.
+TEXT_MAX_ITEM_CHARS = 2000
+UNKNOWN_DOC = "?"  # prefix of the stand-in document of a returned item whose document is unknown
+TEXT_MAX_RATIO = 10
 ID_MAP_COLUMNS: tuple[str, ...] = ("service_id", "chunk_id", "doc_id")
 
 
@@ -88,28 +100,31 @@ def load_id_map(path: Path) -> dict[str, IdMapEntry]:
     return out
 
 
-def corpus_chunks(documents: Sequence[Document], settings: Settings) -> list[Chunk]:
-    """The chunks rag_app makes of the corpus with these settings (no embedding)."""
-    return chunk_documents(documents, ChunkConfig.from_settings(settings))
-
-
 def _squash(text: str) -> str:
     return "".join(ch for ch in text if not ch.isspace())
 
 
 class GoldSpace:
-    """Gold resolution and record conversion for one run; grows as results come in."""
+    """Gold resolution and record conversion for one run; grows as results come in.
+
+    ``documents``/``chunks`` are the local corpus when there is one (corpus mode needs
+    it; the ids and text modes use it, when given, to place chunk ids in documents).
+    """
 
     def __init__(
         self,
         mode: str,
-        documents: Iterable[Document],
-        chunks: Iterable[Chunk],
+        documents: Iterable[Document] = (),
+        chunks: Iterable[Chunk] = (),
         id_map: Mapping[str, IdMapEntry] | None = None,
+        stages: StageSpec | None = None,
+        text_max_item_chars: int = TEXT_MAX_ITEM_CHARS,
     ) -> None:
         if mode not in GOLD_MODES:
             raise AdapterConfigError(f"gold = {mode!r}; valid: {', '.join(GOLD_MODES)}")
         self.mode = mode
+        self.stages = stages  # None: inferred from each retrieval's own stage order
+        self.text_max_item_chars = text_max_item_chars
         self.lookup = ChunkLookup(documents, chunks)
         self.id_map = dict(id_map or {})
         self.doc_of: dict[str, str] = {cid: c.doc_id for cid, c in self.lookup.chunks.items()}
@@ -117,6 +132,10 @@ class GoldSpace:
         self._texts: dict[str, str] = {}
         self._chunk_doc = {e.chunk_id: e.doc_id for e in self.id_map.values() if e.chunk_id and e.doc_id}
         self._cache: dict[str, ResolvedGold] = {}
+
+    def spec_for(self, retrieval: Retrieval) -> StageSpec:
+        """The declared stages, or (none declared) the ones this retrieval returned."""
+        return self.stages if self.stages is not None else infer_stages(retrieval.stages)
 
     # --- gold ---------------------------------------------------------------------------
     def resolve(self, item: GoldenItem, returned: Iterable[str] = ()) -> ResolvedGold:
@@ -129,6 +148,7 @@ class GoldSpace:
         seen = list(dict.fromkeys(returned))
         child: list[frozenset[str]] | None = []
         docs: list[frozenset[str]] = []
+        unknown: list[str] = []
         for gi, group in enumerate(item.evidence):
             alts: set[str] = set()
             gdocs: set[str] = set()
@@ -138,12 +158,19 @@ class GoldSpace:
                 if ref.chunk_id:
                     chunk_level = True
                     alts.add(ref.chunk_id)
-                    gdocs.add(self._gold_doc(ref.chunk_id))
+                    doc = ref.doc_id or self._gold_doc(ref.chunk_id)
+                    if doc is None:
+                        unknown.append(ref.chunk_id)
+                    else:
+                        gdocs.add(doc)
                 elif ref.quote and self.mode == "text":
                     chunk_level = True
                     gdocs.add(str(ref.doc_id))
                     needle = _squash(ref.quote)
-                    alts |= {g for g in seen if needle and needle in self._texts.get(g, "")}
+                    limit = max(self.text_max_item_chars, TEXT_MAX_RATIO * len(needle))
+                    alts |= {
+                        g for g in seen if needle and needle in (t := self._texts.get(g, "")) and len(t) <= limit
+                    }
                 else:  # a whole document, or (ids mode) a quote: document level only
                     gdocs.add(str(ref.doc_id))
                     whole.add(str(ref.doc_id))
@@ -155,12 +182,17 @@ class GoldSpace:
                 child = None
             docs.append(frozenset(gdocs))
         groups = tuple(child) if child is not None else None
-        return ResolvedGold(groups, groups, tuple(docs))
+        return ResolvedGold(groups, groups, tuple(docs), tuple(dict.fromkeys(unknown)))
 
-    def _gold_doc(self, chunk_id: str) -> str:
+    def _gold_doc(self, chunk_id: str) -> str | None:
+        """A gold chunk's document: the local corpus, the system's own metadata for that
+        id (it returned the chunk with a ``doc_id``), or the id map; None when unknown."""
         if chunk_id in self.lookup.chunks:
             return self.lookup.chunks[chunk_id].doc_id
-        return self._chunk_doc.get(chunk_id) or f"?{chunk_id}"
+        doc = self.doc_of.get(chunk_id)
+        if doc and not doc.startswith(UNKNOWN_DOC):
+            return doc
+        return self._chunk_doc.get(chunk_id)
 
     # --- records ------------------------------------------------------------------------
     def register(self, item: RetrievedItem) -> str:
@@ -174,8 +206,10 @@ class GoldSpace:
             doc = item.doc_id
             mapped = self.id_map.get(doc) if doc else None
             doc = mapped.doc_id if mapped is not None and mapped.doc_id else doc
+            doc = doc or self._chunk_doc.get(gid)
             if doc or gid not in self.doc_of:
-                self.doc_of[gid] = doc or self._chunk_doc.get(gid) or f"?{gid}"
+                # An item of unknown document is its own document: never equal to gold.
+                self.doc_of[gid] = doc or f"{UNKNOWN_DOC}{gid}"
         if gid not in self.kind_of or known is None:
             kind = item.metadata.get("kind")
             self.kind_of[gid] = kind if kind in ("child", "parent") else self.kind_of.get(gid, "child")
@@ -185,17 +219,20 @@ class GoldSpace:
             self._texts[gid] = _squash(item.text)
         return gid
 
-    def retrieval_result(self, question: str, retrieval: Retrieval) -> RetrievalResult:
+    def retrieval_result(self, question: str, retrieval: Retrieval) -> RetrievalRecord:
+        spec = self.spec_for(retrieval)
+        # A returned list the declaration leaves out (rag_app's API still sends an identity
+        # "reranked" list with reranker = none) is not scored: the declaration decides.
         final = [(self.register(i), i) for i in retrieval.items]
         stages: list[StageResult] = []
-        for name, hits in retrieval.stages.items():
-            stages.append(
-                StageResult(name, tuple(Hit(self.register(h), _num(h.score), r) for r, h in enumerate(hits, 1)))
-            )
-        if FINAL_STAGE not in retrieval.stages:
-            stages.append(StageResult(FINAL_STAGE, tuple(Hit(g, _num(i.score), r) for r, (g, i) in enumerate(final, 1))))
+        for name in spec.names:
+            if name in retrieval.stages:
+                hits = retrieval.stages[name]
+                stages.append(StageResult(name, tuple(Hit(self.register(h), _num(h.score), r) for r, h in enumerate(hits, 1))))
+            elif name == spec.final:
+                stages.append(StageResult(name, tuple(Hit(g, _num(i.score), r) for r, (g, i) in enumerate(final, 1))))
         self._check_corpus_ids([g for s in stages for g in s.ids])
-        return RetrievalResult(
+        return RetrievalRecord(
             question,
             tuple(self._chunk(g, i) for g, i in final),
             Trace(tuple(stages)),
@@ -203,7 +240,7 @@ class GoldSpace:
             retrieval.degradation_reason,
         )
 
-    def chat_result(self, question: str, answer: Answer) -> ChatResult:
+    def chat_result(self, question: str, answer: Answer) -> AnswerRecord:
         behind = answer.retrieval
         retrieved = self.retrieval_result(
             question,
@@ -218,7 +255,7 @@ class GoldSpace:
                 Source(
                     n=int(meta.get("n") or n),
                     chunk_id=gid,
-                    doc_id=self.doc_of[gid],
+                    doc_id=self.doc_of.get(gid, ""),
                     book=str(meta.get("book") or chunk.book),
                     section=str(meta.get("section") or chunk.section),
                     page_start=_page(meta.get("page_start", chunk.page_start)),
@@ -226,7 +263,7 @@ class GoldSpace:
                 )
             )
         usage = answer.usage
-        return ChatResult(
+        return AnswerRecord(
             question=question,
             answer=answer.answer,
             sources=tuple(sources),
@@ -247,9 +284,9 @@ class GoldSpace:
         parent = meta.get("parent_id")
         return Chunk(
             chunk_id=gid,
-            doc_id=self.doc_of.get(gid, f"?{gid}"),
+            doc_id=self.doc_of.get(gid, ""),
             text=item.text,
-            kind=cast(ChunkKind, self.kind_of.get(gid, "child")),  # only "child" / "parent" are stored
+            kind=self.kind_of.get(gid, "child"),
             parent_id=str(parent) if parent else None,
             book=str(meta.get("book") or meta.get("title") or ""),
             section=str(meta.get("section") or ""),

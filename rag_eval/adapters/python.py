@@ -7,7 +7,10 @@ pipeline configuration file (an empty dict without one). It returns an object wi
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval   # required
     def chat(self, question, top_k=None, history=()) -> Answer                # optional
     def describe(self) -> dict                                                  # optional
+    stages = [["dense", "sparse"], "hybrid", "final"]                           # optional
 
+(``stages``: its stages in order, side-by-side ones grouped, optionally as a mapping
+``{"stages": [...], "final": "final", "thresholded": "dense"}``; see rag_eval.stages.)
 (see ``rag_eval.contract``; plain dicts of the same shape work too). Import, attribute
 and signature problems are found before any case runs; a wrong return shape on the
 first call that shows it, with the expected shape in the message.
@@ -21,6 +24,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.contract import CHAT_SIGNATURE, RETRIEVE_SIGNATURE, Answer, Retrieval, as_answer, as_retrieval
+from rag_eval.errors import ConfigError
+from rag_eval.stages import StageSpec, parse_stages
 
 
 def load_factory(target: str, where: str) -> Callable[..., Any]:
@@ -88,6 +93,13 @@ class PythonSystem:
         self.answers, self._history = check_methods(obj, target, where)
         self.target = target
         self.obj = obj
+        declared = getattr(obj, "stages", None)
+        try:
+            self.stages: StageSpec | None = (
+                parse_stages(declared, where=f"{target} .stages") if declared is not None else None
+            )
+        except ConfigError as exc:
+            raise AdapterConfigError(f"{where}: {exc}") from None
 
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
         return as_retrieval(self.obj.retrieve(question, top_k), f"{self.target} retrieve() [expected `{RETRIEVE_SIGNATURE}`]")

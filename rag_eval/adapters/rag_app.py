@@ -1,17 +1,71 @@
-"""rag_app as one implementation of the contract (in process), and the conversions
-between rag_app's records and the contract's, used by the HTTP API as well."""
+"""rag_app as one system under test, in process: the only module of rag_eval (with
+``rag_app_corpus``) that imports rag_app.
+
+It declares rag_app's stages (no ``reranked`` stage when the reranker is ``none``),
+turns rag_app's records into the contract's, and turns the errors a user can fix
+(bad settings, an unreachable service) into rag_eval's own.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
-from rag_app.settings import Settings
-from rag_app.types import ChatResult, Chunk, RetrievalResult, Source, Trace
 from rag_eval.contract import Answer, Retrieval, RetrievedItem
+from rag_eval.errors import ConfigError, ServiceError
+from rag_eval.records import Chunk as EvalChunk
+from rag_eval.records import Document as EvalDocument
+from rag_eval.stages import StageSpec
+
+try:
+    from rag_app.errors import ConfigError as AppConfigError
+    from rag_app.errors import RagAppError
+    from rag_app.settings import Settings, coerce
+    from rag_app.types import ChatResult, Chunk, Document, RetrievalResult, Source, Trace
+except ImportError as exc:  # the demo's dependencies are an extra
+    raise ConfigError(
+        f"the rag_app pipeline needs the demo extra ({exc.name} is not installed): pip install 'rag-eval-gate[demo]'"
+    ) from None
 
 CHUNK_METADATA: tuple[str, ...] = ("doc_id", "kind", "parent_id", "book", "section", "page_start", "page_end")
+#: rag_app's stages: two retrievers side by side, RRF fusion, the reranker, the truncated context.
+STAGES = StageSpec((("vector", "bm25"), ("fused",), ("reranked",), ("context",)), final="context", thresholded="vector")
+
+
+@contextlib.contextmanager
+def translated(where: str = "rag_app") -> Iterator[None]:
+    """rag_app's user-fixable errors as rag_eval's (the plugin reports those at start-up)."""
+    try:
+        yield
+    except AppConfigError as exc:
+        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from exc
+    except RagAppError as exc:
+        raise ServiceError(f"{where}: {exc}" if where else str(exc)) from exc
+
+
+def load_settings(overrides: Mapping[str, Any], project_root: Path | None, corpus: Path | None) -> Settings:
+    """rag_app's settings: pyproject [tool.rag_app] < env < the run's overrides; a relative
+    cache_dir from the project file or env is relative to the project root."""
+    values = dict(overrides)
+    if corpus is not None:
+        values = {"corpus_path": str(corpus), **values}
+    with translated("rag_app settings"):
+        settings = Settings.load(pyproject=project_root / "pyproject.toml" if project_root else None, overrides=values)
+    if project_root is not None and "cache_dir" not in overrides and not Path(settings.cache_dir).is_absolute():
+        settings = settings.replace(cache_dir=str(project_root / settings.cache_dir))
+    return settings
+
+
+def check_overrides(overrides: Mapping[str, str], where: Mapping[str, str]) -> None:
+    """Every ``--rag-set NAME=VALUE`` names a rag_app setting with a valid value."""
+    with translated(""):
+        for name, value in overrides.items():
+            coerce(name, value, where.get(name, f"--rag-set {name}={value}"))
+    with translated("pipeline setting override"):
+        Settings().replace(**dict(overrides))
 
 
 class RagAppSystem:
@@ -19,48 +73,81 @@ class RagAppSystem:
 
     answers = True
 
-    def __init__(self, settings: Settings, corpus_path: Path) -> None:
+    def __init__(self, overrides: Mapping[str, Any], project_root: Path | None, corpus: Path | None) -> None:
+        self.settings = load_settings(overrides, project_root, corpus)
+
+    @property
+    def stages(self) -> StageSpec:
+        return STAGES.without("reranked") if self.settings.reranker == "none" else STAGES
+
+    @cached_property
+    def pipeline(self) -> Any:
         from rag_app.pipeline import RagPipeline  # heavy imports only when a case runs
 
-        self.pipeline = RagPipeline(settings, corpus_path=corpus_path)
+        with translated():
+            return RagPipeline(self.settings, corpus_path=self.settings.corpus_path)
 
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
-        return retrieval_from_rag_app(self.pipeline.retrieve(question, top_k))
+        with translated():
+            result = self.pipeline.retrieve(question, top_k)
+        return retrieval_from_rag_app(result, self.stages)
 
     def chat(self, question: str, top_k: int | None = None, history: Sequence[Mapping[str, str]] = ()) -> Answer:
-        return answer_from_rag_app(self.pipeline.chat(question, top_k, [dict(h) for h in history]))
+        with translated():
+            result = self.pipeline.chat(question, top_k, [dict(h) for h in history])
+        return answer_from_rag_app(result, self.stages)
 
     def describe(self) -> dict[str, Any]:
         return {"adapter": "rag_app", **asdict(self.pipeline.info)}
 
-    @property
-    def chunks(self) -> Mapping[str, Chunk]:
-        return self.pipeline.index.chunks
+    # --- the local corpus, as rag_app reads and chunks it (gold = "corpus") -------------
+    def corpus_documents(self, path: Path) -> tuple[EvalDocument, ...]:
+        from rag_app.corpus import load_corpus
 
-    @property
-    def documents(self) -> Sequence[Any]:
-        return self.pipeline.documents
+        with translated("corpus"):
+            docs = load_corpus(path)
+        return tuple(document_record(d) for d in docs)
+
+    def corpus_chunks(self, documents: Sequence[EvalDocument]) -> list[EvalChunk]:
+        """The chunks rag_app makes of the corpus with these settings (no embedding)."""
+        from rag_app.corpus import ChunkConfig, chunk_documents
+
+        app_docs = [Document(d.doc_id, d.title, d.text, d.metadata, d.source) for d in documents]
+        with translated("chunking"):
+            chunks = chunk_documents(app_docs, ChunkConfig.from_settings(self.settings))
+        return [chunk_record(c) for c in chunks]
+
+
+def document_record(doc: Document) -> EvalDocument:
+    return EvalDocument(doc.doc_id, doc.title, doc.text, dict(doc.metadata), doc.source)
+
+
+def chunk_record(c: Chunk) -> EvalChunk:
+    return EvalChunk(
+        c.chunk_id, c.doc_id, c.text, c.kind, c.parent_id, c.book, c.section, c.page_start, c.page_end,
+        c.char_start, c.char_end, dict(c.metadata),
+    )
 
 
 def item_from_chunk(chunk: Chunk, score: float | None = None) -> RetrievedItem:
     return RetrievedItem(chunk.chunk_id, chunk.text, score, {k: getattr(chunk, k) for k in CHUNK_METADATA})
 
 
-def stages_from_trace(trace: Trace) -> dict[str, tuple[RetrievedItem, ...]]:
-    """Every stage with ranked hits (the hit-less ``generation`` stage is timing only)."""
+def stages_from_trace(trace: Trace, spec: StageSpec) -> dict[str, tuple[RetrievedItem, ...]]:
+    """The declared stages of the trace (the hit-less ``generation`` stage is timing only)."""
     return {
         s.name: tuple(RetrievedItem(h.chunk_id, "", h.score) for h in s.hits)
         for s in trace.stages
-        if s.hits or s.name != "generation"
+        if s.name in spec.names
     }
 
 
-def retrieval_from_rag_app(result: RetrievalResult) -> Retrieval:
+def retrieval_from_rag_app(result: RetrievalResult, spec: StageSpec = STAGES) -> Retrieval:
     context = result.trace.stage("context")
     scores = {h.chunk_id: h.score for h in context.hits} if context else {}
     return Retrieval(
         items=tuple(item_from_chunk(c, scores.get(c.chunk_id, 0.0)) for c in result.context),
-        stages=stages_from_trace(result.trace),
+        stages=stages_from_trace(result.trace, spec),
         degraded=result.degraded,
         degradation_reason=result.degradation_reason,
     )
@@ -75,7 +162,7 @@ def item_from_source(source: Source) -> RetrievedItem:
     )
 
 
-def answer_from_rag_app(chat: ChatResult) -> Answer:
+def answer_from_rag_app(chat: ChatResult, spec: StageSpec = STAGES) -> Answer:
     context = tuple(item_from_chunk(c, 0.0) for c in chat.context_used)
     return Answer(
         answer=chat.answer,
@@ -84,7 +171,7 @@ def answer_from_rag_app(chat: ChatResult) -> Answer:
         refused=chat.refused,
         degraded=chat.degraded,
         degradation_reason=chat.degradation_reason,
-        retrieval=Retrieval(context, stages_from_trace(chat.trace), chat.degraded, chat.degradation_reason),
+        retrieval=Retrieval(context, stages_from_trace(chat.trace, spec), chat.degraded, chat.degradation_reason),
         generator=chat.generator,
         usage={"prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens},
     )

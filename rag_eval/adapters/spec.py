@@ -1,9 +1,14 @@
-"""Which system the gate evaluates: ``--pipeline`` / ``rag_eval_pipeline`` plus the
+r"""Which system the gate evaluates: ``--pipeline`` / ``rag_eval_pipeline`` plus the
 optional ``--pipeline-config`` TOML file, read and checked once at start-up.
 
     pipeline = "http"            # rag_app (default) | http | dify | "package.module:factory"
     gold = "corpus"              # corpus | ids | text (see rag_eval.adapters.gold)
     id_map = "ids.csv"           # service id -> gold chunk_id / doc_id, relative to this file
+    stages = [["dense", "sparse"], "hybrid", "final"]   # the system's stages (rag_eval.stages)
+    final_stage = "final"        # which list the answer sees (default: the last stage)
+    thresholded_stage = "dense"  # optional: the score-thresholded stage, for negatives
+    citation_pattern = '\[(\d+)\]'   # optional: the system's inline citation syntax
+    text_max_item_chars = 2000   # gold = "text": longer items count at document level only
     [options]                    # python: passed to the factory
     [http] [retrieve] [chat]     # http: see rag_eval.adapters.http_config
     [info]                       # http, optional: the service's self-description for run.system
@@ -23,13 +28,18 @@ from typing import Any, Mapping
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.gold import GOLD_MODES, IdMapEntry, load_id_map
 from rag_eval.adapters.http_config import HttpConfig
+from rag_eval.citations import DEFAULT_PATTERN, CitationFormat
+from rag_eval.errors import ConfigError
+from rag_eval.stages import StageSpec, parse_stages
 
 BUILTIN: tuple[str, ...] = ("rag_app", "http", "dify")
+COMMON_KEYS: tuple[str, ...] = ("pipeline", "gold", "id_map", "citation_pattern", "text_max_item_chars")
+STAGE_KEYS: tuple[str, ...] = ("stages", "final_stage", "thresholded_stage")
 KEYS_BY_KIND: dict[str, tuple[str, ...]] = {
-    "rag_app": ("pipeline", "gold", "id_map"),
-    "python": ("pipeline", "gold", "id_map", "options"),
-    "http": ("pipeline", "gold", "id_map", "http", "retrieve", "chat", "info"),
-    "dify": ("pipeline", "gold", "id_map", "dify"),
+    "rag_app": COMMON_KEYS,  # rag_app declares its own stages
+    "python": (*COMMON_KEYS, *STAGE_KEYS, "options"),
+    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info"),
+    "dify": (*COMMON_KEYS, *STAGE_KEYS, "dify"),
 }
 DEFAULT_GOLD: dict[str, str] = {"rag_app": "corpus", "python": "ids", "http": "ids", "dify": "ids"}
 
@@ -45,6 +55,9 @@ class PipelineSpec:
     options: Mapping[str, Any] = field(default_factory=dict)
     id_map: Mapping[str, IdMapEntry] = field(default_factory=dict)
     http: HttpConfig | None = None
+    stages: StageSpec | None = None  # declared in the file; else the system's own, else inferred
+    citations: CitationFormat = CitationFormat()
+    text_max_item_chars: int = 2000
 
     @property
     def where(self) -> str:
@@ -56,6 +69,8 @@ class PipelineSpec:
             out.update(self.http.describe())
         if self.target:
             out["factory"] = self.target
+        if self.citations.pattern != DEFAULT_PATTERN:
+            out["citation_pattern"] = self.citations.pattern
         return out
 
 
@@ -93,7 +108,8 @@ def load_spec(pipeline: str | None, config: str | Path | None, env: Mapping[str,
         if not map_path.is_absolute() and path is not None:
             map_path = path.parent / map_path
         id_map = load_id_map(map_path)
-    spec = PipelineSpec(kind, gold, path, id_map=id_map)
+    common = _common(data, source)
+    spec = PipelineSpec(kind, gold, path, id_map=id_map, **common)
     if kind == "python":
         from rag_eval.adapters.python import load_factory
 
@@ -101,19 +117,41 @@ def load_spec(pipeline: str | None, config: str | Path | None, env: Mapping[str,
         if not isinstance(options, Mapping):
             raise AdapterConfigError(f"{source}: [options] must be a table")
         load_factory(choice, source)
-        return PipelineSpec(kind, gold, path, choice, dict(options), id_map)
+        return PipelineSpec(kind, gold, path, choice, dict(options), id_map, **common)
     if kind == "http":
         if path is None:
             raise AdapterConfigError(
                 "--pipeline http needs --pipeline-config FILE.toml with a [retrieve] url and field paths "
                 "(see examples/rag_app_http.toml and docs/adapters.md)"
             )
-        return PipelineSpec(kind, gold, path, id_map=id_map, http=HttpConfig.parse(data, source, env))
+        return PipelineSpec(kind, gold, path, id_map=id_map, http=HttpConfig.parse(data, source, env), **common)
     if kind == "dify":
         from rag_eval.adapters.dify import dify_config
 
         table = data.get("dify", {})
         if not isinstance(table, Mapping):
             raise AdapterConfigError(f"{source}: [dify] must be a table")
-        return PipelineSpec(kind, gold, path, id_map=id_map, http=dify_config(table, source, env))
+        return PipelineSpec(kind, gold, path, id_map=id_map, http=dify_config(table, source, env), **common)
     return spec
+
+
+def _common(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """The keys every adapter shares: declared stages, citation syntax, text-mode bound."""
+    out: dict[str, Any] = {}
+    try:
+        if "stages" in data:
+            out["stages"] = parse_stages(
+                data["stages"], data.get("final_stage"), data.get("thresholded_stage"), f"{source} stages"
+            )
+        elif "final_stage" in data or "thresholded_stage" in data:
+            raise ConfigError(f"{source}: final_stage / thresholded_stage need a 'stages' list naming the stages")
+        if "citation_pattern" in data:
+            out["citations"] = CitationFormat(str(data["citation_pattern"]))
+    except (ConfigError, ValueError) as exc:  # re.error is a ValueError
+        raise AdapterConfigError(f"{source}: {exc}") from None
+    if "text_max_item_chars" in data:
+        value = data["text_max_item_chars"]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise AdapterConfigError(f"{source}: text_max_item_chars must be a whole number >= 1, got {value!r}")
+        out["text_max_item_chars"] = value
+    return out

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from rag_app.types import ChatResult
-from rag_eval.evaluate.retrieval import RETRIEVAL_STAGES, gold_ranks, loss_stage
+from rag_eval.records import AnswerRecord
+from rag_eval.citations import DEFAULT_FORMAT, CitationFormat
+from rag_eval.evaluate.retrieval import gold_ranks, loss_stage, scored_stages
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import AnswerView, run_all
 from rag_eval.results import CaseResult
+from rag_eval.stages import StageSpec, infer_stages
 
 CITATION_CHECKS = frozenset({"citations_resolve", "source_pages_within_context", "no_duplicate_sources"})
 CONTEXT_TEXT_KEPT = 1200
@@ -24,10 +26,12 @@ class DeterministicCaseConfig:
 def evaluate_deterministic(
     item: GoldenItem,
     gold: ResolvedGold,
-    chat: ChatResult,
+    chat: AnswerRecord,
     doc_of: Mapping[str, str],
     kind_of: Mapping[str, str],
     config: DeterministicCaseConfig,
+    spec: StageSpec | None = None,
+    citations: CitationFormat = DEFAULT_FORMAT,
     duration: float = 0.0,
 ) -> CaseResult:
     view = AnswerView.from_chat_result(
@@ -35,18 +39,19 @@ def evaluate_deterministic(
         must_contain=item.must_contain,
         must_not_contain=item.must_not_contain,
         expected_action=item.expected_action,
+        citations=citations,
     )
     checks = [c for c in run_all(view) if c.name not in config.skip_checks]
     failed = [c for c in checks if not c.passed]
     metrics = {f"check.{c.name}": 1.0 if c.passed else 0.0 for c in checks}
-    # The trace also holds a "generation" stage (no hits); it is not a place gold can be lost.
-    stages = {s.name: s for s in chat.trace.stages if s.name in RETRIEVAL_STAGES}
+    spec = spec or infer_stages((s.name for s in chat.trace.stages), chat.trace.stages[-1].name if chat.trace.stages else "final")
+    stages = scored_stages(chat, spec)
     failed_stage: str | None = None
     if failed:
         failed_stage = "citation" if all(c.name in CITATION_CHECKS for c in failed) else "generation"
         if not item.is_negative:
             # The earliest failing stage: an answer cannot use evidence that never reached it.
-            failed_stage = loss_stage(gold_ranks(gold, stages, doc_of, kind_of)) or failed_stage
+            failed_stage = loss_stage(gold_ranks(gold, stages, doc_of, kind_of), spec) or failed_stage
     details = {
         "answer": chat.answer,
         "refused": chat.refused,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from rag_app.types import ChatResult
+from rag_eval.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
 from rag_eval.results import CaseResult
 
@@ -27,7 +27,7 @@ class JudgeCaseConfig:
 
 def judge_case(
     item: GoldenItem,
-    chat: ChatResult,
+    chat: AnswerRecord,
     metrics: Mapping[str, float],
     details: Mapping[str, Any],
     config: JudgeCaseConfig,

@@ -1,80 +1,98 @@
-"""The retrieval tier for one case: metrics at every stage and where gold was lost."""
+"""The retrieval tier for one case: metrics at every stage the system declared, and
+where gold was lost, named by the system's own stages."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from rag_app.types import STAGES, RetrievalResult, StageResult
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.grouped import grouped_compute
 from rag_eval.metrics.retrieval import to_doc_ranking
+from rag_eval.records import AnswerRecord, RetrievalRecord, StageResult
 from rag_eval.results import CaseResult
+from rag_eval.stages import StageSpec
 
-RETRIEVAL_STAGES: tuple[str, ...] = STAGES  # the pipeline's ranked stages, in order
-FINAL_STAGE = "context"
-# The stage name a failure is attributed to, for the report's breakdown.
-LOSS_STAGE = {"vector": "vector+bm25", "bm25": "vector+bm25", "fused": "fusion", "reranked": "rerank", "context": "truncation"}
-NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_vector_hit", "empty_context")
+# "no_vector_hit" is the name this mode had when rag_app's vector stage was the only one.
+NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_threshold_hit", "no_vector_hit", "empty_context")
 DEFAULT_METRICS: tuple[str, ...] = ("hit@1", "hit@5", "recall@1", "recall@5", "recall@10", "precision@5", "mrr", "mrr@10", "ndcg@5", "ndcg@10")
 TOP_IDS_KEPT = 20
+UNATTRIBUTED_LOSS = "retrieval"  # only the final list is known: the loss cannot be placed
 
 
 @dataclass(frozen=True)
 class RetrievalCaseConfig:
-    """Per-case pass condition: the stage the gold must reach, plus optional metric floors."""
+    """Per-case pass condition: the stage the gold must reach (None: the final list),
+    plus optional metric floors."""
 
-    require: str = FINAL_STAGE
+    require: str | None = None
     metrics: tuple[str, ...] = DEFAULT_METRICS
     case_min: Mapping[str, float] = field(default_factory=dict)
     negative: str = "measure"
 
 
+def scored_stages(result: RetrievalRecord | AnswerRecord, spec: StageSpec) -> dict[str, StageResult]:
+    """The declared stages this result has, in declared order."""
+    by_name = {s.name: s for s in result.trace.stages}
+    return {name: by_name[name] for name in spec.names if name in by_name}
+
+
 def evaluate_retrieval(
     item: GoldenItem,
     gold: ResolvedGold,
-    result: RetrievalResult,
+    result: RetrievalRecord,
     doc_of: Mapping[str, str],
     kind_of: Mapping[str, str],
     config: RetrievalCaseConfig,
+    spec: StageSpec,
     duration: float = 0.0,
 ) -> CaseResult:
-    stages = {s.name: s for s in result.trace.stages if s.name in RETRIEVAL_STAGES}
-    details = {
+    stages = scored_stages(result, spec)
+    details: dict[str, Any] = {
         "stages": {name: _top(s) for name, s in stages.items()},
+        "stage_levels": [list(level) for level in spec.levels],
+        "final_stage": spec.final,
         "degraded": result.degraded,
         "degradation_reason": result.degradation_reason,
         "gold": _gold_view(gold),
     }
     common: dict[str, Any] = dict(id=item.id, tier="retrieval", tags=dict(item.tags), split=item.split, duration=duration)
     if item.is_negative:
-        return _negative(item, stages, config, details, common)
+        return _negative(stages, config, spec, details, common)
 
     metrics: dict[str, float] = {}
+    absent: list[str] = []
     for name, stage in stages.items():
         ids = stage.ids
-        doc_ids = to_doc_ranking(ids, doc_of)
         groups = _chunk_groups(gold, ids, kind_of)
         for m in config.metrics:
             if groups is not None:
                 metrics[f"{name}.{m}"] = grouped_compute(m, ids, groups)
-            metrics[f"{name}.doc.{m}"] = grouped_compute(m, doc_ids, gold.doc_groups)
-    for key in [k for k in metrics if k.startswith(f"{FINAL_STAGE}.")]:
-        metrics[key[len(FINAL_STAGE) + 1 :]] = metrics[key]
+        if gold.docs_known:
+            doc_ids = to_doc_ranking(ids, doc_of)
+            for m in config.metrics:
+                metrics[f"{name}.doc.{m}"] = grouped_compute(m, doc_ids, gold.doc_groups)
+    if not gold.docs_known:
+        absent.append("doc-level metrics: the document of gold " + ", ".join(gold.unknown_docs) + " is unknown")
+    for key in [k for k in metrics if k.startswith(f"{spec.final}.")]:
+        metrics[key[len(spec.final) + 1 :]] = metrics[key]
+    if absent:
+        details["absent"] = absent
 
+    require = config.require or spec.final
     ranks = gold_ranks(gold, stages, doc_of, kind_of)
     details["gold_ranks"] = ranks
-    reached = _reached(ranks, config.require)
-    failed_stage = None if reached else (loss_stage(ranks, config.require) or "retrieval")
+    reached = _reached(ranks, require)
+    failed_stage = None if reached else (loss_stage(ranks, spec, require) or UNATTRIBUTED_LOSS)
     problems: list[str] = []
     if not reached:
-        problems.append(f"gold evidence did not reach {config.require}: " + narrate(ranks, stages, config.require))
+        problems.append(f"gold evidence did not reach {require}: " + narrate(ranks, stages, spec, require))
     for m, floor in config.case_min.items():
         value = metrics.get(m)
         if value is not None and value < floor:
             problems.append(f"{m} = {value:.3f} < {floor} (per-case threshold)")
-            failed_stage = failed_stage or loss_stage(ranks) or "retrieval"
+            failed_stage = failed_stage or loss_stage(ranks, spec) or UNATTRIBUTED_LOSS
     return CaseResult(
         outcome="fail" if problems else "pass",
         failed_stage=failed_stage,
@@ -85,22 +103,35 @@ def evaluate_retrieval(
     )
 
 
-def _negative(item: GoldenItem, stages: Mapping[str, StageResult], config: RetrievalCaseConfig, details: dict[str, Any], common: dict[str, Any]) -> CaseResult:
-    vector_hits = len(stages["vector"].hits) if "vector" in stages else 0
-    context = len(stages[FINAL_STAGE].hits) if FINAL_STAGE in stages else 0
-    metrics = {
-        "negative.any_above_threshold": 1.0 if vector_hits else 0.0,
-        "negative.empty_context": 0.0 if context else 1.0,
-    }
+def _negative(
+    stages: Mapping[str, StageResult], config: RetrievalCaseConfig, spec: StageSpec, details: dict[str, Any], common: dict[str, Any]
+) -> CaseResult:
+    """Negatives have no gold: measured by what passed the threshold and what reached the final list."""
+    metrics: dict[str, float] = {}
+    thresholded = spec.thresholded
+    above = len(stages[thresholded].hits) if thresholded and thresholded in stages else None
+    if above is not None:
+        metrics["negative.any_above_threshold"] = 1.0 if above else 0.0
+    final = len(stages[spec.final].hits) if spec.final in stages else 0
+    metrics["negative.empty_context"] = 0.0 if final else 1.0
     problem = ""
     failed_stage: str | None = None
-    if config.negative == "no_vector_hit" and vector_hits:
-        problem = f"negative item: {vector_hits} chunk(s) passed the similarity threshold (expected none)"
-        failed_stage = "vector"
-    elif config.negative == "empty_context" and context:
-        # BM25 has no threshold, so chunks can reach the context with no vector hit at all.
-        problem = f"negative item: {context} chunk(s) reached the context (expected none)"
-        failed_stage = FINAL_STAGE
+    if config.negative == "measure":
+        details["measured_only"] = True  # not a pass: left out of pass_rate, counted apart
+    if config.negative in ("no_threshold_hit", "no_vector_hit"):
+        if above is None:
+            problem = (
+                f"negative = {config.negative!r} needs a score-thresholded stage, and the system declares none "
+                f"(its stages: {', '.join(spec.names)}); declare thresholded_stage or use negative = 'empty_context'"
+            )
+            failed_stage = UNATTRIBUTED_LOSS
+        elif above:
+            problem = f"negative item: {above} item(s) passed the similarity threshold of {thresholded} (expected none)"
+            failed_stage = thresholded
+    elif config.negative == "empty_context" and final:
+        # A stage without a threshold (BM25) can bring items to the final list with no vector hit at all.
+        problem = f"negative item: {final} item(s) reached {spec.final} (expected none)"
+        failed_stage = spec.final
     return CaseResult(
         outcome="fail" if problem else "pass",
         failed_stage=failed_stage,
@@ -122,8 +153,7 @@ def gold_ranks(
 ) -> list[dict[str, int | None]]:
     """For each requirement, its best rank in each stage (None: absent)."""
     out: list[dict[str, int | None]] = []
-    n = len(gold.doc_groups)
-    for gi in range(n):
+    for gi in range(len(gold.doc_groups)):
         row: dict[str, int | None] = {}
         for name, stage in stages.items():
             groups = _chunk_groups(gold, stage.ids, kind_of)
@@ -139,67 +169,87 @@ def _reached(ranks: list[dict[str, int | None]], stage: str) -> bool:
     return all(r.get(stage) is not None for r in ranks)
 
 
-def _requirement_loss(r: Mapping[str, int | None], upto: str) -> str | None:
-    """The first stage (up to ``upto``) that lacks this requirement; stages absent from
-    the trace (not keys of ``r``) are skipped: a system without a reranker lost nothing there."""
-    if upto in ("vector", "bm25"):
-        return LOSS_STAGE[upto] if r.get(upto) is None else None
-    if not set(r) & {"vector", "bm25", "fused", "reranked"}:
-        return None  # a system exposing only its final list: nothing to attribute ("retrieval")
-    first = [name for name in ("vector", "bm25") if name in r]
-    if first and all(r[name] is None for name in first):
-        return LOSS_STAGE["vector"]
-    for name in ("fused", "reranked", "context"):
-        if name in r and r[name] is None:
-            return LOSS_STAGE[name]
-        if name == upto:
-            break
-    return None
+def _levels_upto(spec: StageSpec, r: Mapping[str, int | None], upto: str) -> list[tuple[str, ...]]:
+    """The declared levels up to ``upto``'s, each reduced to the stages this case has."""
+    last = spec.level_of(upto) if upto in spec.names else len(spec.levels) - 1
+    levels = [tuple(n for n in level if n in r) for level in spec.levels[: last + 1]]
+    return [level for level in levels if level]
 
 
-def loss_stage(ranks: list[dict[str, int | None]], upto: str = FINAL_STAGE) -> str | None:
-    """The earliest pipeline stage at which some requirement was lost (None: none was).
+def _requirement_loss(r: Mapping[str, int | None], spec: StageSpec, upto: str) -> int | None:
+    """Index (into the case's levels) of the level where this requirement was lost for
+    good: the level after the last one that held it, or the first when none did. None
+    when it reached ``upto``; -1 when only the final list is known (nothing to place)."""
+    if r.get(upto) is not None:
+        return None
+    levels = _levels_upto(spec, r, upto)
+    if len(levels) <= 1:
+        return -1
+    held = [i for i, level in enumerate(levels) if any(r.get(n) is not None for n in level)]
+    return min(held[-1] + 1, len(levels) - 1) if held else 0
+
+
+def loss_stage(ranks: list[dict[str, int | None]], spec: StageSpec, upto: str | None = None) -> str | None:
+    """The earliest stage at which some requirement was lost (None: none was).
 
     Earliest over *all* requirements, not the first requirement's loss: when one gold
-    piece was never retrieved and another was cut by truncation, retrieval is what
+    piece was never retrieved and another was cut at the final list, retrieval is what
     failed first. Stages after ``upto`` (the stage the case requires) are not blamed.
+    Side-by-side stages are named together (``vector+bm25``): the loss is where *both*
+    lost it. A system that exposes only its final list gets ``retrieval``.
     """
-    order = [LOSS_STAGE["vector"], LOSS_STAGE["fused"], LOSS_STAGE["reranked"], LOSS_STAGE["context"]]
-    losses = [loss for r in ranks if (loss := _requirement_loss(r, upto)) is not None]
-    return min(losses, key=order.index) if losses else None
+    target = upto or spec.final
+    best: tuple[int, str] | None = None
+    for r in ranks:
+        index = _requirement_loss(r, spec, target)
+        if index is None:
+            continue
+        if index == -1:
+            candidate = (len(spec.levels), UNATTRIBUTED_LOSS)
+        else:
+            level = _levels_upto(spec, r, target)[index]
+            candidate = (spec.level_of(level[0]), StageSpec.label(level))
+        if best is None or candidate[0] < best[0]:
+            best = candidate
+    return best[1] if best else None
 
 
 def narrate(
-    ranks: list[dict[str, int | None]], stages: Mapping[str, StageResult], require: str = FINAL_STAGE
+    ranks: list[dict[str, int | None]], stages: Mapping[str, StageResult], spec: StageSpec, require: str | None = None
 ) -> str:
-    """'in bm25 rank 2, in fused rank 4, dropped by the reranker (kept 8), ...' for each
-    requirement that did not reach ``require``."""
+    """'in dense rank 2, not in sparse (top 20), in hybrid rank 7, cut at final (3 kept)'
+    for each requirement that did not reach ``require``."""
+    target = require or spec.final
 
     def kept(name: str) -> int:
         return len(stages[name].hits) if name in stages else 0
 
     parts: list[str] = []
     for gi, r in enumerate(ranks, 1):
-        if r.get(require) is not None:
+        if r.get(target) is not None:
+            continue
+        levels = _levels_upto(spec, r, target)
+        if len(levels) <= 1:  # only the final list is known
+            parts.append(f"requirement {gi}: not in the {kept(target)} items returned")
             continue
         steps: list[str] = []
-        if not set(r) & {"vector", "bm25", "fused", "reranked"}:  # only the final list is known
-            parts.append(f"requirement {gi}: not in the {kept(require)} items returned")
-            continue
-        for name in ("vector", "bm25"):
-            steps.append(f"in {name} rank {r[name]}" if r.get(name) else f"not in {name} (top {kept(name)})")
-        if r.get("vector") is None and r.get("bm25") is None:
-            parts.append(f"requirement {gi}: " + ", ".join(steps) + " — never retrieved")
-            continue
-        if r.get("fused") is None:
-            steps.append(f"cut by fusion top-k ({kept('fused')} kept)")
-        else:
-            steps.append(f"in fused rank {r['fused']}")
-            if r.get("reranked") is None:
-                steps.append(f"dropped by the reranker (kept {kept('reranked')})")
-            else:
-                steps.append(f"reranked to rank {r['reranked']}")
-                steps.append(f"cut by truncation (context kept {kept(FINAL_STAGE)} chunks)")
+        lost = False
+        for i, level in enumerate(levels):
+            present = [n for n in level if r.get(n) is not None]
+            if not present:
+                if i == 0:
+                    steps.extend(f"not in {n} (top {kept(n)})" for n in level)
+                    steps[-1] += " — never retrieved"
+                else:
+                    steps.append(f"cut at {StageSpec.label(level)} ({', '.join(str(kept(n)) for n in level)} kept)")
+                lost = True
+                if all(not any(r.get(n) is not None for n in later) for later in levels[i + 1 :]):
+                    break
+                continue
+            for n in level:
+                steps.append(f"in {n} rank {r[n]}" if r.get(n) is not None else f"not in {n} (top {kept(n)})")
+        if not lost:
+            steps.append(f"not in {target}")
         parts.append(f"requirement {gi}: " + ", ".join(steps))
     return "; ".join(parts)
 

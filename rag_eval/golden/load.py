@@ -14,7 +14,6 @@ from typing import Any, Mapping, cast
 
 from rag_eval.golden.model import (
     ACTIONS,
-    SCENARIOS,
     SPLITS,
     EvidenceGroup,
     EvidenceRef,
@@ -95,8 +94,6 @@ def parse_item(raw: Any, where: str) -> GoldenItem:
         raise GoldenSetError(f"{where}: expected_action {action!r} is not one of {', '.join(ACTIONS)}")
     if "scenario" not in tags:
         tags["scenario"] = "negative" if not evidence else "standard"
-    if tags["scenario"] not in SCENARIOS:
-        raise GoldenSetError(f"{where}: tags.scenario {tags['scenario']!r} is not one of {', '.join(SCENARIOS)}")
     split = raw.get("split") or derived_split(raw, evidence)
     if split not in SPLITS:
         raise GoldenSetError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")

@@ -16,6 +16,8 @@ Split = Literal["tune", "holdout"]
 
 ACTIONS: tuple[str, ...] = ("answer", "refuse", "clarify")
 SPLITS: tuple[str, ...] = ("tune", "holdout")
+# The demo set's scenarios, in the order its coverage report lists them. Tag values are the
+# user's vocabulary: the loader accepts any scenario; a set's own coverage check decides.
 SCENARIOS: tuple[str, ...] = (
     "standard",
     "colloquial",

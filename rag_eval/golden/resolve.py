@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from rag_app.types import Chunk, Document
+from rag_eval.records import Chunk, Document
 from rag_eval.golden.model import EvidenceRef, GoldenItem
 
 _WS = re.compile(r"\s+")
@@ -30,6 +30,13 @@ class ResolvedGold:
     child_groups: tuple[frozenset[str], ...] | None
     parent_groups: tuple[frozenset[str], ...] | None
     doc_groups: tuple[frozenset[str], ...]
+    #: gold whose document could not be resolved (ids mode, a chunk id no returned item
+    #: or id map places): document-level metrics are absent for the item, never 0.
+    unknown_docs: tuple[str, ...] = ()
+
+    @property
+    def docs_known(self) -> bool:
+        return not self.unknown_docs
 
     @property
     def has_chunk_gold(self) -> bool:

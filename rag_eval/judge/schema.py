@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from rag_app.generation.sources import cited_numbers
+from rag_eval.citations import cited_numbers
 
 CLAIM_VERDICTS: tuple[str, ...] = ("yes", "no", "unknown")
 FACT_VERDICTS: tuple[str, ...] = ("covered", "partially_covered", "not_covered")

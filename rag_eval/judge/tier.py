@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-from rag_app.generation.prompt import chunk_label
-from rag_app.generation.sources import numbered_chunks
-from rag_app.types import ChatResult
+from rag_eval.citations import chunk_label
+from rag_eval.citations import numbered_chunks
+from rag_eval.records import AnswerRecord
 from rag_eval.evaluate.judge import JudgeCaseConfig, judge_case, judge_failure
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
@@ -25,7 +25,7 @@ from rag_eval.results import CaseResult
 
 
 
-def judge_input(item: GoldenItem, chat: ChatResult) -> JudgeInput:
+def judge_input(item: GoldenItem, chat: AnswerRecord) -> JudgeInput:
     """The context numbered exactly as the generator's prompt numbered it."""
     context = []
     for n, chunk in numbered_chunks(chat.context_used):
@@ -61,7 +61,7 @@ class JudgeRunner:
         else:
             self.engine = NativeJudge(self.client, config.model)
 
-    def run(self, item: GoldenItem, chat: ChatResult, case_config: JudgeCaseConfig, trial: int = 0) -> CaseResult:
+    def run(self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0) -> CaseResult:
         t0 = time.perf_counter()
         base: dict[str, Any] = {"judge_model": self.config.model, "engine": self.config.engine}
         try:

@@ -6,8 +6,8 @@ came back, so a failing case reads on its own in a report
 ``run_all`` runs the applicable ones on an ``AnswerView`` in a fixed order.
 
 Citation parsing is not re-implemented here: ``cited_numbers`` and ``mask_math`` come
-from ``rag_app.generation.sources``, the module the system itself numbers sources
-with, so the check and the system can never disagree on what ``[n]`` means.
+from :mod:`rag_eval.citations`, whose ``CitationFormat`` is the system's marker syntax
+(``[n]`` by default; ``citation_pattern`` in the pipeline configuration).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
-from rag_app.generation.sources import cited_numbers, mask_math, numbered_chunks
-from rag_app.types import ChatResult, Chunk, Source
+from rag_eval.citations import DEFAULT_FORMAT, CitationFormat, cited_numbers, mask_math, numbered_chunks
+from rag_eval.records import AnswerRecord, Chunk, Source
 
 EXPECTED_ACTIONS: tuple[str, ...] = ("answer", "refuse", "clarify")
 #: Every check ``run_all`` can return, in the order it returns them.
@@ -100,14 +100,14 @@ def sources_present(answer_refused: bool, sources: Sequence[Source]) -> CheckRes
     return CheckResult("sources_present", False, "expected at least 1 source for a non-refusal answer, got none")
 
 
-def citations_resolve(answer: str, n_context: int) -> CheckResult:
+def citations_resolve(answer: str, n_context: int, fmt: CitationFormat = DEFAULT_FORMAT) -> CheckResult:
     """Every inline ``[n]`` of the answer is a context chunk number, 1 ≤ n ≤ n_context.
 
     ``n_context`` counts *distinct* context chunks (how the system numbers them). What
     counts as a citation is decided by ``cited_numbers``: maths such as ``$[0,1]$`` is
     not one; ``[1][2]``, ``[1, 2]``, ``[1-3]`` and ``【1】`` are.
     """
-    cited = cited_numbers(answer)
+    cited = fmt.cited_numbers(answer)
     bad = [n for n in cited if not 1 <= n <= n_context]
     if not bad:
         if not cited:
@@ -345,14 +345,14 @@ def numbers_grounded(answer: str, context_texts: Sequence[str]) -> CheckResult:
 # --------------------------------------------------------------------------- expected action
 
 
-def asks_clarifying_question(answer: str) -> bool:
+def asks_clarifying_question(answer: str, fmt: CitationFormat = DEFAULT_FORMAT) -> bool:
     """Heuristic: the answer asks something back — a ``?``/``？`` outside maths and no citations.
 
     A clarifying reply ("你指的是哪一个函数？") asks and cites nothing; a real answer
     cites its material, and a rhetorical question inside an answer comes with citations.
     """
     prose = mask_math(answer)
-    return ("?" in prose or "？" in prose) and not cited_numbers(answer)
+    return ("?" in prose or "？" in prose) and not fmt.cited_numbers(answer)
 
 
 def expected_action(expected: str, refused: bool, clarified: bool) -> CheckResult:
@@ -396,16 +396,18 @@ class AnswerView:
     must_not_contain: tuple[str, ...] = ()
     expected_action: str | None = None
     check_numbers: bool = True
+    citations: CitationFormat = DEFAULT_FORMAT
 
     @classmethod
     def from_chat_result(
         cls,
-        result: ChatResult,
+        result: AnswerRecord,
         *,
         must_contain: Sequence[str] = (),
         must_not_contain: Sequence[str] = (),
         expected_action: str | None = None,
         check_numbers: bool = True,
+        citations: CitationFormat = DEFAULT_FORMAT,
     ) -> AnswerView:
         """The view of a ``chat`` result; the context is what the generator saw (``context_used``)."""
         return cls(
@@ -418,6 +420,7 @@ class AnswerView:
             must_not_contain=tuple(must_not_contain),
             expected_action=expected_action,
             check_numbers=check_numbers,
+            citations=citations,
         )
 
 
@@ -439,13 +442,13 @@ def run_all(view: AnswerView) -> list[CheckResult]:
     (unless the answer is a refusal or ``check_numbers`` is off).
     """
     results = [answer_not_empty(view.answer)]
-    clarified = asks_clarifying_question(view.answer)
+    clarified = asks_clarifying_question(view.answer, view.citations)
     if view.expected_action is not None:
         results.append(expected_action(view.expected_action, view.refused, clarified))
     # A clarifying question the item asked for cites nothing, like a refusal.
     if not (view.expected_action == "clarify" and clarified):
         results.append(sources_present(view.refused, view.sources))
-    results.append(citations_resolve(view.answer, len(numbered_chunks(view.context))))
+    results.append(citations_resolve(view.answer, len(numbered_chunks(view.context)), view.citations))
     results.append(source_pages_within_context(view.sources, view.context))
     results.append(no_duplicate_sources(view.sources))
     if view.must_contain:

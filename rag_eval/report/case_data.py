@@ -17,22 +17,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_eval.report.fmt import as_mapping
-from rag_eval.report.stages import STAGE_ORDER, normalize_stage, tier_rank
+from rag_eval.report.stages import lost_at, normalize_stage, stage_levels, stage_order, stage_rank, tier_rank
 
-# The ranked stages of the trace a retrieval case records, in pipeline order.
-RANKED_STAGES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
-# Which ranked-stage columns a failed stage points at, for highlighting.
-LOST_AT: Mapping[str, tuple[str, ...]] = {
-    "vector": ("vector",),
-    "bm25": ("bm25",),
-    "vector+bm25": ("vector", "bm25"),
-    "fusion": ("fused",),
-    "rerank": ("reranked",),
-    "truncation": ("context",),
-}
-# Per-stage metric copies are many (5 stages × 10 metrics × 2 levels) and shown as the
-# ranked lists instead; the final-stage metrics and every non-retrieval metric are kept.
-_STAGE_PREFIXES = tuple(f"{s}." for s in RANKED_STAGES)
 # details keys rendered by a dedicated part of the expanded view; the rest is shown raw.
 _KNOWN_DETAILS = frozenset({
     "stages", "gold", "gold_ranks", "degraded", "degradation_reason", "system", "answer", "refused", "generator",
@@ -66,17 +52,26 @@ def build_case_data(results: Mapping[str, Any], ids: Sequence[str]) -> dict[str,
         if isinstance(c, Mapping) and {"id", "tier", "outcome"} <= c.keys():
             by_id.setdefault(str(c.get("id", "")), []).append(c)
     items = as_mapping(results.get("items"))
+    levels = stage_levels(c for c in results.get("cases") or () if isinstance(c, Mapping))
+    order = stage_order(levels)
+    prefixes = tuple(f"{n}." for level in levels for n in level)
     out = []
     for item_id in ids:
         cases = sorted(by_id.get(item_id, []), key=lambda c: tier_rank(str(c.get("tier", ""))))
         raw_item = items.get(item_id)
         item = raw_item if isinstance(raw_item, Mapping) else None
-        out.append(_item_payload(item_id, item, cases, table))
-    return {"strings": table.strings, "stage_order": list(STAGE_ORDER), "items": out}
+        out.append(_item_payload(item_id, item, cases, table, levels, order, prefixes))
+    return {"strings": table.strings, "stage_order": list(order), "items": out}
 
 
 def _item_payload(
-    item_id: str, item: Mapping[str, Any] | None, cases: Sequence[Mapping[str, Any]], table: StringTable
+    item_id: str,
+    item: Mapping[str, Any] | None,
+    cases: Sequence[Mapping[str, Any]],
+    table: StringTable,
+    levels: Sequence[Sequence[str]],
+    order: Sequence[str],
+    prefixes: tuple[str, ...],
 ) -> dict[str, Any]:
     first = cases[0] if cases else {}
     golden: dict[str, Any] = {"known": item is not None}
@@ -94,15 +89,15 @@ def _item_payload(
             expected_action=str(item.get("expected_action") or ""),
         )
     stages = [normalize_stage(c.get("failed_stage")) for c in cases if c.get("outcome") in ("fail", "error")]
-    known = [s for s in stages if s in LOST_AT]
-    earliest = min(known, key=STAGE_ORDER.index) if known else None
+    known = [s for s in stages if s and lost_at(s, levels)]
+    earliest = min(known, key=lambda s: stage_rank(s, order)) if known else None
     return {
         "id": item_id,
         "tags": {str(k): str(v) for k, v in ((item or {}).get("tags") or first.get("tags") or {}).items()},
         "split": str((item or {}).get("split") or first.get("split") or ""),
         "golden": golden,
-        "lost_at": list(LOST_AT.get(earliest, ())) if earliest else [],
-        "tiers": [_tier_payload(c, table) for c in cases],
+        "lost_at": lost_at(earliest, levels),
+        "tiers": [_tier_payload(c, table, prefixes) for c in cases],
     }
 
 
@@ -128,7 +123,7 @@ def _key_fact(fact: Any) -> dict[str, Any]:
     return out
 
 
-def _tier_payload(case: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
+def _tier_payload(case: Mapping[str, Any], table: StringTable, prefixes: tuple[str, ...]) -> dict[str, Any]:
     details = as_mapping(case.get("details"))
     tier = str(case.get("tier", ""))
     out: dict[str, Any] = {
@@ -141,7 +136,7 @@ def _tier_payload(case: Mapping[str, Any], table: StringTable) -> dict[str, Any]
         "negative": bool(case.get("negative")),
         "degraded": bool(details.get("degraded")),
         "degradation_reason": str(details.get("degradation_reason") or ""),
-        "metrics": _shown_metrics(case.get("metrics")),
+        "metrics": _shown_metrics(case.get("metrics"), prefixes),
     }
     if details.get("traceback"):
         out["traceback"] = str(details["traceback"])
@@ -175,13 +170,15 @@ def _tier_payload(case: Mapping[str, Any], table: StringTable) -> dict[str, Any]
     return out
 
 
-def _shown_metrics(metrics: Any) -> dict[str, float]:
+def _shown_metrics(metrics: Any, prefixes: tuple[str, ...]) -> dict[str, float]:
+    """The final-stage metrics and every non-retrieval metric; per-stage copies are many
+    (stages × 10 metrics × 2 levels) and shown as the ranked lists instead."""
     if not isinstance(metrics, Mapping):
         return {}
     return {
         str(k): round(float(v), 4)
         for k, v in metrics.items()
-        if isinstance(v, (int, float)) and not str(k).startswith(_STAGE_PREFIXES) and not str(k).startswith("check.")
+        if isinstance(v, (int, float)) and not (prefixes and str(k).startswith(prefixes)) and not str(k).startswith("check.")
     }
 
 
@@ -189,7 +186,7 @@ def _ranked(details: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
     stages = details["stages"]
     lists = {}
     ref = table.ref
-    for name in [s for s in RANKED_STAGES if s in stages] + sorted(s for s in stages if s not in RANKED_STAGES):
+    for name in stages:  # in the system's order, as the retrieval tier recorded them
         # [chunk id, score] pairs as the retrieval tier writes them (scores already rounded)
         lists[name] = [[ref(hit[0]), hit[1]] for hit in stages[name] or () if len(hit) >= 2]
     gold = as_mapping(details.get("gold"))

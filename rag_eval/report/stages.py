@@ -1,4 +1,4 @@
-"""Where a case failed: the stage names of the report, their pipeline order, and the
+"""Where a case failed: the system's stage names, their pipeline order, and the
 earliest failing stage of a golden item over its tiers.
 
 One place for the order so that the HTML report's rows, counts and filters agree.
@@ -6,40 +6,59 @@ One place for the order so that the HTML report's rows, counts and filters agree
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rag_eval.evaluate.retrieval import LOSS_STAGE
-
-# Where a case can fail, earliest first. "vector" and "bm25" alone come from negative
-# items (chunks above the similarity threshold); "vector+bm25" is gold that neither
-# first-stage retriever found.
-STAGE_ORDER: tuple[str, ...] = (
-    "vector", "bm25", "vector+bm25", "fusion", "rerank", "truncation",
-    "retrieval", "generation", "citation", "judge",
-)
-# Trace stage names that may appear as a failed stage (a negative item whose context
-# was not empty fails at "context"), mapped to the loss names above -- the project's
-# own mapping, minus vector/bm25 which keep their names.
-STAGE_ALIASES: Mapping[str, str] = {k: v for k, v in LOSS_STAGE.items() if k not in ("vector", "bm25")}
+# Where a case can fail after retrieval, in order; the retrieval part comes from the
+# system's own declared stages (each case's details.stage_levels), never from here.
+AFTER_RETRIEVAL: tuple[str, ...] = ("retrieval", "generation", "citation", "judge")
 UNATTRIBUTED = "unattributed"  # a failing case that names no stage
 TIER_ORDER: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk")
 FAILING: frozenset[str] = frozenset({"fail", "error"})  # outcomes that have a failed stage
 
 
-def normalize_stage(stage: str | None) -> str | None:
-    """A failed stage as the report names it (trace names mapped to loss names)."""
+def stage_levels(cases: Iterable[Mapping[str, Any]]) -> list[list[str]]:
+    """The system's stage levels, as the first retrieval case that records them says."""
+    for c in cases:
+        details = c.get("details")
+        levels = details.get("stage_levels") if isinstance(details, Mapping) else None
+        if isinstance(levels, list) and levels:
+            return [[str(n) for n in level] for level in levels if isinstance(level, list)]
+    return []
+
+
+def stage_order(levels: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """Every name a failure can carry, earliest first: each level's stages alone (a
+    negative's thresholded stage), then the level's joint name (``dense+sparse``), then
+    the non-retrieval steps."""
+    out: list[str] = []
+    for level in levels:
+        out.extend(n for n in level if n not in out)
+        joint = "+".join(level)
+        if joint not in out:
+            out.append(joint)
+    return (*out, *(s for s in AFTER_RETRIEVAL if s not in out))
+
+
+def lost_at(stage: str | None, levels: Sequence[Sequence[str]]) -> list[str]:
+    """The ranked-list columns a failed stage points at, for highlighting."""
     if not stage:
-        return None
-    return STAGE_ALIASES.get(stage, stage)
+        return []
+    names = {n for level in levels for n in level}
+    return [n for n in stage.split("+") if n in names]
 
 
-def stage_rank(stage: str) -> tuple[int, str]:
+def normalize_stage(stage: str | None) -> str | None:
+    """A failed stage as the report names it (the system's own names, as recorded)."""
+    return stage or None
+
+
+def stage_rank(stage: str, order: Sequence[str] = AFTER_RETRIEVAL) -> tuple[int, str]:
     """Sort key: pipeline order; unknown stages last, by name."""
     try:
-        return (STAGE_ORDER.index(stage), "")
+        return (list(order).index(stage), "")
     except ValueError:
-        return (len(STAGE_ORDER), stage)
+        return (len(order), stage)
 
 
 def tier_rank(tier: str) -> tuple[int, str]:
@@ -56,6 +75,6 @@ def case_stage(case: Mapping[str, Any]) -> str | None:
     return normalize_stage(case.get("failed_stage")) or UNATTRIBUTED
 
 
-def earliest_stage(stages: Iterable[str | None]) -> str | None:
+def earliest_stage(stages: Iterable[str | None], order: Sequence[str] = AFTER_RETRIEVAL) -> str | None:
     present = [s for s in stages if s]
-    return min(present, key=stage_rank) if present else None
+    return min(present, key=lambda s: stage_rank(s, order)) if present else None

@@ -26,6 +26,8 @@ from rag_eval.baseline import tier_notes
 from rag_eval.report.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
 from rag_eval.report.header import Header, build_header
 from rag_eval.report.stages import (
+    stage_levels,
+    stage_order,
     FAILING,
     case_stage,
     earliest_stage,
@@ -217,13 +219,14 @@ def build_view(results: Mapping[str, Any]) -> ReportView:
     items = as_mapping(results.get("items"))
     baseline = _baseline_view(results.get("baseline"))
     newly = _newly_failing(baseline)
-    rows = _rows(cases, items, newly)
+    order = stage_order(stage_levels(cases))
+    rows = _rows(cases, items, newly, order)
     tiers = tuple(sorted({str(c.get("tier", "")) for c in cases}, key=tier_rank))
     return ReportView(
         header=build_header(results, run, items, cases),
         gates=_gates(results, cases),
         tiers=tiers,
-        stage_counts=_stage_counts(rows, tiers),
+        stage_counts=_stage_counts(rows, tiers, order),
         tier_counts=_tier_counts(cases, tiers),
         rows=rows,
         baseline=baseline,
@@ -306,7 +309,10 @@ def pulling_cases(gate: Mapping[str, Any], cases: Sequence[CaseResult]) -> tuple
 
 
 def _rows(
-    cases: Sequence[Mapping[str, Any]], items: Mapping[str, Any], newly: Mapping[str, tuple[str, ...]]
+    cases: Sequence[Mapping[str, Any]],
+    items: Mapping[str, Any],
+    newly: Mapping[str, tuple[str, ...]],
+    order: Sequence[str],
 ) -> tuple[CaseRow, ...]:
     by_id: dict[str, list[Mapping[str, Any]]] = {}
     for c in cases:
@@ -334,17 +340,17 @@ def _rows(
                 tag_labels=tuple(f"{k}={v}" for k, v in sorted(tags.items())),
                 split=str(item.get("split") or first.get("split") or ""),
                 outcomes=outcomes,
-                stage=earliest_stage(o.stage for o in outcomes.values()),
+                stage=earliest_stage((o.stage for o in outcomes.values()), order),
                 newly_failing=newly.get(item_id, ()),
                 duration=sum(o.duration for o in outcomes.values()),
             )
         )
     # Failing items first, by the stage that lost them (earliest first), then by id.
-    drafts.sort(key=lambda d: (d["stage"] is None, stage_rank(d["stage"] or ""), d["id"]))
+    drafts.sort(key=lambda d: (d["stage"] is None, stage_rank(d["stage"] or "", order), d["id"]))
     return tuple(CaseRow(index=i, **d) for i, d in enumerate(drafts))
 
 
-def _stage_counts(rows: Sequence[CaseRow], tiers: Sequence[str]) -> tuple[StageCount, ...]:
+def _stage_counts(rows: Sequence[CaseRow], tiers: Sequence[str], order: Sequence[str]) -> tuple[StageCount, ...]:
     items: dict[str, int] = {}
     per_tier: dict[str, dict[str, int]] = {}
     for r in rows:
@@ -354,7 +360,7 @@ def _stage_counts(rows: Sequence[CaseRow], tiers: Sequence[str]) -> tuple[StageC
             if o.stage:
                 row = per_tier.setdefault(o.stage, {})
                 row[o.tier] = row.get(o.tier, 0) + 1
-    stages = sorted(set(items) | set(per_tier), key=stage_rank)
+    stages = sorted(set(items) | set(per_tier), key=lambda s: stage_rank(s, order))
     return tuple(
         StageCount(s, items.get(s, 0), {t: per_tier.get(s, {}).get(t, 0) for t in tiers}) for s in stages
     )

@@ -137,17 +137,13 @@ class Sandbox:
         (self.root / "test_golden.py").write_text((EVAL_TESTS / "test_golden.py").read_text(encoding="utf-8"))
 
     def args(self, *extra: str) -> list[str]:
-        return [
-            "--dataset",
-            str(self.dataset),
-            "--rag-set",
-            "embedder=fake",
-            "--rag-set",
-            "reranker=none",
-            "--rag-set",
-            f"cache_dir={self.cache_dir}",
-            *extra,
+        # rag_app's settings are for the in-process rag_app pipeline; another pipeline
+        # refuses --rag-set (it would change nothing there).
+        own = any(a.startswith("--pipeline") for a in extra)
+        rag_set = [] if own else [
+            "--rag-set", "embedder=fake", "--rag-set", "reranker=none", "--rag-set", f"cache_dir={self.cache_dir}",
         ]
+        return ["--dataset", str(self.dataset), *rag_set, *extra]
 
     def run(self, *extra: str) -> pytest.RunResult:
         """An in-process run (fast: chromadb and jieba are imported once per outer process)."""
@@ -223,16 +219,15 @@ def _warm(cache_dir: Path) -> Path:
     first imported during the run; without this, each run would re-import chromadb and
     re-initialise jieba (~5 s). Modules imported before the run are kept.
     """
-    from rag_app.settings import Settings
     from rag_eval import golden, pytest_plugin, session  # noqa: F401 - imported to keep them loaded
+    from rag_eval.adapters.rag_app import RagAppSystem
     from rag_eval.golden import validate  # noqa: F401
-    from rag_eval.system import RagAppSystem
 
     corpus = cache_dir / "warm" / "corpus.jsonl"
     corpus.parent.mkdir(parents=True, exist_ok=True)
     corpus.write_text(jsonl(CORPUS), encoding="utf-8")
-    settings = Settings(corpus_path=str(corpus), cache_dir=str(cache_dir), embedder="fake", reranker="none")
-    system = RagAppSystem(settings, corpus)
+    overrides = {"cache_dir": str(cache_dir), "embedder": "fake", "reranker": "none"}
+    system = RagAppSystem(overrides, None, corpus)
     system.retrieve(str(GOLDEN[0]["question"]))
     system.chat(str(GOLDEN[4]["question"]))
     return cache_dir

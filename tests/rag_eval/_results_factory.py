@@ -24,6 +24,7 @@ import random
 from typing import Any, Mapping
 
 from rag_eval.evaluate.retrieval import loss_stage
+from rag_eval.stages import StageSpec
 from rag_eval.gate import evaluate_gate
 from rag_eval.metrics.passk import summarize
 from rag_eval.results import CaseResult
@@ -32,6 +33,7 @@ from rag_eval.thresholds import Gate
 
 XSS = "<script>alert(1)</script>"
 STAGES = ("vector", "bm25", "fused", "reranked", "context")
+SPEC = StageSpec((("vector", "bm25"), ("fused",), ("reranked",), ("context",)), final="context", thresholded="vector")
 KEEP = {"vector": 20, "bm25": 20, "fused": 12, "reranked": 8, "context": 6}
 PASSK_N, PASSK_K = 5, 3
 SCORES = [round(1.0 - r * 0.03, 6) for r in range(30)]
@@ -140,6 +142,8 @@ def _retrieval(i: int, fate: str, item: Mapping[str, Any], rng: random.Random) -
     stages = _ranked(i, fate, rng, gold)
     details: dict[str, Any] = {
         "stages": stages,
+        "stage_levels": [list(level) for level in SPEC.levels],
+        "final_stage": SPEC.final,
         "degraded": fate == "degraded",
         "degradation_reason": "reranker timed out: kept the fused order" if fate == "degraded" else None,
         "gold": {"chunks": [[gold]] if gold else [], "parents": None, "docs": [["bixiu1"]] if gold else []},
@@ -147,10 +151,11 @@ def _retrieval(i: int, fate: str, item: Mapping[str, Any], rng: random.Random) -
     }
     if gold is None:
         metrics = {"negative.any_above_threshold": 1.0, "negative.empty_context": 0.0}
+        details["measured_only"] = True
         return CaseResult(outcome="pass", metrics=metrics, negative=True, details=details, **common)  # type: ignore[arg-type]
     ranks = [{s: next((r + 1 for r, (cid, _) in enumerate(stages[s]) if cid == gold), None) for s in STAGES}]
     details["gold_ranks"] = ranks
-    stage = loss_stage(ranks)
+    stage = loss_stage(ranks, SPEC)
     final = ranks[0]["context"]
     metrics = {
         "recall@5": 1.0 if final and final <= 5 else 0.0,

@@ -284,7 +284,7 @@ def test_info_reaches_each_case_system_through_the_session() -> None:
         config = HttpConfig.parse(with_info(srv.url, path="info"), "test.toml", {})
         sut = HttpSystem(config)
         spec = PipelineSpec("http", "ids", http=config)
-        session = EvalSession(EvalConfig(DatasetPaths(Path("."), Path("."), Path(".")), pipeline=spec), lambda s, c: sut)
+        session = EvalSession(EvalConfig(DatasetPaths(Path("."), Path("."), Path(".")), pipeline=spec), lambda: sut)
         info = session.system_info
         case = _with_system(CaseResult(id="c", tier="retrieval", outcome="pass"), info)
 

@@ -51,6 +51,9 @@ def rag_app_api(sandbox: Sandbox) -> Iterator[str]:
 def http_config(sandbox: Sandbox, url: str) -> Path:
     text = (REPO_ROOT / "examples" / "rag_app_http.toml").read_text(encoding="utf-8")
     path = sandbox.root / "rag_app_http.toml"
+    # The service runs with reranker = none, like the in-process run: declare rag_app's
+    # stages without the reranker there too (its API still sends an identity list).
+    text = text.replace('"fused", "reranked", "context"]', '"fused", "context"]')
     path.write_text(text.replace("http://127.0.0.1:8000", url), encoding="utf-8")
     return path
 

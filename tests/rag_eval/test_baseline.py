@@ -118,10 +118,10 @@ def keys(rows: list[dict[str, Any]]) -> list[str]:
 
 def test_pass_to_fail_and_error_say_which() -> None:
     base = results([case("a"), case("b"), case("c")])
-    now = results([case("a"), case("b", "fail", failed_stage="truncation"), case("c", "error")])
+    now = results([case("a"), case("b", "fail", failed_stage="context"), case("c", "error")])
     t = case_transitions(now, base)
     assert t["pass_to_fail"] == [
-        {"key": "retrieval::b", "id": "b", "tier": "retrieval", "was": "pass", "now": "fail", "failed_stage": "truncation"},
+        {"key": "retrieval::b", "id": "b", "tier": "retrieval", "was": "pass", "now": "fail", "failed_stage": "context"},
         {"key": "retrieval::c", "id": "c", "tier": "retrieval", "was": "pass", "now": "error", "failed_stage": "error"},
     ]
     assert t["fail_to_pass"] == t["new"] == t["removed"] == t["stable_to_flaky"] == []

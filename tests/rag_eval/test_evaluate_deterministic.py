@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from rag_app.generation.sources import REFUSAL_TEXT, build_sources
-from rag_app.types import ChatResult, Chunk, Hit, StageResult, Trace, Usage
+from rag_eval.records import AnswerRecord as ChatResult, Chunk, Hit, StageResult, Trace, Usage
+from rag_eval.stages import StageSpec
 from rag_eval.evaluate.deterministic import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
@@ -64,7 +65,12 @@ def item(negative: bool = False, **kw: Any) -> GoldenItem:
 
 
 def run(it: GoldenItem, result: ChatResult, gold: ResolvedGold = GOLD, skip: tuple[str, ...] = ()) -> CaseResult:
-    return evaluate_deterministic(it, gold, result, DOC_OF, KIND_OF, DeterministicCaseConfig(skip_checks=skip), duration=0.5)
+    return evaluate_deterministic(
+        it, gold, result, DOC_OF, KIND_OF, DeterministicCaseConfig(skip_checks=skip), spec=SPEC, duration=0.5
+    )
+
+
+SPEC = StageSpec((("vector", "bm25"), ("fused",), ("reranked",), ("context",)), final="context", thresholded="vector")
 
 
 def failed_checks(case: CaseResult) -> list[str]:
@@ -168,7 +174,7 @@ def test_a_retrieval_loss_is_the_earliest_failing_stage() -> None:
     stages = {"vector": ["d1::c2", "d2::c1"], "bm25": [], "fused": ["d1::c2", "d2::c1"], "reranked": ["d2::c1"], "context": ["d2::c1"]}
     case = run(item(must_contain=("2^n-1",)), chat("空集是任何集合的子集[1]。", [OTHER], stages=stages))
     assert failed_checks(case) == ["must_contain"]
-    assert case.failed_stage == "rerank"
+    assert case.failed_stage == "reranked"
 
 
 def test_never_retrieved_gold_takes_precedence_over_a_citation_failure() -> None:

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from rag_app.types import Hit, RetrievalResult, StageResult, Trace
 from rag_eval.evaluate.retrieval import (
     DEFAULT_METRICS,
-    LOSS_STAGE,
     RetrievalCaseConfig,
     evaluate_retrieval,
     narrate,
 )
+from rag_eval.records import Hit, RetrievalRecord as RetrievalResult, StageResult, Trace
+from rag_eval.stages import StageSpec
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.results import CaseResult
@@ -49,9 +49,16 @@ ONE_GOLD = ResolvedGold((frozenset({GOLD}),), (frozenset({"d1::p"}),), (frozense
 NO_GOLD = ResolvedGold((), (), ())
 
 
-def run(res: RetrievalResult, gold: ResolvedGold = ONE_GOLD, config: RetrievalCaseConfig | None = None, **item_kw: Any) -> CaseResult:
+# rag_app's shape, declared here as any system would declare its own
+SPEC = StageSpec((("vector", "bm25"), ("fused",), ("reranked",), ("context",)), final="context", thresholded="vector")
+
+
+def run(
+    res: RetrievalResult, gold: ResolvedGold = ONE_GOLD, config: RetrievalCaseConfig | None = None,
+    spec: StageSpec = SPEC, **item_kw: Any,
+) -> CaseResult:
     it = item(negative=not gold.doc_groups, **item_kw)
-    return evaluate_retrieval(it, gold, res, DOC_OF, KIND_OF, config or RetrievalCaseConfig(), duration=0.25)
+    return evaluate_retrieval(it, gold, res, DOC_OF, KIND_OF, config or RetrievalCaseConfig(), spec, duration=0.25)
 
 
 def fillers(n: int, start: int = 0) -> list[str]:
@@ -137,9 +144,9 @@ def test_never_retrieved_is_blamed_on_vector_plus_bm25() -> None:
 def test_cut_by_fusion_top_k() -> None:
     res = result(vector=fillers(3), bm25=[fillers(1)[0], GOLD], fused=fillers(6), reranked=fillers(4), context=fillers(2))
     case = run(res)
-    assert case.failed_stage == "fusion"
+    assert case.failed_stage == "fused"
     assert case.message == (
-        "gold evidence did not reach context: requirement 1: not in vector (top 3), in bm25 rank 2, cut by fusion top-k (6 kept)"
+        "gold evidence did not reach context: requirement 1: not in vector (top 3), in bm25 rank 2, cut at fused (6 kept)"
     )
 
 
@@ -152,23 +159,24 @@ def test_dropped_by_the_reranker() -> None:
         context=fillers(5),
     )
     case = run(res)
-    assert case.failed_stage == "rerank"
-    assert "in bm25 rank 2, in fused rank 4, dropped by the reranker (kept 8)" in case.message
+    assert case.failed_stage == "reranked"
+    assert "in bm25 rank 2, in fused rank 4, cut at reranked (8 kept)" in case.message
     assert case.metrics["fused.mrr"] == 1 / 4 and case.metrics["reranked.mrr"] == 0.0
 
 
 def test_cut_by_truncation() -> None:
     res = result(vector=[GOLD], bm25=[], fused=[GOLD], reranked=[*fillers(2), GOLD], context=fillers(2))
     case = run(res)
-    assert case.failed_stage == "truncation"
+    assert case.failed_stage == "context"
     assert case.message == (
         "gold evidence did not reach context: requirement 1: in vector rank 1, not in bm25 (top 0), in fused rank 1, "
-        "reranked to rank 3, cut by truncation (context kept 2 chunks)"
+        "in reranked rank 3, cut at context (2 kept)"
     )
 
 
-def test_loss_stage_names() -> None:
-    assert LOSS_STAGE == {"vector": "vector+bm25", "bm25": "vector+bm25", "fused": "fusion", "reranked": "rerank", "context": "truncation"}
+def test_loss_stage_names_come_from_the_declaration() -> None:
+    # side-by-side stages are blamed together; every other level by its own name
+    assert SPEC.labels == ("vector+bm25", "fused", "reranked", "context", "retrieval")
 
 
 # two requirements: d1::c2 and d2::c1
@@ -192,7 +200,7 @@ def test_the_earliest_loss_over_all_requirements_is_blamed() -> None:
 def test_one_requirement_reaching_the_context_is_not_enough() -> None:
     res = result(vector=[GOLD, "d2::c1"], bm25=[], fused=[GOLD, "d2::c1"], reranked=[GOLD, "d2::c1"], context=[GOLD])
     case = run(res, TWO_GOLD)
-    assert case.failed_stage == "truncation"
+    assert case.failed_stage == "context"
     assert case.message.startswith("gold evidence did not reach context: requirement 2: ")  # requirement 1 made it
     assert case.metrics["recall@5"] == 1 / 2
 
@@ -200,16 +208,16 @@ def test_one_requirement_reaching_the_context_is_not_enough() -> None:
 def test_require_an_earlier_stage() -> None:
     res = result(vector=[GOLD], bm25=[], fused=[GOLD], reranked=fillers(3), context=fillers(2))
     assert run(res, config=RetrievalCaseConfig(require="fused")).outcome == "pass"
-    assert run(res, config=RetrievalCaseConfig(require="reranked")).failed_stage == "rerank"
+    assert run(res, config=RetrievalCaseConfig(require="reranked")).failed_stage == "reranked"
 
 
 def test_with_an_earlier_required_stage_later_losses_are_not_blamed() -> None:
     # requirement 1 is dropped by the reranker (after 'fused': fine), requirement 2 is cut by fusion
     res = result(vector=[GOLD], bm25=["d2::c1"], fused=[GOLD], reranked=fillers(2), context=fillers(2))
     case = run(res, TWO_GOLD, RetrievalCaseConfig(require="fused"))
-    assert case.failed_stage == "fusion"
+    assert case.failed_stage == "fused"
     assert case.message == (
-        "gold evidence did not reach fused: requirement 2: not in vector (top 1), in bm25 rank 1, cut by fusion top-k (1 kept)"
+        "gold evidence did not reach fused: requirement 2: not in vector (top 1), in bm25 rank 1, cut at fused (1 kept)"
     )
 
 
@@ -217,7 +225,7 @@ def test_a_stage_missing_from_the_trace_is_not_blamed() -> None:
     # a system without a reranker: no 'reranked' stage at all
     res = result(vector=[GOLD], bm25=[], fused=[GOLD], context=fillers(2))
     case = run(res)
-    assert case.failed_stage == "truncation"
+    assert case.failed_stage == "context"
     assert not any(k.startswith("reranked.") for k in case.metrics)
 
 
@@ -227,8 +235,8 @@ def test_narrate_directly() -> None:
         {"vector": None, "bm25": 2, "fused": 4, "reranked": None, "context": None},
         {"vector": 1, "bm25": None, "fused": 1, "reranked": 1, "context": 1},
     ]
-    assert narrate(ranks, stages) == (
-        "requirement 1: not in vector (top 0), in bm25 rank 2, in fused rank 4, dropped by the reranker (kept 8)"
+    assert narrate(ranks, stages, SPEC) == (
+        "requirement 1: not in vector (top 0), in bm25 rank 2, in fused rank 4, cut at reranked (8 kept)"
     )
 
 
@@ -265,6 +273,7 @@ def test_negative_measure_mode_records_and_passes() -> None:
     case = run(res, NO_GOLD)
     assert (case.outcome, case.negative, case.failed_stage) == ("pass", True, None)
     assert case.metrics == {"negative.any_above_threshold": 1.0, "negative.empty_context": 0.0}
+    assert case.details["measured_only"] is True  # measured, never judged: not a pass in pass_rate
 
 
 def test_negative_nothing_retrieved() -> None:
@@ -276,9 +285,9 @@ def test_negative_nothing_retrieved() -> None:
 
 def test_negative_no_vector_hit_mode() -> None:
     hit = result(vector=["d2::c1", "d3::c1"], bm25=fillers(3), fused=fillers(3), reranked=fillers(2), context=fillers(2))
-    case = run(hit, NO_GOLD, RetrievalCaseConfig(negative="no_vector_hit"))
+    case = run(hit, NO_GOLD, RetrievalCaseConfig(negative="no_threshold_hit"))
     assert (case.outcome, case.failed_stage) == ("fail", "vector")
-    assert case.message == "negative item: 2 chunk(s) passed the similarity threshold (expected none)"
+    assert case.message == "negative item: 2 item(s) passed the similarity threshold of vector (expected none)"
     # BM25 alone (no threshold) does not fail this mode
     bm25_only = result(vector=[], bm25=fillers(3), fused=fillers(3), reranked=fillers(2), context=fillers(2))
     assert run(bm25_only, NO_GOLD, RetrievalCaseConfig(negative="no_vector_hit")).outcome == "pass"
@@ -289,7 +298,7 @@ def test_negative_empty_context_mode() -> None:
     case = run(res, NO_GOLD, RetrievalCaseConfig(negative="empty_context"))
     # blamed on the context (the vector stage let nothing through)
     assert (case.outcome, case.failed_stage) == ("fail", "context")
-    assert case.message == "negative item: 2 chunk(s) reached the context (expected none)"
+    assert case.message == "negative item: 2 item(s) reached context (expected none)"
 
 
 # --------------------------------------------------------------------------- details

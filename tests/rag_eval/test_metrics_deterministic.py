@@ -83,10 +83,23 @@ def test_maths_brackets_are_not_citations() -> None:
     assert citations_resolve(answer, 1) == CheckResult("citations_resolve", True, "no inline [n] citations to resolve")
 
 
-def test_citation_parser_is_the_systems_own() -> None:
-    # one parser for the system and the checks: they cannot disagree on what [n] means
-    assert det.cited_numbers is system_sources.cited_numbers
-    assert det.cited_numbers("a [2][1] b [1, 3] $[4,5]$") == [2, 1, 3]
+SAMPLES = [
+    "a [2][1] b [1, 3] $[4,5]$", "【1】和［2］", "[1-3] 与 [0,1]", "$x\\in[0,1]$ [2]", "[1，2、4]", "[1-2000]", "无引用",
+]
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_the_default_citation_format_reads_markers_as_rag_app_writes_them(text: str) -> None:
+    # rag_eval owns its parser; on rag_app's [n] convention it agrees with rag_app's own
+    assert det.cited_numbers(text) == system_sources.cited_numbers(text)
+
+
+def test_a_systems_own_citation_syntax() -> None:
+    from rag_eval.citations import CitationFormat
+
+    fmt = CitationFormat(r"\^(\d+)")  # footnote style: x^1 ... y^2
+    assert fmt.cited_numbers("first^1 then^2, again^1") == [1, 2]
+    assert det.citations_resolve("a^3", 2, fmt).passed is False
 
 
 def test_source_pages_within_context_pass() -> None:

@@ -163,8 +163,8 @@ def test_a_script_question_is_shown_as_text(page: Any, red_run: tuple[dict[str, 
 def test_a_stage_count_filters_by_earliest_stage(page: Any, red_run: tuple[dict[str, Any], Path]) -> None:
     results, path = red_run
     page.goto(path.as_uri())
-    page.locator('button.stage-filter[data-stage="truncation"][data-tier=""]').click()
-    expected = [r.id for r in build_view(results).rows if r.stage == "truncation"]
+    page.locator('button.stage-filter[data-stage="context"][data-tier=""]').click()
+    expected = [r.id for r in build_view(results).rows if r.stage == "context"]
     assert sorted(visible_ids(page)) == sorted(expected) and ID_TRUNCATION in expected
 
 

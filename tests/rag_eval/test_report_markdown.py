@@ -100,29 +100,29 @@ def test_gates_table_without_baseline_has_value_threshold_n_and_result() -> None
 
 def test_failing_cases_per_stage_with_their_n() -> None:
     r = results(
-        [case("a"), case("b", "fail", failed_stage="truncation"), case("c", "fail", failed_stage="truncation"), case("d", "error")]
+        [case("a"), case("b", "fail", failed_stage="context"), case("c", "fail", failed_stage="context"), case("d", "error")]
         + [case("x", "fail", tier="deterministic", failed_stage="generation"), case("s", "skip", tier="deterministic")]
     )
     md = render_markdown(r)
     assert "| tier | failed stage | cases | of n |" in md
-    assert table_rows(md, "retrieval") == [["retrieval", "truncation", "2", "4"], ["retrieval", "error", "1", "4"]]
+    assert table_rows(md, "retrieval") == [["retrieval", "context", "2", "4"], ["retrieval", "error", "1", "4"]]
     assert table_rows(md, "deterministic") == [["deterministic", "generation", "1", "1"]]  # the skip is not in n
 
 
 def test_without_baseline_the_failed_gates_cases_are_listed_with_their_question() -> None:
     r = results(
-        [case("a"), case("b", "fail", failed_stage="rerank", message="gold dropped by the reranker")],
+        [case("a"), case("b", "fail", failed_stage="reranked", message="gold dropped by the reranker")],
         thresholds={"retrieval": {"pass_rate": 1.0, "recall@5": 0.5}},
     )
     md = render_markdown(r)
     assert "### Failing cases of retrieval.pass\\_rate" in md
     assert "Failing cases of retrieval.recall@5" not in md  # that gate passed
-    assert "- **retrieval** `b` · fail · failed stage: rerank — question of b? — _gold dropped by the reranker_" in md
+    assert "- **retrieval** `b` · fail · failed stage: reranked — question of b? — _gold dropped by the reranker_" in md
 
 
 def test_with_baseline_deltas_and_newly_failing_cases() -> None:
     base = results([case("a"), case("b"), case("c", "fail"), case("old")])
-    now = results([case("a"), case("b", "fail", failed_stage="truncation"), case("c"), case("new")])
+    now = results([case("a"), case("b", "fail", failed_stage="context"), case("c"), case("new")])
     md = render_markdown(with_baseline(now, base, no_new_failures=True))
     assert "| metric | value | Δ vs baseline | threshold | n | result |" in md
     (recall,) = table_rows(md, "retrieval.recall@5")
@@ -133,7 +133,7 @@ def test_with_baseline_deltas_and_newly_failing_cases() -> None:
     assert "Baseline: commit `dcb17b93b381` (2026-11-30T02:43:01+00:00)" in md
     assert "1 newly failing, 1 fixed, 0 stable → flaky, 1 new, 1 removed" in md
     assert "### Newly failing cases (1 of 2 that passed on the baseline)" in md
-    assert "- **retrieval** `b` · fail · failed stage: truncation — question of b?" in md
+    assert "- **retrieval** `b` · fail · failed stage: context — question of b?" in md
     assert "Failing cases of" not in md
 
 

@@ -13,7 +13,10 @@ import pytest
 
 from rag_eval.report.case_data import build_case_data
 from rag_eval.report.fmt import fmt_delta, fmt_number
-from rag_eval.report.stages import STAGE_ORDER, case_stage, earliest_stage, normalize_stage
+from rag_eval.report.stages import case_stage, earliest_stage, normalize_stage, stage_order
+
+LEVELS = [["vector", "bm25"], ["fused"], ["reranked"], ["context"]]
+STAGE_ORDER = stage_order(LEVELS)
 from rag_eval.report.view import build_view
 from tests.rag_eval._results_factory import (
     ID_ERROR,
@@ -40,33 +43,33 @@ def gate_row(view: Any, metric: str) -> Any:
 # --------------------------------------------------------------------------- stages
 
 
-def test_stage_order_is_the_pipeline_order() -> None:
+def test_stage_order_is_the_systems_declared_order() -> None:
     assert STAGE_ORDER == (
-        "vector", "bm25", "vector+bm25", "fusion", "rerank", "truncation", "retrieval", "generation", "citation", "judge",
+        "vector", "bm25", "vector+bm25", "fused", "reranked", "context", "retrieval", "generation", "citation", "judge",
+    )
+    # a system with its own names gets its own order, nothing of rag_app's
+    assert stage_order([["dense", "sparse"], ["hybrid"], ["final"]])[:6] == (
+        "dense", "sparse", "dense+sparse", "hybrid", "final", "retrieval",
     )
 
 
-@pytest.mark.parametrize(
-    ("raw", "shown"),
-    [("fused", "fusion"), ("reranked", "rerank"), ("context", "truncation"), ("vector", "vector"),
-     ("vector+bm25", "vector+bm25"), ("error", "error"), (None, None), ("", None)],
-)
-def test_trace_stage_names_map_to_loss_names(raw: str | None, shown: str | None) -> None:
+@pytest.mark.parametrize(("raw", "shown"), [("fused", "fused"), ("vector+bm25", "vector+bm25"), (None, None), ("", None)])
+def test_failed_stage_names_are_shown_as_recorded(raw: str | None, shown: str | None) -> None:
     assert normalize_stage(raw) == shown
 
 
 def test_earliest_stage_follows_the_pipeline_and_puts_unknown_stages_last() -> None:
-    assert earliest_stage(["judge", "generation", "rerank"]) == "rerank"
-    assert earliest_stage(["citation", "vector+bm25"]) == "vector+bm25"
-    assert earliest_stage(["zz-custom", "judge"]) == "judge"
-    assert earliest_stage(["zz-custom", "error"]) == "error"  # unknown stages sort by name
+    assert earliest_stage(["judge", "generation", "reranked"], STAGE_ORDER) == "reranked"
+    assert earliest_stage(["citation", "vector+bm25"], STAGE_ORDER) == "vector+bm25"
+    assert earliest_stage(["zz-custom", "judge"], STAGE_ORDER) == "judge"
+    assert earliest_stage(["zz-custom", "error"], STAGE_ORDER) == "error"  # unknown stages sort by name
     assert earliest_stage([None, None]) is None
 
 
 def test_case_stage_only_for_failing_and_erroring_cases() -> None:
-    assert case_stage({"outcome": "fail", "failed_stage": "reranked"}) == "rerank"
+    assert case_stage({"outcome": "fail", "failed_stage": "reranked"}) == "reranked"
     assert case_stage({"outcome": "error", "failed_stage": None}) == "unattributed"
-    assert case_stage({"outcome": "pass", "failed_stage": "fusion"}) is None
+    assert case_stage({"outcome": "pass", "failed_stage": "fused"}) is None
     assert case_stage({"outcome": "skip"}) is None
 
 
@@ -75,8 +78,8 @@ def test_a_row_is_one_golden_item_with_its_earliest_stage_over_tiers(results: di
     assert view.n_items == 60 and view.n_cases == len(results["cases"])
     row = next(r for r in view.rows if r.id == ID_TRUNCATION)
     assert set(row.outcomes) == {"retrieval", "deterministic", "judge", "passk"}
-    assert row.outcomes["retrieval"].stage == "truncation"
-    assert row.stage == "truncation"
+    assert row.outcomes["retrieval"].stage == "context"
+    assert row.stage == "context"
     # the flaky item passes retrieval; its earliest failure is the generation of a trial
     flaky = next(r for r in view.rows if r.id == ID_FLAKY)
     assert flaky.outcomes["retrieval"].outcome == "pass" and flaky.stage == "generation"
@@ -155,7 +158,7 @@ def test_a_gate_of_a_tier_without_cases_shows_the_cases_its_dict_names(results: 
 def test_stage_counts_carry_their_n(results: dict[str, Any]) -> None:
     view = build_view(results)
     assert sum(s.items for s in view.stage_counts) == view.n_failing_items == sum(1 for r in view.rows if r.stage)
-    assert [s.stage for s in view.stage_counts][:4] == ["vector+bm25", "fusion", "rerank", "truncation"]
+    assert [s.stage for s in view.stage_counts][:4] == ["vector+bm25", "fused", "reranked", "context"]
     for s in view.stage_counts:
         for tier, count in s.per_tier.items():
             assert count == sum(1 for c in results["cases"] if c["tier"] == tier and case_stage(c) == s.stage)
@@ -229,11 +232,13 @@ def test_a_real_results_sample_renders() -> None:
     view = build_view(r)
     stages = {row.id: row.stage for row in view.rows}
     assert stages["demo-complex-002"] == "vector+bm25" and stages["demo-tri-002"] is None
+    # a results file written before stages were the system's own: the names are shown as recorded
     assert {s.stage for s in view.stage_counts} >= {"vector+bm25", "fusion", "rerank", "truncation", "generation"}
     data = build_case_data(r, [row.id for row in view.rows])
     item = data["items"][[row.id for row in view.rows].index("demo-ineq-005")]
     retrieval = next(t for t in item["tiers"] if t["tier"] == "retrieval")
-    assert item["lost_at"] == ["context"] and retrieval["ranked"]["gold_ranks"][0]["context"] is None
+    # no stage_levels in a file written before stages were declared: nothing to highlight, nothing guessed
+    assert item["lost_at"] == [] and retrieval["ranked"]["gold_ranks"][0]["context"] is None
     raw = next(c for c in r["cases"] if c["id"] == "demo-ineq-005" and c["tier"] == "retrieval")
     gold_chunks = {cid for group in raw["details"]["gold"]["chunks"] for cid in group}
     gold_parents = {cid for group in raw["details"]["gold"]["parents"] or () for cid in group}

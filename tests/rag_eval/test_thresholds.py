@@ -231,7 +231,6 @@ def test_unknown_retrieval_metric_names_table_key_and_valid_names(tmp_path: Path
         "recall@0",
         "vector.bm25.recall@5",  # two stages
         "doc.doc.mrr",
-        "rerank.recall@5",  # the stage is called 'reranked'
         "Recall@5",  # gates look metrics up by their canonical spelling
         "check.answer_not_empty",  # a deterministic key in the retrieval tier
     ],
@@ -298,17 +297,15 @@ def test_tier_body_must_be_a_table(tmp_path: Path) -> None:
 
 
 def test_bad_case_option_value_lists_the_valid_values(tmp_path: Path) -> None:
-    msg = error_of(tmp_path, '[retrieval.case]\nrequire = "reranker"\n')
-    assert "[retrieval.case] require = 'reranker' is not one of vector, bm25, fused, reranked, context" in msg
     msg = error_of(tmp_path, '[retrieval.case]\nnegative = "refuse"\n')
-    assert "[retrieval.case] negative = 'refuse' is not one of measure, no_vector_hit, empty_context" in msg
+    assert "[retrieval.case] negative = 'refuse' is not one of measure, no_threshold_hit, no_vector_hit, empty_context" in msg
     msg = error_of(tmp_path, '[deterministic.case]\nskip_checks = ["numbers_grounded", "spelling"]\n')
     assert "[deterministic.case] skip_checks = 'spelling' is not one of answer_not_empty" in msg
 
 
 def test_scalar_case_option_rejects_a_list(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retrieval.case]\nrequire = ["context"]\n')
-    assert "[retrieval.case] require takes one name, not a list; one of vector, bm25" in msg
+    assert "[retrieval.case] require takes one name, not a list; a stage of the system" in msg
 
 
 def test_unknown_case_key_lists_options_and_floors(tmp_path: Path) -> None:
@@ -324,7 +321,7 @@ def test_rate_keys_are_not_per_case_floors(tmp_path: Path) -> None:
 def test_negative_keys_are_not_per_case_floors(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retrieval.case]\n"negative.empty_context" = 1.0\n')
     assert "[retrieval.case] negative.empty_context: negatives are checked per case with negative = one of " in msg
-    assert "measure, no_vector_hit, empty_context" in msg
+    assert "measure, no_threshold_hit, no_vector_hit, empty_context" in msg
 
 
 def test_per_case_floors_are_min_only(tmp_path: Path) -> None:
@@ -507,3 +504,22 @@ def test_regression_is_a_top_level_table_only(tmp_path: Path) -> None:
     assert "tag, regression" not in msg
     top = error_of(tmp_path, "[regresion]\nno_new_failures = true\n")
     assert "valid tables: deterministic, judge, passk, retrieval, defaults, tag, regression" in top
+
+
+def test_stage_names_are_the_systems_own_and_checked_against_its_stages(tmp_path: Path) -> None:
+    """Any stage name parses ('dense.recall@10'); one the system does not have is named
+    with the file, table and key, so the caller can list the stages it has."""
+    path = tmp_path / "thresholds.toml"
+    path.write_text(
+        '[retrieval]\n"dense.recall@10" = 0.8\n"rerank.doc.mrr" = 0.5\n[retrieval.case]\nrequire = "hybrid"\n',
+        encoding="utf-8",
+    )
+    t = load_thresholds(path)
+    assert t.stage_problems(["dense", "sparse", "hybrid", "final"]) == [
+        f"{path} [retrieval] rerank.doc.mrr names stage 'rerank'",
+    ]
+    assert t.stage_problems(["dense", "final"]) == [
+        f"{path} [retrieval] rerank.doc.mrr names stage 'rerank'",
+        f"{path}: [retrieval.case] require = 'hybrid' names stage 'hybrid'",
+    ]
+    assert t.stage_problems(["dense", "rerank", "hybrid"]) == []

@@ -1,0 +1,102 @@
+"""A dataset's optional local corpus, read without any system's code.
+
+The framework needs a corpus only for gold given as quoted spans resolved to chunks
+(``gold = "corpus"``, which asks the system's adapter to chunk it) and for the golden
+set's traceability checks. This reader takes the shared layout: ``corpus.jsonl`` (one
+``{"doc_id", "title", "text", ...}`` per line) or a folder of ``*.md`` documents (the
+file stem, or a ``doc_id:`` front matter line, is the doc id). Errors name file:line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from rag_eval.errors import ConfigError
+from rag_eval.records import Document
+
+# The format tag of the hash golden items record (corpus.sha256); its original name is
+# kept so that golden sets written before the framework stood alone stay valid.
+_HASH_VERSION = b"rag_app.corpus_hash.v1"
+_EXAMPLE = '{"doc_id": "d1", "title": "...", "text": "..."}'
+
+
+class CorpusError(ConfigError):
+    """A corpus file cannot be read; the message names file and line."""
+
+
+def load_documents(path: Path) -> tuple[Document, ...]:
+    """Every document under ``path`` (a ``.jsonl`` file, a ``.md`` file or a folder), by doc id."""
+    if not path.exists():
+        raise CorpusError(f"corpus {path}: no such file or folder")
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and (p.suffix == ".md" or p.suffix == ".jsonl")
+        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    )
+    docs: dict[str, Document] = {}
+    for file in files:
+        for doc in _jsonl(file) if file.suffix == ".jsonl" else [_markdown(file)]:
+            if doc.doc_id in docs:
+                raise CorpusError(f"{doc.source}: duplicate doc_id {doc.doc_id!r}, also in {docs[doc.doc_id].source}")
+            docs[doc.doc_id] = doc
+    return tuple(docs[k] for k in sorted(docs))
+
+
+def _jsonl(path: Path) -> list[Document]:
+    out: list[Document] = []
+    for n, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{n}"
+        try:
+            raw = json.loads(line)
+        except ValueError as exc:
+            raise CorpusError(f"{where}: not JSON ({exc}); one object a line like {_EXAMPLE}") from None
+        if not isinstance(raw, dict):
+            raise CorpusError(f"{where}: expected an object like {_EXAMPLE}")
+        doc_id = raw.get("doc_id", raw.get("id"))
+        text = raw.get("text")
+        if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":
+            raise CorpusError(f"{where}: 'doc_id' is missing or not a string; expected {_EXAMPLE}")
+        if not isinstance(text, str):
+            raise CorpusError(f"{where}: 'text' is missing or not a string; expected {_EXAMPLE}")
+        meta = {k: v for k, v in raw.items() if k not in ("doc_id", "id", "title", "text")}
+        out.append(Document(str(doc_id), str(raw.get("title") or ""), text, meta, where))
+    return out
+
+
+def _markdown(path: Path) -> Document:
+    text = path.read_text(encoding="utf-8-sig")
+    doc_id, title, body = path.stem, "", text
+    if text.startswith("---\n") and "\n---" in text[4:]:
+        head, _, body = text[4:].partition("\n---")
+        body = body.lstrip("-").lstrip("\n")
+        for line in head.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() == "doc_id":
+                doc_id = value.strip().strip("\"'")
+            elif sep and key.strip() == "title":
+                title = value.strip().strip("\"'")
+    if not title:
+        title = next((ln.lstrip("#").strip() for ln in body.splitlines() if ln.startswith("#")), path.stem)
+    return Document(doc_id, title, body, {}, str(path))
+
+
+def corpus_hash(docs: Iterable[Document]) -> str:
+    """sha256 over ``(doc_id, title, text)`` of every document, order-free and unambiguous
+    (each field written as an 8-byte length then its UTF-8 bytes)."""
+    h = hashlib.sha256()
+    _put(h, _HASH_VERSION)
+    ordered: Sequence[Document] = sorted(docs, key=lambda d: (d.doc_id, d.title, d.text))
+    h.update(len(ordered).to_bytes(8, "big"))
+    for doc in ordered:
+        for value in (doc.doc_id, doc.title, doc.text):
+            _put(h, value.encode("utf-8"))
+    return h.hexdigest()
+
+
+def _put(h: "hashlib._Hash", data: bytes) -> None:
+    h.update(len(data).to_bytes(8, "big"))
+    h.update(data)
