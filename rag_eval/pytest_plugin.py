@@ -256,7 +256,7 @@ def _baseline(config: pytest.Config) -> Baseline | None:
 
 
 def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
-    from rag_app.errors import ConfigError
+    from rag_eval.errors import ConfigError  # RAG_JUDGE_TIMEOUT=abc & co.: a usage error at start-up
     from rag_eval.judge.config import load_prices
 
     cache = Path(config.getoption("judge_cache") or root / ".rag_cache" / "judge")
