@@ -10,7 +10,7 @@ provider):
    contextual_recall is deepeval's coverage-like metric and needs the reference answer)
    over the same ``--n`` cases (default 50).
 2. Wall time of ``--parallel-n`` (200) native-judge cases with 1 worker vs ``--workers``
-   (4) threads, each thread with its own ``CachedChatClient`` (and ``ChatClient``) on a
+   (4) threads, each thread with its own ``CachedChatClient`` (and ``LLMClient``) on a
    fresh cache directory shared by the run's workers -- the ``pytest -n 4`` set-up.
    Speed-up = wall(1) / wall(4); at a fixed per-call latency the ideal is ~4.
 3. Calls made by an unchanged rerun over the same cache directories (target 0).
@@ -56,8 +56,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO, load_average, md_table, ratio, read_jsonl, run_header, write_results  # noqa: E402
 
-from rag_app.env import EndpointConfig  # noqa: E402
-from rag_app.llm import ChatClient  # noqa: E402
+from rag_eval.llm.client import LLMClient  # noqa: E402
+from rag_eval.llm.endpoint import Endpoint  # noqa: E402
+from rag_eval.llm.policy import CallPolicy  # noqa: E402
 from rag_eval.judge.client import CachedChatClient  # noqa: E402
 from rag_eval.judge.deepeval_engine import DeepEvalEngine, _deepeval  # noqa: E402
 from rag_eval.judge.native import JudgeInput, JudgeVerdict, NativeJudge  # noqa: E402
@@ -140,8 +141,8 @@ def native_reply(req: dict[str, Any]) -> Reply:
 
 
 def make_client(srv: ScriptedOpenAIServer, cache_dir: Path) -> CachedChatClient:
-    chat = ChatClient(EndpointConfig(base_url=srv.base_url, model=MODEL, api_key="sk-bench-judge"),
-                      timeout=30.0, max_retries=0, sleep=lambda s: None)
+    chat = LLMClient(Endpoint("RAG_JUDGE", base_url=srv.base_url, model=MODEL, api_key="sk-bench-judge"),
+                     CallPolicy(timeout=30.0, max_retries=0))
     return CachedChatClient(chat, cache_dir)
 
 

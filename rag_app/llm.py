@@ -1,46 +1,46 @@
-"""The one place that talks to OpenAI-compatible chat endpoints.
+"""The one place rag_app talks to OpenAI-compatible chat endpoints (its generator).
 
-The generator uses it now; the evaluation judge reuses it and layers a response cache,
-a spending budget and token accounting on top. So everything a caller may want to key,
-count or cache is explicit: a frozen :class:`ChatRequest` in (with a stable
-``cache_key``), a :class:`ChatResponse` out (content, usage, attempts, seconds).
+A frozen :class:`ChatRequest` in (with a stable ``cache_key``), a :class:`ChatResponse`
+out (content, usage, attempts, seconds), or a :class:`ChatError` whose ``kind`` says why.
 
-Retries are done here, not by the SDK (``max_retries=0``), because we need control the
-SDK does not give: full-jitter exponential backoff with an injectable ``sleep`` and
-``random`` (so tests do not wait), ``Retry-After`` honoured but capped, a total time
-budget across attempts, and a clear split between failures worth retrying and failures
-that never heal by waiting:
+Retries and per-attempt timeouts are the openai SDK's own (``max_retries``, ``timeout``):
+it retries 408, 409, 429, 5xx, timeouts and dropped connections with exponential
+backoff and jitter, and honours ``Retry-After`` in seconds, milliseconds or as an HTTP
+date. A small transport (:class:`_Guard`) keeps that loop inside what the SDK cannot
+know:
 
 ==============================================  =====================================
 retried (up to ``max_retries`` times)           not retried
 ==============================================  =====================================
 429 rate limit, 408, 409, 5xx                   429 with code ``insufficient_quota``
 timeouts, dropped / reset connections           connection refused (nothing listens)
-                                                other 4xx (bad key, bad model, ...)
-                                                malformed 200 responses (see below)
+HTTP 200 without a usable choice (empty         other 4xx (bad key, bad model, ...)
+``choices``, invalid JSON, no text)             a wait past the total time budget
 ==============================================  =====================================
 
-Malformed responses (invalid JSON, empty ``choices``, no text content) are *not*
-retried here: the server accepted and usually billed the request, the same request is
-likely to get the same answer, and the judge wants a *repair* retry with a changed
-prompt at its own level. They raise :class:`ChatError` with ``kind="malformed"``.
+``total_budget_s`` bounds a whole call: every attempt gets at most the time that is
+left, and no attempt starts after it ran out. A 200 without a usable choice is asked
+again within the same attempt count (fault-injecting proxies and overloaded servers
+send them); after the last attempt it is ``kind="malformed"``.
 
-The API key never appears in a message, a log line or a ``repr``: every message built
-here passes through :meth:`ChatClient._redact`, because servers sometimes echo the key
-back ("Incorrect API key provided: sk-...").
+The API key never appears in a message, a log line, a ``repr`` or a returned answer:
+every text built or returned here passes :meth:`ChatClient.redact`, because servers and
+models sometimes echo the key back.
 """
 
 from __future__ import annotations
 
+import contextvars
 import email.utils
 import hashlib
 import json
 import logging
-import random as _random
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence
+from urllib.parse import quote
 
+import httpx
 import openai
 
 from rag_app.env import EndpointConfig
@@ -50,11 +50,11 @@ from rag_app.types import Usage
 log = logging.getLogger(__name__)
 
 ErrorKind = Literal[
-    "rate_limit", "quota", "timeout", "connection", "refused", "server", "client", "auth", "malformed", "budget"
+    "rate_limit", "quota", "timeout", "connection", "refused", "server", "client", "auth", "malformed", "time_budget"
 ]
-RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
 _QUOTA_CODE = "insufficient_quota"
 _MAX_SERVER_MESSAGE = 300  # server error text quoted in our messages is cut to this length
+_MIN_SECRET = 6  # shorter keys ("none", "test") are placeholders: redacting them would mangle answers
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ class ChatError(ServiceError):
     """A chat call failed. ``kind`` says why, ``attempts`` how many requests were sent.
 
     ``retryable`` tells a caller with its own retry loop (the judge) whether trying
-    again later can help: false for quota, refused connections, 4xx and malformed output.
+    again later can help: false for quota, refused connections, 4xx, malformed output
+    and a used-up time budget.
     """
 
     def __init__(
@@ -144,24 +145,77 @@ class ChatError(ServiceError):
         self.retryable = retryable
 
 
-@dataclass(frozen=True)
-class _Failure:
-    """One failed attempt, classified."""
+class _Stop(openai.OpenAIError):
+    """Ends a call from inside an attempt; the SDK passes OpenAIErrors through unretried."""
 
-    kind: ErrorKind
-    detail: str
-    retryable: bool
-    status_code: int | None = None
-    retry_after: float | None = None  # seconds the server asked us to wait, uncapped
+    def __init__(self, kind: ErrorKind, detail: str) -> None:
+        super().__init__(detail)
+        self.kind: ErrorKind = kind
+        self.detail = detail
+
+
+@dataclass
+class _CallState:
+    deadline: float
+    attempts: int = 0
+    last_timeout: float = 0.0
+    last_failure: str = ""
+
+
+_STATE: contextvars.ContextVar[_CallState | None] = contextvars.ContextVar("rag_app_llm_call", default=None)
+
+
+class _Guard(httpx.BaseTransport):
+    """Per attempt: the remaining time budget, refused connections, unretriable 429s."""
+
+    def __init__(self, inner: httpx.BaseTransport | None = None) -> None:
+        self.inner = inner or httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        state = _STATE.get()
+        if state is None:
+            return self.inner.handle_request(request)
+        remaining = state.deadline - time.monotonic()
+        if remaining <= 0:
+            raise _Stop("time_budget", f"the total time budget ran out after {state.attempts} attempt(s); "
+                                       f"last failure: {state.last_failure or 'none'}")
+        timeout = min(float(request.extensions.get("timeout", {}).get("read") or remaining), remaining)
+        request.extensions["timeout"] = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+        state.attempts += 1
+        state.last_timeout = timeout
+        try:
+            response = self.inner.handle_request(request)
+        except httpx.TimeoutException:
+            state.last_failure = f"no response within the {timeout:g}s timeout"
+            raise
+        except httpx.HTTPError as exc:
+            if _is_refused(exc):
+                raise _Stop("refused", f"connection refused ({_root_cause(exc)})") from exc
+            state.last_failure = f"connection failed ({_root_cause(exc)})"
+            raise
+        if response.status_code >= 400:
+            state.last_failure = f"HTTP {response.status_code}"
+        if response.status_code == 429:
+            response.read()
+            if _QUOTA_CODE in response.text:
+                response.headers["x-should-retry"] = "false"  # the SDK obeys this header
+        wait = _retry_after(response.headers) if response.status_code >= 400 else None
+        if wait is not None and time.monotonic() + wait >= state.deadline:
+            response.headers["x-should-retry"] = "false"
+            state.last_failure = f"HTTP {response.status_code}; waiting {wait:.1f}s (Retry-After) would overrun the budget"
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class ChatClient:
-    """Calls ``POST {base_url}/chat/completions`` with retries, timeouts and a total budget.
+    """Calls ``POST {base_url}/chat/completions`` with the SDK's retries inside a total budget.
 
-    ``timeout`` bounds one attempt; ``total_budget_s`` bounds the whole call including
-    backoff sleeps (an attempt never gets more time than the budget has left, and a
-    wait that would overrun the budget ends the call at once). ``max_retries`` counts
-    retries, so at most ``max_retries + 1`` requests are sent.
+    ``timeout`` bounds one attempt; ``total_budget_s`` (default: every attempt its full
+    timeout plus 30 s of backoff) bounds the whole call. ``max_retries`` counts retries,
+    so at most ``max_retries + 1`` requests are sent. ``timeout_setting`` /
+    ``retries_setting`` name the settings in messages (e.g. ``RAG_GENERATOR_TIMEOUT``).
     """
 
     def __init__(
@@ -169,38 +223,30 @@ class ChatClient:
         config: EndpointConfig,
         timeout: float = 30.0,
         max_retries: int = 3,
-        total_budget_s: float = 120.0,
+        total_budget_s: float | None = None,
         *,
-        base_delay: float = 0.5,
-        max_delay: float = 8.0,
-        max_retry_after: float = 30.0,
-        sleep: Callable[[float], None] = time.sleep,
-        random: Callable[[], float] = _random.random,
-        clock: Callable[[], float] = time.monotonic,
+        timeout_setting: str = "RAG_GENERATOR_TIMEOUT",
+        retries_setting: str = "RAG_GENERATOR_MAX_RETRIES",
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
-        if timeout <= 0 or total_budget_s <= 0:
+        if timeout <= 0 or (total_budget_s is not None and total_budget_s <= 0):
             raise ValueError(f"timeout ({timeout}) and total_budget_s ({total_budget_s}) must be positive")
         if max_retries < 0:
             raise ValueError(f"max_retries must be >= 0, got {max_retries}")
         # ConfigError naming the missing variables, before any request. The model is not
-        # required here: it travels in each ChatRequest (a judge may use several).
+        # required here: it travels in each ChatRequest.
         config.require("base_url", "api_key")
         self.config = config
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.total_budget_s = float(total_budget_s)
-        self.base_delay = base_delay
-        self.max_delay = max_delay
-        self.max_retry_after = max_retry_after
-        self._sleep = sleep
-        self._random = random
-        self._clock = clock
-        self._key = config.api_key
+        self.total_budget_s = float(total_budget_s) if total_budget_s is not None else (
+            self.timeout * (self.max_retries + 1) + 30.0)
+        self.timeout_setting, self.retries_setting = timeout_setting, retries_setting
+        key = config.api_key
+        self._forms = sorted({key, quote(key, safe="")}, key=len, reverse=True) if len(key) >= _MIN_SECRET else []
         self._sdk = openai.OpenAI(
-            api_key=self._key,
-            base_url=config.base_url,
-            max_retries=0,
-            timeout=self.timeout,
+            api_key=key, base_url=config.base_url, max_retries=self.max_retries, timeout=self.timeout,
+            http_client=httpx.Client(transport=_Guard(transport)),  # type: ignore[arg-type]  # httpx or httpx2
         )
 
     @property
@@ -222,50 +268,40 @@ class ChatClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def redact(self, text: str) -> str:
+        for form in self._forms:
+            text = text.replace(form, "[redacted]")
+        return text
+
     # --- the call -----------------------------------------------------------------------
     def complete(self, req: ChatRequest) -> ChatResponse:
-        """Send ``req``; retry what is worth retrying; raise :class:`ChatError` otherwise."""
-        start = self._clock()
-        deadline = start + self.total_budget_s
-        attempts = 0
-        while True:
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise self._error(
-                    req, _Failure("budget", f"the total time budget of {self.total_budget_s:g}s is used up", False),
-                    attempts, hint="raise the total budget or check why the endpoint is slow",
-                )
-            attempts += 1
-            attempt_timeout = min(self.timeout, remaining)
-            try:
-                raw = self._send(req, attempt_timeout)
-            except openai.APIError as exc:
-                failure = self._classify(exc, attempt_timeout)
-            else:
-                return self._parse(req, raw, attempts, self._clock() - start)
+        """Send ``req``; the SDK retries what is worth retrying; raise :class:`ChatError` otherwise."""
+        start = time.monotonic()
+        state = _CallState(deadline=start + self.total_budget_s)
+        token = _STATE.set(state)
+        try:
+            while True:
+                try:
+                    raw = self._send(req, max(0, self.max_retries - state.attempts))
+                except openai.OpenAIError as exc:
+                    raise self._error(req, *self._classify(exc, state), state.attempts) from None
+                resp, why = self._parse(req, raw, state.attempts, time.monotonic() - start)
+                if resp is not None:
+                    return resp
+                if state.attempts > self.max_retries:
+                    raise self._error(req, "malformed", f"malformed response: {why}", int(raw.status_code),
+                                      "the endpoint is not OpenAI-compatible or a proxy altered the answer",
+                                      state.attempts)
+                log.warning("chat reply from %s was not usable (%s), attempt %d of %d; asking again",
+                            self.address, self.redact(why), state.attempts, self.max_retries + 1)
+        finally:
+            _STATE.reset(token)
 
-            if not failure.retryable:
-                raise self._error(req, failure, attempts)
-            if attempts > self.max_retries:
-                raise self._error(req, failure, attempts, hint=f"gave up after {self.max_retries} retries")
-            delay = self._delay(attempts, failure.retry_after)
-            if self._clock() + delay >= deadline:
-                raise self._error(
-                    req, failure, attempts,
-                    hint=f"waiting {delay:.1f}s more would overrun the {self.total_budget_s:g}s budget",
-                )
-            log.warning(
-                "chat call to %s failed (%s: %s), attempt %d of %d; retrying in %.2fs",
-                self.address, failure.kind, self._redact(failure.detail), attempts, self.max_retries + 1, delay,
-            )
-            self._sleep(delay)
-
-    def _send(self, req: ChatRequest, timeout: float) -> Any:
+    def _send(self, req: ChatRequest, max_retries: int) -> Any:
         kwargs: dict[str, Any] = {
             "model": req.model,
             "messages": [dict(m) for m in req.messages],
             "temperature": req.temperature,
-            "timeout": timeout,
         }
         if req.max_tokens is not None:
             kwargs["max_tokens"] = req.max_tokens
@@ -275,53 +311,41 @@ class ChatClient:
             kwargs["extra_body"] = dict(req.extra)
         # The raw response lets us parse the JSON ourselves: a malformed body becomes our
         # "malformed response" error instead of whatever the SDK version happens to raise.
-        return self._sdk.chat.completions.with_raw_response.create(**kwargs)
-
-    def _delay(self, attempts: int, retry_after: float | None) -> float:
-        """``Retry-After`` when the server gave one (capped), else full-jitter backoff."""
-        if retry_after is not None:
-            return max(0.0, min(retry_after, self.max_retry_after))
-        ceiling = min(self.max_delay, self.base_delay * (2 ** (attempts - 1)))
-        return self._random() * ceiling
+        return self._sdk.with_options(max_retries=max_retries).chat.completions.with_raw_response.create(**kwargs)
 
     # --- classification ---------------------------------------------------------------
-    def _classify(self, exc: openai.APIError, timeout: float) -> _Failure:
+    def _classify(self, exc: openai.OpenAIError, state: _CallState) -> tuple[ErrorKind, str, int | None, str]:
+        """(kind, detail, status code, hint)."""
+        if isinstance(exc, _Stop):
+            return exc.kind, exc.detail, None, ""
         if isinstance(exc, openai.APITimeoutError):
-            return _Failure("timeout", f"no response within the {timeout:g}s timeout", True)
+            return "timeout", f"no response within the {state.last_timeout:g}s timeout", None, ""
         if isinstance(exc, openai.APIConnectionError):
-            cause = _root_cause(exc)
-            if _is_refused(exc):
-                return _Failure("refused", f"connection refused ({cause})", False)
-            return _Failure("connection", f"connection failed ({cause})", True)
+            return "connection", state.last_failure or "connection failed", None, ""
         if isinstance(exc, openai.APIStatusError):
-            code = exc.status_code
-            message = _server_message(exc)
+            code, message = exc.status_code, _server_message(exc)
+            retries = (state.last_failure.split("; ", 1)[1] if "Retry-After" in state.last_failure
+                       else f"gave up after {self.max_retries} retries")
             if code == 429 and _error_code(exc) == _QUOTA_CODE:
-                return _Failure("quota", f"HTTP 429 insufficient_quota: {message}", False, code)
-            retry_after = _retry_after(exc.response.headers)
+                return "quota", f"HTTP 429 insufficient_quota: {message}", code, ""
             if code == 429:
-                return _Failure("rate_limit", f"HTTP 429 rate limited: {message}", True, code, retry_after)
-            if code in RETRYABLE_STATUS or code >= 500:
-                return _Failure("server", f"HTTP {code}: {message}", True, code, retry_after)
+                return "rate_limit", f"HTTP 429 rate limited: {message}", code, retries
+            if code in (408, 409) or code >= 500:
+                return "server", f"HTTP {code}: {message}", code, retries
             if code in (401, 403):
-                return _Failure("auth", f"HTTP {code}: {message}", False, code)
-            return _Failure("client", f"HTTP {code}: {message}", False, code)
-        return _Failure("connection", f"{type(exc).__name__}: {exc}", True)
+                return "auth", f"HTTP {code}: {message}", code, ""
+            return "client", f"HTTP {code}: {message}", code, ""
+        return "connection", f"{type(exc).__name__}: {exc}", None, ""
 
-    def _error(self, req: ChatRequest, failure: _Failure, attempts: int, hint: str = "") -> ChatError:
-        fix = "; ".join(part for part in (hint, self._fix(failure.kind)) if part)
+    def _error(self, req: ChatRequest, kind: ErrorKind, detail: str, code: int | None, hint: str,
+               attempts: int) -> ChatError:
+        fix = "; ".join(part for part in (hint, self._fix(kind)) if part)
         text = (
             f"chat completion at {self.address} (model {req.model!r}) failed after {attempts} "
-            f"attempt{'s' if attempts != 1 else ''}: {failure.detail}" + (f"; {fix}" if fix else "")
+            f"attempt{'s' if attempts != 1 else ''}: {detail}" + (f"; {fix}" if fix else "")
         )
-        return ChatError(
-            self._redact(text),
-            kind=failure.kind,
-            attempts=attempts,
-            address=self.address,
-            status_code=failure.status_code,
-            retryable=failure.retryable,
-        )
+        return ChatError(self.redact(text), kind=kind, attempts=attempts, address=self.address, status_code=code,
+                         retryable=kind in ("rate_limit", "server", "timeout", "connection"))
 
     def _fix(self, kind: ErrorKind) -> str:
         """What to do about a failure, naming the variable that configures the endpoint."""
@@ -334,77 +358,84 @@ class ChatClient:
             "refused": f"nothing is listening there: start the server or fix {url_var}",
             "auth": f"the API key was rejected: check {key_var}",
             "client": f"the request was rejected: check the model name ({prefix}_MODEL) and parameters",
-            "timeout": "raise the timeout (request_timeout / RAG_APP_REQUEST_TIMEOUT) or check the server",
-            "rate_limit": "still rate limited: lower concurrency or allow more retries",
-            "server": "the server keeps failing: try again later",
+            "timeout": f"raise {self.timeout_setting} (now {self.timeout:g}s per attempt) or check the server",
+            "time_budget": f"the call's total time budget ({self.total_budget_s:g}s) ran out: raise "
+            f"{self.timeout_setting} or check why the endpoint is slow",
+            "rate_limit": f"still rate limited: lower concurrency or raise {self.retries_setting}",
+            "server": f"the server keeps failing: try again later or raise {self.retries_setting}",
             "connection": f"check the network path to {self.address} ({url_var})",
         }
         return fixes.get(kind, "")
 
-    def _redact(self, text: str) -> str:
-        return text.replace(self._key, "[redacted]") if len(self._key) >= 4 else text
-
     # --- parsing ------------------------------------------------------------------------
-    def _parse(self, req: ChatRequest, raw: Any, attempts: int, seconds: float) -> ChatResponse:
-        def malformed(why: str) -> ChatError:
-            return self._error(
-                req, _Failure("malformed", f"malformed response: {why}", False, int(raw.status_code)), attempts,
-                hint="the endpoint is not OpenAI-compatible or a proxy altered the answer",
-            )
-
+    def _parse(self, req: ChatRequest, raw: Any, attempts: int, seconds: float) -> tuple[ChatResponse | None, str]:
         text = raw.text
         try:
             data = json.loads(text)
         except ValueError:
-            raise malformed(f"body is not JSON: {text[:120]!r}") from None
+            return None, f"body is not JSON: {self.redact(text[:120])!r}"
         if not isinstance(data, dict):
-            raise malformed(f"body is JSON {type(data).__name__}, expected an object")
+            return None, f"body is JSON {type(data).__name__}, expected an object"
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
-            raise malformed("no choices in the answer")
+            return None, "no choices in the answer"
         first: dict[str, Any] = choices[0] if isinstance(choices[0], dict) else {}
         raw_message = first.get("message")
         message: dict[str, Any] = raw_message if isinstance(raw_message, dict) else {}
         content = message.get("content")
         finish = first.get("finish_reason")
         if not isinstance(content, str):
-            raise malformed(f"the first choice has no text content (finish_reason={finish!r})")
+            return None, f"the first choice has no text content (finish_reason={finish!r})"
         raw_usage = data.get("usage")
         usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return ChatResponse(
-            content=content,
+            content=self.redact(content),
             usage=Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))),
             model=str(data.get("model") or req.model),
             finish_reason=str(finish) if finish is not None else None,
             attempts=attempts,
             seconds=seconds,
-        )
+        ), ""
 
 
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
-def _root_cause(exc: BaseException) -> str:
+def _chain(exc: BaseException) -> list[BaseException]:
     seen: set[int] = set()
+    out: list[BaseException] = []
     cur: BaseException | None = exc
-    last = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        last = cur
+        out.append(cur)
         cur = cur.__cause__ or cur.__context__
+    return out
+
+
+def _root_cause(exc: BaseException) -> str:
+    last = _chain(exc)[-1]
     return f"{type(last).__name__}: {last}"
 
 
 def _is_refused(exc: BaseException) -> bool:
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        if isinstance(cur, ConnectionRefusedError) or "connection refused" in str(cur).lower():
-            return True
-        cur = cur.__cause__ or cur.__context__
-    return False
+    return any(isinstance(c, ConnectionRefusedError) or "connection refused" in str(c).lower() for c in _chain(exc))
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return max(0.0, float(value) * scale)
+            except ValueError:
+                pass
+    try:
+        when = email.utils.parsedate_to_datetime(headers.get("retry-after") or "")
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _error_body(exc: openai.APIStatusError) -> Mapping[str, Any]:
@@ -428,25 +459,3 @@ def _server_message(exc: openai.APIStatusError) -> str:
     msg = _error_body(exc).get("message")
     text = msg if isinstance(msg, str) and msg else str(exc)
     return text[:_MAX_SERVER_MESSAGE]
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

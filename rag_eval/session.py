@@ -288,14 +288,17 @@ class EvalSession:
             # cache by trial index), so trials are independent draws.
             chat = self.answer(item)
             if condition == "judge":
-                case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors), trial=trial)
+                case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors), trial=trial, tier="passk")
             else:
                 case = evaluate_deterministic(
                     item, self.gold(item, _returned(chat.trace)), chat, self.doc_of, self.kind_of, DeterministicCaseConfig(),
                     spec=self.stage_spec(chat.trace), citations=self.config.pipeline.citations,
                 )
             trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
-        case = passk_case(item, trials, n=n, k=k, deterministic=deterministic, duration=time.perf_counter() - t0)
+        usage = self.judge_runner.usage_for(item.id, "passk") if condition == "judge" else None
+        case = passk_case(
+            item, trials, n=n, k=k, deterministic=deterministic, duration=time.perf_counter() - t0, usage=usage
+        )
         return _with_system(case, self.system_info)
 
 

@@ -5,7 +5,10 @@
 * ``extractive`` (default): :class:`ExtractiveGenerator`, offline and deterministic;
 * ``openai``: :class:`OpenAIGenerator` against any OpenAI-compatible endpoint configured
   by ``RAG_GENERATOR_BASE_URL`` / ``RAG_GENERATOR_MODEL`` / ``RAG_GENERATOR_API_KEY``
-  (falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``).
+  (falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``); how long it may take by
+  ``RAG_GENERATOR_TIMEOUT`` (seconds per attempt; default ``Settings.request_timeout``,
+  i.e. ``RAG_APP_REQUEST_TIMEOUT``) and ``RAG_GENERATOR_MAX_RETRIES`` (default 3). A bad
+  value is a ``ConfigError`` naming the variable, at start-up.
 
 The openai SDK is imported only when the openai generator is chosen, so the offline
 path does not pay for it.
@@ -16,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Mapping
 
-from rag_app.errors import unknown_name
+from rag_app.errors import ConfigError, unknown_name
 from rag_app.generation.extractive import ExtractiveGenerator, bigram_tokenize, split_sentences
 from rag_app.generation.prompt import SYSTEM_PROMPT, build_messages, format_context
 from rag_app.generation.sources import (
@@ -48,6 +51,8 @@ __all__ = [
 
 GENERATOR_ENV_PREFIX = "RAG_GENERATOR"
 GENERATOR_MAX_RETRIES = 3
+TIMEOUT_VAR = f"{GENERATOR_ENV_PREFIX}_TIMEOUT"
+MAX_RETRIES_VAR = f"{GENERATOR_ENV_PREFIX}_MAX_RETRIES"
 
 
 def make_generator(
@@ -69,14 +74,28 @@ def make_generator(
         from rag_app.generation.openai_generator import OpenAIGenerator
         from rag_app.llm import ChatClient
 
-        config = EndpointConfig.from_env(GENERATOR_ENV_PREFIX, os.environ if env is None else env).require()
-        timeout = settings.request_timeout
-        client = ChatClient(
-            config,
-            timeout=timeout,
-            max_retries=GENERATOR_MAX_RETRIES,
-            # every attempt may use its full timeout, plus room for the backoff sleeps
-            total_budget_s=timeout * (GENERATOR_MAX_RETRIES + 1) + 30.0,
-        )
+        environ = os.environ if env is None else env
+        config = EndpointConfig.from_env(GENERATOR_ENV_PREFIX, environ).require()
+        timeout = _env_number(environ, TIMEOUT_VAR, settings.request_timeout, float, "a number of seconds > 0, e.g. 30")
+        retries = int(_env_number(environ, MAX_RETRIES_VAR, GENERATOR_MAX_RETRIES, int, "an integer >= 0, e.g. 3"))
+        # total budget: every attempt its full timeout, plus room for the backoff sleeps
+        client = ChatClient(config, timeout=timeout, max_retries=retries,
+                            timeout_setting=TIMEOUT_VAR if environ.get(TIMEOUT_VAR) else
+                            f"{TIMEOUT_VAR} (or RAG_APP_REQUEST_TIMEOUT)", retries_setting=MAX_RETRIES_VAR)
         return OpenAIGenerator(client, config.model, settings.temperature, settings.max_answer_tokens)
     raise unknown_name("generator", settings.generator, GENERATORS, "Settings.generator / RAG_APP_GENERATOR")
+
+
+def _env_number(env: Mapping[str, str], name: str, default: float, kind: type[int] | type[float],
+                expected: str) -> float:
+    """A numeric variable (blank = ``default``); a bad one is a ConfigError naming it."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = -1
+    if value < 0 or (kind is float and value == 0) or value != value:
+        raise ConfigError(f"{name}={raw!r} is not valid: expected {expected}; fix or unset {name}")
+    return value

@@ -2,11 +2,15 @@
 
 One request per ``retrieve`` (and per ``chat`` when a ``[chat]`` endpoint is
 configured); the JSON answer is read with the configured field paths. Failures follow
-the judge client's rules (``rag_app.llm``): a timeout, a dropped connection, 408/409,
-429 (honouring ``Retry-After``, capped) and 5xx are retried with full-jitter backoff
-inside a total time budget; a refused connection, other 4xx and malformed answers are
-not. What still fails raises :class:`ServiceCallError`, which the session records as an
-``error`` outcome for that case only: an unreachable service never crashes the run.
+the policy every endpoint of rag_eval follows (:mod:`rag_eval.llm.policy`, run by
+:class:`rag_eval.llm.retry.Retrier`): a timeout, a dropped connection, 408/409, 429
+(honouring ``Retry-After``, capped) and 5xx are retried with exponential backoff inside
+a total time budget; a refused connection, other 4xx and malformed answers are not;
+after ``[http] breaker`` consecutive failed calls the service's circuit breaker opens
+and the remaining cases end at once. ``[http] timeout`` (seconds per attempt) and
+``max_retries`` are named in the messages. What still fails raises
+:class:`ServiceCallError`, which the session records as an ``error`` outcome for that
+case only: an unreachable service never crashes the run.
 
 With ``[info]``, ``describe()`` also carries the service's own description (index
 fingerprint, models, store), fetched once on first use; a failed fetch becomes
@@ -23,15 +27,15 @@ from typing import Any, Callable, Mapping, Sequence
 
 import httpx
 
-from rag_app.errors import ServiceError
-from rag_app.llm import _is_refused, _retry_after, _root_cause
 from rag_eval.adapters.fields import FieldError, FieldPath, leaves, pick
 from rag_eval.adapters.http_config import OWN_KEYS, Endpoint, HttpConfig, InfoSource, ListFields, render_body
 from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem
+from rag_eval.errors import ServiceError
+from rag_eval.llm.breaker import CircuitBreaker
+from rag_eval.llm.retry import AttemptFailed, CallFailed, Retrier, failure_from_exception, failure_from_status
 
 log = logging.getLogger(__name__)
 
-RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
 _SNIPPET = 200
 _INFO_ERROR = 300  # info_error is a hint in the results' header, not a log
 
@@ -57,15 +61,14 @@ class HttpSystem:
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
         clock: Callable[[], float] = time.monotonic,
-        base_delay: float = 0.5,
-        max_delay: float = 8.0,
-        max_retry_after: float = 30.0,
     ) -> None:
         self.config = config
         self.answers = config.chat is not None
         self._transport = transport
-        self._sleep, self._random, self._clock = sleep, random, clock
-        self.base_delay, self.max_delay, self.max_retry_after = base_delay, max_delay, max_retry_after
+        self.breaker = CircuitBreaker(config.policy.breaker_after, name=f"the HTTP service of {config.source}",
+                                      setting=f"[http] breaker in {config.source}")
+        self._retrier = Retrier(config.policy, self.breaker, sleep=sleep, random=random, clock=clock,
+                                redact=config.redact)
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._info: dict[str, Any] | None = None
@@ -109,53 +112,26 @@ class HttpSystem:
     def call(self, ep: Endpoint, question: str, top_k: int | None, history: Sequence[Mapping[str, str]] = ()) -> Any:
         """Send one request (with retries) and return its parsed JSON."""
         body = render_body(ep.body, question, top_k if top_k is not None else self.config.top_k, history)
-        cfg = self.config
-        start = self._clock()
-        deadline = start + cfg.total_budget_s
-        attempts = 0
-        while True:
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise self._error(ep, "budget", f"the total time budget of {cfg.total_budget_s:g}s is used up", attempts)
-            attempts += 1
-            timeout = min(cfg.timeout, remaining)
-            kind, detail, retry_after, code = "", "", None, None
+
+        def attempt(timeout: float) -> httpx.Response:
             try:
                 if ep.method == "GET":
                     resp = self._http().request("GET", ep.url, params=body, timeout=timeout)
                 else:
                     resp = self._http().request(ep.method, ep.url, json=body, timeout=timeout)
-            except httpx.TimeoutException:
-                kind, detail = "timeout", f"no response within the {timeout:g}s timeout"
             except httpx.HTTPError as exc:
-                refused = _is_refused(exc)
-                kind = "refused" if refused else "connection"
-                detail = f"{'connection refused' if refused else 'connection failed'} ({_root_cause(exc)})"
-            else:
-                code = resp.status_code
-                if 200 <= code < 300 or code in ep.accept_status:
-                    return self._json(ep, resp, attempts)
-                detail = f"HTTP {code}: {_snippet(resp.text)}"
-                if code == 429:
-                    kind, retry_after = "rate_limit", _retry_after(resp.headers)
-                elif code in RETRYABLE_STATUS or code >= 500:
-                    kind, retry_after = "server", _retry_after(resp.headers)
-                else:
-                    kind = "auth" if code in (401, 403) else "client"
-            retryable = kind in ("timeout", "connection", "rate_limit", "server")
-            if not retryable:
-                raise self._error(ep, kind, detail, attempts, code)
-            if attempts > cfg.max_retries:
-                raise self._error(ep, kind, detail, attempts, code, hint=f"gave up after {cfg.max_retries} retries")
-            delay = self._delay(attempts, retry_after)
-            if self._clock() + delay >= deadline:
-                hint = f"waiting {delay:.1f}s more would overrun the {cfg.total_budget_s:g}s budget"
-                raise self._error(ep, kind, detail, attempts, code, hint=hint)
-            log.warning(
-                "%s at %s failed (%s: %s), attempt %d of %d; retrying in %.2fs",
-                ep.name, ep.display_url, kind, cfg.redact(detail), attempts, cfg.max_retries + 1, delay,
-            )
-            self._sleep(delay)
+                raise failure_from_exception(exc, timeout) from None
+            code = resp.status_code
+            if 200 <= code < 300 or code in ep.accept_status:
+                return resp
+            raise failure_from_status(code, resp.text, resp.headers, f"HTTP {code}: {_snippet(resp.text)}")
+
+        try:
+            resp, attempts = self._retrier.run(attempt, f"{ep.name} at {ep.display_url}")
+        except CallFailed as exc:
+            f = exc.failure
+            raise self._error(ep, f.kind, f.detail, exc.attempts, f.status_code, hint=exc.hint) from None
+        return self._json(ep, resp, attempts)
 
     def _http(self) -> httpx.Client:
         with self._lock:
@@ -163,11 +139,6 @@ class HttpSystem:
                 headers = {"Accept": "application/json", **self.config.headers}
                 self._client = httpx.Client(headers=headers, transport=self._transport, follow_redirects=False)
             return self._client
-
-    def _delay(self, attempts: int, retry_after: float | None) -> float:
-        if retry_after is not None:
-            return max(0.0, min(retry_after, self.max_retry_after))
-        return self._random() * min(self.max_delay, self.base_delay * (2 ** (attempts - 1)))
 
     def _json(self, ep: Endpoint, resp: httpx.Response, attempts: int) -> Any:
         try:
@@ -179,6 +150,9 @@ class HttpSystem:
             ) from None
 
     def _error(self, ep: Endpoint, kind: str, detail: str, attempts: int, code: int | None = None, hint: str = "") -> ServiceCallError:
+        if kind == "breaker":
+            return ServiceCallError(self.config.redact(f"{ep.name} at {ep.display_url} not sent: {detail}"),
+                                    kind=kind, attempts=0)
         fix = "; ".join(p for p in (hint, _FIXES.get(kind, "").format(source=self.config.source)) if p)
         text = (
             f"{ep.name} at {ep.display_url} failed after {attempts} attempt{'s' if attempts != 1 else ''} "
@@ -246,8 +220,9 @@ _FIXES: dict[str, str] = {
     "auth": "the service rejected the credentials: check the headers' environment variables in {source}",
     "client": "the service rejected the request: check the url, method and body template in {source}",
     "timeout": "raise [http] timeout in {source} or check the service",
-    "rate_limit": "still rate limited: lower concurrency (-n) or raise [http] max_retries",
-    "server": "the service keeps failing: check its logs",
+    "time_budget": "the call's total time budget ran out: raise [http] total_budget_s in {source} or check the service",
+    "rate_limit": "still rate limited: lower concurrency (-n) or raise [http] max_retries in {source}",
+    "server": "the service keeps failing: check its logs or raise [http] max_retries in {source}",
     "connection": "check the network path to the service",
     "malformed": "the url may point at something that is not the service's JSON API",
 }

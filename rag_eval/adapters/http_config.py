@@ -14,13 +14,16 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.fields import FieldPath, optional_path
+from rag_eval.llm.policy import DEFAULT_BREAKER, CallPolicy
+from rag_eval.redact import Redactor
 
-HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "top_k", "headers")
+HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "breaker", "top_k", "headers")
 ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "sources", "context")
 LIST_KEYS = ("ids", "texts", "scores", "doc_ids", "metadata")
 RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason")
@@ -124,6 +127,7 @@ class HttpConfig:
     timeout: float = 30.0
     max_retries: int = 3
     total_budget_s: float = 120.0
+    breaker: int = DEFAULT_BREAKER
     top_k: int | None = None
     preset: str = ""
     info: InfoSource | None = None
@@ -144,10 +148,21 @@ class HttpConfig:
             out["info_endpoint"] = self.info.endpoint.display_url
         return out
 
+    @property
+    def policy(self) -> CallPolicy:
+        """``[http] timeout / max_retries / total_budget_s / breaker`` as the shared call policy."""
+        where = f"[http] {{}} in {self.source}"
+        return CallPolicy(timeout=self.timeout, max_retries=self.max_retries, total_budget_s=self.total_budget_s,
+                          breaker_after=self.breaker, timeout_setting=where.format("timeout"),
+                          retries_setting=where.format("max_retries"), breaker_setting=where.format("breaker"))
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        """The header values as secrets (with their URL-encoded and base64 forms)."""
+        return Redactor(self.secrets)
+
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "[redacted]")
-        return text
+        return self.redactor.text(text)
 
     @classmethod
     def parse(
@@ -184,8 +199,9 @@ class HttpConfig:
             header_vars=header_vars,
             secrets=tuple(sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True)),
             timeout=_positive(http, "timeout", 30.0, source),
-            max_retries=int(_positive(http, "max_retries", 3, source, allow_zero=True)),
+            max_retries=_count(http, "max_retries", 3, source),
             total_budget_s=_positive(http, "total_budget_s", 120.0, source),
+            breaker=_count(http, "breaker", DEFAULT_BREAKER, source),
             top_k=top_k,
             preset=preset,
             info=_info(data["info"], source, env) if "info" in data else None,
@@ -351,3 +367,10 @@ def _positive(table: Mapping[str, Any], key: str, default: float, source: str, a
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
         raise AdapterConfigError(f"{source} [http] {key}: a {'non-negative' if allow_zero else 'positive'} number, got {value!r}")
     return float(value)
+
+
+def _count(table: Mapping[str, Any], key: str, default: int, source: str) -> int:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise AdapterConfigError(f"{source} [http] {key}: an integer >= 0, got {value!r}")
+    return value

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.passk import summarize
@@ -32,6 +32,7 @@ def passk_case(
     k: int,
     deterministic: bool,
     duration: float = 0.0,
+    usage: Mapping[str, Any] | None = None,
 ) -> CaseResult:
     """``deterministic``: the generator repeats itself, so one trial stands for all n
     (said in the details and the message); pass@k and pass^k then equal that outcome."""
@@ -43,6 +44,8 @@ def passk_case(
         "trials_run": len(trials),
         "deterministic_generator": deterministic,
     }
+    if usage:  # the judge calls of every trial, attributed to this passk case (run.usage sums these)
+        details["usage"] = dict(usage)
     errors = [t for t in trials if t.outcome in ("error", "skip")]
     if errors:
         return CaseResult(

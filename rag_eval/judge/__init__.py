@@ -1,8 +1,8 @@
 """The judge tier: LLM-as-judge over any OpenAI-compatible endpoint.
 
-``config`` reads where the judge lives and what it may spend; ``client`` wraps the
-project's :class:`rag_app.llm.ChatClient` with a disk cache, token/cost accounting and
-a budget, so every judge engine gets those for free and in one place.
+``config`` reads where the judge lives, how long it may take and what it may spend;
+``client`` wraps :class:`rag_eval.llm.client.LLMClient` with a disk cache, token/cost
+accounting and a budget, so every judge engine gets those for free and in one place.
 """
 
 # Metric names the judge tier produces; kept here (no heavy imports) so that

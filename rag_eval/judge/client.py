@@ -1,5 +1,6 @@
 """The judge's chat client: a disk cache, token/cost accounting and a budget on top of
-:class:`rag_app.llm.ChatClient` (which already does retries, backoff and timeouts).
+:class:`rag_eval.llm.client.LLMClient` (which does retries, timeouts, the circuit
+breaker and redaction).
 
 Cache. One SQLite file, ``<cache_dir>/judge-cache.sqlite3``, because ``pytest -n N``
 runs N processes that write at the same time: SQLite gives atomic rows (no torn or lost
@@ -17,9 +18,20 @@ question whether it goes through a proxy or not, and neither secret ends up on d
 The trial index keeps repeated trials independent (trial 1 is not served trial 0's
 answer). Stored per row: content, usage, model name, finish reason.
 
+Only valid replies are stored. A caller passes ``accept`` (content -> problem or None,
+e.g. "the verdict does not parse"); a reply it rejects is returned for repair but never
+cached, and a cached row it rejects (left by an older version, or a faulty run) is
+treated as a miss and overwritten by the next valid answer, so a rerun after a faulty
+run heals without ``--fresh``. The content was redacted by the client before it gets
+here: no secret reaches the cache.
+
 Accounting. Every call appends a :class:`CallRecord` (JSON-serialisable so pytest-xdist
-workers can ship them to the controller on test reports). Cached answers cost nothing and
-count no tokens: the totals say what *this run* spent.
+workers can ship them to the controller on test reports) naming the tier, the case and
+the trial that made it, so :meth:`CachedChatClient.usage_for` sums exactly one case of
+one tier (a passk trial's judge calls are never a judge case's). Cached answers cost
+nothing and count no tokens: the totals say what *this run* spent. A server that sends
+no ``usage`` gives records with ``usage_reported=False``, counted as
+``calls_without_usage`` so a 0 there reads as "unknown", not "free".
 
 Budget. Before a call that would go to the network, the spent cost/tokens are compared
 with the budget; at or over it the call raises ``JudgeCallError(kind="budget")``, while
@@ -43,8 +55,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
-from rag_app.llm import ChatClient, ChatError, ChatRequest, ChatResponse
-from rag_app.types import Usage
+from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse, Usage
 
 try:  # POSIX only; the global ledger is optional
     import fcntl
@@ -52,7 +63,11 @@ except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
+    import httpx
+
     from rag_eval.judge.config import JudgeConfig
+    from rag_eval.llm.client import Accept, LLMClient
+    from rag_eval.redact import Redactor
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -68,9 +83,10 @@ _ABANDONED: list[sqlite3.Connection] = []
 
 
 class JudgeCallError(Exception):
-    """A judge call failed. ``kind``: "budget", "malformed" or a ``ChatError`` kind.
+    """A judge call failed. ``kind``: "budget" (spending budget reached *before* the
+    call: the case is not run), "malformed", "length" or a ``ChatError`` kind.
 
-    The message is already free of the API key (``ChatClient`` redacts its messages).
+    The message is already redacted (``LLMClient`` redacts its messages).
     """
 
     def __init__(self, message: str, *, kind: str, case_id: str = "", attempts: int = 0) -> None:
@@ -87,6 +103,7 @@ class CallRecord:
     ``cached`` calls have zero tokens and cost (nothing was spent in this run).
     ``priced`` is False when the model has no price: its ``cost`` is 0 but unknown, not
     free. ``error`` is the failure kind of a call that reached the endpoint and failed.
+    ``usage_reported`` is False when the server sent no token counts.
     """
 
     case_id: str
@@ -100,6 +117,8 @@ class CallRecord:
     priced: bool = True
     error: str = ""
     attempts: int = 0
+    trial: int = 0
+    usage_reported: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,10 +137,10 @@ class CallRecord:
 
 def summarize(records: Iterable[CallRecord]) -> dict[str, Any]:
     """calls, cached_calls, errors, prompt_tokens, completion_tokens, cost_usd (+ alias
-    ``cost``), unpriced_calls over ``records``."""
+    ``cost``), unpriced_calls, calls_without_usage over ``records``."""
     out: dict[str, Any] = {
         "calls": 0, "cached_calls": 0, "errors": 0, "prompt_tokens": 0, "completion_tokens": 0,
-        "cost_usd": 0.0, "unpriced_calls": 0,
+        "cost_usd": 0.0, "unpriced_calls": 0, "calls_without_usage": 0,
     }
     for r in records:
         out["calls"] += 1
@@ -131,6 +150,7 @@ def summarize(records: Iterable[CallRecord]) -> dict[str, Any]:
         out["completion_tokens"] += r.completion_tokens
         out["cost_usd"] += r.cost
         out["unpriced_calls"] += int(not r.priced and not r.cached)
+        out["calls_without_usage"] += int(not r.usage_reported and not r.cached and not r.error)
     out["cost"] = out["cost_usd"]
     return out
 
@@ -288,11 +308,11 @@ class _FileLock:
 
 
 class CachedChatClient:
-    """``ChatClient`` + response cache + accounting + budget (see module doc)."""
+    """``LLMClient`` + response cache + accounting + budget (see module doc)."""
 
     def __init__(
         self,
-        client: ChatClient,
+        client: LLMClient,
         cache_dir: Path | None,
         *,
         fresh: bool = False,
@@ -311,16 +331,22 @@ class CachedChatClient:
         self._records: list[CallRecord] = []
         self._lock = threading.Lock()
         self._warned_unpriced: set[str] = set()
-        # Never cache an answer that contains the key (a server echoing it back).
-        self._secret = client.config.api_key if len(client.config.api_key) >= 4 else ""
 
     @classmethod
-    def from_config(cls, cfg: JudgeConfig, *, ledger_dir: Path | None = None, **chat_kwargs: Any) -> CachedChatClient:
+    def from_config(
+        cls,
+        cfg: JudgeConfig,
+        *,
+        ledger_dir: Path | None = None,
+        redactor: Redactor | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> CachedChatClient:
         """Build from a :class:`rag_eval.judge.config.JudgeConfig` (raises ConfigError if unset)."""
         from rag_eval.judge.config import make_chat_client
 
         return cls(
-            make_chat_client(cfg, **chat_kwargs), cfg.cache_dir, fresh=cfg.fresh, prices=cfg.prices,
+            make_chat_client(cfg, redactor=redactor, transport=transport), cfg.cache_dir, fresh=cfg.fresh,
+            prices=cfg.prices,
             budget_usd=cfg.budget_usd, budget_tokens=cfg.budget_tokens, ledger_dir=ledger_dir,
         )
 
@@ -328,32 +354,48 @@ class CachedChatClient:
         return f"CachedChatClient({self.client!r}, cache={self.cache.path if self.cache else None}, fresh={self.fresh})"
 
     # --- the call -----------------------------------------------------------------------
-    def complete(self, req: ChatRequest, *, case_id: str = "", tier: str = "judge", trial: int = 0) -> ChatResponse:
-        """Cached answer if there is one (and not ``fresh``), else a budgeted real call."""
+    def complete(
+        self,
+        req: ChatRequest,
+        *,
+        case_id: str = "",
+        tier: str = "judge",
+        trial: int = 0,
+        accept: Accept | None = None,
+    ) -> ChatResponse:
+        """Cached answer if there is a valid one (and not ``fresh``), else a budgeted call.
+
+        ``accept`` (content -> problem or None) decides what is valid: see the module doc.
+        """
         start = time.monotonic()
         key = request_key(req, trial)
+        replace = self.fresh
         if self.cache is not None and not self.fresh:
             hit = self._from_cache(key, req)
+            if hit is not None and accept is not None and accept(hit.content):
+                log.info("judge cache entry %s is not a valid reply; asking again", key[:12])
+                hit, replace = None, True
             if hit is not None:
-                self._append(CallRecord(case_id, tier, req.model, 0, 0, 0.0, True, time.monotonic() - start))
+                self._append(CallRecord(case_id, tier, req.model, 0, 0, 0.0, True, time.monotonic() - start,
+                                        trial=trial))
                 return ChatResponse(hit.content, hit.usage, hit.model, hit.finish_reason, 0, time.monotonic() - start)
         self._check_budget(req, case_id)
         try:
-            resp = self.client.complete(req)
+            resp = self.client.complete(req, accept=accept)
         except ChatError as err:
             self._append(CallRecord(case_id, tier, req.model, 0, 0, 0.0, False, time.monotonic() - start,
-                                    req.model in self.prices, err.kind, err.attempts))
+                                    req.model in self.prices, err.kind, err.attempts, trial))
             raise JudgeCallError(str(err), kind=err.kind, case_id=case_id, attempts=err.attempts) from err
         cost, priced = cost_of(self.prices, req.model, resp.usage)
         if not priced and req.model not in self._warned_unpriced and self.budget_usd is not None:
             self._warned_unpriced.add(req.model)
             log.warning("judge model %r has no price: its calls count $0 toward budget_usd", req.model)
         self._append(CallRecord(case_id, tier, req.model, resp.usage.prompt_tokens, resp.usage.completion_tokens,
-                                cost, False, resp.seconds, priced, "", resp.attempts))
+                                cost, False, resp.seconds, priced, "", resp.attempts, trial, resp.usage.reported))
         if self.ledger is not None:
-            self.ledger.add(cost, resp.usage.prompt_tokens + resp.usage.completion_tokens)
-        if self.cache is not None:
-            self._store(key, req, resp)
+            self.ledger.add(cost, resp.usage.total)
+        if self.cache is not None and not resp.rejected:
+            self._store(key, req, resp, replace=replace)
         return resp
 
     def _from_cache(self, key: str, req: ChatRequest) -> ChatResponse | None:
@@ -364,7 +406,8 @@ class CachedChatClient:
             usage = value.get("usage") or {}
             return ChatResponse(
                 content=str(value["content"]),
-                usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+                usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
+                            bool(usage.get("reported", True))),
                 model=str(value.get("model") or req.model),
                 finish_reason=value.get("finish_reason"),
                 attempts=0,
@@ -374,19 +417,20 @@ class CachedChatClient:
             log.warning("judge cache entry %s has an unexpected shape; calling the endpoint again", key[:12])
             return None
 
-    def _store(self, key: str, req: ChatRequest, resp: ChatResponse) -> None:
-        if self._secret and self._secret in resp.content:
-            log.warning("judge answer for model %r contains the API key; not cached", req.model)
+    def _store(self, key: str, req: ChatRequest, resp: ChatResponse, *, replace: bool) -> None:
+        if self.client.redactor.contains_secret(resp.content):  # the client redacts; never trust it blindly
+            log.warning("judge answer for model %r still contains a secret; not cached", req.model)
             return
         value = {
             "content": resp.content,
-            "usage": {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens},
+            "usage": {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens,
+                      "reported": resp.usage.reported},
             "model": resp.model,
             "finish_reason": resp.finish_reason,
         }
         assert self.cache is not None
         try:
-            self.cache.put(key, value, model=req.model, replace=self.fresh)
+            self.cache.put(key, value, model=req.model, replace=replace)
         except (sqlite3.Error, OSError) as exc:
             # The answer is paid for and valid; a cache that cannot take it only costs a
             # repeat call next run, so warn instead of failing the case.
@@ -430,9 +474,12 @@ class CachedChatClient:
         with self._lock:
             return list(self._records)
 
-    def usage_for(self, case_id: str) -> dict[str, Any]:
-        """:func:`summarize` of the calls made for one case."""
-        return summarize(r for r in self.records if r.case_id == case_id)
+    def usage_for(self, case_id: str, tier: str | None = None, trial: int | None = None) -> dict[str, Any]:
+        """:func:`summarize` of the calls made for one case -- of one tier (``"judge"``,
+        ``"passk"``) and one trial when given. Summing ``usage_for(case, tier)`` over the
+        cases of a tier gives exactly ``totals()[tier]``."""
+        return summarize(r for r in self.records if r.case_id == case_id and (tier is None or r.tier == tier)
+                         and (trial is None or r.trial == trial))
 
     def totals(self) -> dict[str, dict[str, Any]]:
         """``{tier: {"calls", "cached_calls", "errors", "prompt_tokens", "completion_tokens", "cost_usd", ...}}``."""

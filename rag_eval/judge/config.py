@@ -1,10 +1,24 @@
 """Where the judge lives, which engine grades, what it may spend, where it caches.
 
 The judge endpoint is configured apart from the generator (``RAG_JUDGE_*`` variables,
-falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY`` the way every endpoint in
-``rag_app.env`` does), because grading with the generator's own model inflates scores;
-:meth:`JudgeConfig.same_model_warning` makes that case visible instead of forbidding it
-(a single local model may be all a developer has).
+falling back to ``OPENAI_BASE_URL`` / ``OPENAI_API_KEY``, see
+:mod:`rag_eval.llm.endpoint`), because grading with the generator's own model inflates
+scores; :meth:`JudgeConfig.same_model_warning` makes that case visible instead of
+forbidding it (a single local model may be all a developer has).
+
+How long the judge may take is configured the same way and checked at start-up (a bad
+value is a ``ConfigError`` naming the variable):
+
+=========================  =======  ===================================================
+variable                   default  meaning
+=========================  =======  ===================================================
+``RAG_JUDGE_TIMEOUT``      30       seconds per attempt
+``RAG_JUDGE_MAX_RETRIES``  3        retries after the first attempt
+``RAG_JUDGE_BREAKER``      5        consecutive failed calls before the endpoint is
+                                    given up for the rest of the run (0 = never)
+``RAG_JUDGE_MAX_TOKENS``   1500     completion budget of one verdict (doubled once
+                                    when a reply is cut off)
+=========================  =======  ===================================================
 
 A missing judge is not an error: judge cases are *skipped* with the one sentence from
 :meth:`JudgeConfig.missing_reason`, which names the variables to set.
@@ -26,14 +40,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from rag_app.env import EndpointConfig
-from rag_app.errors import ConfigError
+from rag_eval.errors import ConfigError
+from rag_eval.llm.endpoint import Endpoint
+from rag_eval.llm.policy import CallPolicy, env_number
+
 if TYPE_CHECKING:
-    from rag_app.llm import ChatClient
+    import httpx
+
+    from rag_eval.llm.client import LLMClient
+    from rag_eval.redact import Redactor
 
 PREFIX = "RAG_JUDGE"
 ENGINES: tuple[str, ...] = ("native", "deepeval")
 PRICE_FIELDS: tuple[str, ...] = ("prompt", "completion")
+MAX_TOKENS_VAR = f"{PREFIX}_MAX_TOKENS"
+DEFAULT_MAX_TOKENS = 1500
 
 Prices = Mapping[str, tuple[float, float]]  # model -> (USD per 1M prompt, per 1M completion tokens)
 
@@ -42,11 +63,13 @@ Prices = Mapping[str, tuple[float, float]]  # model -> (USD per 1M prompt, per 1
 class JudgeConfig:
     """Everything needed to build the judge client; the key stays inside ``endpoint``.
 
-    ``repr`` is safe to log: :class:`EndpointConfig` redacts the key.
+    ``repr`` is safe to log: :class:`~rag_eval.llm.endpoint.Endpoint` shows no key.
     """
 
-    endpoint: EndpointConfig
+    endpoint: Endpoint
     cache_dir: Path
+    policy: CallPolicy = field(default_factory=lambda: CallPolicy.from_env(PREFIX, {}))
+    max_tokens: int = DEFAULT_MAX_TOKENS
     engine: str = "native"
     prices: Prices = field(default_factory=dict)
     budget_usd: float | None = None
@@ -78,10 +101,16 @@ class JudgeConfig:
     ) -> JudgeConfig:
         """Read ``RAG_JUDGE_BASE_URL/MODEL/API_KEY`` (URL and key fall back to ``OPENAI_*``).
 
-        Never raises for a missing endpoint: check :meth:`missing_reason` and skip.
+        Never raises for a missing endpoint: check :meth:`missing_reason` and skip. A bad
+        ``RAG_JUDGE_TIMEOUT`` / ``_MAX_RETRIES`` / ``_BREAKER`` / ``_MAX_TOKENS`` raises
+        ``ConfigError`` naming the variable.
         """
+        max_tokens = int(env_number(env, MAX_TOKENS_VAR, DEFAULT_MAX_TOKENS, "an integer >= 16, e.g. 1500", int,
+                                    minimum=16))
         return cls(
-            endpoint=EndpointConfig.from_env(PREFIX, env),
+            endpoint=Endpoint.from_env(PREFIX, env),
+            policy=CallPolicy.from_env(PREFIX, env),
+            max_tokens=max_tokens,
             cache_dir=Path(cache_dir),
             engine=engine,
             prices=dict(prices or {}),
@@ -96,17 +125,8 @@ class JudgeConfig:
 
     def missing_reason(self) -> str | None:
         """One sentence naming the variables to set, or None when the judge is usable."""
-        ep = self.endpoint
-        # Model first: it has no fallback, so it is the variable most often forgotten.
-        missing = ep.missing("model", "base_url", "api_key")
-        if missing:
-            listed = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
-            return f"judge not configured: set {listed}"
-        try:
-            ep.require()
-        except ConfigError as exc:  # e.g. a base URL that is not http(s)
-            return f"judge not configured: {exc}"
-        return None
+        problem = self.endpoint.problem()
+        return f"judge not configured: {problem}" if problem else None
 
     def same_model_warning(self, generator_model: str | None) -> str | None:
         """The warning to show when the judge grades with the generator's own model."""
@@ -180,18 +200,17 @@ def load_prices(path: Path | str) -> dict[str, tuple[float, float]]:
 def make_chat_client(
     cfg: JudgeConfig,
     *,
-    timeout: float = 30.0,
-    max_retries: int = 3,
-    total_budget_s: float = 120.0,
+    redactor: Redactor | None = None,
+    transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
-) -> ChatClient:
-    """The retrying HTTP client for the judge endpoint; raises ``ConfigError`` if unset."""
+) -> LLMClient:
+    """The client for the judge endpoint under ``cfg.policy``; ``ConfigError`` if unset."""
     reason = cfg.missing_reason()
     if reason:
         raise ConfigError(reason)
-    from rag_app.llm import ChatClient  # the openai SDK costs ~1 s to import: only when judging
+    from rag_eval.llm.client import LLMClient  # the openai SDK costs ~1 s to import: only when judging
 
-    return ChatClient(cfg.endpoint, timeout=timeout, max_retries=max_retries, total_budget_s=total_budget_s, sleep=sleep)
+    return LLMClient(cfg.endpoint, cfg.policy, redactor=redactor, transport=transport, sleep=sleep)
 
 
 def _check_price(value: Any, where: str) -> float:

@@ -38,8 +38,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_app.errors import ConfigError, unknown_name
-from rag_app.llm import ChatError, ChatRequest
+from rag_eval.errors import ConfigError, unknown_name
+from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.native import JudgeInput, JudgeVerdict
@@ -91,12 +91,12 @@ def _deepeval() -> dict[str, Any]:
     class ClientLLM(DeepEvalBaseLLM):
         """deepeval's model interface on top of :class:`CachedChatClient`.
 
-        ``case_id``/``trial`` are set per case so the cache key carries the trial index
-        and the accounting lands on the right case.
+        ``case_id``/``trial``/``tier`` are set per case so the cache key carries the trial
+        index and the accounting lands on the right case of the right tier.
         """
 
         def __init__(self, client: CachedChatClient, model: str) -> None:
-            self.client, self.model_name, self.case_id, self.trial = client, model, "", 0
+            self.client, self.model_name, self.case_id, self.trial, self.tier = client, model, "", 0, JUDGE_TIER
             super().__init__(model)
 
         def load_model(self, *args: Any, **kwargs: Any) -> ClientLLM:
@@ -125,7 +125,8 @@ def _deepeval() -> dict[str, Any]:
                     f"deepeval passed a {type(prompt).__name__} prompt (multimodal?) for case "
                     f"{self.case_id!r}; only text prompts are supported", kind="malformed", case_id=self.case_id)
             req = ChatRequest(self.model_name, [{"role": "user", "content": prompt}], temperature=0.0)
-            resp = self.client.complete(req, case_id=self.case_id, tier=JUDGE_TIER, trial=self.trial)
+            resp = self.client.complete(req, case_id=self.case_id, tier=self.tier, trial=self.trial,
+                                        accept=_has_text)
             if schema is None:
                 return resp.content
             return parse_into(schema, resp.content, case_id=self.case_id)
@@ -141,6 +142,11 @@ def _deepeval() -> dict[str, Any]:
         "contextual_recall": ContextualRecallMetric,
         "geval": GEval,
     }
+
+
+def _has_text(content: str) -> str | None:
+    """deepeval parses the text itself; an empty reply is never worth caching."""
+    return None if content.strip() else "the reply is empty"
 
 
 def first_json_object(text: str) -> Any:
@@ -250,10 +256,10 @@ class DeepEvalEngine:
                 f"{len(items)} items; a score over a different count would be wrong. Use a stronger judge "
                 "model (RAG_JUDGE_MODEL) or the native engine", kind="malformed", case_id=case_id)
 
-    def _calls_for(self, case_id: str, since: int) -> list[Any]:
-        return [r for r in self.client.records[since:] if r.case_id == case_id and r.tier == JUDGE_TIER]
+    def _calls_for(self, case_id: str, since: int, tier: str = JUDGE_TIER) -> list[Any]:
+        return [r for r in self.client.records[since:] if r.case_id == case_id and r.tier == tier]
 
-    def judge(self, item: JudgeInput, *, trial: int = 0, expected_output: str = "") -> JudgeVerdict:
+    def judge(self, item: JudgeInput, *, trial: int = 0, expected_output: str = "", tier: str = JUDGE_TIER) -> JudgeVerdict:
         """Run every selected metric on ``item``; raise :class:`JudgeCallError` on any failure."""
         reference = expected_output or item.reference
         contexts = [text for _label, text in item.context]
@@ -262,7 +268,7 @@ class DeepEvalEngine:
             retrieval_context=contexts or None, expected_output=reference or None,
         )
         llm = self._de["ClientLLM"](self.client, self.model)
-        llm.case_id, llm.trial = item.case_id, trial
+        llm.case_id, llm.trial, llm.tier = item.case_id, trial, tier
         start = len(self.client.records)
         scores: dict[str, float] = {}
         details: dict[str, Any] = {"engine": "deepeval", "deepeval_version": self.deepeval_version,
@@ -290,12 +296,12 @@ class DeepEvalEngine:
                                      kind="malformed", case_id=item.case_id)
             scores[key] = float(value)
             info: dict[str, Any] = {"score": float(value), "reason": metric.reason,
-                                    "calls": len(self._calls_for(item.case_id, before))}
+                                    "calls": len(self._calls_for(item.case_id, before, tier))}
             for attr in _DETAIL_ATTRS:
                 if getattr(metric, attr, None) is not None:
                     info[attr] = _jsonable(getattr(metric, attr))
             details["metrics"][key] = info
-        records = self._calls_for(item.case_id, start)
+        records = self._calls_for(item.case_id, start, tier)
         details["cached_calls"] = sum(1 for r in records if r.cached)
         details["prompt_tokens"] = sum(r.prompt_tokens for r in records)
         details["completion_tokens"] = sum(r.completion_tokens for r in records)

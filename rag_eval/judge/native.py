@@ -7,43 +7,55 @@ cannot disagree about what the answer says.
 
 Output modes, best first -- OpenAI-compatible servers differ in what they accept:
 
-=============  ==========================================================  ==============
-mode           request                                                      servers
-=============  ==========================================================  ==============
-json_schema    ``response_format={"type": "json_schema", strict schema}``   OpenAI, vLLM
-json_object    ``response_format={"type": "json_object"}``                  most others
-text           no ``response_format``; tolerant parser                      anything
-=============  ==========================================================  ==============
+=============  ===================================================================  =================
+mode           request                                                              servers
+=============  ===================================================================  =================
+json_schema    ``response_format={"type": "json_schema", strict schema}``           OpenAI, vLLM
+json_object    ``response_format={"type": "json_object", "schema": schema}``        llama.cpp, most
+text           no ``response_format``; JSON instructions and a tolerant parser      anything
+=============  ===================================================================  =================
 
-A mode the server rejects (HTTP 400/422) is skipped and the next one tried; the first
-mode that gets an answer is remembered by this :class:`NativeJudge` so later cases do
-not probe again. A reply that does not parse or breaks the schema gets exactly one
-*repair* call (the invalid reply and the errors are shown to the judge); a second
-failure is a :class:`JudgeCallError` with ``kind="malformed"`` -- the case is an error,
-never a pass and never dropped from a denominator (METRICS.md).
+A mode the server refuses -- any 4xx/5xx whose body names the ``response_format``
+(llama-cpp-python answers ``json_schema`` with HTTP 500 "Input should be 'text' or
+'json_object'"), or a 400/422 that is not about prompt length -- is not retried; the
+next mode is tried, and the first mode that gets an answer is remembered by this
+:class:`NativeJudge` (one per process: for the run) so later cases do not probe again.
+
+The schema is exact where the counts are known (:func:`~rag_eval.judge.schema.response_schema`),
+so a grammar-constrained server produces a valid verdict by construction.
+
+A reply that does not parse or breaks the schema is first asked again like a transport
+fault (within ``RAG_JUDGE_MAX_RETRIES``), then gets exactly one *repair* call (the
+invalid reply and the errors are shown to the judge); a second failure is a
+:class:`JudgeCallError` with ``kind="malformed"``. A reply cut off at ``max_tokens``
+(``finish_reason: "length"``) is its own failure: one retry at twice the budget, then
+``kind="length"`` naming ``RAG_JUDGE_MAX_TOKENS``. The case is then an error, never a
+pass and never dropped from a denominator (METRICS.md).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
-from rag_app.llm import ChatError, ChatRequest, ChatResponse
 from rag_eval.judge.client import JudgeCallError
+from rag_eval.judge.config import MAX_TOKENS_VAR
 from rag_eval.judge.prompt import build_messages, repair_messages
-from rag_eval.judge.schema import Judgement, metrics_from, parse_reply, response_schema, validate
+from rag_eval.judge.schema import Judgement, answer_markers, metrics_from, parse_reply, response_schema, validate
+from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse
+from rag_eval.llm.policy import NOT_FORMAT_HINTS
 
 MODES: tuple[str, ...] = ("json_schema", "json_object", "text")
 SCHEMA_NAME = "rag_judge_verdict"
 _REJECT_STATUS = frozenset({400, 422})
-# A 400 that is about the prompt, not about response_format: falling back cannot help.
-_NOT_FORMAT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "too long")
+EMPTY_ECHO = "(empty reply)"  # what a repair request quotes when the server sent no text
 
 
 class ChatCompleter(Protocol):
     """What the judge needs from :class:`rag_eval.judge.client.CachedChatClient`."""
 
-    def complete(self, req: ChatRequest, *, case_id: str = ..., tier: str = ..., trial: int = ...) -> ChatResponse: ...
+    def complete(self, req: ChatRequest, *, case_id: str = ..., tier: str = ..., trial: int = ...,
+                 accept: Callable[[str], str | None] | None = ...) -> ChatResponse: ...
 
 
 @dataclass(frozen=True)
@@ -73,16 +85,27 @@ class JudgeVerdict:
     mode: str = "json_schema"
 
 
-class NativeJudge:
-    """Judges cases with one chat call each (two after a repair); see the module doc."""
+@dataclass(frozen=True)
+class _Reply:
+    """One judge answer: its text, why it is not a valid verdict ("" when it is)."""
 
-    def __init__(self, client: ChatCompleter, model: str, *, temperature: float = 0.0, max_tokens: int = 1500) -> None:
+    content: str
+    problem: str
+    finish_reason: str | None
+
+
+class NativeJudge:
+    """Judges cases with one chat call each (more after a cut-off or a repair); module doc."""
+
+    def __init__(self, client: ChatCompleter, model: str, *, temperature: float = 0.0, max_tokens: int = 1500,
+                 tier: str = "judge") -> None:
         if not model:
             raise ValueError("NativeJudge: model is empty; set RAG_JUDGE_MODEL")
         self.client = client
         self.model = model
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.tier = tier
         self._mode_index = 0  # index into MODES of the best mode not (yet) rejected
 
     @property
@@ -90,76 +113,104 @@ class NativeJudge:
         """The output mode the next case will try first."""
         return MODES[self._mode_index]
 
-    def judge(self, item: JudgeInput, *, trial: int = 0) -> JudgeVerdict:
-        """Judge one case; raises :class:`JudgeCallError` (``malformed`` after a failed repair)."""
-        schema = response_schema(bool(item.reference))
-        messages = build_messages(item, schema)
-        resp, mode, rejected = self._first_call(item, messages, schema, trial)
-        judgement, errors = self._read(resp, item)
-        calls, repair_errors = 1, list(errors)
-        if judgement is None:
-            try:
-                fixed = self._call(item, repair_messages(messages, resp.content, errors), mode, schema, trial)
-            except _FormatRejected as exc:  # the mode worked a moment ago; report the 400 as it is
-                raise exc.error from exc.cause
-            calls = 2
-            judgement, errors2 = self._read(fixed, item)
-            if judgement is None:
+    def judge(self, item: JudgeInput, *, trial: int = 0, tier: str | None = None) -> JudgeVerdict:
+        """Judge one case; raises :class:`JudgeCallError` (``malformed``, ``length``, a transport kind)."""
+        call = _Call(self, item, trial, tier or self.tier)
+        reply, mode, rejected = call.first()
+        calls, notes = 1, []
+        budget = self.max_tokens
+        if reply.problem and reply.finish_reason == "length":
+            budget = self.max_tokens * 2
+            notes.append(f"cut off at max_tokens {self.max_tokens}; retried with {budget}")
+            reply = call.send(call.messages, mode, budget)
+            calls += 1
+            if reply.problem and reply.finish_reason == "length":
+                raise JudgeCallError(
+                    f"judge reply for case {item.case_id!r} (model {self.model!r}) was cut off at max_tokens {budget} "
+                    f"(after a first cut at {self.max_tokens}); raise {MAX_TOKENS_VAR}",
+                    kind="length", case_id=item.case_id, attempts=calls)
+        repair_errors = [reply.problem] if reply.problem else []
+        if reply.problem:
+            fixed = call.send(repair_messages(call.messages, reply.content or EMPTY_ECHO, repair_errors), mode, budget)
+            calls += 1
+            if fixed.problem:
+                cut = (f"; the reply was cut off at max_tokens {budget}: raise {MAX_TOKENS_VAR}"
+                       if fixed.finish_reason == "length" else "")
                 raise JudgeCallError(
                     f"judge reply for case {item.case_id!r} (model {self.model!r}, mode {mode}) was invalid "
-                    f"twice; first: {'; '.join(errors)}; after the repair request: {'; '.join(errors2)}. "
-                    "Fix: use a stronger judge model (RAG_JUDGE_MODEL) or raise max_tokens if replies are cut off",
+                    f"twice; first: {reply.problem}; after the repair request: {fixed.problem}{cut}. "
+                    "Fix: use a stronger judge model (RAG_JUDGE_MODEL)",
                     kind="malformed", case_id=item.case_id, attempts=calls,
                 )
+            reply = fixed
+        judgement = call.judgement(reply.content)
+        assert judgement is not None  # accepted replies validate
         details = {**judgement.details(), "mode": mode, "calls": calls, "repair_errors": repair_errors,
                    "rejected_modes": rejected}
+        if notes:
+            details["notes"] = notes
         return JudgeVerdict(metrics=metrics_from(judgement), details=details, calls=calls, mode=mode)
 
-    # --- calls ----------------------------------------------------------------------
-    def _first_call(
-        self, item: JudgeInput, messages: list[dict[str, str]], schema: dict[str, Any], trial: int
-    ) -> tuple[ChatResponse, str, list[str]]:
+
+class _Call:
+    """One case being judged: its schema, messages and validity check."""
+
+    def __init__(self, judge: NativeJudge, item: JudgeInput, trial: int, tier: str) -> None:
+        self.judge, self.item, self.trial, self.tier = judge, item, trial, tier
+        self.schema = response_schema(bool(item.reference), len(item.key_facts), answer_markers(item.answer))
+        self.messages = build_messages(item, self.schema)
+
+    def judgement(self, content: str) -> Judgement | None:
+        return self._read(content)[0]
+
+    def problem(self, content: str) -> str | None:
+        """Why ``content`` is not a valid verdict for this case (the client's ``accept``)."""
+        errors = self._read(content)[1]
+        return "; ".join(errors) if errors else None
+
+    def _read(self, content: str) -> tuple[Judgement | None, list[str]]:
+        try:
+            data = parse_reply(content)
+        except ValueError as exc:
+            return None, [str(exc)]
+        item = self.item
+        return validate(data, key_facts=list(item.key_facts), n_context=len(item.context), answer=item.answer,
+                        has_reference=bool(item.reference))
+
+    def first(self) -> tuple[_Reply, str, list[str]]:
         """Try modes from the remembered one down; remember the first that is accepted."""
+        judge = self.judge
         rejected: list[str] = []
-        for index in range(self._mode_index, len(MODES)):
+        for index in range(judge._mode_index, len(MODES)):
             mode = MODES[index]
             try:
-                resp = self._call(item, messages, mode, schema, trial)
+                reply = self.send(self.messages, mode, judge.max_tokens, probing=True)
             except _FormatRejected as exc:
                 if index == len(MODES) - 1:
                     raise exc.error from exc.cause
                 rejected.append(f"{mode}: {exc.error}")
                 continue
-            self._mode_index = index
-            return resp, mode, rejected
+            judge._mode_index = index
+            return reply, mode, rejected
         raise AssertionError("unreachable: the text mode either answers or raises")
 
-    def _call(self, item: JudgeInput, messages: list[dict[str, str]], mode: str, schema: dict[str, Any],
-              trial: int) -> ChatResponse:
-        req = ChatRequest(
-            model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens,
-            response_format=_response_format(mode, schema),
-        )
+    def send(self, messages: list[dict[str, str]], mode: str, max_tokens: int, *, probing: bool = False) -> _Reply:
+        judge = self.judge
+        req = ChatRequest(model=judge.model, messages=messages, temperature=judge.temperature, max_tokens=max_tokens,
+                          response_format=_response_format(mode, self.schema))
         try:
-            return self.client.complete(req, case_id=item.case_id, tier="judge", trial=trial)
+            resp = judge.client.complete(req, case_id=self.item.case_id, tier=self.tier, trial=self.trial,
+                                         accept=self.problem)
         except (ChatError, JudgeCallError) as exc:
-            error = _as_judge_error(exc, item.case_id)
-            if mode != "text" and _is_format_rejection(exc):
+            error = _as_judge_error(exc, self.item.case_id)
+            if probing and mode != "text" and _is_format_rejection(exc):
                 raise _FormatRejected(error, exc) from exc
+            if error.kind == "malformed":  # no text after every attempt: repair like an invalid verdict
+                return _Reply("", str(error), None)
             if error is exc:
                 raise
             raise error from exc
-
-    def _read(self, resp: ChatResponse, item: JudgeInput) -> tuple[Judgement | None, list[str]]:
-        try:
-            data = parse_reply(resp.content)
-        except ValueError as exc:
-            errors = [str(exc)]
-            if resp.finish_reason == "length":
-                errors.append(f"the reply was cut off at max_tokens={self.max_tokens}; write shorter reasons")
-            return None, errors
-        return validate(data, key_facts=list(item.key_facts), n_context=len(item.context),
-                        answer=item.answer, has_reference=bool(item.reference))
+        return _Reply(resp.content, resp.rejected, resp.finish_reason)
 
 
 class _FormatRejected(Exception):
@@ -174,8 +225,8 @@ class _FormatRejected(Exception):
 def _response_format(mode: str, schema: dict[str, Any]) -> dict[str, Any] | None:
     if mode == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": schema}}
-    if mode == "json_object":
-        return {"type": "json_object"}
+    if mode == "json_object":  # llama.cpp-style servers decode under this schema's grammar
+        return {"type": "json_object", "schema": schema}
     return None
 
 
@@ -189,14 +240,18 @@ def _status_code(exc: BaseException) -> int | None:
 
 
 def _is_format_rejection(exc: BaseException) -> bool:
-    """A 400/422 "client" error that is not about prompt length: maybe response_format."""
-    if getattr(exc, "kind", None) != "client":
+    """The server refused the response_format: a ``format`` error (any status whose body
+    names it), or a 400/422 "client" error that is not about prompt length."""
+    kind = getattr(exc, "kind", None)
+    if kind == "format":
+        return True
+    if kind != "client":
         return False
     code = _status_code(exc)
     if code is not None and code not in _REJECT_STATUS:
         return False
     text = str(exc).lower()
-    return not any(hint in text for hint in _NOT_FORMAT_HINTS)
+    return not any(hint in text for hint in NOT_FORMAT_HINTS)
 
 
 def _as_judge_error(exc: ChatError | JudgeCallError, case_id: str) -> JudgeCallError:

@@ -9,7 +9,14 @@ Two defences, both needed:
 * :func:`neutralise` rewrites any ``<<<`` / ``>>>`` run inside the data to look-alike
   guillemets, so a document cannot close its block (``<<<END CONTEXT>>>``) and open a
   fake instruction section. All runs are rewritten, not only known tags, so spelling
-  variants (``<<< end context >>>``) cannot slip through either.
+  variants (``<<< end context >>>``) cannot slip through either. Look-alikes count:
+  before the check, zero-width and bidi control characters are removed and each
+  character is compared in its NFKC form, so ``<\u200b<<``, full-width ``＜＜＜``,
+  small ``﹤﹤﹤`` and ``≪<`` are runs too. The text itself is not NFKC-normalised
+  (that would turn ``x²`` into ``x2`` in a maths answer), only the runs are rewritten.
+* :func:`neutralise_chunk` also defuses forged chunk headers: a line of a chunk that
+  starts like ``[3] (book - section)`` (ASCII or full-width brackets and digits) would
+  look to the judge like the start of chunk 3, so its brackets become ``⟨3⟩``.
 
 The context is rendered exactly as the generator saw it: ``[n] label`` then the text,
 numbered from 1, so the judge's citation numbers mean the same as the answer's.
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
@@ -33,14 +41,47 @@ INJECTION_WARNING = (
 )
 MAX_REPAIR_ECHO = 4000  # characters of the invalid reply quoted back in a repair request
 
-_OPEN_RUN = re.compile(r"<{3,}")
-_CLOSE_RUN = re.compile(r">{3,}")
+# Zero-width characters, soft hyphen and every bidi control (embeddings, overrides, isolates, marks).
+INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+_WIDE = {"\u226a": ("<", 2), "\u226b": (">", 2), "\u22d8": ("<", 3), "\u22d9": (">", 3)}  # ≪ ≫ ⋘ ⋙
+_SAFE = {"<": "\u2039", ">": "\u203a"}  # ‹ ›
+_HEADER = re.compile(r"^([ \t\u3000]*)[\[\uff3b\u3010\u3014\u27e6]\s*([0-9\uff10-\uff19]+)\s*[\]\uff3d\u3011\u3015\u27e7]",
+                     re.MULTILINE)
+
+
+def _angle(c: str) -> tuple[str, int]:
+    """("<" or ">", how many brackets it looks like) for a bracket look-alike, else ("", 0)."""
+    if c in _WIDE:
+        return _WIDE[c]
+    folded = unicodedata.normalize("NFKC", c)
+    return (folded, 1) if folded in ("<", ">") else ("", 0)
 
 
 def neutralise(text: str) -> str:
-    """Make delimiter look-alikes inert: ``<<<`` → ``‹‹‹`` and ``>>>`` → ``›››`` (same length)."""
-    text = _OPEN_RUN.sub(lambda m: "‹" * len(m.group()), text)
-    return _CLOSE_RUN.sub(lambda m: "›" * len(m.group()), text)
+    """Make delimiter look-alikes inert: runs of 3+ ``<`` (or ``>``) in any look-alike
+    form become ``‹‹‹`` (``›››``); invisible and bidi control characters are dropped."""
+    text = INVISIBLE.sub("", text)
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        side, weight = _angle(text[i])
+        if not side:
+            out.append(text[i])
+            i += 1
+            continue
+        j, total = i, 0
+        while j < len(text) and _angle(text[j])[0] == side:
+            total += _angle(text[j])[1]
+            j += 1
+        run = text[i:j]
+        out.append(_SAFE[side] * (j - i) if total >= 3 else run)
+        i = j
+    return "".join(out)
+
+
+def neutralise_chunk(text: str) -> str:
+    """:func:`neutralise` plus forged chunk headers (``[n]`` starting a line) defused."""
+    return _HEADER.sub(lambda m: f"{m.group(1)}\u27e8{unicodedata.normalize('NFKC', m.group(2))}\u27e9", neutralise(text))
 
 
 def block(name: str, body: str) -> str:
@@ -82,7 +123,7 @@ Reply with ONE JSON object only, no prose and no code fences, matching this JSON
 def user_message(item: JudgeInput) -> str:
     """The data blocks; every piece of data passes through :func:`neutralise`."""
     chunks = "\n\n".join(
-        f"[{i}] {neutralise(label)}\n{neutralise(text)}" for i, (label, text) in enumerate(item.context, 1)
+        f"[{i}] {neutralise(label)}\n{neutralise_chunk(text)}" for i, (label, text) in enumerate(item.context, 1)
     ) or "(no context was given to the generator)"
     facts = "\n".join(f"[{i}] {neutralise(f)}" for i, f in enumerate(item.key_facts, 1)) or "(no key facts)"
     parts = [

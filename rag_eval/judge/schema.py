@@ -33,7 +33,7 @@ RELEVANCE_SCORE: Mapping[str, float] = {"relevant": 1.0, "partially_relevant": 0
 def answer_markers(answer: str) -> list[int]:
     """Distinct citation numbers in ``answer``, in order of first appearance.
 
-    The one citation parser of the project (``rag_app.generation.sources.cited_numbers``):
+    The one citation parser of the evaluation (``rag_eval.citations.cited_numbers``):
     brackets inside ``$…$`` maths and intervals such as ``[0,2]`` are not citations, so a
     maths answer's intervals are never sent to the judge as markers to verify.
     """
@@ -53,19 +53,46 @@ def _enum(values: Sequence[str]) -> dict[str, Any]:
 _STR: dict[str, Any] = {"type": "string"}
 
 
-def response_schema(has_reference: bool) -> dict[str, Any]:
-    """The JSON schema of one verdict; ``correctness`` exists only when a reference does."""
+def _array(items: dict[str, Any], min_items: int | None = None, max_items: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "array", "items": items}
+    if min_items is not None:
+        out["minItems"] = min_items
+    if max_items is not None:
+        out["maxItems"] = max_items
+    return out
+
+
+def response_schema(has_reference: bool, n_facts: int | None = None,
+                    markers: Sequence[int] | None = None) -> dict[str, Any]:
+    """The JSON schema of one verdict; ``correctness`` exists only when a reference does.
+
+    Exact where the counts are known, so that a grammar-constrained server (llama.cpp,
+    vLLM guided decoding) produces a valid verdict by construction: with ``n_facts``,
+    ``key_facts`` has exactly that many entries and ``index`` is one of ``1..n``; with
+    ``markers`` (the distinct ``[n]`` of the answer), ``citations`` has at least one
+    entry per marker and ``marker`` is one of them (no markers: no entry). The number of
+    *sentences* a marker is attached to is the judge's to read, so there is no
+    ``maxItems`` on citations when the answer cites something.
+    """
+    fact_index: dict[str, Any] = {"type": "integer"}
+    if n_facts:
+        fact_index["enum"] = list(range(1, n_facts + 1))
+    marker: dict[str, Any] = {"type": "integer"}
+    if markers:
+        marker["enum"] = list(markers)
+    cited = None if markers is None else len(markers)
     props: dict[str, Any] = {
-        "claims": {"type": "array", "items": _obj({"claim": _STR, "verdict": _enum(CLAIM_VERDICTS), "reason": _STR})},
-        "key_facts": {"type": "array", "items": _obj(
-            {"index": {"type": "integer"}, "fact": _STR, "verdict": _enum(FACT_VERDICTS), "reason": _STR})},
+        "claims": _array(_obj({"claim": _STR, "verdict": _enum(CLAIM_VERDICTS), "reason": _STR})),
+        "key_facts": _array(_obj({"index": fact_index, "fact": _STR, "verdict": _enum(FACT_VERDICTS),
+                                  "reason": _STR}), n_facts, n_facts),
         "relevance": _obj({"verdict": _enum(RELEVANCE_VERDICTS), "reason": _STR}),
     }
     if has_reference:
         lst = {"type": "array", "items": _STR}
         props["correctness"] = _obj({"tp": lst, "fp": lst, "fn": lst})
-    props["citations"] = {"type": "array", "items": _obj(
-        {"marker": {"type": "integer"}, "sentence": _STR, "supported": {"type": "boolean"}, "reason": _STR})}
+    props["citations"] = _array(
+        _obj({"marker": marker, "sentence": _STR, "supported": {"type": "boolean"}, "reason": _STR}),
+        cited, 0 if cited == 0 else None)
     return _obj(props)
 
 
@@ -161,6 +188,7 @@ class Judgement:
     relevance: dict[str, str]
     correctness: dict[str, list[str]] | None
     citations: tuple[dict[str, Any], ...]
+    duplicate_claims: int = 0  # repeated claims dropped (a degenerate judge says one thing N times)
 
     def details(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -169,6 +197,8 @@ class Judgement:
             "relevance": dict(self.relevance),
             "citations": [dict(c) for c in self.citations],
         }
+        if self.duplicate_claims:
+            out["duplicate_claims_dropped"] = self.duplicate_claims
         if self.correctness is not None:
             out["correctness"] = {k: list(v) for k, v in self.correctness.items()}
         return out
@@ -222,11 +252,18 @@ def validate(
     errors: list[str] = []
 
     claims: list[dict[str, str]] = []
+    seen_claims: set[str] = set()
+    duplicates = 0
     for i, c in enumerate(_list(data, "claims", errors, optional=False)):
         where = f"claims[{i}]"
         if not isinstance(c, dict) or not isinstance(c.get("claim"), str):
             errors.append(f"{where} must be an object with a string 'claim'")
             continue
+        norm = _norm_text(c["claim"])
+        if norm in seen_claims:  # a degenerate judge repeats itself: one claim counts once
+            duplicates += 1
+            continue
+        seen_claims.add(norm)
         claims.append({"claim": c["claim"], "verdict": _verdict(c, where, CLAIM_VERDICTS, errors),
                        "reason": _reason(c, where, errors)})
 
@@ -260,7 +297,7 @@ def validate(
 
     if errors:
         return None, errors
-    return Judgement(tuple(claims), tuple(facts), relevance, correctness, tuple(citations)), []
+    return Judgement(tuple(claims), tuple(facts), relevance, correctness, tuple(citations), duplicates), []
 
 
 def _validate_facts(items: list[Any], key_facts: Sequence[str], errors: list[str]) -> list[dict[str, Any]]:

@@ -3,7 +3,15 @@
 One ``JudgeRunner`` per process (per xdist worker): it owns the response cache, the
 token/cost records and the engine. Each case: the answer the system gave, with the
 context the generator actually saw, goes to the judge; a judge failure becomes an
-``error`` case (a budget stop: ``skip``, "not run"), never a pass.
+``error`` case, never a pass. Only a spending budget reached *before the case's first
+call* is ``skip`` ("not run"); a budget reached between two calls of one case, a time
+budget, a timeout or a transport failure is an ``error``.
+
+Usage: every call is recorded with (tier, case id, trial). ``run(..., tier="passk",
+trial=t)`` records a pass@k trial's judge calls under ``passk``; the case's
+``details.usage`` is :meth:`JudgeRunner.usage_for` of that case, tier and trial, and
+``usage_for(case_id, "passk")`` (no trial) sums a passk case's trials. Summing
+``usage_for`` over the cases of a tier equals ``totals()[tier]``.
 """
 
 from __future__ import annotations
@@ -21,7 +29,10 @@ from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
+from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results import CaseResult
+
+BUDGET_AFTER_START = "budget_after_start"  # spending budget reached mid-case: an error, not "not run"
 
 
 
@@ -48,9 +59,11 @@ class JudgeRunner:
         ledger_dir: Path | None = None,
         geval_criteria: str | None = None,
         deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS,
+        redactor: Redactor | None = None,
     ) -> None:
         self.config = config
-        self.client = CachedChatClient.from_config(config, ledger_dir=ledger_dir)
+        self.redactor = redactor if redactor is not None else redactor_from_env()
+        self.client = CachedChatClient.from_config(config, ledger_dir=ledger_dir, redactor=self.redactor)
         if config.engine == "deepeval":
             from rag_eval.judge.deepeval_engine import DeepEvalEngine  # deepeval imports take seconds
 
@@ -59,27 +72,52 @@ class JudgeRunner:
                 metrics += ("geval",)
             self.engine: Any = DeepEvalEngine(self.client, config.model, metrics, geval_criteria=geval_criteria)
         else:
-            self.engine = NativeJudge(self.client, config.model)
+            self.engine = NativeJudge(self.client, config.model, max_tokens=config.max_tokens)
 
-    def run(self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0) -> CaseResult:
+    def run(
+        self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0, tier: str = "judge"
+    ) -> CaseResult:
         t0 = time.perf_counter()
         base: dict[str, Any] = {"judge_model": self.config.model, "engine": self.config.engine}
+        before = len(self.client.records)
         try:
             if self.config.engine == "deepeval":
-                verdict = self.engine.judge(judge_input(item, chat), trial=trial, expected_output=item.reference_answer)
+                verdict = self.engine.judge(judge_input(item, chat), trial=trial, expected_output=item.reference_answer,
+                                            tier=tier)
             else:
-                verdict = self.engine.judge(judge_input(item, chat), trial=trial)
+                verdict = self.engine.judge(judge_input(item, chat), trial=trial, tier=tier)
         except JudgeCallError as exc:
-            details = {**base, "answer": chat.answer, "usage": self.client.usage_for(item.id)}
-            return judge_failure(item, exc.kind, str(exc), details, time.perf_counter() - t0)
+            kind, message = exc.kind, str(exc)
+            if kind == "budget" and self._started(item.id, tier, trial, before):
+                kind = BUDGET_AFTER_START
+                message = f"the judge budget ran out in the middle of this case: {message}"
+            details = {**base, "answer": self.redactor.text(chat.answer), **self._usage(item.id, tier, trial)}
+            return judge_failure(item, kind, self.redactor.text(message), details, time.perf_counter() - t0)
         details = {
             **base,
-            "judge": verdict.details,
+            "judge": self.redactor.obj(verdict.details),
             "judge_calls": verdict.calls,
             "judge_mode": verdict.mode,
-            "usage": self.client.usage_for(item.id),
+            **self._usage(item.id, tier, trial),
         }
         return judge_case(item, chat, verdict.metrics, details, case_config, time.perf_counter() - t0)
+
+    def _started(self, case_id: str, tier: str, trial: int, before: int) -> bool:
+        """Whether this case sent (or was served) a call before the budget stopped it."""
+        return any(r.case_id == case_id and r.tier == tier and r.trial == trial and r.error != "budget"
+                   for r in self.client.records[before:])
+
+    def _usage(self, case_id: str, tier: str, trial: int) -> dict[str, Any]:
+        usage = self.client.usage_for(case_id, tier, trial)
+        out: dict[str, Any] = {"usage": usage}
+        if usage.get("calls_without_usage"):
+            out["usage_note"] = (f"the judge server reported no token usage for {usage['calls_without_usage']} "
+                                 "call(s): their tokens and cost are unknown, not 0")
+        return out
+
+    def usage_for(self, case_id: str, tier: str = "judge", trial: int | None = None) -> dict[str, Any]:
+        """Usage of one case of ``tier`` (every trial unless ``trial`` is given)."""
+        return self.client.usage_for(case_id, tier, trial)
 
     def totals(self) -> Mapping[str, Any]:
         return self.client.totals()

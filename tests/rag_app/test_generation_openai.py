@@ -33,6 +33,7 @@ def _env(base_url: str) -> dict[str, str]:
 
 def _generator(base_url: str, temperature: float = 0.1) -> OpenAIGenerator:
     client = ChatClient(EndpointConfig.from_env("RAG_GENERATOR", _env(base_url)), 5.0, 0, 10.0)
+    assert client.timeout_setting == "RAG_GENERATOR_TIMEOUT"
     return OpenAIGenerator(client, "gpt-4o-mini", temperature=temperature, max_tokens=321)
 
 
@@ -99,3 +100,26 @@ def test_make_generator_without_configuration_names_the_variables() -> None:
         make_generator(Settings(generator="openai"), env={})
     message = str(info.value)
     assert "RAG_GENERATOR_API_KEY" in message and "OPENAI_API_KEY" in message and "RAG_GENERATOR_MODEL" in message
+
+
+def test_generator_timeout_and_retries_come_from_the_environment(server: ScriptedOpenAIServer) -> None:
+    env = {**_env(server.base_url), "RAG_GENERATOR_TIMEOUT": "7.5", "RAG_GENERATOR_MAX_RETRIES": "0"}
+    gen = make_generator(Settings(generator="openai"), env=env)
+    assert isinstance(gen, OpenAIGenerator)
+    assert (gen.client.timeout, gen.client.max_retries) == (7.5, 0)
+    default = make_generator(Settings(generator="openai", request_timeout=12.0), env=_env(server.base_url))
+    assert isinstance(default, OpenAIGenerator) and default.client.timeout == 12.0  # RAG_APP_REQUEST_TIMEOUT
+
+
+@pytest.mark.parametrize(("name", "value"), [("RAG_GENERATOR_TIMEOUT", "soon"), ("RAG_GENERATOR_TIMEOUT", "0"),
+                                             ("RAG_GENERATOR_MAX_RETRIES", "-1"), ("RAG_GENERATOR_MAX_RETRIES", "2.5")])
+def test_a_bad_timeout_or_retry_count_is_a_start_up_error_naming_the_variable(
+        server: ScriptedOpenAIServer, name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=f"{name}='{value}' is not valid: expected .*; fix or unset {name}"):
+        make_generator(Settings(generator="openai"), env={**_env(server.base_url), name: value})
+
+
+def test_an_answer_echoing_the_key_is_redacted(server: ScriptedOpenAIServer) -> None:
+    server.enqueue(reply(f"答案 [1]，顺便说一句 {KEY}"))
+    answer, _ = _generator(server.base_url).generate("q", CONTEXT)
+    assert KEY not in answer and answer == "答案 [1]，顺便说一句 [redacted]"

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from rag_app.env import EndpointConfig
-from rag_app.llm import ChatClient, ChatRequest
+from rag_eval.llm.messages import ChatRequest
+from tests.support.llm_client import judge_llm
 from rag_eval.judge.client import (
     CACHE_FILE,
     CachedChatClient,
@@ -29,8 +29,7 @@ KEY = "sk-test-judge-SECRET"
 
 
 def make(base_url: str, cache_dir: Path | None, *, max_retries: int = 3, **kw: object) -> CachedChatClient:
-    inner = ChatClient(EndpointConfig(base_url=base_url, model="judge-m", api_key=KEY),
-                       timeout=5.0, max_retries=max_retries, sleep=lambda s: None)
+    inner = judge_llm(base_url, KEY, max_retries=max_retries)
     return CachedChatClient(inner, cache_dir, **kw)  # type: ignore[arg-type]
 
 
@@ -191,12 +190,16 @@ def test_secrets_never_reach_cache_or_records(openai_server: ScriptedOpenAIServe
         assert s not in json.dumps([r.to_dict() for r in records])
 
 
-def test_answer_echoing_the_key_is_not_cached(openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
-    openai_server.enqueue(reply(f"your key is {KEY}"), reply("clean"))
+def test_answer_echoing_the_key_is_redacted_before_it_is_returned_or_cached(
+        openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    openai_server.enqueue(reply(f"your key is {KEY}"), reply("never asked"))
     with make(openai_server.base_url, tmp_path) as cc:
-        cc.complete(req())
-        assert cc.complete(req()).content == "clean"
-    assert openai_server.calls("chat") == 2
+        first = cc.complete(req())
+        second = cc.complete(req())
+    assert first.content == second.content == "your key is [redacted]"
+    assert openai_server.calls("chat") == 1  # the redacted answer is valid and served from the cache
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"[redacted]" in raw and KEY.encode() not in raw
 
 
 def test_cost_from_prices(openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:

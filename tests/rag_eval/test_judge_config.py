@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rag_app.errors import ConfigError
-from rag_app.llm import ChatClient, ChatRequest
+from rag_eval.errors import ConfigError
+from rag_eval.llm.client import LLMClient
+from rag_eval.llm.messages import ChatRequest
 from rag_eval.judge.config import JudgeConfig, load_prices, make_chat_client
 from tests.support.openai_server import ScriptedOpenAIServer
 
@@ -22,7 +23,7 @@ def test_from_env_prefers_judge_variables_and_falls_back_to_openai(tmp_path: Pat
     env = {"RAG_JUDGE_MODEL": "judge-m", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1/", "OPENAI_API_KEY": KEY}
     cfg = cfg_from(env, tmp_path)
     assert (cfg.endpoint.base_url, cfg.endpoint.model, cfg.endpoint.api_key) == ("http://127.0.0.1:9/v1", "judge-m", KEY)
-    assert cfg.endpoint.api_key_var == "OPENAI_API_KEY"
+    assert cfg.endpoint.var("api_key") == "OPENAI_API_KEY"
     assert cfg.missing_reason() is None
     assert KEY not in repr(cfg)
 
@@ -109,8 +110,9 @@ def test_make_chat_client_uses_the_judge_endpoint(tmp_path: Path, openai_server:
     cfg = cfg_from({"RAG_JUDGE_MODEL": "judge-m", "RAG_JUDGE_BASE_URL": openai_server.base_url,
                     "RAG_JUDGE_API_KEY": KEY}, tmp_path)
     with make_chat_client(cfg) as client:
-        assert isinstance(client, ChatClient)
-        assert (client.timeout, client.max_retries, client.total_budget_s) == (30.0, 3, 120.0)
+        assert isinstance(client, LLMClient)
+        p = client.policy
+        assert (p.timeout, p.max_retries, p.budget, p.breaker_after) == (30.0, 3, 150.0, 5)
         resp = client.complete(ChatRequest(cfg.model, [{"role": "user", "content": "hi"}]))
     assert resp.content == "OK"
     assert openai_server.requests_of("chat")[0].headers["authorization"] == f"Bearer {KEY}"

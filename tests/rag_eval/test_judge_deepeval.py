@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from rag_app.env import EndpointConfig
-from rag_app.errors import ConfigError
-from rag_app.llm import ChatClient
+from rag_eval.errors import ConfigError
+from rag_eval.llm.client import LLMClient
+from tests.support.llm_client import judge_llm
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.deepeval_engine import DeepEvalEngine, first_json_object
 from rag_eval.judge.native import JudgeInput
@@ -64,8 +64,7 @@ def no_outside_network(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
 
 @pytest.fixture
 def judge_client(openai_server: ScriptedOpenAIServer, tmp_path: Path) -> Iterator[CachedChatClient]:
-    chat = ChatClient(EndpointConfig(base_url=openai_server.base_url, model="judge-m", api_key="sk-test-judge-SECRET"),
-                      timeout=5.0, max_retries=1, sleep=lambda s: None)
+    chat = judge_llm(openai_server.base_url, max_retries=1)
     with CachedChatClient(chat, tmp_path / "cache") as client:
         yield client
 
@@ -113,9 +112,8 @@ def test_second_run_with_same_cache_makes_no_server_calls(
 ) -> None:
     openai_server.set_default("chat", Responder())
 
-    def chat() -> ChatClient:  # closing a CachedChatClient closes its ChatClient: one each
-        cfg = EndpointConfig(base_url=openai_server.base_url, model="judge-m", api_key="sk-test-judge-SECRET")
-        return ChatClient(cfg, timeout=5.0, max_retries=0, sleep=lambda s: None)
+    def chat() -> LLMClient:  # closing a CachedChatClient closes its LLMClient: one each
+        return judge_llm(openai_server.base_url)
 
     with CachedChatClient(chat(), tmp_path / "cache") as first:
         v1 = _engine(first).judge(ITEM)

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from rag_app.env import EndpointConfig
-from rag_app.llm import ChatClient
+from tests.support.llm_client import judge_llm
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.judge.prompt import INJECTION_WARNING, neutralise
@@ -88,8 +87,7 @@ def srv() -> Iterator[ScriptedOpenAIServer]:
 
 @pytest.fixture
 def judge(srv: ScriptedOpenAIServer) -> Iterator[NativeJudge]:
-    chat = ChatClient(EndpointConfig(base_url=srv.base_url, model="judge-m", api_key="sk-test-judge-SECRET"),
-                      timeout=5.0, max_retries=0, sleep=lambda s: None)
+    chat = judge_llm(srv.base_url)
     yield NativeJudge(CachedChatClient(chat, cache_dir=None), "judge-m")
     chat.close()
 
@@ -261,12 +259,12 @@ def test_missing_key_fact_is_repaired(srv: ScriptedOpenAIServer, judge: NativeJu
     assert len(v.details["key_facts"]) == 3
 
 
-def test_empty_choices_is_an_error(srv: ScriptedOpenAIServer, judge: NativeJudge) -> None:
-    srv.enqueue(empty_choices())
+def test_empty_choices_twice_is_an_error_after_one_repair(srv: ScriptedOpenAIServer, judge: NativeJudge) -> None:
+    srv.enqueue(empty_choices(), empty_choices())
     with pytest.raises(JudgeCallError) as info:
         judge.judge(ITEM)
-    assert info.value.kind == "malformed" and srv.calls("chat") == 1
-    assert "no choices" in str(info.value)
+    assert info.value.kind == "malformed" and srv.calls("chat") == 2  # no retries configured: call + repair
+    assert "no choices" in str(info.value) and "twice" in str(info.value)
 
 
 # --- parsing and validation as plain data ----------------------------------------------

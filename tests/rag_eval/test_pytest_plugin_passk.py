@@ -111,3 +111,32 @@ def test_an_llm_generator_is_sampled_n_times(
         if case["negative"]:
             continue  # a negative expects a refusal: both draws fail it
         assert outcomes == ["pass", "fail", "pass", "fail"] and case["details"]["c"] == 2
+
+
+def test_usage_is_attributed_per_tier_and_totals_equal_the_sum_over_cases(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Judge calls of the judge tier and of passk's judge trials, in one run: each call is
+    counted once, under the tier and case that made it, and run.usage is their sum."""
+    monkeypatch.setenv("RAG_JUDGE_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("RAG_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("RAG_JUDGE_API_KEY", "sk-test")
+    openai_server.set_default("chat", lambda request: reply(json.dumps(native_verdict(request))))
+    sandbox.add_judge_tests()
+    sandbox.write_thresholds('[passk.case]\nn = 3\nk = 2\ncondition = "judge"\n')
+    sandbox.run("-m", "judge or passk", "--judge-cache", str(tmp_path / "c"))
+    results = sandbox.results()
+    judge_cases = [c for c in results["cases"] if c["tier"] == "judge" and c["outcome"] != "skip"]
+    passk_cases = [c for c in results["cases"] if c["tier"] == "passk"]
+    assert judge_cases and passk_cases
+    for tier, cases, calls_each in (("judge", judge_cases, 1), ("passk", passk_cases, 3)):
+        assert all(c["details"]["usage"]["calls"] == calls_each for c in cases), tier
+        for key in ("calls", "prompt_tokens", "completion_tokens"):
+            assert results["run"]["usage"][tier][key] == sum(c["details"]["usage"][key] for c in cases), (tier, key)
+    usage = results["run"]["usage"]
+    total_calls = sum(usage[t]["calls"] for t in ("judge", "passk"))
+    assert total_calls == len(judge_cases) + 3 * len(passk_cases)
+    # an identical request (the judge tier's and passk trial 0's, same answer) is served
+    # from the cache once it exists: counted as a call of its case, not sent twice
+    cached = sum(usage[t].get("cached_calls", 0) for t in ("judge", "passk"))
+    assert total_calls - cached == openai_server.calls("chat")

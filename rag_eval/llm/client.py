@@ -1,0 +1,249 @@
+"""The one client for OpenAI-compatible chat endpoints inside rag_eval.
+
+The judge, the deepeval engine and a future student simulator all call
+:meth:`LLMClient.complete`. Retries and per-attempt timeouts are the openai SDK's
+(``max_retries``, ``timeout``); :mod:`rag_eval.llm.guard` keeps them inside the call's
+total time budget and the endpoint's circuit breaker (:mod:`rag_eval.llm.policy` has
+the table of what is retried).
+
+A 200 reply that is not a chat completion with text (invalid JSON, empty ``choices``,
+no content) is retried like a transport fault within the same attempt count, because
+fault-injecting proxies and overloaded servers produce them; so is a reply the caller's
+``accept`` check rejects (e.g. a judge verdict that does not parse), except one cut off
+at ``max_tokens`` (``finish_reason: "length"``): the same budget gives the same cut.
+After the last attempt a malformed reply raises :class:`ChatError` (``malformed``); a
+rejected one is returned with :attr:`ChatResponse.rejected` set so the caller can
+repair it -- and must not cache it.
+
+Every text that leaves this client -- the reply, error messages, log lines -- went
+through the run's :class:`~rag_eval.redact.Redactor` (the endpoint's own key is always
+one of its secrets).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random as _random
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import httpx
+import openai
+
+from rag_eval.llm.breaker import CircuitBreaker
+from rag_eval.llm.endpoint import Endpoint
+from rag_eval.llm.guard import CallState, GuardedTransport, Stop
+from rag_eval.llm.messages import TRANSPORT_KINDS, ChatError, ChatRequest, ChatResponse, ErrorKind, Usage
+from rag_eval.llm.policy import CallPolicy, backoff, status_kind
+from rag_eval.redact import Redactor
+
+log = logging.getLogger(__name__)
+Accept = Callable[[str], "str | None"]  # content -> why it is not acceptable, or None
+_MAX_QUOTED = 300  # characters of a server's error text quoted in a message
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A parsed completion (or why it is not one)."""
+
+    response: ChatResponse | None
+    problem: str = ""
+
+
+class LLMClient:
+    """``POST {base_url}/chat/completions`` under a :class:`CallPolicy` (module doc)."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        policy: CallPolicy | None = None,
+        *,
+        redactor: Redactor | None = None,
+        breaker: CircuitBreaker | None = None,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        random: Callable[[], float] = _random.random,
+    ) -> None:
+        endpoint.require()
+        self.endpoint = endpoint
+        self.policy = policy or CallPolicy()
+        self.breaker = breaker or CircuitBreaker(
+            self.policy.breaker_after, name=f"the {endpoint.prefix} endpoint at {endpoint.address}",
+            setting=self.policy.breaker_setting)
+        own = Redactor([endpoint.api_key])
+        self.redactor = own.merged(redactor) if redactor is not None else own
+        self._sleep, self._random = sleep, random
+        self._guard = GuardedTransport(self.policy, self.breaker, transport)
+        self._sdk = openai.OpenAI(
+            api_key=endpoint.api_key, base_url=endpoint.base_url, max_retries=self.policy.max_retries,
+            # An httpx (not httpx2) client: the SDK accepts both, and the guard is one httpx
+            # transport for every SDK version the project allows (openai>=1.40).
+            timeout=self.policy.timeout, http_client=httpx.Client(transport=self._guard),  # type: ignore[arg-type]
+        )
+        self._no_usage_warned = threading.Event()
+
+    @property
+    def address(self) -> str:
+        return self.endpoint.address
+
+    def __repr__(self) -> str:  # never the key
+        p = self.policy
+        return (f"LLMClient(address={self.address!r}, model={self.endpoint.model!r}, timeout={p.timeout:g}, "
+                f"max_retries={p.max_retries}, budget={p.budget:g}s, breaker={p.breaker_after})")
+
+    def close(self) -> None:
+        self._sdk.close()
+
+    def __enter__(self) -> LLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the call -----------------------------------------------------------------------
+    def complete(self, req: ChatRequest, *, accept: Accept | None = None) -> ChatResponse:
+        """Send ``req`` (module doc for what is retried); raise :class:`ChatError`."""
+        if self.breaker.open:
+            raise self._error(req, "breaker", self.breaker.message(), 0)
+        start = time.monotonic()
+        with self._guard.call() as state:
+            while True:
+                left = self.policy.max_retries - state.attempts
+                try:
+                    raw = self._send(req, max(0, left))
+                except openai.OpenAIError as exc:
+                    kind, detail, code = self._classify(exc, state, req)
+                    self.breaker.record(transport_failure=kind in TRANSPORT_KINDS, detail=self.redactor.text(detail))
+                    raise self._error(req, kind, detail, state.attempts, code, hint=state.no_retry) from None
+                reply = self._parse(req, raw, state.attempts, time.monotonic() - start)
+                problem = reply.problem
+                if reply.response is not None and accept is not None:
+                    problem = accept(reply.response.content) or ""
+                    if problem and reply.response.finish_reason == "length":
+                        self.breaker.record(transport_failure=False)
+                        return replace(reply.response, rejected=problem)
+                if not problem:
+                    self.breaker.record(transport_failure=False)
+                    assert reply.response is not None
+                    return reply.response
+                if state.attempts > self.policy.max_retries:
+                    self.breaker.record(transport_failure=False)
+                    if reply.response is not None:
+                        return replace(reply.response, rejected=problem)
+                    raise self._error(req, "malformed", f"malformed response: {problem}", state.attempts,
+                                      int(raw.status_code))
+                delay = backoff(state.attempts, self._random)
+                log.warning("chat reply from %s was not usable (%s), attempt %d of %d; asking again in %.2fs",
+                            self.address, self.redactor.text(problem)[:200], state.attempts,
+                            self.policy.attempts, delay)
+                self._sleep(delay)
+
+    def _send(self, req: ChatRequest, max_retries: int) -> Any:
+        kwargs: dict[str, Any] = {"model": req.model, "messages": [dict(m) for m in req.messages],
+                                  "temperature": req.temperature}
+        if req.max_tokens is not None:
+            kwargs["max_tokens"] = req.max_tokens
+        if req.response_format is not None:
+            kwargs["response_format"] = dict(req.response_format)
+        if req.extra:
+            kwargs["extra_body"] = dict(req.extra)
+        # The raw response: a malformed body becomes our "malformed" instead of whatever
+        # this SDK version raises for it.
+        return self._sdk.with_options(max_retries=max_retries).chat.completions.with_raw_response.create(**kwargs)
+
+    # --- reading ------------------------------------------------------------------------
+    def _parse(self, req: ChatRequest, raw: Any, attempts: int, seconds: float) -> Reply:
+        text = raw.text
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return Reply(None, f"body is not JSON: {self.redactor.text(text[:120])!r}")
+        if not isinstance(data, dict):
+            return Reply(None, f"body is JSON {type(data).__name__}, expected an object")
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices:
+            return Reply(None, "no choices in the answer (HTTP 200 with an empty 'choices' list)")
+        first = choices[0] if isinstance(choices[0], dict) else {}
+        message = first.get("message") if isinstance(first.get("message"), dict) else {}
+        content = message.get("content") if isinstance(message, dict) else None
+        finish = first.get("finish_reason")
+        if not isinstance(content, str):
+            return Reply(None, f"the first choice has no text content (finish_reason={finish!r})")
+        return Reply(ChatResponse(
+            content=self.redactor.text(content),
+            usage=self._usage(data.get("usage")),
+            model=str(data.get("model") or req.model),
+            finish_reason=str(finish) if finish is not None else None,
+            attempts=attempts,
+            seconds=seconds,
+        ))
+
+    def _usage(self, raw: Any) -> Usage:
+        usage = raw if isinstance(raw, dict) else {}
+        prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+        if prompt is None and completion is None:
+            if not self._no_usage_warned.is_set():
+                self._no_usage_warned.set()
+                log.warning("the endpoint at %s reports no token usage: its calls count 0 tokens", self.address)
+            return Usage(0, 0, reported=False)
+        return Usage(prompt or 0, completion or 0)
+
+    # --- failures -----------------------------------------------------------------------
+    def _classify(self, exc: openai.OpenAIError, state: CallState, req: ChatRequest) -> tuple[ErrorKind, str, int | None]:
+        if isinstance(exc, Stop):
+            return exc.kind, exc.detail, None  # type: ignore[return-value]
+        if isinstance(exc, openai.APITimeoutError):
+            return "timeout", f"no response within the {state.last_timeout:g}s timeout", None
+        if isinstance(exc, openai.APIConnectionError):
+            return "connection", state.last_failure or f"connection failed ({exc})", None
+        if isinstance(exc, openai.APIStatusError):
+            body = exc.response.text if exc.response is not None else str(exc)
+            kind, _ = status_kind(exc.status_code, body, sent_format=req.response_format is not None)
+            return kind, f"HTTP {exc.status_code}: {_server_message(exc)}", exc.status_code  # type: ignore[return-value]
+        return "connection", f"{type(exc).__name__}: {exc}", None
+
+    def _error(self, req: ChatRequest, kind: ErrorKind, detail: str, attempts: int, code: int | None = None,
+               hint: str = "") -> ChatError:
+        fix = "; ".join(p for p in (hint, self.fix(kind)) if p)
+        text = (f"chat completion at {self.address} (model {req.model!r}) failed after {attempts} "
+                f"attempt{'s' if attempts != 1 else ''}: {detail}" + (f"; {fix}" if fix else ""))
+        if kind == "breaker":
+            text = f"chat completion at {self.address} (model {req.model!r}) not sent: {detail}"
+        retryable = kind in ("rate_limit", "server", "timeout", "connection")
+        return ChatError(self.redactor.text(text), kind=kind, attempts=attempts, address=self.address,
+                         status_code=code, retryable=retryable)
+
+    def fix(self, kind: str) -> str:
+        """What to do about a failure, naming the setting that applies."""
+        p, ep = self.policy, self.endpoint
+        fixes = {
+            "quota": f"the account has no quota left and retrying cannot help: add credit or use another key "
+                     f"or endpoint ({ep.var('api_key')}, {ep.var('base_url')})",
+            "refused": f"nothing is listening there: start the server or fix {ep.var('base_url')}",
+            "auth": f"the API key was rejected: check {ep.var('api_key')}",
+            "client": f"the request was rejected: check the model name ({ep.prefix}_MODEL) and parameters",
+            "format": "the server does not accept this response_format",
+            "timeout": f"raise {p.timeout_setting} (now {p.timeout:g}s per attempt) or check the server",
+            "time_budget": f"the call's total time budget ({p.budget:g}s) ran out: raise {p.timeout_setting} "
+                           "or check why the endpoint is slow",
+            "rate_limit": f"still rate limited: lower concurrency or raise {p.retries_setting}",
+            "server": f"the server keeps failing: try again later or raise {p.retries_setting}",
+            "connection": f"check the network path to {self.address} ({ep.var('base_url')})",
+            "malformed": "the endpoint is not OpenAI-compatible or a proxy altered the answer",
+        }
+        return fixes.get(kind, "")
+
+
+def _count(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    err = body.get("error") if isinstance(body, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else (body.get("message") if isinstance(body, dict) else None)
+    text = msg if isinstance(msg, str) and msg else (exc.response.text if exc.response is not None else str(exc))
+    return " ".join(str(text).split())[:_MAX_QUOTED]

@@ -1,0 +1,200 @@
+"""How long to wait, how often to retry, when to stop: one policy for every endpoint.
+
+The judge (through the openai SDK, whose own retry loop does the retrying) and the HTTP
+adapter (through :mod:`rag_eval.llm.retry`) read the same :class:`CallPolicy`, classify
+failures with the same functions and name the same kind of setting in their messages:
+
+==============================================  =====================================
+retried (up to ``max_retries`` times)           not retried
+==============================================  =====================================
+429 rate limit, 408, 409, 5xx                   429 with code ``insufficient_quota``
+timeouts, dropped / reset connections           connection refused (nothing listens)
+                                                other 4xx (bad key, bad model, ...)
+                                                any status whose body names the
+                                                ``response_format`` that was sent
+==============================================  =====================================
+
+``timeout`` bounds one attempt; ``total_budget_s`` bounds a whole call including the
+waits between attempts (an attempt never gets more time than is left; a wait that would
+overrun ends the call). ``breaker_after`` consecutive transport failures open the
+endpoint's circuit breaker (:mod:`rag_eval.llm.breaker`).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from rag_eval.errors import ConfigError
+
+RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
+QUOTA_CODE = "insufficient_quota"
+FORMAT_HINTS: tuple[str, ...] = ("response_format", "json_schema", "json_object")
+# A 400 about the prompt, not the format: falling back to another format cannot help.
+NOT_FORMAT_HINTS: tuple[str, ...] = ("context length", "context_length", "maximum context", "too many tokens", "too long")
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_BREAKER = 5
+BUDGET_SLACK_S = 30.0  # room for the waits between attempts in the default total budget
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """Timeouts, retries, total budget and breaker of one endpoint, plus the names of
+    the settings that set them (messages tell the user which one to change)."""
+
+    timeout: float = DEFAULT_TIMEOUT
+    max_retries: int = DEFAULT_MAX_RETRIES
+    total_budget_s: float | None = None  # None: every attempt its full timeout plus BUDGET_SLACK_S
+    breaker_after: int = DEFAULT_BREAKER  # 0 = no breaker
+    max_retry_after: float = 30.0  # a server's Retry-After is honoured up to this
+    timeout_setting: str = "timeout"
+    retries_setting: str = "max_retries"
+    breaker_setting: str = "breaker"
+
+    def __post_init__(self) -> None:
+        if not (self.timeout > 0 and math.isfinite(self.timeout)):
+            raise ConfigError(f"{self.timeout_setting} must be a number of seconds > 0, got {self.timeout!r}")
+        if isinstance(self.max_retries, bool) or self.max_retries < 0:
+            raise ConfigError(f"{self.retries_setting} must be an integer >= 0, got {self.max_retries!r}")
+        if isinstance(self.breaker_after, bool) or self.breaker_after < 0:
+            raise ConfigError(f"{self.breaker_setting} must be an integer >= 0 (0 = off), got {self.breaker_after!r}")
+        if self.total_budget_s is not None and not self.total_budget_s > 0:
+            raise ConfigError(f"the total time budget must be > 0 seconds, got {self.total_budget_s!r}")
+
+    @property
+    def attempts(self) -> int:
+        return self.max_retries + 1
+
+    @property
+    def budget(self) -> float:
+        """The total time budget of one call in seconds."""
+        if self.total_budget_s is not None:
+            return self.total_budget_s
+        return self.timeout * self.attempts + BUDGET_SLACK_S
+
+    @classmethod
+    def from_env(
+        cls,
+        prefix: str,
+        env: Mapping[str, str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        breaker_after: int = DEFAULT_BREAKER,
+    ) -> CallPolicy:
+        """``{prefix}_TIMEOUT`` (seconds per attempt), ``{prefix}_MAX_RETRIES``,
+        ``{prefix}_BREAKER``; a bad value is a ``ConfigError`` naming the variable."""
+        names = (f"{prefix}_TIMEOUT", f"{prefix}_MAX_RETRIES", f"{prefix}_BREAKER")
+        return cls(
+            timeout=env_number(env, names[0], timeout, "a number of seconds > 0, e.g. 30", float, minimum=0.0,
+                               exclusive=True),
+            max_retries=int(env_number(env, names[1], max_retries, "an integer >= 0, e.g. 3", int, minimum=0)),
+            breaker_after=int(env_number(env, names[2], breaker_after,
+                                         "an integer >= 0 (consecutive failures before the endpoint is given up; "
+                                         "0 = never), e.g. 5", int, minimum=0)),
+            timeout_setting=names[0],
+            retries_setting=names[1],
+            breaker_setting=names[2],
+        )
+
+
+def env_number(
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    expected: str,
+    kind: Callable[[str], float] | type[int] | type[float],
+    *,
+    minimum: float,
+    exclusive: bool = False,
+) -> float:
+    """A numeric environment variable; unset or blank gives ``default``."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < minimum or (exclusive and value == minimum):
+        raise ConfigError(f"{name}={raw!r} is not valid: expected {expected}; fix or unset {name}")
+    return value
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def backoff(attempt: int, random: Callable[[], float], *, base: float = 0.5, ceiling: float = 8.0) -> float:
+    """Exponential backoff with jitter after failed attempt ``attempt`` (1-based), as the
+    openai SDK does it: ``min(8, 0.5 * 2**(attempt-1))`` less up to 25 %."""
+    return min(ceiling, base * 2 ** (attempt - 1)) * (1 - 0.25 * random())
+
+
+def names_format(body: str, sent_format: bool) -> bool:
+    """Whether an error body is about the ``response_format`` that was sent."""
+    if not sent_format:
+        return False
+    text = body.lower()
+    return any(h in text for h in FORMAT_HINTS) and not any(h in text for h in NOT_FORMAT_HINTS)
+
+
+def status_kind(code: int, body: str, *, sent_format: bool = False) -> tuple[str, bool]:
+    """(kind, retryable) of an HTTP error status; ``body`` is the raw error text."""
+    if names_format(body, sent_format):
+        return "format", False
+    if code == 429 and QUOTA_CODE in body:
+        return "quota", False
+    if code == 429:
+        return "rate_limit", True
+    if code in RETRYABLE_STATUS or code >= 500:
+        return "server", True
+    if code in (401, 403):
+        return "auth", False
+    return "client", False
+
+
+def root_cause(exc: BaseException) -> str:
+    """``Type: message`` of the innermost cause (what actually went wrong)."""
+    last = exc
+    for cur in _chain(exc):
+        last = cur
+    return f"{type(last).__name__}: {last}"
+
+
+def is_refused(exc: BaseException) -> bool:
+    """True when nothing listens at the address: waiting cannot help."""
+    return any(isinstance(c, ConnectionRefusedError) or "connection refused" in str(c).lower() for c in _chain(exc))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: set[int] = set()
+    out: list[BaseException] = []
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        out.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return out

@@ -1,0 +1,162 @@
+"""LLMClient against scripted servers on 127.0.0.1: what is retried (exact call counts),
+what is redacted, the time budget, and the circuit breaker on a black-holed endpoint."""
+
+from __future__ import annotations
+
+import email.utils
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from rag_eval.errors import ConfigError
+from rag_eval.llm.messages import ChatError, ChatRequest
+from rag_eval.llm.policy import CallPolicy
+from tests.support.llm_client import judge_llm
+from tests.support.openai_server import (
+    Reply,
+    ScriptedOpenAIServer,
+    empty_choices,
+    hang,
+    insufficient_quota,
+    raw,
+    rate_limited,
+    reply,
+    status,
+)
+
+KEY = "sk-echo-THIS-MUST-NOT-LEAK-1234"
+REQ = ChatRequest("judge-m", [{"role": "user", "content": "grade this"}])
+FORMAT_500 = status(500, {"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+                                               "'msg': \"Input should be 'text' or 'json_object'\"}]"}})
+
+
+@pytest.fixture
+def srv() -> Iterator[ScriptedOpenAIServer]:
+    with ScriptedOpenAIServer() as server:
+        yield server
+
+
+def test_empty_choices_and_truncated_json_are_asked_again_within_the_attempts(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(empty_choices(), raw(b'{"choices": [{"mess'), reply("fine"))
+    resp = judge_llm(srv.base_url, max_retries=2).complete(REQ)
+    assert (resp.content, resp.attempts, srv.calls("chat")) == ("fine", 3, 3)
+    srv.enqueue(empty_choices(), empty_choices(), reply("too late"))
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, max_retries=1).complete(REQ)
+    assert (info.value.kind, info.value.attempts, srv.calls("chat")) == ("malformed", 2, 5)
+
+
+def test_a_transport_fault_and_a_malformed_reply_share_one_attempt_count(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(status(503), empty_choices(), status(503), reply("never"))
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, max_retries=2).complete(REQ)
+    assert info.value.attempts == 3 and srv.calls("chat") == 3
+
+
+def test_accept_rejects_are_asked_again_and_returned_marked_after_the_last(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(reply("{bad"), reply("{still bad"))
+    resp = judge_llm(srv.base_url, max_retries=1).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
+    assert (resp.content, resp.rejected, srv.calls("chat")) == ("{still bad", "not ok", 2)
+
+
+def test_a_reply_cut_at_max_tokens_is_not_asked_again_at_the_same_budget(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(Reply('{"claims": [', finish_reason="length"))
+    resp = judge_llm(srv.base_url, max_retries=3).complete(REQ, accept=lambda c: "cut")
+    assert (resp.rejected, resp.finish_reason, srv.calls("chat")) == ("cut", "length", 1)
+
+
+def test_429_with_an_http_date_retry_after_is_waited_for(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(rate_limited(email.utils.formatdate(time.time() + 2, usegmt=True)), reply("ok"))
+    t0 = time.monotonic()
+    resp = judge_llm(srv.base_url, max_retries=1).complete(REQ)
+    assert resp.attempts == 2 and srv.calls("chat") == 2 and time.monotonic() - t0 >= 0.9
+
+
+def test_a_500_naming_response_format_is_not_retried(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(FORMAT_500)
+    req = ChatRequest("judge-m", REQ.messages, response_format={"type": "json_schema", "json_schema": {}})
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, max_retries=3).complete(req)
+    assert (info.value.kind, info.value.status_code, srv.calls("chat")) == ("format", 500, 1)
+    srv.enqueue(FORMAT_500, reply("ok"))  # without a response_format it is an ordinary 5xx: retried
+    assert judge_llm(srv.base_url, max_retries=3).complete(REQ).content == "ok"
+
+
+def test_quota_and_refused_are_not_retried(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(insufficient_quota(), reply("never"))
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, max_retries=3).complete(REQ)
+    assert (info.value.kind, srv.calls("chat")) == ("quota", 1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.monotonic()
+    with pytest.raises(ChatError) as info:
+        judge_llm(f"http://127.0.0.1:{port}/v1", max_retries=3).complete(REQ)
+    assert (info.value.kind, info.value.attempts) == ("refused", 1) and time.monotonic() - t0 < 2.0
+    assert "RAG_JUDGE_BASE_URL" in str(info.value)
+
+
+def test_timeouts_are_retried_and_the_message_names_the_setting(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(hang(5), hang(5))
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, max_retries=1, timeout=0.3).complete(REQ)
+    assert (info.value.kind, info.value.attempts, srv.calls("chat")) == ("timeout", 2, 2)
+    assert "RAG_JUDGE_TIMEOUT" in str(info.value) and "0.3s" in str(info.value)
+
+
+def test_the_time_budget_ends_a_call_that_already_started(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(hang(3), hang(3), reply("late"))
+    with pytest.raises(ChatError) as info:  # 0.5 s attempt + >= 0.375 s backoff > 0.8 s budget
+        judge_llm(srv.base_url, max_retries=3, timeout=0.5, total_budget_s=0.8).complete(REQ)
+    assert (info.value.kind, info.value.attempts, srv.calls("chat")) == ("time_budget", 1, 1)
+
+
+@pytest.mark.parametrize("step", [
+    reply(f"the key is {KEY}"),
+    status(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}}),
+    status(400, {"error": {"message": f"bad request from {KEY}"}}),
+    status(500, {"error": {"message": f"upstream saw {KEY}"}}),
+    raw(f"<html>proxy error for {KEY}</html>".encode()),
+])
+def test_an_echoed_key_never_leaves_the_client(srv: ScriptedOpenAIServer, step: object,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    srv.enqueue(step)  # type: ignore[arg-type]
+    client = judge_llm(srv.base_url, KEY, max_retries=0)
+    try:
+        texts = [client.complete(REQ).content]
+    except ChatError as exc:
+        texts = [str(exc), repr(exc)]
+    texts += [repr(client)] + [r.getMessage() for r in caplog.records]
+    assert all(KEY not in t for t in texts) and any("[redacted]" in t for t in texts)
+
+
+def test_black_holed_endpoint_is_given_up_by_the_breaker() -> None:
+    """Accepts connections, never answers: 50 calls cost about breaker x attempts x timeout."""
+    with socket.socket() as hole:
+        hole.bind(("127.0.0.1", 0))
+        hole.listen(128)  # never accept(): the kernel completes the handshake, nobody answers
+        client = judge_llm(f"http://127.0.0.1:{hole.getsockname()[1]}/v1", max_retries=1, timeout=1.0, breaker=5)
+        kinds: list[str] = []
+        t0 = time.monotonic()
+        for _ in range(50):
+            try:
+                client.complete(REQ)
+            except ChatError as exc:
+                kinds.append(exc.kind)
+        elapsed = time.monotonic() - t0
+    assert kinds == ["timeout"] * 5 + ["breaker"] * 45
+    bound = 5 * (2 * 1.0 + 1.0) + 5.0  # 5 calls x (2 attempts x 1 s + a backoff) + slack
+    assert elapsed < bound
+
+
+def test_bad_policy_variables_are_start_up_errors_naming_the_variable() -> None:
+    for name, value in (("RAG_JUDGE_TIMEOUT", "fast"), ("RAG_JUDGE_TIMEOUT", "0"), ("RAG_JUDGE_MAX_RETRIES", "-2"),
+                        ("RAG_JUDGE_BREAKER", "x")):
+        with pytest.raises(ConfigError, match=f"{name}='{value}' is not valid: expected .*; fix or unset {name}"):
+            CallPolicy.from_env("RAG_JUDGE", {name: value})
+    p = CallPolicy.from_env("RAG_JUDGE", {"RAG_JUDGE_TIMEOUT": "2.5", "RAG_JUDGE_MAX_RETRIES": "0",
+                                          "RAG_JUDGE_BREAKER": "0"})
+    assert (p.timeout, p.max_retries, p.breaker_after, p.budget) == (2.5, 0, 0, 2.5 + 30.0)

@@ -1,0 +1,55 @@
+"""The redactor: exact values, URL-encoded and base64 forms, short values left alone."""
+
+from __future__ import annotations
+
+import base64
+from urllib.parse import quote, quote_plus
+
+from rag_eval.redact import MASK, Redactor, run_secrets
+
+KEY = "sk-live-9f8e7d/6c+5b=4a"
+
+
+def test_exact_url_encoded_and_base64_forms_are_removed() -> None:
+    r = Redactor([KEY])
+    for form in (KEY, quote(KEY, safe=""), quote_plus(KEY, safe=""), base64.b64encode(KEY.encode()).decode()):
+        out = r.text(f"before {form} after")
+        assert KEY not in out and form not in out and MASK in out, form
+
+
+def test_base64_of_user_colon_key_is_removed_for_any_user_name() -> None:
+    r = Redactor([KEY])
+    for user in ("", "a", "ab", "alice", "api-user-42"):
+        token = base64.b64encode(f"{user}:{KEY}".encode()).decode()
+        out = r.text(f"Authorization: Basic {token}")
+        assert token not in out and MASK in out, user
+
+
+def test_short_values_are_not_redacted_and_are_reported() -> None:
+    r = Redactor(["none", "sk-1", KEY])
+    assert r.text("none of this is secret; sk-1 is a placeholder") == "none of this is secret; sk-1 is a placeholder"
+    assert r.ignored == frozenset({"none", "sk-1"}) and len(r) == 1
+    assert KEY not in repr(r) and "none" not in repr(r)
+
+
+def test_obj_redacts_deep_keys_and_values_and_keeps_other_types() -> None:
+    r = Redactor([KEY])
+    data = {"reason": f"saw {KEY}", "list": [KEY, 1, None, {"k": (KEY, 2.5)}], KEY: True}
+    out = r.obj(data)
+    assert out == {"reason": f"saw {MASK}", "list": [MASK, 1, None, {"k": (MASK, 2.5)}], MASK: True}
+    assert data["reason"] == f"saw {KEY}"  # a copy, the input is unchanged
+
+
+def test_run_secrets_collects_every_component_and_url_passwords() -> None:
+    env = {
+        "RAG_JUDGE_API_KEY": "judge-key-123", "RAG_GENERATOR_API_KEY": "gen-key-456",
+        "RAG_EMBEDDING_API_KEY": "emb-key-789", "RAG_RERANKER_API_KEY": "rr-key-000",
+        "DIFY_API_KEY": "app-dify-111", "CHROMA_AUTH_TOKEN": "chroma-tok-222", "OPENAI_API_KEY": "sk-openai-333",
+        "MY_SERVICE_TOKEN": "svc-tok-444", "RAG_JUDGE_BASE_URL": "http://bob:url-pass-555@h:1/v1",
+        "RAG_EVAL_SORT_KEY": "question", "HOME": "/root",
+    }
+    secrets = run_secrets(env, extra=["Basic " + base64.b64encode(b"carol:hdr-pass-666").decode()])
+    for value in ("judge-key-123", "gen-key-456", "emb-key-789", "rr-key-000", "app-dify-111", "chroma-tok-222",
+                  "sk-openai-333", "svc-tok-444", "url-pass-555", "hdr-pass-666"):
+        assert value in secrets, value
+    assert "question" not in secrets and "/root" not in secrets
