@@ -1,7 +1,7 @@
 """Is the retrieved evidence enough to answer? One measured decision, from signals the
 pipeline already has.
 
-Signals (all from one ``retrieve()`` result and the index, nothing recomputed):
+Signals (all from one ``retrieve()`` result and the index's BM25 statistics; no model call):
 
 * ``coverage`` -- the idf-weighted share of the question's key terms that occur in the
   best context chunks (the first ``coverage_chunks`` of the final context, together).
@@ -12,13 +12,14 @@ Signals (all from one ``retrieve()`` result and the index, nothing recomputed):
   most: that is what an out-of-material question ("椭圆的离心率") looks like.
 * ``similarity`` -- the best vector cosine, and its margin over the similarity
   threshold (absent when no vector hit passed the threshold).
+* ``unseen`` -- the idf-weighted share of key terms the corpus never contains (recorded).
 * ``agreement`` -- the share of the vector stage's top ``agreement_k`` chunks that BM25
   also ranks in its top ``agreement_k``: two independent retrievers pointing at the
   same chunks.
 * ``rerank_top`` / ``rerank_margin`` -- the reranker's best score and its lead over the
   second (absent for the pass-through reranker, whose "scores" are ranks).
 
-The decision (``decide``) is two numbers per question language:
+The decision (``decide``) is one weight and a minimum score per question language:
 
     score = coverage + similarity_weight * (top_similarity - similarity_threshold)
     sufficient  <=>  score >= min_score[language]
