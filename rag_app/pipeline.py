@@ -21,8 +21,9 @@ from rag_app.index.chroma_server import ChromaServer
 from rag_app.interfaces import Embedder, Generator, Reranker
 from rag_app.retrieval import make_reranker, rrf_fuse, truncate_context
 from rag_app.settings import Settings
+from rag_app.sufficiency import SufficiencyPolicy, SufficiencySignals, TermWeights, decide, measure
 from rag_app.text import tokenize
-from rag_app.types import Chunk, ChatResult, Hit, RetrievalResult, Source, StageResult, Trace, Usage
+from rag_app.types import Chunk, ChatResult, Hit, RetrievalResult, Source, StageResult, Sufficiency, Trace, Usage
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class RagPipeline:
             reranker if reranker is not None else make_reranker(settings, embedder, tokenize, text_of=indexed_text)
         )
         self.generator = generator if generator is not None else make_generator(settings, tokenize)
+        self._term_weights: TermWeights | None = None  # built on the first sufficiency check
 
     @property
     def info(self) -> PipelineInfo:
@@ -139,13 +141,36 @@ class RagPipeline:
         )
         return RetrievalResult(question, tuple(context), Trace(tuple(stages)), degraded, reason)
 
+    def sufficiency(self, question: str, retrieved: RetrievalResult) -> Sufficiency:
+        """Is ``retrieved`` enough to answer ``question``? (rag_app/sufficiency.py)"""
+        return decide(self.sufficiency_signals(question, retrieved), SufficiencyPolicy.from_settings(self.settings))
+
+    def sufficiency_signals(self, question: str, retrieved: RetrievalResult) -> SufficiencySignals:
+        """The measured inputs of the sufficiency decision for one retrieval."""
+        if self._term_weights is None:
+            self._term_weights = TermWeights.from_bm25(self.index.bm25)
+        return measure(
+            question,
+            retrieved,
+            tokenize=tokenize,
+            weights=self._term_weights,
+            similarity_threshold=self.threshold,
+            text_of=indexed_text,
+            rerank_scores=not getattr(self.reranker, "passthrough", False),
+        )
+
     def chat(
         self, question: str, top_k: int | None = None, history: Sequence[dict[str, str]] = ()
     ) -> ChatResult:
-        """Retrieve, then answer from the context only; no context → say so, never invent."""
+        """Retrieve, then answer from the context only; no context or insufficient
+        evidence → say so, never invent."""
         retrieved = self.retrieve(question, top_k)
+        verdict = self.sufficiency(question, retrieved) if self.settings.sufficiency else None
         if not retrieved.context:
-            return self._result(retrieved, REFUSAL_TEXT, refused=True)
+            return self._result(retrieved, REFUSAL_TEXT, refused=True, sufficiency=verdict)
+        if verdict is not None and not verdict.sufficient:
+            log.info("insufficient evidence, refusing: %s", verdict.message)
+            return self._result(retrieved, REFUSAL_TEXT, refused=True, sufficiency=verdict)
         t0 = time.perf_counter()
         answer, usage = self.generator.generate(question, retrieved.context, history)
         generation = StageResult("generation", (), time.perf_counter() - t0)
@@ -158,6 +183,7 @@ class RagPipeline:
             context=retrieved.context,
             trace=Trace(retrieved.trace.stages + (generation,)),
             usage=usage,
+            sufficiency=verdict,
         )
 
     def _result(
@@ -170,6 +196,7 @@ class RagPipeline:
         context: tuple[Chunk, ...] = (),
         trace: Trace | None = None,
         usage: Usage = Usage(),
+        sufficiency: Sufficiency | None = None,
     ) -> ChatResult:
         return ChatResult(
             question=retrieved.question,
@@ -182,6 +209,7 @@ class RagPipeline:
             degraded=retrieved.degraded,
             degradation_reason=retrieved.degradation_reason,
             usage=usage,
+            sufficiency=sufficiency,
         )
 
     def _rerank(self, question: str, fused: list[Hit], keep: int) -> tuple[list[Hit], bool, str | None]:

@@ -69,6 +69,12 @@ class Settings:
     temperature: float = 0.1
     max_answer_tokens: int = 600
     request_timeout: float = 30.0
+    # evidence sufficiency (rag_app/sufficiency.py): refuse when the evidence is not enough.
+    # Defaults chosen by bench/sufficiency.py on tune splits only (docs/rag_app.md).
+    sufficiency: bool = True
+    sufficiency_similarity_weight: float = 25.0
+    sufficiency_min_score_zh: float = 2.47
+    sufficiency_min_score_en: float = 1.34
     # vector store: empty chroma_host = embedded PersistentClient in the index directory
     chroma_host: str = ""
     chroma_port: int = 8000

@@ -188,6 +188,40 @@ class RetrievalResult:
 
 
 @dataclass(frozen=True)
+class Sufficiency:
+    """Whether the evidence was judged enough to answer, the signals it was judged on, and why.
+
+    Made by ``rag_app.sufficiency.decide``; a signal that does not exist for this question
+    (no vector hit, no key term, a question in another script than the corpus) is None.
+    """
+
+    sufficient: bool
+    reason: str  # a short code: sufficient, low_score, no_vector_hit, similarity_only
+    message: str  # one sentence with the numbers, for traces and logs
+    language: str  # "zh" (the question has Chinese words) or "en" (it has none)
+    score: float | None  # coverage + similarity_weight * (top_similarity - threshold)
+    min_score: float | None
+    coverage: float | None
+    top_similarity: float | None
+    similarity_threshold: float
+    agreement: float | None = None
+    rerank_top: float | None = None
+    rerank_margin: float | None = None
+    unseen: float | None = None
+    key_terms: tuple[str, ...] = ()
+    missing_terms: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["key_terms"], d["missing_terms"] = list(self.key_terms), list(self.missing_terms)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Sufficiency:
+        return cls(**{**d, "key_terms": tuple(d.get("key_terms") or ()), "missing_terms": tuple(d.get("missing_terms") or ())})
+
+
+@dataclass(frozen=True)
 class ChatResult:
     """What ``chat`` returns. ``refused`` is true when the system said it has no material."""
 
@@ -201,6 +235,7 @@ class ChatResult:
     degraded: bool = False
     degradation_reason: str | None = None
     usage: Usage = Usage()
+    sufficiency: Sufficiency | None = None  # None: the check is off (settings.sufficiency)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -214,6 +249,7 @@ class ChatResult:
             "degraded": self.degraded,
             "degradation_reason": self.degradation_reason,
             "usage": asdict(self.usage),
+            "sufficiency": self.sufficiency.to_dict() if self.sufficiency else None,
         }
 
     @classmethod
@@ -229,4 +265,5 @@ class ChatResult:
             degraded=bool(d.get("degraded", False)),
             degradation_reason=d.get("degradation_reason"),
             usage=Usage(**(d.get("usage") or {})),
+            sufficiency=Sufficiency.from_dict(d["sufficiency"]) if d.get("sufficiency") else None,
         )

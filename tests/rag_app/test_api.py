@@ -26,9 +26,11 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("api")
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
-    # A threshold no fake vector reaches: questions without shared words find nothing.
+    # A threshold no fake vector reaches: questions without shared words find nothing. The
+    # sufficiency check is off: it never answers without a vector hit (test_sufficiency.py).
     settings = Settings(
-        corpus_path=str(corpus), cache_dir=str(root / "cache"), embedder="fake", reranker="none", similarity_threshold=0.999
+        corpus_path=str(corpus), cache_dir=str(root / "cache"), embedder="fake", reranker="none", similarity_threshold=0.999,
+        sufficiency=False,
     )
     server = make_server(RagPipeline(settings), "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -117,3 +117,26 @@ def test_an_unchanged_corpus_reuses_the_index_and_computes_no_embeddings(corpus:
     pipeline(corpus, tmp_path / "cache")
     again = pipeline(corpus, tmp_path / "cache")
     assert not again.index.stats.built and again.index.stats.embeddings_computed == 0
+
+
+def test_chat_carries_the_sufficiency_record_of_an_answer(corpus: Path, tmp_path: Path) -> None:
+    result = pipeline(corpus, tmp_path / "cache").chat("二次函数的顶点式是什么？")
+    assert not result.refused and result.sufficiency is not None
+    assert result.sufficiency.sufficient and result.sufficiency.reason == "sufficient"
+    assert result.sufficiency.key_terms == ("二次", "函数", "顶点", "式")
+    assert result.sufficiency.coverage == 1.0  # every key term is in the best chunks
+
+
+def test_insufficient_evidence_is_refused_without_generation_or_sources(corpus: Path, tmp_path: Path) -> None:
+    # an unreachable minimum score: the same question, judged insufficient
+    result = pipeline(corpus, tmp_path / "cache", sufficiency_min_score_zh=1e6).chat("二次函数的顶点式是什么？")
+    assert result.refused and result.answer == REFUSAL_TEXT
+    assert result.sources == () and result.context_used == ()
+    assert result.sufficiency is not None and result.sufficiency.reason == "low_score"
+    # retrieval is traced as always (the retrieval tier reads it); nothing was generated
+    assert [s.name for s in result.trace.stages] == ["vector", "bm25", "fused", "reranked", "context"]
+
+
+def test_the_off_switch_skips_the_check(corpus: Path, tmp_path: Path) -> None:
+    result = pipeline(corpus, tmp_path / "cache", sufficiency="off", sufficiency_min_score_zh=1e6).chat("二次函数的顶点式是什么？")
+    assert not result.refused and result.sufficiency is None and result.sources
