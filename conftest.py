@@ -1,7 +1,2 @@
-"""Wires the evaluation gate into pytest for this repository.
-
-Copy this line into your own repository's conftest.py to get the options, markers,
-fixtures and the gate (see docs/pytest.md).
-"""
-
-pytest_plugins = ["rag_eval.pytest_plugin"]
+"""The rag_eval plugin registers itself (pytest11 entry point of rag-eval-gate); nothing
+to wire here. This repository's tests live in tests/ and eval_tests/."""

@@ -12,10 +12,10 @@ partial sums, so scores can differ in the last float32 bit; one thread gives the
 scores on any machine, whatever its core count).
 
 Index: the 10k-chunk dataset of ``bench/scale.py`` (real documents + synthetic padding),
-built with the ``fake`` embedder into a temporary ``cache_dir`` (or any ``--dataset``
+built with the ``fake`` embedder into a temporary ``cache_dir`` (or any ``--rag-dataset``
 folder with a ``corpus.jsonl``). 64-dim fake vectors, as in the scale run.
 
-    /tmp/probe/bin/python bench/blas_threads.py [--dataset DIR] [--queries 300]
+    /tmp/probe/bin/python bench/blas_threads.py [--rag-dataset DIR] [--queries 300]
 
 Writes ``bench/results/blas_threads.json``.
 """
@@ -81,11 +81,11 @@ def measure(pipe: RagPipeline, vectors: list[Any], k: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--rag-dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args(argv)
     if not (args.dataset / "corpus.jsonl").is_file():
-        raise SystemExit(f"{args.dataset}: no corpus.jsonl; run bench/scale.py first or pass --dataset")
+        raise SystemExit(f"{args.dataset}: no corpus.jsonl; run bench/scale.py first or pass --rag-dataset")
     header = run_header(NAME, argv or sys.argv[1:])
     work = Path(tempfile.mkdtemp(prefix="bench-blas-"))
     try:

@@ -4,7 +4,7 @@ Task: each gaokao question -> its worked solution(s), over the whole-document co
 (544 solutions). Prints recall@5 (share of gold documents in the top 5, averaged over
 questions) and MRR@10 (reciprocal rank of the first gold document in the top 10).
 
-    /tmp/probe/bin/python bench/bm25_tokenizer_quality.py [--dataset DIR] [--variants]
+    /tmp/probe/bin/python bench/bm25_tokenizer_quality.py [--rag-dataset DIR] [--variants]
 
 ``--variants`` also scores the tokenizer options one at a time, which is how the
 defaults in ``rag_app/text.py`` were chosen. Scores come from ``BM25Index``, which
@@ -59,7 +59,7 @@ def plain_jieba(text: str) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--rag-dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--variants", action="store_true", help="also score each tokenizer option")
     args = parser.parse_args()
     jieba.setLogLevel(logging.WARNING)

@@ -24,7 +24,7 @@ the references alike):
 
 1. collection only (A)   ``pytest ... --collect-only -q``: the fixed start-up cost
 2. pipeline only (A)     ``retrieve(q)`` for every question, in this process
-3. gate, serial          ``pytest eval_tests -m retrieval --dataset ... -q``
+3. gate, serial          ``pytest eval_tests -m retrieval --rag-dataset ... -q``
 4. gate, ``-n 2``        the same with ``-n 2``
 5. pipeline only (B), collection only (B)
 6. two more references: a *pipeline-only process* (``python -c``: import rag_app,
@@ -196,10 +196,10 @@ def rag_set_args(cache_dir: Path) -> list[str]:
 def gate_command(p: Paths, results: Path, extra: Sequence[str] = ()) -> list[str]:
     return [
         "-m", "pytest", "eval_tests", "-m", "retrieval",
-        "--dataset", str(p.dataset),
+        "--rag-dataset", str(p.dataset),
         *rag_set_args(p.cache_dir),
-        "--thresholds", str(p.thresholds),
-        "--eval-results", str(results),
+        "--rag-thresholds", str(p.thresholds),
+        "--rag-results", str(results),
         "-q", "-p", "no:cacheprovider",
         *extra,
     ]  # fmt: skip

@@ -51,10 +51,10 @@ def main() -> None:
                 thresholds.write_text(f'[passk.case]\nn = {n}\nk = 1\ncondition = "judge"\n', encoding="utf-8")
                 cmd = [
                     sys.executable, "-m", "pytest", "eval_tests", "-m", "passk", "-q", "-p", "no:cacheprovider",
-                    "--golden-set", str(tmp / "golden.jsonl"), "--thresholds", str(thresholds),
+                    "--rag-golden-set", str(tmp / "golden.jsonl"), "--rag-thresholds", str(thresholds),
                     "--rag-set", "embedder=fake", "--rag-set", "reranker=none",
-                    "--rag-set", f"cache_dir={tmp / 'cache'}", "--judge-cache", str(tmp / f"judge-{workers}-{n}"),
-                    "--eval-results", str(tmp / f"r-{workers}-{n}.json"),
+                    "--rag-set", f"cache_dir={tmp / 'cache'}", "--rag-judge-cache", str(tmp / f"judge-{workers}-{n}"),
+                    "--rag-results", str(tmp / f"r-{workers}-{n}.json"),
                 ] + (["-n", str(workers)] if workers else [])
                 if n == 1 and workers == 0:  # warm the index once, outside the timing
                     subprocess.run(cmd + ["--collect-only"], cwd=REPO, env=env, capture_output=True, check=False)

@@ -1,6 +1,6 @@
 """Retrieval quality of the default offline pipeline, next to BM25-only and vector-only.
 
-    python bench/retrieval_quality.py [--dataset golden_sets/gaokao_math] [--set NAME=VALUE ...]
+    python bench/retrieval_quality.py [--rag-dataset golden_sets/gaokao_math] [--set NAME=VALUE ...]
 
 One run of the pipeline gives every stage's ranked list, so BM25-only (the bm25 stage),
 vector-only (the vector stage, after the similarity threshold), the fused list, the
@@ -35,7 +35,7 @@ METRICS = ("recall@5", "mrr@10", "recall@10", "hit@1")
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--dataset", default="golden_sets/gaokao_math")
+    parser.add_argument("--rag-dataset", default="golden_sets/gaokao_math")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE")
     args = parser.parse_args()
     header = run_header("retrieval_quality", sys.argv[1:])

@@ -2,7 +2,7 @@
 
 Question (issue 8): how do the pipeline's and the gate's costs grow with the corpus?
 For each size (``--sizes``, child chunks) this script builds a dataset folder
-(``corpus.jsonl`` + ``qa.jsonl``, the shared datasets' layout that ``--dataset`` loads)
+(``corpus.jsonl`` + ``qa.jsonl``, the shared datasets' layout that ``--rag-dataset`` loads)
 and measures, each step in a fresh subprocess so that the peak RSS is that step's own:
 
 1. **ingest** (child ``--child ingest``): load + hash + chunk the corpus, then
@@ -15,7 +15,7 @@ and measures, each step in a fresh subprocess so that the peak RSS is that step'
    questions; per-stage p50/p95 from the pipeline's own trace (``StageResult.seconds``)
    with reranker ``none``, then the ``local`` reranker's stage on ``--local-queries``
    of them; peak RSS of a serving process.
-3. **the retrieval tier**: ``pytest eval_tests -m retrieval --dataset <folder>
+3. **the retrieval tier**: ``pytest eval_tests -m retrieval --rag-dataset <folder>
    --rag-set embedder=fake --rag-set reranker=none ...`` serial, then ``-n 2``
    (``--workers``); wall time, cases/s, peak RSS (``wait4``: the largest process of the
    tree), doc-level recall@5 and the pass rate from its results file.
@@ -500,8 +500,8 @@ def gate_args(dataset: Path, cache_dir: Path, thresholds: Path, results: Path, e
         sets += ["--rag-set", f"{k}={v}"]
     return [
         "-m", "pytest", "eval_tests", "-m", "retrieval",
-        "--dataset", str(dataset), *sets,
-        "--thresholds", str(thresholds), "--eval-results", str(results),
+        "--rag-dataset", str(dataset), *sets,
+        "--rag-thresholds", str(thresholds), "--rag-results", str(results),
         "-q", "-p", "no:cacheprovider", *extra,
     ]  # fmt: skip
 
@@ -542,7 +542,7 @@ def measure_size(
     outs.mkdir(parents=True)
     thresholds = outs / "thresholds.toml"
     thresholds.write_text(THRESHOLDS_TOML, encoding="utf-8")
-    common = ["--dataset", str(dataset), "--cache-dir", str(cache)]
+    common = ["--rag-dataset", str(dataset), "--cache-dir", str(cache)]
     load = [load_average()]
 
     ingest_run = run_child([me, "--child", "ingest", *common, "--out", str(outs / "ingest.json")], f"[{size}] ingest")
@@ -738,7 +738,7 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--render", type=Path, default=None, help="only print the tables of an existing results JSON")
     # internal: the per-step subprocesses
     ap.add_argument("--child", choices=("ingest", "latency"), help=argparse.SUPPRESS)
-    ap.add_argument("--dataset", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--rag-dataset", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--cache-dir", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

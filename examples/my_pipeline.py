@@ -1,11 +1,11 @@
-"""A tiny in-process pipeline for ``--pipeline examples.my_pipeline:make_pipeline``.
+"""A tiny in-process pipeline for ``--rag-pipeline examples.my_pipeline:make_pipeline``.
 
 It ranks whole documents by shared character bigrams and answers with the best
 document's first sentence: not a good RAG system, but a complete implementation of
 the contract (rag_eval.contract) in plain Python with plain dicts, to copy from.
 
     pytest eval_tests -m "retrieval or deterministic" \\
-        --pipeline examples.my_pipeline:make_pipeline --pipeline-config examples/my_pipeline.toml
+        --rag-pipeline examples.my_pipeline:make_pipeline --rag-pipeline-config examples/my_pipeline.toml
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ PARTIAL_VERDICTS: tuple[str, ...] = ("incomplete", "shard")
 FAILING: tuple[str, ...] = ("fail", "error")
 TRANSITIONS: tuple[str, ...] = ("pass_to_fail", "fail_to_pass", "stable_to_flaky", "new", "removed")
 ABSENT = "absent"  # ``was`` of a new case, ``now`` of a removed one
-FIX = "regenerate the baseline on main (a complete run on the same dataset) or run without --baseline"
+FIX = "regenerate the baseline on main (a complete run on the same dataset) or run without --rag-baseline"
 
 
 class BaselineError(ValueError):
@@ -34,16 +34,16 @@ def load_baseline(path: Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
         raise BaselineError(
-            f"{path}: baseline results file not found; pass --baseline the results JSON of a complete run "
-            "on the base branch (what --eval-results wrote there, e.g. a CI artifact of main), or run without --baseline"
+            f"{path}: baseline results file not found; pass --rag-baseline the results JSON of a complete run "
+            "on the base branch (what --rag-results wrote there, e.g. a CI artifact of main), or run without --rag-baseline"
         )
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"{path}: baseline is not JSON ({exc}); pass a results file written by --eval-results") from exc
+        raise BaselineError(f"{path}: baseline is not JSON ({exc}); pass a results file written by --rag-results") from exc
     if not isinstance(doc, dict) or "version" not in doc or not isinstance(doc.get("cases"), list):
         raise BaselineError(
-            f"{path}: not a rag-eval results file (no 'version' and 'cases'); pass the JSON that --eval-results wrote, "
+            f"{path}: not a rag-eval results file (no 'version' and 'cases'); pass the JSON that --rag-results wrote, "
             "not a pytest-json-report or an HTML report"
         )
     if doc["version"] != RESULTS_VERSION:
@@ -67,7 +67,7 @@ def check_compatible(current_run: Mapping[str, Any], baseline: Mapping[str, Any]
     dict with at least ``dataset_fingerprint``; ``dataset``, ``golden_sha256``, ``split``
     and ``tags`` make the messages and checks complete). Another dataset means other
     questions and other gold: deltas would compare different things. A different
-    ``--split``/``--tag`` selection means a different population of cases; it is
+    ``--rag-split``/``--rag-tag`` selection means a different population of cases; it is
     checked only when ``current_run`` carries those keys.
     """
     base_run = baseline.get("run") or {}
@@ -83,7 +83,7 @@ def check_compatible(current_run: Mapping[str, Any], baseline: Mapping[str, Any]
             f"but this run has {ours} (dataset {current_run.get('dataset')}, golden sha256 "
             f"{current_run.get('golden_sha256')}); its numbers are not comparable: {FIX}"
         )
-    for key, flag, norm in (("split", "--split", _split), ("tags", "--tag", _tags)):
+    for key, flag, norm in (("split", "--rag-split", _split), ("tags", "--rag-tag", _tags)):
         if key in current_run and norm(current_run.get(key)) != norm(base_run.get(key)):
             raise BaselineError(
                 f"the baseline ran {flag} {norm(base_run.get(key))!r} but this run {flag} "
@@ -97,7 +97,7 @@ def _split(value: Any) -> str:
 
 
 def _tags(value: Any) -> list[str]:
-    # The order of --tag options does not change which cases run.
+    # The order of --rag-tag options does not change which cases run.
     return sorted(str(v) for v in value or [])
 
 

@@ -22,36 +22,36 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag_eval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p_val = sub.add_parser("validate", help="validate a golden set against its corpus and index")
-    p_val.add_argument("--dataset", default="golden_sets/demo_maths")
-    p_val.add_argument("--golden-set", default=None)
+    p_val.add_argument("--dataset", "--rag-dataset", default="golden_sets/demo_maths")
+    p_val.add_argument("--golden-set", "--rag-golden-set", default=None)
     p_val.add_argument("--coverage", action="store_true", help="also print the scenario × tier coverage table")
     p_cov = sub.add_parser("coverage", help="print the scenario × tier coverage table")
-    p_cov.add_argument("--dataset", default="golden_sets/demo_maths")
-    p_cov.add_argument("--golden-set", default=None)
+    p_cov.add_argument("--dataset", "--rag-dataset", default="golden_sets/demo_maths")
+    p_cov.add_argument("--golden-set", "--rag-golden-set", default=None)
     p_hash = sub.add_parser("corpus-hash", help="print the content hash golden items record as corpus.sha256")
-    p_hash.add_argument("--dataset", default="golden_sets/demo_maths")
-    p_merge = sub.add_parser("merge", help="merge the results files of `pytest --shard I/N` runs, gate them, exit by the gate")
+    p_hash.add_argument("--dataset", "--rag-dataset", default="golden_sets/demo_maths")
+    p_merge = sub.add_parser("merge", help="merge the results files of `pytest --rag-shard I/N` runs, gate them, exit by the gate")
     p_merge.add_argument("files", nargs="+", metavar="FILE", help="every shard's results file, e.g. reports/shard-*.json")
     p_merge.add_argument("--out", default="reports/eval-results.json", help="the merged results file")
-    p_merge.add_argument("--report", default=None, help="the HTML report (default: eval-report.html next to --out)")
-    p_merge.add_argument("--no-report", action="store_true", help="do not write the HTML report")
-    p_merge.add_argument("--summary-md", default=None, metavar="PATH", help="append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY)")
-    p_merge.add_argument("--thresholds", default=None, help="gate with this file instead of the one the shards recorded")
-    p_merge.add_argument("--artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
-    p_merge.add_argument("--baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
+    p_merge.add_argument("--report", "--rag-report", default=None, help="the HTML report (default: --out with .html)")
+    p_merge.add_argument("--no-report", "--rag-no-report", action="store_true", help="do not write the HTML report")
+    p_merge.add_argument("--summary-md", "--rag-summary-md", default=None, metavar="PATH", help="append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY)")
+    p_merge.add_argument("--thresholds", "--rag-thresholds", default=None, help="gate with this file instead of the one the shards recorded")
+    p_merge.add_argument("--artifact-url", "--rag-artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
+    p_merge.add_argument("--baseline", "--rag-baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
     p_merge.add_argument(
-        "--baseline-mismatch",
+        "--baseline-mismatch", "--rag-baseline-mismatch",
         choices=("error", "warn"),
         default="error",
         help="a baseline of another dataset: error (default) exits 2; warn merges without the comparison and says why",
     )
     p_sum = sub.add_parser("summary", help="print (or write) the Markdown summary of a results file")
     p_sum.add_argument("results", help="a results file (reports/eval-results.json)")
-    p_sum.add_argument("--artifact-url", default=None, help="link to the uploaded report")
+    p_sum.add_argument("--artifact-url", "--rag-artifact-url", default=None, help="link to the uploaded report")
     p_sum.add_argument("--out", default=None, help="write here instead of printing (overwrites)")
     p_rep = sub.add_parser("report", help="render the HTML report of a stored results file")
     p_rep.add_argument("results", help="a results file (reports/eval-results.json)")
-    p_rep.add_argument("--out", default=None, help="the HTML file (default: eval-report.html next to the results)")
+    p_rep.add_argument("--out", default=None, help="the HTML file (default: the results file with .html)")
     args = parser.parse_args(argv)
     if args.command == "merge":
         return _merge(args)
@@ -67,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             paths = find_paths(args.dataset)
             if paths.corpus is None:
-                raise GoldenSetError(f"--dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
+                raise GoldenSetError(f"--rag-dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
             read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
             print(corpus_hash(read(paths.corpus)))
             return 0
@@ -112,10 +112,10 @@ def _render(args: argparse.Namespace) -> int:
         print(f"error: {path}: cannot read it ({exc.strerror or exc})", file=sys.stderr)
         return 2
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"error: {path}: not a JSON results file ({exc}); pass what --eval-results wrote", file=sys.stderr)
+        print(f"error: {path}: not a JSON results file ({exc}); pass what --rag-results wrote", file=sys.stderr)
         return 2
     if not isinstance(results, dict) or not isinstance(results.get("cases"), list):
-        print(f"error: {path}: not a rag-eval results file (no 'cases'); pass what --eval-results wrote", file=sys.stderr)
+        print(f"error: {path}: not a rag-eval results file (no 'cases'); pass what --rag-results wrote", file=sys.stderr)
         return 2
     if args.command == "summary":
         from rag_eval.report.markdown import render_markdown
@@ -129,7 +129,7 @@ def _render(args: argparse.Namespace) -> int:
         return 0
     from rag_eval.report.html import write_html
 
-    out = Path(args.out) if args.out else path.with_name("eval-report.html")
+    out = Path(args.out) if args.out else path.with_suffix(".html")
     write_html(out, results)
     print(f"report: {out}")
     return 0
@@ -153,12 +153,12 @@ def _merge(args: argparse.Namespace) -> int:
         try:
             baseline = Baseline.load(Path(args.baseline), results["run"], args.baseline_mismatch)
         except BaselineError as exc:
-            print(f"error: --baseline: {exc}", file=sys.stderr)
+            print(f"error: --rag-baseline: {exc}", file=sys.stderr)
             return 2
     regression = apply_baseline(results, merged.thresholds, baseline)
     passed = merged.passed and all(g.passed for g in regression)
     out = Path(args.out)
-    report = None if args.no_report else Path(args.report) if args.report else out.with_name("eval-report.html")
+    report = None if args.no_report else Path(args.report) if args.report else out.with_suffix(".html")
     summary = Path(args.summary_md) if args.summary_md else None
     try:
         written = write_outputs(results, Outputs(out, report, summary, args.artifact_url))
@@ -167,7 +167,7 @@ def _merge(args: argparse.Namespace) -> int:
         return 2
     # The lines of the pytest terminal summary of an unsharded run.
     if merged.thresholds is None:
-        print("no thresholds file: no gates evaluated (the shards ran without one; pass --thresholds PATH)")
+        print("no thresholds file: no gates evaluated (the shards ran without one; pass --rag-thresholds PATH)")
     gates: list[GateResult | RegressionGateResult] = [*merged.gates, *regression]
     note = f" (merged {len(args.files)} shards, {len(results['cases'])} cases)"
     for line in summary_lines(gates, passed, baseline, bool(regression), baseline_lines(results), written, note):

@@ -32,14 +32,14 @@ class DatasetPaths:
     golden: Path
 
 
-def find_paths(dataset: str | Path | None, golden: str | Path | None = None, where: str = "--dataset") -> DatasetPaths:
+def find_paths(dataset: str | Path | None, golden: str | Path | None = None, where: str = "--rag-dataset") -> DatasetPaths:
     """The golden set and the corpus, if any, of a dataset folder (or a golden file alone)."""
     if dataset is None:
         if golden is None:
-            raise GoldenSetError("no golden set: give --golden-set FILE.jsonl or --dataset FOLDER")
+            raise GoldenSetError("no golden set: give --rag-golden-set FILE.jsonl or --rag-dataset FOLDER")
         golden_path = Path(golden)
         if not golden_path.is_file():
-            raise GoldenSetError(f"--golden-set {golden_path}: no such file")
+            raise GoldenSetError(f"--rag-golden-set {golden_path}: no such file")
         return DatasetPaths(golden_path.parent, None, golden_path)
     root = Path(dataset)
     if not root.is_dir():
@@ -56,12 +56,12 @@ def find_paths(dataset: str | Path | None, golden: str | Path | None = None, whe
     if golden is not None:
         golden_path = Path(golden)
         if not golden_path.is_file():
-            raise GoldenSetError(f"--golden-set {golden_path}: no such file")
+            raise GoldenSetError(f"--rag-golden-set {golden_path}: no such file")
     else:
         found = [root / n for n in GOLDEN_NAMES if (root / n).is_file()]
         if not found:
             raise GoldenSetError(
-                f"{where} {root}: no golden set found (expected {' or '.join(GOLDEN_NAMES)}; or pass --golden-set)"
+                f"{where} {root}: no golden set found (expected {' or '.join(GOLDEN_NAMES)}; or pass --rag-golden-set)"
             )
         golden_path = found[0]
     return DatasetPaths(root, corpus, golden_path)

@@ -1,4 +1,4 @@
-"""Merge the results files of a sharded run (``pytest --shard I/N``) into one run.
+"""Merge the results files of a sharded run (``pytest --rag-shard I/N``) into one run.
 
 A shard holds part of the cases, so its numbers are not the run's: the plugin writes
 a shard's cases without gating them, and this module gates the union. Aggregates and
@@ -38,7 +38,7 @@ SAME_RUN_FIELDS: tuple[str, ...] = (
 SAME_SYSTEM_FIELDS: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
 # Recomputed by build_results from the merged cases, never copied from a shard.
 DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings")
-FIX = "merge the files of one `pytest --shard I/N` run (same commit, dataset, options and thresholds)"
+FIX = "merge the files of one `pytest --rag-shard I/N` run (same commit, dataset, options and thresholds)"
 
 
 class MergeError(ValueError):
@@ -64,7 +64,7 @@ def read_shards(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
         except OSError as exc:
             raise MergeError(f"{path}: cannot read it ({exc.strerror or exc})") from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise MergeError(f"{path}: not a JSON results file ({exc}); pass the files `pytest --shard I/N` wrote") from None
+            raise MergeError(f"{path}: not a JSON results file ({exc}); pass the files `pytest --rag-shard I/N` wrote") from None
         if not isinstance(data, dict):
             raise MergeError(f"{path}: not a results file (a JSON {type(data).__name__}, expected an object)")
         out.append(data)
@@ -126,15 +126,15 @@ def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     if not isinstance(shard, Mapping):
         raise MergeError(
             f"{name}: not a shard results file (verdict {results.get('verdict')!r}, no run.shard): merge takes the files "
-            "written by `pytest --shard I/N`; an unsharded run is gated already (did the glob pick up a merged file?)"
+            "written by `pytest --rag-shard I/N`; an unsharded run is gated already (did the glob pick up a merged file?)"
         )
     if run.get("complete") is False or results.get("verdict") == "incomplete":
         raise MergeError(
             f"{name}: shard {shard.get('index')}/{shard.get('count')} is incomplete (the run was stopped early: -x, "
-            f"--maxfail or Ctrl-C); re-run `pytest --shard {shard.get('index')}/{shard.get('count')}`"
+            f"--maxfail or Ctrl-C); re-run `pytest --rag-shard {shard.get('index')}/{shard.get('count')}`"
         )
     if results.get("verdict") != "shard":
-        raise MergeError(f"{name}: verdict {results.get('verdict')!r}, a shard file says 'shard'; pass the files `pytest --shard I/N` wrote")
+        raise MergeError(f"{name}: verdict {results.get('verdict')!r}, a shard file says 'shard'; pass the files `pytest --rag-shard I/N` wrote")
     return run
 
 
@@ -199,7 +199,7 @@ def _union_cases(
             if shard_of(case.id, count) != index:
                 raise MergeError(
                     f"{name}: case {case.key} belongs to shard {shard_of(case.id, count)}/{count}, not "
-                    f"{index}/{count}; the file is not what `pytest --shard {index}/{count}` writes"
+                    f"{index}/{count}; the file is not what `pytest --rag-shard {index}/{count}` writes"
                 )
             cases.append(case)
     # The order a single run gates in, so float sums (and worst-case lists) come out identical.
@@ -211,7 +211,7 @@ def _thresholds(
 ) -> tuple[Thresholds | None, bool]:
     """The gates file: the override, else the file the shards recorded, unchanged since (same sha256)."""
     if override is not None:
-        return _load(override, "--thresholds"), True
+        return _load(override, "--rag-thresholds"), True
     path, sha = run.get("thresholds"), run.get("thresholds_sha256")
     if not path:
         return None, False  # the shards ran without a thresholds file: no gates, as in a single run
@@ -219,14 +219,14 @@ def _thresholds(
     if gates.sha256 != sha:
         raise MergeError(
             f"{path} changed since the shards ran: its sha256 is {gates.sha256}, the shards recorded {sha} "
-            "(run.thresholds_sha256); restore that file, or gate with the current one: --thresholds PATH"
+            "(run.thresholds_sha256); restore that file, or gate with the current one: --rag-thresholds PATH"
         )
     return gates, False
 
 
 def _load(path: str | Path, origin: str) -> Thresholds:
     if not Path(path).is_file():
-        raise MergeError(f"thresholds file {path} ({origin}) not found; run the merge from the shards' checkout or pass --thresholds PATH")
+        raise MergeError(f"thresholds file {path} ({origin}) not found; run the merge from the shards' checkout or pass --rag-thresholds PATH")
     try:
         return load_thresholds(path)
     except ThresholdsError as exc:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any, Iterator, cast
 import pytest
 
 from rag_eval.errors import ConfigError, RagEvalError
+from rag_eval.escape import terminal
 from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
 from rag_eval.gate import GateResult, evaluate_gates, verdict
 from rag_eval.golden.load import GoldenSetError
@@ -38,6 +41,7 @@ from rag_eval.baseline import BaselineError
 from rag_eval.finalize import (
     MISMATCH_MODES,
     Baseline,
+    Line,
     Outputs,
     Written,
     apply_baseline,
@@ -60,13 +64,9 @@ MARKERS: dict[str, str] = {
     "passk": "repeated trials: pass@k, pass^k and stability per case",
     "golden": "golden set validation: schema, ids, gold traceability, split hygiene",
 }
-SHORTCUTS: dict[str, tuple[str, type]] = {
-    "top_k": ("rerank_top_n", int),
-    "similarity_threshold": ("similarity_threshold", float),
-    "chunk_size": ("chunk_size", int),
-    "reranker": ("reranker", str),
-    "generator": ("generator", str),
-}
+# --rag-top-k means the call's top_k for any system (rag_app: its rerank_top_n setting);
+# every other rag_app setting goes through --rag-set NAME=VALUE.
+SHORTCUTS: dict[str, tuple[str, type]] = {"rag_top_k": ("rerank_top_n", int)}
 
 
 @dataclass
@@ -94,6 +94,8 @@ CONFIG = pytest.StashKey[EvalConfig]()
 PATHS = pytest.StashKey[DatasetPaths]()
 DATASET = pytest.StashKey[Dataset]()
 SHARD = pytest.StashKey["Shard | None"]()
+INPUTS = pytest.StashKey["InputSource"]()
+SESSION = pytest.StashKey[EvalSession]()
 CONTROLLER_PLUGIN = "rag_eval_controller"
 
 
@@ -103,13 +105,13 @@ class DatasetInputError(Exception):
 
 def _add_output_options(parser: pytest.Parser) -> None:
     out = parser.getgroup("rag_eval_outputs", "RAG evaluation: report, summary and baseline")
-    out.addoption("--report", default="reports/eval-report.html", help="where to write the HTML report (default %(default)s)")
-    out.addoption("--no-report", action="store_true", help="do not write the HTML report (e.g. on shards)")
-    out.addoption("--summary-md", default=None, metavar="PATH", help="append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
-    out.addoption("--artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
-    out.addoption("--baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
+    out.addoption("--rag-report", default=None, metavar="PATH", help="where to write the HTML report (default: beside --rag-results, same name, .html)")
+    out.addoption("--rag-no-report", action="store_true", help="do not write the HTML report (e.g. on shards)")
+    out.addoption("--rag-summary-md", default=None, metavar="PATH", help="append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
+    out.addoption("--rag-artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
+    out.addoption("--rag-baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
     out.addoption(
-        "--baseline-mismatch",
+        "--rag-baseline-mismatch",
         choices=MISMATCH_MODES,
         default="error",
         help="a baseline of another dataset: error (default) stops the run; warn runs without the comparison and says why",
@@ -119,66 +121,69 @@ def _add_output_options(parser: pytest.Parser) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     _add_output_options(parser)
     group = parser.getgroup("rag_eval", "RAG evaluation gate")
-    group.addoption("--dataset", help="folder with a corpus (corpus/ *.md or corpus.jsonl) and a golden set")
-    group.addoption("--golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --dataset)")
-    group.addoption("--thresholds", help="gates file (default: thresholds.toml)")
-    group.addoption("--eval-results", default="reports/eval-results.json", help="where to write the results JSON")
-    group.addoption("--split", choices=("tune", "holdout", "all"), default="all", help="golden split to run")
-    group.addoption("--shard", default=None, metavar="I/N", help="run shard I of N (a stable partition by golden id); merge with `python -m rag_eval merge`")
-    group.addoption("--tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
+    group.addoption("--rag-dataset", help="folder with a golden set (golden.jsonl or qa.jsonl) and optionally a corpus (corpus/, corpus.jsonl or *.md)")
+    group.addoption("--rag-golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --rag-dataset)")
+    group.addoption("--rag-thresholds", help="gates file (default: thresholds.toml)")
+    group.addoption("--rag-results", default=None, metavar="PATH", help="where to write the results JSON (default: ini rag_eval_results, reports/eval-results.json)")
+    group.addoption("--rag-split", choices=("tune", "holdout", "all"), default="all", help="golden split to run")
+    group.addoption("--rag-shard", default=None, metavar="I/N", help="run shard I of N (a stable partition by golden id); merge with `python -m rag_eval merge`")
+    group.addoption("--rag-tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
     group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
-    group.addoption("--top-k", type=int, help="chunks kept after reranking (rerank_top_n)")
-    group.addoption("--similarity-threshold", type=float, help="vector similarity threshold")
-    group.addoption("--chunk-size", type=int, help="child chunk size in characters")
-    group.addoption("--reranker", help="none, local or http")
-    group.addoption("--generator", help="extractive or openai")
-    parser.addini("rag_eval_dataset", "default --dataset", default="golden_sets/demo_maths")
-    parser.addini("rag_eval_thresholds", "default --thresholds", default="thresholds.toml")
+    group.addoption("--rag-top-k", type=int, help="how many items to ask the system for (rag_app: rerank_top_n)")
+    parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the rootdir); the plugin is inert without a dataset or golden set", default="")
+    parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the rootdir)", default="")
+    parser.addini("rag_eval_results", "default --rag-results (relative to the rootdir)", default="reports/eval-results.json")
+    parser.addini("rag_eval_thresholds", "default --rag-thresholds", default="thresholds.toml")
     group.addoption(
-        "--case-failures",
+        "--rag-case-failures",
         choices=CASE_FAILURE_MODES,
         default=None,
         help="gate (default): a failing case is reported as xfail and the gates decide the exit code; "
         "strict: every failing or erroring case fails its test",
     )
-    parser.addini("rag_eval_case_failures", "default --case-failures (gate or strict)", default="gate")
+    parser.addini("rag_eval_case_failures", "default --rag-case-failures (gate or strict)", default="gate")
     judge = parser.getgroup("rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)")
-    judge.addoption("--judge-engine", choices=("native", "deepeval"), default="native", help="native: one call per case (default); deepeval: deepeval's metrics on the same client")
-    judge.addoption("--fresh", action="store_true", help="ignore the judge response cache (answers are still stored)")
-    judge.addoption("--judge-cache", default=None, help="judge response cache folder (default .rag_cache/judge; keep it between CI runs)")
-    judge.addoption("--judge-prices", default=None, metavar="TOML", help='[prices."model"] prompt = USD per 1M tokens, completion = ...')
-    judge.addoption("--judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent")
-    judge.addoption("--judge-budget-tokens", type=int, default=None, help="stop issuing judge calls once this many tokens are used")
+    judge.addoption("--rag-judge-engine", choices=("native", "deepeval"), default="native", help="native: one call per case (default); deepeval: deepeval's metrics on the same client")
+    judge.addoption("--rag-fresh", action="store_true", help="ignore the judge response cache (answers are still stored)")
+    judge.addoption("--rag-judge-cache", default=None, help="judge response cache folder (default .rag_cache/judge; keep it between CI runs)")
+    judge.addoption("--rag-judge-prices", default=None, metavar="TOML", help='[prices."model"] prompt = USD per 1M tokens, completion = ...')
+    judge.addoption("--rag-judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent")
+    judge.addoption("--rag-judge-budget-tokens", type=int, default=None, help="stop issuing judge calls once this many tokens are used")
     judge.addoption(
-        "--deepeval-metrics",
+        "--rag-deepeval-metrics",
         default=",".join(DEEPEVAL_DEFAULT_METRICS),
-        help="with --judge-engine deepeval: which of its metrics to run (comma-separated)",
+        help="with --rag-judge-engine deepeval: which of its metrics to run (comma-separated)",
     )
     passk = parser.getgroup("rag_eval_passk", "RAG evaluation: repeated trials")
-    passk.addoption("--passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
-    passk.addoption("--passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
-    judge.addoption("--geval-criteria", default=None, help="with --judge-engine deepeval: also run a GEval rubric with these criteria")
+    passk.addoption("--rag-passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
+    passk.addoption("--rag-passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
+    judge.addoption("--rag-geval-criteria", default=None, help="with --rag-judge-engine deepeval: also run a GEval rubric with these criteria")
     _add_pipeline_options(parser)
 
 
 def _add_pipeline_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("rag_eval_pipeline", "RAG evaluation: the system under test (docs/adapters.md)")
     group.addoption(
-        "--pipeline",
+        "--rag-pipeline",
         default=None,
         help="rag_app (default, in process), http, dify, or package.module:factory for your own object",
     )
-    group.addoption("--pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
-    parser.addini("rag_eval_pipeline", "default --pipeline", default="")
-    parser.addini("rag_eval_pipeline_config", "default --pipeline-config (relative to the rootdir)", default="")
+    group.addoption("--rag-pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
+    parser.addini("rag_eval_pipeline", "default --rag-pipeline", default="")
+    parser.addini("rag_eval_pipeline_config", "default --rag-pipeline-config (relative to the rootdir)", default="")
 
 
 def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
     """Read and check the adapter configuration once, before any case: a bad one is a usage error."""
     ini_config = config.getini("rag_eval_pipeline_config")
-    path = config.getoption("pipeline_config") or (str(config.rootpath / ini_config) if ini_config else None)
+    path = config.getoption("rag_pipeline_config") or (str(config.rootpath / ini_config) if ini_config else None)
+    # `--rag-pipeline mypipe:make` names a module of the user's repository: importable from
+    # the rootdir and the invocation dir, as under `python -m pytest`.
+    for folder in (str(config.invocation_params.dir), str(config.rootpath)):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
     try:
-        return load_spec(config.getoption("pipeline") or config.getini("rag_eval_pipeline") or None, path)
+        return load_spec(config.getoption("rag_pipeline") or config.getini("rag_eval_pipeline") or None, path)
     except AdapterConfigError as exc:
         raise pytest.UsageError(f"rag-eval pipeline: {exc}") from None
 
@@ -200,22 +205,57 @@ def _start_system(session: EvalSession) -> None:
         )
 
 
+@dataclass(frozen=True)
+class InputSource:
+    """Where the dataset and golden set come from, so that a bad one names its source."""
+
+    dataset: Path | None
+    golden: Path | None
+    where: str  # "--rag-dataset" or "ini rag_eval_dataset (pyproject.toml)"
+
+
+def _inputs(config: pytest.Config) -> InputSource | None:
+    """The configured inputs, or None: the plugin is then inert (a user's unrelated test
+    run gets no extra output, files or gates)."""
+    root = config.rootpath
+    ini_file = config.inipath.name if config.inipath else "the ini file"
+    dataset, golden = config.getoption("rag_dataset"), config.getoption("rag_golden_set")
+    where = "--rag-dataset"
+    if not dataset and config.getini("rag_eval_dataset"):
+        dataset = str(root / str(config.getini("rag_eval_dataset")))
+        where = f"ini rag_eval_dataset (in {ini_file})"
+    if not golden and config.getini("rag_eval_golden_set"):
+        golden = str(root / str(config.getini("rag_eval_golden_set")))
+        if not dataset:
+            where = f"ini rag_eval_golden_set (in {ini_file})"
+    if not dataset and not golden:
+        return None
+    return InputSource(Path(dataset) if dataset else None, Path(golden) if golden else None, where)
+
+
+def _configured(config: pytest.Config) -> bool:
+    return CONFIG in config.stash
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    inputs = _inputs(config)
+    if inputs is None:
+        return
+    config.stash[INPUTS] = inputs
     root = config.rootpath
     thresholds = _load_thresholds(config, root)
     spec = _pipeline_spec(config)
     overrides = _overrides(config, spec)
-    dataset = config.getoption("dataset") or str(root / config.getini("rag_eval_dataset"))
     config.stash[CONFIG] = EvalConfig(
-        paths=DatasetPaths(Path(dataset), Path(), Path()),  # resolved lazily, see _paths()
+        paths=DatasetPaths(inputs.dataset or Path(), None, inputs.golden or Path()),  # resolved lazily, see _paths()
         settings_overrides=overrides,
         thresholds=thresholds,
         project_root=root,
         judge=_judge_config(config, root),
         judge_ledger=_judge_ledger(config),
-        geval_criteria=config.getoption("geval_criteria"),
+        geval_criteria=config.getoption("rag_geval_criteria"),
         deepeval_metrics=_deepeval_metrics(config),
         passk_n=_positive(config, "passk_n"),
         passk_k=_positive(config, "passk_k"),
@@ -225,11 +265,14 @@ def pytest_configure(config: pytest.Config) -> None:
     _parse_shard(config)
     _check_passk(config.stash[CONFIG])
     if not hasattr(config, "workerinput"):
+        results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
+        report = config.getoption("rag_report")
         state = ControllerState(
             thresholds,
-            _rooted(root, config.getoption("eval_results")),
-            report_path=None if config.getoption("no_report") else _rooted(root, config.getoption("report")),
-            summary_path=Path(config.getoption("summary_md")) if config.getoption("summary_md") else None,
+            results,
+            # the report follows the results file it renders (same folder and stem)
+            report_path=None if config.getoption("rag_no_report") else (_rooted(root, report) if report else results.with_suffix(".html")),
+            summary_path=Path(config.getoption("rag_summary_md")) if config.getoption("rag_summary_md") else None,
             baseline=_baseline(config),
         )
         config.stash[STATE] = state
@@ -243,8 +286,8 @@ def _rooted(root: Path, path: str) -> Path:
 
 
 def _baseline(config: pytest.Config) -> Baseline | None:
-    """Load --baseline at start-up, so a wrong or incomparable file stops the run before it costs anything."""
-    path = config.getoption("baseline")
+    """Load --rag-baseline at start-up, so a wrong or incomparable file stops the run before it costs anything."""
+    path = config.getoption("rag_baseline")
     if path is None:
         return None
     try:
@@ -255,39 +298,39 @@ def _baseline(config: pytest.Config) -> Baseline | None:
         "dataset_fingerprint": dataset.fingerprint,
         "dataset": str(dataset.paths.root),
         "golden_sha256": dataset.golden_sha256,
-        "split": config.getoption("split"),
-        "tags": config.getoption("tag"),
+        "split": config.getoption("rag_split"),
+        "tags": config.getoption("rag_tag"),
     }
     try:
-        return Baseline.load(Path(path), current, config.getoption("baseline_mismatch"))
+        return Baseline.load(Path(path), current, config.getoption("rag_baseline_mismatch"))
     except BaselineError as exc:
-        raise pytest.UsageError(f"--baseline: {exc}") from None
+        raise pytest.UsageError(f"--rag-baseline: {exc}") from None
 
 
 def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
     from rag_eval.judge.config import load_prices
 
-    cache = Path(config.getoption("judge_cache") or root / ".rag_cache" / "judge")
+    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / "judge")
     try:
-        prices = load_prices(config.getoption("judge_prices")) if config.getoption("judge_prices") else None
+        prices = load_prices(config.getoption("rag_judge_prices")) if config.getoption("rag_judge_prices") else None
         return JudgeConfig.from_env(
             cache_dir=cache,
-            fresh=config.getoption("fresh"),
+            fresh=config.getoption("rag_fresh"),
             prices=prices,
-            budget_usd=config.getoption("judge_budget_usd"),
-            budget_tokens=config.getoption("judge_budget_tokens"),
-            engine=config.getoption("judge_engine"),
+            budget_usd=config.getoption("rag_judge_budget_usd"),
+            budget_tokens=config.getoption("rag_judge_budget_tokens"),
+            engine=config.getoption("rag_judge_engine"),
         )
     except (ConfigError, ValueError, OSError) as exc:
         raise pytest.UsageError(f"judge configuration: {exc}") from None
 
 
 def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in str(config.getoption("deepeval_metrics")).split(",") if n.strip())
+    names = tuple(n.strip() for n in str(config.getoption("rag_deepeval_metrics")).split(",") if n.strip())
     unknown = [n for n in names if n not in DEEPEVAL_ENGINE_METRICS]
     if unknown or not names:
         raise pytest.UsageError(
-            f"--deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_ENGINE_METRICS)}"
+            f"--rag-deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_ENGINE_METRICS)}"
         )
     return names
 
@@ -299,15 +342,15 @@ def _check_passk(cfg: EvalConfig) -> None:
     k = cfg.passk_k or int(options.get("k", 3))
     if n < k:
         raise pytest.UsageError(
-            f"passk: n = {n} trials < k = {k} (from --passk-n/--passk-k or [passk.case]): "
+            f"passk: n = {n} trials < k = {k} (from --rag-passk-n/--rag-passk-k or [passk.case]): "
             "pass@k needs at least k trials; this is a configuration error, not a number"
         )
 
 
 def _positive(config: pytest.Config, option: str) -> int | None:
-    value = config.getoption(option)
+    value = config.getoption(f"rag_{option}")
     if value is not None and value < 1:
-        raise pytest.UsageError(f"--{option.replace('_', '-')} must be at least 1, got {value}")
+        raise pytest.UsageError(f"--rag-{option.replace('_', '-')} must be at least 1, got {value}")
     return value
 
 
@@ -317,7 +360,7 @@ def _judge_ledger(config: pytest.Config) -> Path | None:
     if workerinput is not None:
         path = workerinput.get("rag_eval_judge_ledger")
         return Path(path) if path else None
-    if config.getoption("judge_budget_usd") is None and config.getoption("judge_budget_tokens") is None:
+    if config.getoption("rag_judge_budget_usd") is None and config.getoption("rag_judge_budget_tokens") is None:
         return None
     return Path(tempfile.mkdtemp(prefix="rag-eval-judge-ledger-"))
 
@@ -325,12 +368,14 @@ def _judge_ledger(config: pytest.Config) -> Path | None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist, on the controller: hand the run's ledger folder to each worker."""
+    if not _configured(node.config):
+        return
     ledger = node.config.stash[CONFIG].judge_ledger
     node.workerinput["rag_eval_judge_ledger"] = str(ledger) if ledger else ""
 
 
 def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
-    explicit = config.getoption("thresholds")
+    explicit = config.getoption("rag_thresholds")
     path = Path(explicit) if explicit else root / config.getini("rag_eval_thresholds")
     if not explicit and not path.is_file():
         return None
@@ -341,8 +386,8 @@ def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
 
 
 def _parse_shard(config: pytest.Config) -> None:
-    """--shard, parsed once at start-up (a bad value is a usage error there)."""
-    text = config.getoption("shard")
+    """--rag-shard, parsed once at start-up (a bad value is a usage error there)."""
+    text = config.getoption("rag_shard")
     try:
         config.stash[SHARD] = Shard.parse(str(text)) if text is not None else None
     except ValueError as exc:
@@ -354,10 +399,10 @@ def _shard(config: pytest.Config) -> Shard | None:
 
 
 def _check_tags(config: pytest.Config) -> None:
-    for item in config.getoption("tag"):
+    for item in config.getoption("rag_tag"):
         key, sep, value = item.partition("=")
         if not sep or not key.strip() or not value.strip():
-            raise pytest.UsageError(f"--tag expects KEY=VALUE (e.g. --tag scenario=negative), got {item!r}")
+            raise pytest.UsageError(f"--rag-tag expects KEY=VALUE (e.g. --rag-tag scenario=negative), got {item!r}")
 
 
 def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
@@ -378,7 +423,7 @@ def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
             where[setting] = f"--{option.replace('_', '-')} {value}"
     if not out:
         return out
-    # --top-k means the call's top_k for every system (see EvalSession.top_k); the rest are rag_app's.
+    # --rag-top-k means the call's top_k for every system (see EvalSession.top_k); the rest are rag_app's.
     foreign = {k: w for k, w in where.items() if k != "rerank_top_n"}
     if foreign and spec.kind != "rag_app" and spec.gold != "corpus":  # corpus gold is chunked by rag_app's settings
         raise pytest.UsageError(
@@ -398,8 +443,9 @@ def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
 
 def _paths(config: pytest.Config) -> DatasetPaths:
     if PATHS not in config.stash:
+        inputs = config.stash[INPUTS]
         try:
-            config.stash[PATHS] = find_paths(config.stash[CONFIG].paths.root, config.getoption("golden_set"))
+            config.stash[PATHS] = find_paths(inputs.dataset, inputs.golden, inputs.where)
         except GoldenSetError as exc:
             raise DatasetInputError(str(exc)) from None
     return config.stash[PATHS]
@@ -424,8 +470,8 @@ def _tier_of(definition: pytest.Function | Any) -> str | None:
 
 
 def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[GoldenItem]:
-    split = config.getoption("split")
-    tags = dict(t.partition("=")[::2] for t in config.getoption("tag"))
+    split = config.getoption("rag_split")
+    tags = dict(t.partition("=")[::2] for t in config.getoption("rag_tag"))
     shard = _shard(config)
     return [
         i
@@ -439,6 +485,11 @@ def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[Golde
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "golden_case" not in metafunc.fixturenames:
         return
+    if not _configured(metafunc.config):
+        raise pytest.Collector.CollectError(
+            f"{metafunc.definition.nodeid}: rag-eval is not configured: give --rag-golden-set FILE or "
+            "--rag-dataset DIR (or the ini keys rag_eval_golden_set / rag_eval_dataset)"
+        )
     # Errors here are collection errors: pytest shows a CollectError as its message
     # alone, where any other exception would come wrapped in a pluggy traceback.
     tier = _tier_of(metafunc.definition)
@@ -456,19 +507,105 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("golden_case", chosen, ids=[i.id for i in chosen])
 
 
+def eval_session(config: pytest.Config) -> EvalSession:
+    """The per-process evaluation session (dataset, system under test, tiers), built once."""
+    if SESSION not in config.stash:
+        if not _configured(config):
+            pytest.fail("rag-eval is not configured: give --rag-golden-set FILE or --rag-dataset DIR", pytrace=False)
+        cfg = config.stash[CONFIG]
+        try:
+            paths = _paths(config)
+            dataset = _dataset(config)  # usually loaded and hash-checked at collection already
+        except DatasetInputError as exc:
+            pytest.fail(f"rag-eval: {exc}", pytrace=False)
+        session = EvalSession(dataclasses.replace(cfg, paths=paths))
+        session.__dict__["dataset"] = dataset
+        _start_system(session)
+        config.stash[SESSION] = session
+    return config.stash[SESSION]
+
+
 @pytest.fixture(scope="session")
 def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
     """The per-process evaluation session (dataset, system under test, tiers)."""
-    cfg = pytestconfig.stash[CONFIG]
+    return eval_session(pytestconfig)
+
+
+def _strict(config: pytest.Config) -> bool:
+    mode = config.getoption("rag_case_failures") or config.getini("rag_eval_case_failures")
+    if mode not in CASE_FAILURE_MODES:
+        raise pytest.UsageError(f"rag_eval_case_failures = {mode!r}; valid: {', '.join(CASE_FAILURE_MODES)}")
+    return mode == "strict"
+
+
+class GoldenSetFile(pytest.File):
+    """The golden set as a collector: one case per golden item per tier, collected by the
+    plugin itself when no test module of the run asks for ``golden_case``."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        try:
+            items = list(_dataset(self.config).items)
+        except DatasetInputError as exc:
+            raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
+        chosen = selected_items(self.config, items)
+        for tier in TIERS:
+            applies = TIER_APPLIES.get(tier, lambda i: True)
+            for golden in chosen:
+                if applies(golden):
+                    yield GoldenCase.from_parent(self, name=f"{tier}[{golden.id}]", tier=tier, golden=golden)
+
+
+class GoldenCase(pytest.Item):
+    """One golden item in one tier; the test id is the golden id."""
+
+    def __init__(self, *, tier: str, golden: GoldenItem, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.tier = tier
+        self.golden = golden
+        self.add_marker(tier)
+
+    def runtest(self) -> None:
+        runner = CaseRunner(eval_session(self.config), self, strict=_strict(self.config))
+        getattr(runner, self.tier)(self.golden)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
+        if isinstance(excinfo.value, pytest.fail.Exception):
+            return str(excinfo.value.msg)  # the case's own diagnosis, no traceback through the plugin
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.path, None, f"{self.tier}[{self.golden.id}]"
+
+
+def _golden_path(config: pytest.Config) -> Path:
     try:
-        paths = _paths(pytestconfig)
-        dataset = _dataset(pytestconfig)  # usually loaded and hash-checked at collection already
+        return _paths(config).golden.resolve()
     except DatasetInputError as exc:
-        pytest.fail(f"rag-eval: {exc}", pytrace=False)
-    session = EvalSession(dataclasses.replace(cfg, paths=paths))
-    session.__dict__["dataset"] = dataset
-    _start_system(session)
-    return session
+        raise pytest.UsageError(f"rag-eval: {exc}") from None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """No copied test files: without a test module of its own that takes ``golden_case``,
+    the run gets the plugin's cases, added here before -m/-k select. A run given explicit
+    paths (``pytest tests/unit``) gets them only if the golden set lies under them."""
+    if not _configured(config) or any("golden_case" in getattr(i, "fixturenames", ()) for i in items):
+        return
+    if session.testsfailed:  # a module failed to collect (maybe one of the user's golden_case modules)
+        return
+    golden = _golden_path(config)
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        given = [Path(a.split("::")[0]).resolve() for a in config.args]
+        if not any(golden == g or g in golden.parents for g in given):
+            return
+    collector = GoldenSetFile.from_parent(session, path=golden)
+    try:
+        cases: list[pytest.Item | pytest.Collector] = list(collector.collect())
+    except pytest.Collector.CollectError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    # reported like any collected file, so "collected N items" counts the cases
+    config.hook.pytest_collectreport(report=pytest.CollectReport(collector.nodeid, "passed", None, cases))
+    items.extend(c for c in cases if isinstance(c, pytest.Item))
 
 
 class CaseRunner:
@@ -480,7 +617,7 @@ class CaseRunner:
     request. In ``strict`` mode it fails its test.
     """
 
-    def __init__(self, session: EvalSession, node: pytest.Item, strict: bool) -> None:
+    def __init__(self, session: EvalSession, node: pytest.Item, strict: bool) -> None:  # noqa: D107
         self.session = session
         self.node = node
         self.strict = strict
@@ -492,12 +629,12 @@ class CaseRunner:
         if result.outcome == "pass":
             return result
         if result.outcome == "skip":  # e.g. the judge budget was reached: not run, not a pass
-            pytest.skip(f"{item.id}: {result.message}")
+            pytest.skip(terminal(f"{item.id}: {result.message}"))
         if result.outcome == "error":
-            text = f"[error] {item.id}: {result.message}"
+            text = terminal(f"[error] {item.id}: {result.message}")
         else:
             stage = f" (failed stage: {result.failed_stage})" if result.failed_stage else ""
-            text = f"{item.id}{stage}: {result.message}\n  question: {item.question}"
+            text = terminal(f"{item.id}{stage}: {result.message}\n  question: {item.question}")
         if not self.strict:
             # A dynamic xfail mark plus a traceback-free failure reports as xfailed;
             # pytest.xfail() builds (and discards) a full traceback: ~40 ms per case.
@@ -528,11 +665,7 @@ class CaseRunner:
 
 @pytest.fixture
 def rag_eval(rag_eval_session: EvalSession, request: pytest.FixtureRequest) -> CaseRunner:
-    config = request.config
-    mode = config.getoption("case_failures") or config.getini("rag_eval_case_failures")
-    if mode not in CASE_FAILURE_MODES:
-        raise pytest.UsageError(f"rag_eval_case_failures = {mode!r}; valid: {', '.join(CASE_FAILURE_MODES)}")
-    return CaseRunner(rag_eval_session, request.node, strict=mode == "strict")
+    return CaseRunner(rag_eval_session, request.node, strict=_strict(request.config))
 
 
 class CaseCollector:
@@ -628,7 +761,7 @@ def _finish(session: pytest.Session, complete: bool) -> None:
             results=state.results_path,
             report=state.report_path,
             summary=state.summary_path if complete else None,
-            artifact_url=session.config.getoption("artifact_url"),
+            artifact_url=session.config.getoption("rag_artifact_url"),
         ),
     )
     _junit_properties(session.config, results)
@@ -673,8 +806,8 @@ def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:
         "corpus_hash": dataset.corpus_hash,
         "golden_set": str(paths.golden),
         "golden_sha256": file_sha256_or_none(paths.golden),
-        "split": config.getoption("split"),
-        "tags": config.getoption("tag"),
+        "split": config.getoption("rag_split"),
+        "tags": config.getoption("rag_tag"),
         "shard": shard.to_dict() if (shard := _shard(config)) else None,
         "overrides": dict(cfg.settings_overrides),
         "thresholds": thresholds.path if thresholds else None,
@@ -683,44 +816,98 @@ def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:
     }
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+FAILING_SHOWN = 5  # per tier in the terminal; the report lists every case
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The gate's summary, printed after pytest's own summary and stats line, so that the
+    verdict is the last thing the run prints (a CI log reader scrolls to the end)."""
     state = config.stash.get(STATE, None)
-    if state is None or not state.cases:
+    ledger = config.stash[CONFIG].judge_ledger if _configured(config) else None
+    if ledger is not None and not hasattr(config, "workerinput"):
+        shutil.rmtree(ledger, ignore_errors=True)  # the run's budget ledger: nothing to keep
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if state is None or not state.cases or tr is None or config.option.collectonly:
         return
-    tr = terminalreporter
-    tr.section("rag-eval gate")
+    for line in gate_summary(config, state):
+        tr.write_line(line.text, red=line.tone == "fail", green=line.tone == "pass", yellow=line.tone == "warn", bold=line.bold)
+
+
+def gate_summary(config: pytest.Config, state: ControllerState) -> list[Line]:
+    cases = sorted(state.cases.values(), key=lambda c: (c.tier, c.id))
+    out = [Line(""), Line("=" * 30 + " rag-eval gate " + "=" * 30, bold=True)]
+    quiet = config.get_verbosity() < 0
     counts: dict[str, dict[str, int]] = {}
-    for c in state.cases.values():
+    for c in cases:
         row = counts.setdefault(c.tier, {"pass": 0, "fail": 0, "error": 0, "skip": 0})
         row[c.outcome] += 1
     for tier, row in sorted(counts.items()):
-        tr.write_line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v))
-    cases = list(state.cases.values())
+        measured = sum(1 for c in cases if c.tier == tier and c.details.get("measured_only"))
+        apart = f" ({measured} negatives measured, not judged)" if measured else ""
+        out.append(Line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v) + apart))
+        if not quiet:
+            out += [Line(t) for t in _failing_lines(tier, [c for c in cases if c.tier == tier])]
     judge = usage_totals(cases).get("judge")
     if judge:
-        tr.write_line(
+        out.append(Line(
             f"judge: {int(judge.get('calls', 0))} calls ({int(judge.get('cached_calls', 0))} from cache), "
             f"{int(judge.get('prompt_tokens', 0))} prompt + {int(judge.get('completion_tokens', 0))} completion tokens, "
             f"${judge.get('cost_usd', 0.0):.4f}"
-        )
+        ))
     passk = [c for c in cases if c.tier == "passk" and c.details.get("deterministic_generator")]
     if passk:
-        tr.write_line(
+        out.append(Line(
             f"passk: the generator is deterministic, so each of {len(passk)} cases ran one trial "
             f"standing for n={passk[0].details.get('n')} (no pretend repeats)"
-        )
-    for warning in judge_warnings(cases):
-        tr.write_line(f"WARNING: {warning}", yellow=True, bold=True)
+        ))
+    out += [Line(f"WARNING: {terminal(w)}", "warn", bold=True) for w in judge_warnings(cases)]
     shard = _shard(config)
     if shard is not None:
-        tr.write_line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`")
+        out.append(Line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`"))
     elif state.thresholds is None:
-        tr.write_line("no thresholds file: no gates evaluated (create thresholds.toml or pass --thresholds)")
+        out.append(Line("no thresholds file: no gates evaluated (create thresholds.toml or pass --rag-thresholds)"))
     gates: list[GateResult | RegressionGateResult] = [*state.gates, *state.regression]
-    lines = summary_lines(
-        gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written
-    )
-    for line in lines:
-        tr.write_line(
-            line.text, red=line.tone == "fail", green=line.tone == "pass", yellow=line.tone == "warn", bold=line.bold
-        )
+    out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written)
+    if shard is None:
+        out.append(_verdict_line(gates, state))
+    return out
+
+
+def _failing_lines(tier: str, cases: list[CaseResult]) -> list[str]:
+    """A count per stage, then the first few cases with their diagnosis (all in the report)."""
+    bad = [c for c in cases if c.outcome in ("fail", "error")]
+    if not bad:
+        return []
+    by_stage: dict[str, int] = {}
+    for c in bad:
+        by_stage[c.failed_stage or "unattributed"] = by_stage.get(c.failed_stage or "unattributed", 0) + 1
+    stages = ", ".join(f"{k} {v}" for k, v in sorted(by_stage.items(), key=lambda kv: (-kv[1], kv[0])))
+    out = [f"  {tier} failing or erroring: {len(bad)} — by stage: {stages}"]
+    for c in bad[:FAILING_SHOWN]:
+        message = c.message if len(c.message) <= 240 else c.message[:239] + "…"
+        out.append(f"    {c.id} ({c.failed_stage or c.outcome}): {terminal(message, keep_newlines=False)}")
+    if len(bad) > FAILING_SHOWN:
+        out.append(f"    … and {len(bad) - FAILING_SHOWN} more (every case is in the report)")
+    return out
+
+
+def _verdict_line(gates: list[GateResult | RegressionGateResult], state: ControllerState) -> Line:
+    """One line, last: the verdict, the failed gates with their numbers, where the report is."""
+    failed = [g for g in gates if not g.passed]
+    report = f" — report: {state.written.report}" if state.written is not None and state.written.report else ""
+    if not gates:
+        return Line(f"rag-eval gate: no gates evaluated{report}", "warn", bold=True)
+    if state.passed:
+        return Line(f"rag-eval gate PASSED: {len(gates)} of {len(gates)} gates passed{report}", "pass", bold=True)
+    shown = "; ".join(_gate_short(g) for g in failed[:3]) + (f"; {len(failed) - 3} more" if len(failed) > 3 else "")
+    why = f" ({shown})" if failed else " (a results, report or summary file could not be written)"
+    return Line(f"rag-eval gate FAILED: {len(failed)} of {len(gates)} gates failed{why}{report}", "fail", bold=True)
+
+
+def _gate_short(g: GateResult | RegressionGateResult) -> str:
+    if isinstance(g, GateResult):
+        value = "n/a" if g.value is None else f"{g.value:.4g}"
+        sign = "<" if g.gate.op == "min" else ">"
+        return f"{g.gate.label} {value} {sign} {g.gate.threshold:g}, n={g.n}"
+    return g.line().split(" (")[0]

@@ -125,7 +125,7 @@ class EvalSession:
 
     @property
     def top_k(self) -> int | None:
-        """rag_app reads --top-k from its settings (rerank_top_n); any other system gets it
+        """rag_app reads --rag-top-k from its settings (rerank_top_n); any other system gets it
         as the call's top_k, so the option means the same thing for every adapter."""
         if self.config.top_k is not None or self.config.pipeline.kind == "rag_app":
             return self.config.top_k

@@ -1,4 +1,4 @@
-"""Stable partitions of a golden set for sharded runs (``--shard i/n``).
+"""Stable partitions of a golden set for sharded runs (``--rag-shard i/n``).
 
 An item's shard depends on its id alone (a hash), never on file order, so adding,
 removing or reordering other items does not move it, and every CI runner computes the
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Shard:
-    index: int  # 1-based, as typed: --shard 1/3 .. 3/3
+    index: int  # 1-based, as typed: --rag-shard 1/3 .. 3/3
     count: int
 
     @classmethod
@@ -25,7 +25,7 @@ class Shard:
         except ValueError:
             index = count = 0
         if not sep or count < 1 or not 1 <= index <= count:
-            raise ValueError(f"--shard expects I/N with 1 <= I <= N (e.g. --shard 1/3), got {text!r}")
+            raise ValueError(f"--rag-shard expects I/N with 1 <= I <= N (e.g. --rag-shard 1/3), got {text!r}")
         return cls(index, count)
 
     def owns(self, item_id: str) -> bool:

@@ -15,7 +15,7 @@
     [tag."scenario=negative".deterministic]   # per-tag gates
     pass_rate = { min = 1.0, min_cases = 3 }
 
-    [regression]                       # against a baseline run (--baseline), if given
+    [regression]                       # against a baseline run (--rag-baseline), if given
     no_new_failures = true
     "retrieval.recall@5" = { max_drop = 0.02 }
 
@@ -226,7 +226,7 @@ LIST_OPTIONS: frozenset[str] = frozenset({"skip_checks"})
 def load_thresholds(path: str | Path) -> Thresholds:
     path = Path(path)
     if not path.is_file():
-        raise ThresholdsError(f"{path}: thresholds file not found (pass --thresholds PATH or create it)")
+        raise ThresholdsError(f"{path}: thresholds file not found (pass --rag-thresholds PATH or create it)")
     data = path.read_bytes()
     try:
         doc = tomllib.loads(data.decode("utf-8"))

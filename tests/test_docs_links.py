@@ -151,7 +151,7 @@ def options_table_options(doc: Path) -> list[str]:
 
 def test_every_option_in_the_pytest_options_table_exists() -> None:
     documented = options_table_options(ROOT / "docs" / "pytest.md")
-    assert "--dataset" in documented and "--pipeline-config" in documented  # the table was found
+    assert "--rag-dataset" in documented and "--rag-pipeline-config" in documented  # the table was found
     registered = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", pytest_help()))
     missing = sorted(set(documented) - registered)
     assert not missing, f"docs/pytest.md names options that `pytest --help` does not list: {', '.join(missing)}"

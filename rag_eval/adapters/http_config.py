@@ -1,7 +1,7 @@
 """The HTTP adapter's configuration: endpoints, headers, request template, field paths,
 and the optional ``[info]`` call where the service describes itself.
 
-Read from a TOML file (``--pipeline-config``) and checked before any case runs: an
+Read from a TOML file (``--rag-pipeline-config``) and checked before any case runs: an
 unknown key, a missing url, a bad field path or an unset environment variable is a
 usage error naming the file, the key and the fix. ``${NAME}`` (or ``${NAME:-default}``)
 in ``url``, ``headers`` and the body is read from the environment; values used in

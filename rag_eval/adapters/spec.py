@@ -1,5 +1,5 @@
-r"""Which system the gate evaluates: ``--pipeline`` / ``rag_eval_pipeline`` plus the
-optional ``--pipeline-config`` TOML file, read and checked once at start-up.
+r"""Which system the gate evaluates: ``--rag-pipeline`` / ``rag_eval_pipeline`` plus the
+optional ``--rag-pipeline-config`` TOML file, read and checked once at start-up.
 
     pipeline = "http"            # rag_app (default) | http | dify | "package.module:factory"
     gold = "corpus"              # corpus | ids | text (see rag_eval.adapters.gold)
@@ -61,7 +61,7 @@ class PipelineSpec:
 
     @property
     def where(self) -> str:
-        return f"--pipeline-config {self.config_path}" if self.config_path else f"--pipeline {self.target or self.kind}"
+        return f"--rag-pipeline-config {self.config_path}" if self.config_path else f"--rag-pipeline {self.target or self.kind}"
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"adapter": self.kind, "gold": self.gold}
@@ -80,17 +80,17 @@ def load_spec(pipeline: str | None, config: str | Path | None, env: Mapping[str,
     path = Path(config) if config else None
     if path is not None:
         if not path.is_file():
-            raise AdapterConfigError(f"--pipeline-config {path}: no such file")
+            raise AdapterConfigError(f"--rag-pipeline-config {path}: no such file")
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
-            raise AdapterConfigError(f"--pipeline-config {path}: not valid TOML ({exc})") from None
-    source = str(path) if path else "--pipeline"
+            raise AdapterConfigError(f"--rag-pipeline-config {path}: not valid TOML ({exc})") from None
+    source = str(path) if path else "--rag-pipeline"
     choice = str(pipeline or data.get("pipeline") or "rag_app").strip()
     kind = "python" if ":" in choice else choice
     if kind not in KEYS_BY_KIND:
         raise AdapterConfigError(
-            f"pipeline {choice!r} (from {'--pipeline' if pipeline else source}) is unknown; valid: "
+            f"pipeline {choice!r} (from {'--rag-pipeline' if pipeline else source}) is unknown; valid: "
             f"{', '.join(BUILTIN)}, or 'package.module:factory' for your own Python object"
         )
     unknown = sorted(set(data) - set(KEYS_BY_KIND[kind]))
@@ -121,7 +121,7 @@ def load_spec(pipeline: str | None, config: str | Path | None, env: Mapping[str,
     if kind == "http":
         if path is None:
             raise AdapterConfigError(
-                "--pipeline http needs --pipeline-config FILE.toml with a [retrieve] url and field paths "
+                "--rag-pipeline http needs --rag-pipeline-config FILE.toml with a [retrieve] url and field paths "
                 "(see examples/rag_app_http.toml and docs/adapters.md)"
             )
         return PipelineSpec(kind, gold, path, id_map=id_map, http=HttpConfig.parse(data, source, env), **common)

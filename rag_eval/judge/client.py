@@ -22,7 +22,7 @@ Only valid replies are stored. A caller passes ``accept`` (content -> problem or
 e.g. "the verdict does not parse"); a reply it rejects is returned for repair but never
 cached, and a cached row it rejects (left by an older version, or a faulty run) is
 treated as a miss and overwritten by the next valid answer, so a rerun after a faulty
-run heals without ``--fresh``. The content was redacted by the client before it gets
+run heals without ``--rag-fresh``. The content was redacted by the client before it gets
 here: no secret reaches the cache.
 
 Accounting. Every call appends a :class:`CallRecord` (JSON-serialisable so pytest-xdist
@@ -226,7 +226,7 @@ class ResponseCache:
         return value if isinstance(value, dict) else None
 
     def put(self, key: str, value: Mapping[str, Any], *, model: str, replace: bool = False) -> None:
-        """Store ``value``; an existing row wins unless ``replace`` (the --fresh run)."""
+        """Store ``value``; an existing row wins unless ``replace`` (the --rag-fresh run)."""
         text = json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
         verb = "INSERT OR REPLACE" if replace else "INSERT OR IGNORE"
         with self._lock:

@@ -77,7 +77,7 @@ def case_data_json(data: Mapping[str, Any]) -> str:
 @functools.lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("report_templates", "."),
+        loader=jinja2.PackageLoader(_templates_package(), "."),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -121,3 +121,11 @@ def write_html(path: Path, results: Mapping[str, Any]) -> Path:
     tmp.write_text(html, encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+def _templates_package() -> str:
+    """``rag_eval.report_templates`` in an installed wheel; the top-level ``report_templates``
+    folder of a source checkout (where the package-dir mapping does not apply)."""
+    import importlib.util
+
+    return "rag_eval.report_templates" if importlib.util.find_spec("rag_eval.report_templates") else "report_templates"

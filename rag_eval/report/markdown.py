@@ -131,7 +131,7 @@ def _run_line(results: Mapping[str, Any]) -> str:
 
 def _no_baseline_line(results: Mapping[str, Any]) -> str:
     refused = (results.get("run") or {}).get("baseline_refused")
-    if refused:  # --baseline-mismatch warn: say why, visibly (e.g. the PR edits the golden set)
+    if refused:  # --rag-baseline-mismatch warn: say why, visibly (e.g. the PR edits the golden set)
         return f"⚠️ **Baseline not compared** (no deltas, no regression gates): {escape(shorten(refused, 600))}"
     return "No baseline compared: no deltas, no regression gates."
 

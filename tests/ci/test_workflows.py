@@ -113,7 +113,7 @@ def test_gate_compares_with_mains_baseline_and_skips_judge_without_a_key() -> No
     triggers = _triggers(wf)
     assert "pull_request" in triggers and triggers["push"]["branches"] == ["main"]
     gate_steps = {s.get("name"): s for s in wf["jobs"]["gate"]["steps"]}
-    assert "--baseline baseline/eval-results.json" in gate_steps["Evaluation gate"]["run"]
+    assert "--rag-baseline baseline/eval-results.json" in gate_steps["Evaluation gate"]["run"]
     assert gate_steps["Refresh main's baseline"]["if"] == "github.event_name == 'push' && github.ref == 'refs/heads/main'"
     plan = wf["jobs"]["plan"]["steps"][0]
     assert plan["env"]["HAS_JUDGE"] == "${{ secrets.RAG_JUDGE_API_KEY != '' }}"

@@ -3,7 +3,7 @@
 Each test gets its own sandbox (pytester's temporary directory) holding:
 
     pytest.ini          addopts that keep the inner run fast (no deepeval plugin)
-    conftest.py         pytest_plugins = ["rag_eval.pytest_plugin"] (+ optional extra code)
+    conftest.py         optional extra code (the plugin registers itself: pytest11 entry point)
     test_rag.py         a copy of eval_tests/test_rag.py (and test_golden.py on request)
     thresholds.toml     the gates
     ds/corpus.jsonl     8 short documents, 4 Chinese and 4 English
@@ -40,7 +40,7 @@ CORPUS: tuple[dict[str, str], ...] = (
     {"doc_id": "log", "title": "Logarithms", "text": "The logarithm of a product equals the sum of the logarithms: log(ab) = log a + log b."},
 )
 
-# Every item names its split, so that --split selections can be written down here
+# Every item names its split, so that --rag-split selections can be written down here
 # instead of depending on the hash-derived default split.
 GOLDEN: tuple[dict[str, Any], ...] = (
     {"id": "q-set", "question": "含n个元素的集合有多少个子集？", "gold_doc_ids": ["set"], "split": "tune", "tags": {"lang": "zh"}},
@@ -78,7 +78,7 @@ addopts = -p no:deepeval -p no:cacheprovider
 asyncio_default_fixture_loop_scope = function
 """
 
-PLUGIN_LINE = 'pytest_plugins = ["rag_eval.pytest_plugin"]\n'
+PLUGIN_LINE = ""  # the plugin registers itself through its pytest11 entry point
 
 
 def jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -139,11 +139,11 @@ class Sandbox:
     def args(self, *extra: str) -> list[str]:
         # rag_app's settings are for the in-process rag_app pipeline; another pipeline
         # refuses --rag-set (it would change nothing there).
-        own = any(a.startswith("--pipeline") for a in extra)
+        own = any(a.startswith("--rag-pipeline") for a in extra)
         rag_set = [] if own else [
             "--rag-set", "embedder=fake", "--rag-set", "reranker=none", "--rag-set", f"cache_dir={self.cache_dir}",
         ]
-        return ["--dataset", str(self.dataset), *rag_set, *extra]
+        return ["--rag-dataset", str(self.dataset), *rag_set, *extra]
 
     def run(self, *extra: str) -> pytest.RunResult:
         """An in-process run (fast: chromadb and jieba are imported once per outer process)."""

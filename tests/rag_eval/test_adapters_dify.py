@@ -132,7 +132,7 @@ def test_the_gate_scores_a_dify_knowledge_base_through_the_id_map(sandbox: Sandb
     sandbox.write_thresholds('[retrieval]\n"doc.mrr" = { min = 0.5 }\nerror_rate = { max = 0.0 }\n')
     with ScriptedJSONServer(by_gold) as srv:
         monkeypatch.setenv("DIFY_BASE_URL", srv.url)
-        result = sandbox.run("-m", "retrieval or deterministic", "--pipeline-config", str(sandbox.root / "dify.toml"), "-rs")
+        result = sandbox.run("-m", "retrieval or deterministic", "--rag-pipeline-config", str(sandbox.root / "dify.toml"), "-rs")
 
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     metrics = sandbox.results()["metrics"]

@@ -228,7 +228,7 @@ def test_bad_http_configuration_names_the_file_key_and_fix(tmp_path: Path, text:
 
 
 def test_http_without_a_config_file_says_what_to_pass() -> None:
-    with pytest.raises(AdapterConfigError, match="--pipeline http needs --pipeline-config FILE.toml"):
+    with pytest.raises(AdapterConfigError, match="--rag-pipeline http needs --rag-pipeline-config FILE.toml"):
         load_spec("http", None)
 
 

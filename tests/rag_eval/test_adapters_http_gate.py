@@ -63,8 +63,8 @@ def test_the_gate_over_http_matches_the_in_process_run(sandbox: Sandbox, rag_app
     config = http_config(sandbox, rag_app_api)
     tiers = ("-m", "retrieval or deterministic", "-p", "no:randomly")
 
-    local = sandbox.run(*tiers, "--eval-results", "reports/local.json")
-    remote = sandbox.run(*tiers, "--pipeline", "http", "--pipeline-config", str(config), "--eval-results", "reports/http.json")
+    local = sandbox.run(*tiers, "--rag-results", "reports/local.json")
+    remote = sandbox.run(*tiers, "--rag-pipeline", "http", "--rag-pipeline-config", str(config), "--rag-results", "reports/http.json")
 
     assert local.ret == remote.ret == pytest.ExitCode.OK, remote.stdout.str()
     a = json.loads((sandbox.root / "reports" / "local.json").read_text(encoding="utf-8"))
@@ -126,10 +126,10 @@ def test_a_failing_service_call_is_an_error_for_that_case_only(
     with ScriptedJSONServer(by_question) as srv:
         config = sandbox.root / "svc.toml"
         config.write_text(SERVICE.format(url=srv.url), encoding="utf-8")
-        result = sandbox.run("-m", "retrieval", "--pipeline-config", str(config), "--top-k", "3")
+        result = sandbox.run("-m", "retrieval", "--rag-pipeline-config", str(config), "--rag-top-k", "3")
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # error_rate gate
-    assert {r.json["size"] for r in srv.requests} == {3}  # --top-k reaches the service
+    assert {r.json["size"] for r in srv.requests} == {3}  # --rag-top-k reaches the service
     cases = sandbox.cases()
     assert re.match(
         r"ServiceCallError: retrieve at http://127\.0\.0\.1:\d+/search failed after 2 attempts \[server\]: HTTP 500",
@@ -150,7 +150,7 @@ def test_an_unset_header_variable_stops_the_run_at_start_up(sandbox: Sandbox, mo
     config = sandbox.root / "svc.toml"
     config.write_text(SERVICE.format(url="http://127.0.0.1:9"), encoding="utf-8")
 
-    result = sandbox.run("-m", "retrieval", "--pipeline-config", str(config))
+    result = sandbox.run("-m", "retrieval", "--rag-pipeline-config", str(config))
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(

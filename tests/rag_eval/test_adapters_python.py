@@ -1,4 +1,4 @@
-"""The Python adapter: ``--pipeline package.module:factory`` and its messages."""
+"""The Python adapter: ``--rag-pipeline package.module:factory`` and its messages."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_a_function_factory_returning_the_wrong_object_fails_when_built(module) 
 
 def test_a_wrong_return_shape_shows_the_expected_shape(module) -> None:  # type: ignore[no-untyped-def]
     module(GOOD)
-    sut = PythonSystem(f"{MODULE}:make_bad_shape", {}, "--pipeline")
+    sut = PythonSystem(f"{MODULE}:make_bad_shape", {}, "--rag-pipeline")
     with pytest.raises(ContractError) as err:
         sut.retrieve("q")
     assert "retrieve() [expected `def retrieve(self, question: str, top_k: int | None = None) -> Retrieval`]" in str(err.value)
@@ -150,7 +150,7 @@ def test_the_gate_runs_the_example_pipeline_in_process(sandbox: Sandbox) -> None
     config.write_text(f'gold = "text"\n[options]\ncorpus = "{sandbox.dataset / "corpus.jsonl"}"\n', encoding="utf-8")
 
     result = sandbox.run(
-        "-m", "retrieval or deterministic", "--pipeline", "examples.my_pipeline:make_pipeline", "--pipeline-config", str(config)
+        "-m", "retrieval or deterministic", "--rag-pipeline", "examples.my_pipeline:make_pipeline", "--rag-pipeline-config", str(config)
     )
 
     results = sandbox.results()
@@ -166,17 +166,17 @@ def test_the_gate_runs_the_example_pipeline_in_process(sandbox: Sandbox) -> None
 def test_a_factory_that_builds_the_wrong_object_stops_the_run(sandbox: Sandbox) -> None:
     python_sandbox(sandbox, "def make():\n    return 42\n")
 
-    result = sandbox.run("-m", "retrieval", "--pipeline", "sandbox_sut:make")
+    result = sandbox.run("-m", "retrieval", "--rag-pipeline", "sandbox_sut:make")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*rag-eval pipeline: --pipeline sandbox_sut:make: sandbox_sut:make has no method retrieve; expected `{RETRIEVE_SIGNATURE}`*"])
+    result.stdout.fnmatch_lines([f"*rag-eval pipeline: --rag-pipeline sandbox_sut:make: sandbox_sut:make has no method retrieve; expected `{RETRIEVE_SIGNATURE}`*"])
 
 
 def test_an_unimportable_pipeline_is_a_usage_error(sandbox: Sandbox) -> None:
-    result = sandbox.run("-m", "retrieval", "--pipeline", "nowhere_h3.mod:make")
+    result = sandbox.run("-m", "retrieval", "--rag-pipeline", "nowhere_h3.mod:make")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: rag-eval pipeline: --pipeline: cannot import module 'nowhere_h3.mod'*"])
+    result.stderr.fnmatch_lines(["ERROR: rag-eval pipeline: --rag-pipeline: cannot import module 'nowhere_h3.mod'*"])
 
 
 def test_a_retrieval_only_object_skips_the_answer_tiers_with_a_reason(sandbox: Sandbox) -> None:
@@ -190,7 +190,7 @@ def test_a_retrieval_only_object_skips_the_answer_tiers_with_a_reason(sandbox: S
     )
     sandbox.write_thresholds("[retrieval]\nerror_rate = { max = 0.0 }\n")
 
-    result = sandbox.run("-m", "retrieval or deterministic", "--pipeline", "sandbox_sut:Sut", "-rs")
+    result = sandbox.run("-m", "retrieval or deterministic", "--rag-pipeline", "sandbox_sut:Sut", "-rs")
 
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["*retrieval-only: it has no chat endpoint or method*"])

@@ -37,12 +37,12 @@ def test_a_complete_results_file_loads(tmp_path: Path) -> None:
 
 def test_missing_file_names_the_fix(tmp_path: Path) -> None:
     msg = error_of(tmp_path / "nope.json")
-    assert "baseline results file not found" in msg and "or run without --baseline" in msg
+    assert "baseline results file not found" in msg and "or run without --rag-baseline" in msg
 
 
 def test_not_json(tmp_path: Path) -> None:
     msg = error_of(write(tmp_path, "{not json"))
-    assert "baseline is not JSON" in msg and "--eval-results" in msg
+    assert "baseline is not JSON" in msg and "--rag-results" in msg
 
 
 @pytest.mark.parametrize("doc", [[1, 2], {"version": 1}, {"cases": []}, {"version": 1, "cases": {}}])
@@ -85,21 +85,21 @@ def test_another_dataset_is_refused_naming_both_sides() -> None:
     msg = str(info.value)
     for part in (FINGERPRINT, "ffffffffffffffff", "/main/golden_sets/demo", "/pr/golden_sets/demo", "b" * 64, "c" * 64):
         assert part in msg
-    assert "regenerate the baseline on main" in msg and "run without --baseline" in msg
+    assert "regenerate the baseline on main" in msg and "run without --rag-baseline" in msg
 
 
 def test_a_baseline_without_fingerprint_is_refused() -> None:
     base = results([case("a")])
     del base["run"]["dataset_fingerprint"]
-    with pytest.raises(BaselineError, match="the baseline has no run.dataset_fingerprint.*run without --baseline"):
+    with pytest.raises(BaselineError, match="the baseline has no run.dataset_fingerprint.*run without --rag-baseline"):
         check_compatible(results([case("a")])["run"], base)
 
 
 def test_another_split_or_tag_selection_is_refused() -> None:
     base = results([case("a")])
-    with pytest.raises(BaselineError, match=r"the baseline ran --split 'all' but this run --split 'holdout'"):
+    with pytest.raises(BaselineError, match=r"the baseline ran --rag-split 'all' but this run --rag-split 'holdout'"):
         check_compatible(results([case("a")], split="holdout")["run"], base)
-    with pytest.raises(BaselineError, match=r"--tag \[\] but this run --tag \['scenario=negative'\]"):
+    with pytest.raises(BaselineError, match=r"--rag-tag \[\] but this run --rag-tag \['scenario=negative'\]"):
         check_compatible(results([case("a")], tags=["scenario=negative"])["run"], base)
 
 

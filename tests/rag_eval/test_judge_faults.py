@@ -117,7 +117,7 @@ def test_a_faulty_run_caches_nothing_broken_and_a_rerun_heals(openai_server: Scr
     with pytest.raises(JudgeCallError):
         judge_on(openai_server, tmp_path).judge(ITEM)
     openai_server.set_default("chat", lambda req: reply(verdict(req) + f" and the key {KEY}"))
-    healed = judge_on(openai_server, tmp_path).judge(ITEM)  # no --fresh
+    healed = judge_on(openai_server, tmp_path).judge(ITEM)  # no --rag-fresh
     calls = openai_server.calls("chat")
     again = judge_on(openai_server, tmp_path).judge(ITEM)
     assert openai_server.calls("chat") == calls and healed.metrics == again.metrics  # served from the cache

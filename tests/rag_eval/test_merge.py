@@ -97,7 +97,7 @@ def single_run(thresholds: Path) -> dict[str, Any]:
 
 
 def shard_files(thresholds: Path, count: int = 3) -> list[dict[str, Any]]:
-    """What ``pytest --shard i/count`` writes for i = 1..count: its cases, no gates, verdict "shard"."""
+    """What ``pytest --rag-shard i/count`` writes for i = 1..count: its cases, no gates, verdict "shard"."""
     out = []
     for index in range(1, count + 1):
         cases = [c for c in _cases() if shard_of(c.id, count) == index]
@@ -237,7 +237,7 @@ def _unsharded(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (_set("run.dataset_fingerprint", "fp-2"), "shards of different runs: run.dataset_fingerprint is 'fp-1' in s1.json but 'fp-2' in s2.json; merge the files of one `pytest --shard I/N` run"),
+        (_set("run.dataset_fingerprint", "fp-2"), "shards of different runs: run.dataset_fingerprint is 'fp-1' in s1.json but 'fp-2' in s2.json; merge the files of one `pytest --rag-shard I/N` run"),
         (_set("run.golden_sha256", "golden-2"), "run.golden_sha256 is 'golden-1' in s1.json but 'golden-2' in s2.json"),
         (_set("run.thresholds_sha256", "0" * 64), "run.thresholds_sha256 is '"),
         (_set("run.overrides", {"reranker": "local"}), "run.overrides is {'reranker': 'none'} in s1.json but {'reranker': 'local'} in s2.json"),
@@ -253,8 +253,8 @@ def _unsharded(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
         (lambda s: [s[0], s[1], copy.deepcopy(s[1])], "duplicate shard 2/3: s2.json and s3.json; pass each shard's file once"),
         (_move_case, "duplicate case deterministic::q-06: in s1.json and in s2.json; a case belongs to one shard"),
         (_wrong_shard, "s2.json: case deterministic::q-06 belongs to shard 1/3, not 2/3"),
-        (_unsharded, "s2.json: not a shard results file (verdict 'pass', no run.shard): merge takes the files written by `pytest --shard I/N`"),
-        (_incomplete, "s3.json: shard 3/3 is incomplete (the run was stopped early: -x, --maxfail or Ctrl-C); re-run `pytest --shard 3/3`"),
+        (_unsharded, "s2.json: not a shard results file (verdict 'pass', no run.shard): merge takes the files written by `pytest --rag-shard I/N`"),
+        (_incomplete, "s3.json: shard 3/3 is incomplete (the run was stopped early: -x, --maxfail or Ctrl-C); re-run `pytest --rag-shard 3/3`"),
         (_set("verdict", "fail"), "s2.json: verdict 'fail', a shard file says 'shard'"),
         (_set("version", 2), "s2.json: results file version 2, this rag_eval merges version 1"),
         (lambda s: [s[0], s[1], {"hello": "world"}], "s3.json: not a rag-eval results file (no run metadata or cases)"),
@@ -281,7 +281,7 @@ def test_a_changed_thresholds_file_is_refused_naming_both_hashes(thresholds: Pat
     now = load_thresholds(thresholds).sha256
     assert str(err.value) == (
         f"{thresholds} changed since the shards ran: its sha256 is {now}, the shards recorded {recorded} "
-        "(run.thresholds_sha256); restore that file, or gate with the current one: --thresholds PATH"
+        "(run.thresholds_sha256); restore that file, or gate with the current one: --rag-thresholds PATH"
     )
 
 
@@ -289,7 +289,7 @@ def test_a_missing_thresholds_file_is_refused(thresholds: Path) -> None:
     shards = shard_files(thresholds)
     thresholds.unlink()
 
-    with pytest.raises(MergeError, match=r"thresholds file .*thresholds.toml \(run.thresholds of s1.json\) not found; .* --thresholds PATH"):
+    with pytest.raises(MergeError, match=r"thresholds file .*thresholds.toml \(run.thresholds of s1.json\) not found; .* --rag-thresholds PATH"):
         merge(shards, NAMES)
 
 
@@ -334,7 +334,7 @@ def no_report_modules(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 def test_cli_exit_0_when_every_gate_passed(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "reports" / "eval-results.json"
 
-    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--no-report"])
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--rag-no-report"])
 
     printed = capsys.readouterr().out.splitlines()
     assert code == 0
@@ -349,7 +349,7 @@ def test_cli_exit_1_when_a_gate_failed(thresholds: Path, tmp_path: Path, capsys:
     stricter.write_text(FAILING_THRESHOLDS, encoding="utf-8")
     out = tmp_path / "merged.json"
 
-    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--no-report", "--thresholds", str(stricter)])
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--rag-no-report", "--rag-thresholds", str(stricter)])
 
     printed = capsys.readouterr().out
     assert code == 1
@@ -362,7 +362,7 @@ def test_cli_exit_2_on_a_refusal_and_writes_nothing(thresholds: Path, tmp_path: 
     paths = write(tmp_path, shard_files(thresholds))
     out = tmp_path / "merged.json"
 
-    code = main(["merge", paths[0], paths[2], "--out", str(out), "--no-report"])
+    code = main(["merge", paths[0], paths[2], "--out", str(out), "--rag-no-report"])
 
     err = capsys.readouterr().err
     assert code == 2
@@ -374,7 +374,7 @@ def test_cli_exit_2_on_an_unreadable_file(tmp_path: Path, capsys: pytest.Capture
     broken = tmp_path / "shard-1.json"
     broken.write_text("not json", encoding="utf-8")
 
-    assert main(["merge", str(broken), "--out", str(tmp_path / "x.json"), "--no-report"]) == 2
+    assert main(["merge", str(broken), "--out", str(tmp_path / "x.json"), "--rag-no-report"]) == 2
     assert capsys.readouterr().err.startswith(f"error: cannot merge: {broken}: not a JSON results file")
 
 
@@ -393,7 +393,7 @@ def test_cli_writes_the_html_report_next_to_the_results_by_default(
     assert main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out)]) == 0
 
     path, results = no_report_modules["html"]
-    assert path == tmp_path / "reports" / "eval-report.html"
+    assert path == tmp_path / "reports" / "eval-results.html"
     assert results == json.loads(out.read_text(encoding="utf-8"))
 
 
@@ -403,7 +403,7 @@ def test_cli_report_path_and_summary_append(thresholds: Path, tmp_path: Path, no
     paths = write(tmp_path, shard_files(thresholds))
     report = tmp_path / "html" / "r.html"
 
-    code = main(["merge", *paths, "--out", str(tmp_path / "m.json"), "--report", str(report), "--summary-md", str(summary)])
+    code = main(["merge", *paths, "--out", str(tmp_path / "m.json"), "--rag-report", str(report), "--rag-summary-md", str(summary)])
 
     assert code == 0
     assert no_report_modules["html"][0] == report
@@ -411,7 +411,7 @@ def test_cli_report_path_and_summary_append(thresholds: Path, tmp_path: Path, no
 
 
 def test_cli_no_report_imports_no_report_module(thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]) -> None:
-    assert main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--no-report"]) == 0
+    assert main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--rag-no-report"]) == 0
     assert no_report_modules == {}
 
 
@@ -420,7 +420,7 @@ def test_cli_compares_with_a_baseline(thresholds: Path, tmp_path: Path, capsys: 
     baseline.write_text(json.dumps(single_run(thresholds)), encoding="utf-8")
     out = tmp_path / "merged.json"
 
-    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--no-report", "--baseline", str(baseline)])
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--rag-no-report", "--rag-baseline", str(baseline)])
 
     assert code == 0
     assert any(line.startswith(f"baseline: {baseline} ") for line in capsys.readouterr().out.splitlines())
@@ -430,10 +430,10 @@ def test_cli_compares_with_a_baseline(thresholds: Path, tmp_path: Path, capsys: 
 def test_cli_exit_2_on_an_unusable_baseline(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     absent = tmp_path / "absent.json"
 
-    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--no-report", "--baseline", str(absent)])
+    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--rag-no-report", "--rag-baseline", str(absent)])
 
     assert code == 2
-    assert capsys.readouterr().err.startswith(f"error: --baseline: {absent}: baseline results file not found")
+    assert capsys.readouterr().err.startswith(f"error: --rag-baseline: {absent}: baseline results file not found")
     assert not (tmp_path / "m.json").exists()
 
 

@@ -54,7 +54,7 @@ pass_rate = { min = 0.5 }
     result.stdout.fnmatch_lines(
         [
             "*rag-eval gate*",
-            f"retrieval: {N_ITEMS} pass",
+            f"retrieval: {N_ITEMS} pass*",
             f"FAIL retrieval.doc.recall@5 = * (need >= 0.5; n={N_POS}) (only {N_POS} cases, the gate needs at least 100)",
             f"PASS retrieval.pass_rate = 1.0000 (need >= 0.5; n={N_ITEMS - 2})",  # negatives measured apart
             "gate: FAILED (1/2 gates passed)",
@@ -144,7 +144,7 @@ def test_full_run_records_both_tiers(sandbox: Sandbox) -> None:
 
     result.assert_outcomes(passed=2 * N_ITEMS)
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines([f"deterministic: {N_ITEMS} pass", f"retrieval: {N_ITEMS} pass"])
+    result.stdout.fnmatch_lines([f"deterministic: {N_ITEMS} pass", f"retrieval: {N_ITEMS} pass*"])
     results = sandbox.results()
     assert {(c["tier"], c["id"]) for c in results["cases"]} == {(t, i) for t in ("retrieval", "deterministic") for i in IDS}
     assert "deterministic.error_rate" in [g["metric"] for g in results["gates"]]
@@ -204,8 +204,8 @@ def test_xdist_gives_exactly_the_serial_numbers(sandbox: Sandbox) -> None:
 "bm25.doc.recall@5" = { min = 0.1, min_cases = 100 }
 """
     )
-    serial = sandbox.run("-m", "retrieval", "--eval-results", "serial.json")
-    parallel = sandbox.run("-m", "retrieval", "-n", "2", "--eval-results", "parallel.json")
+    serial = sandbox.run("-m", "retrieval", "--rag-results", "serial.json")
+    parallel = sandbox.run("-m", "retrieval", "-n", "2", "--rag-results", "parallel.json")
 
     for result in (serial, parallel):
         assert result.ret == pytest.ExitCode.TESTS_FAILED  # the gate, not a case
@@ -237,7 +237,7 @@ def test_marker_selects_the_retrieval_tier_and_ids_are_golden_ids(sandbox: Sandb
 
 
 def test_split_holdout_selects_holdout_items(sandbox: Sandbox) -> None:
-    result = sandbox.run("-m", "retrieval", "--split", "holdout")
+    result = sandbox.run("-m", "retrieval", "--rag-split", "holdout")
 
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=len(HOLDOUT_IDS), deselected=len(HOLDOUT_IDS))  # their deterministic cases
@@ -247,22 +247,22 @@ def test_split_holdout_selects_holdout_items(sandbox: Sandbox) -> None:
 
 
 def test_tag_selects_matching_items(sandbox: Sandbox) -> None:
-    collected = sandbox.run("--collect-only", "-q", "-m", "retrieval", "--tag", "scenario=negative")
+    collected = sandbox.run("--collect-only", "-q", "-m", "retrieval", "--rag-tag", "scenario=negative")
     collected.stdout.fnmatch_lines([f"test_rag.py::test_retrieval[[]{i}]" for i in NEGATIVE_IDS] + [f"{len(NEGATIVE_IDS)}/*"])
     assert not any(f"[{i}]" in collected.stdout.str() for i in POSITIVE_IDS)
 
     # Two tags must both match: English negatives only.
-    result = sandbox.run("-m", "retrieval", "--tag", "scenario=negative", "--tag", "lang=en")
+    result = sandbox.run("-m", "retrieval", "--rag-tag", "scenario=negative", "--rag-tag", "lang=en")
     result.assert_outcomes(passed=1, deselected=1)
     assert set(sandbox.cases()) == {"q-neg-en"}
     assert sandbox.results()["run"]["tags"] == ["scenario=negative", "lang=en"]
 
 
 def test_tag_without_value_is_a_usage_error(sandbox: Sandbox) -> None:
-    result = sandbox.run("--tag", "negative")
+    result = sandbox.run("--rag-tag", "negative")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --tag expects KEY=VALUE*got 'negative'"])
+    result.stderr.fnmatch_lines(["ERROR: --rag-tag expects KEY=VALUE*got 'negative'"])
 
 
 # --------------------------------------------------------------------------- pytest-json-report
@@ -291,7 +291,7 @@ def test_stopping_early_with_x_keeps_the_computed_cases_marked_incomplete(sandbo
 "doc.recall@5" = { min = 2.0 }
 """
     )
-    result = sandbox.run("-m", "retrieval", "-x", "--case-failures", "strict")
+    result = sandbox.run("-m", "retrieval", "-x", "--rag-case-failures", "strict")
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     results = sandbox.results()
@@ -313,6 +313,6 @@ pass_rate = { min = 0.0 }
     result.assert_outcomes(xfailed=N_ITEMS - 2, passed=2, deselected=N_ITEMS)  # the 2 negatives have no floor
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["XFAIL *test_retrieval*doc.recall@5 = * < 2.0 (per-case threshold)*"])
-    strict = sandbox.run("-m", "retrieval", "--case-failures", "strict")
+    strict = sandbox.run("-m", "retrieval", "--rag-case-failures", "strict")
     strict.assert_outcomes(failed=N_ITEMS - 2, passed=2, deselected=N_ITEMS)
     assert strict.ret == pytest.ExitCode.TESTS_FAILED

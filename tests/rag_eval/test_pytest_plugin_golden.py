@@ -2,7 +2,7 @@
 
 The sandbox gets a copy of eval_tests/test_golden.py: on the valid sandbox all five
 checks pass; on a broken golden set each failing check names the item at fault.
-Then: the golden set is read per run (not per process), --golden-set picks another
+Then: the golden set is read per run (not per process), --rag-golden-set picks another
 file, and pipeline settings come from the rootdir's pyproject.toml wherever pytest
 is started.
 """
@@ -97,7 +97,7 @@ def test_golden_set_option_picks_another_file(sandbox: Sandbox) -> None:
     default = sandbox.run("--collect-only", "-q", "-m", "retrieval")
     default.stdout.fnmatch_lines([f"{N_ITEMS}/*"])
 
-    result = sandbox.run("-m", "retrieval", "--golden-set", str(other))
+    result = sandbox.run("-m", "retrieval", "--rag-golden-set", str(other))
 
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=3, deselected=3 + GOLDEN_CHECKS)
@@ -116,7 +116,7 @@ def test_pipeline_settings_come_from_the_rootdir_when_run_from_a_subdirectory(
     sub.mkdir()
     monkeypatch.chdir(sub)
 
-    result = sandbox.pytester.runpytest(str(sandbox.root), "--dataset", str(sandbox.dataset), "-m", "retrieval")
+    result = sandbox.pytester.runpytest(str(sandbox.root), "--rag-dataset", str(sandbox.dataset), "-m", "retrieval")
 
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(passed=N_ITEMS, deselected=N_ITEMS + GOLDEN_CHECKS)

@@ -52,7 +52,7 @@ def test_without_a_judge_the_tier_is_skipped_with_one_reason(sandbox: Sandbox, m
 def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
     sandbox.write_thresholds(THRESHOLDS)
     cache = tmp_path / "judge-cache"
-    result = sandbox.run("-m", "judge", "--judge-cache", str(cache))
+    result = sandbox.run("-m", "judge", "--rag-judge-cache", str(cache))
     result.assert_outcomes(passed=N_POS, deselected=2 * len(POSITIVE_IDS) + 4)
     assert result.ret == pytest.ExitCode.OK
     assert judge_env.calls("chat") == N_POS  # one call per case for every judge metric
@@ -64,13 +64,13 @@ def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env:
     assert results["run"]["usage"]["judge"]["prompt_tokens"] == 800 * N_POS
     assert all(h.header("authorization") == f"Bearer {KEY}" for h in judge_env.requests)
 
-    rerun = sandbox.run("-m", "judge", "--judge-cache", str(cache))
+    rerun = sandbox.run("-m", "judge", "--rag-judge-cache", str(cache))
     assert rerun.ret == pytest.ExitCode.OK
     assert judge_env.calls("chat") == N_POS  # unchanged suite: zero new calls
     assert sandbox.results()["run"]["usage"]["judge"]["cached_calls"] == N_POS
     rerun.stdout.fnmatch_lines([f"judge: {N_POS} calls ({N_POS} from cache)*"])
 
-    fresh = sandbox.run("-m", "judge", "--judge-cache", str(cache), "--fresh")
+    fresh = sandbox.run("-m", "judge", "--rag-judge-cache", str(cache), "--rag-fresh")
     assert fresh.ret == pytest.ExitCode.OK
     assert judge_env.calls("chat") == 2 * N_POS
 
@@ -82,7 +82,7 @@ def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env:
 def test_a_malformed_judge_is_an_error_counted_by_the_gate(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
     judge_env.set_default("chat", lambda req: raw(b'{"claims": [ {'))
     sandbox.write_thresholds(THRESHOLDS)
-    result = sandbox.run("-m", "judge", "--judge-cache", str(tmp_path / "c"))
+    result = sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "c"))
     result.assert_outcomes(xfailed=N_POS, deselected=2 * len(POSITIVE_IDS) + 4)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -99,10 +99,10 @@ def test_a_malformed_judge_is_an_error_counted_by_the_gate(sandbox: Sandbox, jud
 def test_the_cache_holds_under_two_workers(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
     sandbox.write_thresholds(THRESHOLDS)
     cache = tmp_path / "judge-cache"
-    first = sandbox.run_subprocess("-m", "judge", "-n", "2", "--judge-cache", str(cache))
+    first = sandbox.run_subprocess("-m", "judge", "-n", "2", "--rag-judge-cache", str(cache))
     assert first.ret == pytest.ExitCode.OK
     assert judge_env.calls("chat") == N_POS
-    second = sandbox.run_subprocess("-m", "judge", "-n", "2", "--judge-cache", str(cache))
+    second = sandbox.run_subprocess("-m", "judge", "-n", "2", "--rag-judge-cache", str(cache))
     assert second.ret == pytest.ExitCode.OK
     assert judge_env.calls("chat") == N_POS  # second run: zero calls
 
@@ -113,11 +113,11 @@ def test_both_engines_give_results_for_the_same_cases(
     from tests.support.deepeval_replies import Responder
 
     sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
-    native = sandbox.run("-m", "judge", "--judge-cache", str(tmp_path / "native"))
+    native = sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "native"))
     assert native.ret == pytest.ExitCode.OK
     native_cases = sandbox.cases("judge")
     judge_env.set_default("chat", Responder())
-    deep = sandbox.run("-m", "judge", "--judge-engine", "deepeval", "--judge-cache", str(tmp_path / "deep"))
+    deep = sandbox.run("-m", "judge", "--rag-judge-engine", "deepeval", "--rag-judge-cache", str(tmp_path / "deep"))
     assert deep.ret == pytest.ExitCode.OK
     deep_cases = sandbox.cases("judge")
     assert set(native_cases) == set(deep_cases) == set(POSITIVE_IDS)
@@ -133,7 +133,7 @@ def test_a_reached_budget_stops_new_calls_and_keeps_what_was_computed(
 ) -> None:
     sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
     # every scripted reply uses 800 + 200 tokens: the first case spends the whole budget
-    result = sandbox.run("-m", "judge", "--judge-cache", str(tmp_path / "c"), "--judge-budget-tokens", "1000", "-rs")
+    result = sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "c"), "--rag-judge-budget-tokens", "1000", "-rs")
     result.assert_outcomes(passed=1, skipped=N_POS - 1, deselected=2 * len(POSITIVE_IDS) + 4)
     result.stdout.fnmatch_lines(["SKIPPED * not run: *budget*"])
     assert judge_env.calls("chat") == 1
@@ -157,11 +157,11 @@ def test_deepeval_metrics_are_selectable(sandbox: Sandbox, judge_env: ScriptedOp
 
     judge_env.set_default("chat", Responder())
     sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
-    result = sandbox.run("-m", "judge", "--judge-engine", "deepeval", "--deepeval-metrics", "answer_relevancy",
-                         "--judge-cache", str(tmp_path / "c"))
+    result = sandbox.run("-m", "judge", "--rag-judge-engine", "deepeval", "--rag-deepeval-metrics", "answer_relevancy",
+                         "--rag-judge-cache", str(tmp_path / "c"))
     assert result.ret == pytest.ExitCode.OK
     metrics = sandbox.results()["metrics"]
     assert "judge.deepeval.answer_relevancy" in metrics and "judge.deepeval.faithfulness" not in metrics
-    bad = sandbox.run("-m", "judge", "--deepeval-metrics", "faithfulnes")
+    bad = sandbox.run("-m", "judge", "--rag-deepeval-metrics", "faithfulnes")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*--deepeval-metrics: unknown *'faithfulnes'*; valid: faithfulness, answer_relevancy*"])
+    bad.stderr.fnmatch_lines(["*--rag-deepeval-metrics: unknown *'faithfulnes'*; valid: faithfulness, answer_relevancy*"])

@@ -1,4 +1,4 @@
-"""The end of a run in the plugin: HTML report, Markdown summary, --baseline and the
+"""The end of a run in the plugin: HTML report, Markdown summary, --rag-baseline and the
 [regression] gates (rag_eval.finalize), end to end on the sandbox project."""
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ def _baseline_from(sandbox: Sandbox, name: str = "baseline.json") -> Path:
 def test_report_and_summary_are_written_and_named(sandbox: Sandbox) -> None:
     summary = sandbox.root / "step-summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
-    result = sandbox.run("-m", "retrieval", "--summary-md", str(summary))
+    result = sandbox.run("-m", "retrieval", "--rag-summary-md", str(summary))
     assert result.ret == 0
-    report = sandbox.root / "reports" / "eval-report.html"
+    report = sandbox.root / "reports" / "eval-results.html"
     result.stdout.fnmatch_lines([f"results: {sandbox.results_path}", f"report: {report}", f"summary: {summary}"])
     html = report.read_text(encoding="utf-8")
     assert "q-set" in html and "<script src=" not in html
@@ -37,17 +37,17 @@ def test_report_and_summary_are_written_and_named(sandbox: Sandbox) -> None:
 
 
 def test_no_report_and_custom_report_path(sandbox: Sandbox) -> None:
-    assert sandbox.run("-m", "retrieval", "--no-report").ret == 0
-    assert not (sandbox.root / "reports" / "eval-report.html").exists()
+    assert sandbox.run("-m", "retrieval", "--rag-no-report").ret == 0
+    assert not (sandbox.root / "reports" / "eval-results.html").exists()
     custom = sandbox.root / "out" / "r.html"
-    result = sandbox.run("-m", "retrieval", "--report", str(custom))
+    result = sandbox.run("-m", "retrieval", "--rag-report", str(custom))
     assert result.ret == 0 and custom.is_file()
 
 
 def test_baseline_without_changes_passes_and_lists_no_transitions(sandbox: Sandbox) -> None:
     sandbox.write_thresholds(PASSING_THRESHOLDS + '\n[regression]\nno_new_failures = true\n"retrieval.doc.recall@5" = { max_drop = 0.0 }\n')
     baseline = _baseline_from(sandbox)
-    result = sandbox.run("-m", "retrieval", "--baseline", str(baseline))
+    result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline))
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         [
@@ -70,7 +70,7 @@ def test_a_case_that_passed_on_the_baseline_and_fails_now_fails_the_build(sandbo
         PASSING_THRESHOLDS.replace("pass_rate = { min = 0.5 }", "pass_rate = { min = 0.0 }")
         + '\n[retrieval.case]\n"doc.precision@5" = { min = 1.0 }\n\n[regression]\nno_new_failures = true\n'
     )
-    result = sandbox.run("-m", "retrieval", "--baseline", str(baseline))
+    result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["FAIL regression.no_new_failures = *", "*newly failing: retrieval::*", "gate: FAILED*"])
     failing = {c["id"] for c in sandbox.results()["cases"] if c["outcome"] == "fail"}
@@ -86,9 +86,9 @@ def test_baseline_of_another_dataset_is_refused_at_start(sandbox: Sandbox) -> No
     data["run"]["dataset_fingerprint"] = "0000000000000000"
     baseline.write_text(json.dumps(data), encoding="utf-8")
     sandbox.results_path.unlink()
-    result = sandbox.run("-m", "retrieval", "--baseline", str(baseline))
+    result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--baseline: the baseline was measured on another dataset: fingerprint 0000000000000000*"])
+    result.stderr.fnmatch_lines(["*--rag-baseline: the baseline was measured on another dataset: fingerprint 0000000000000000*"])
     assert not sandbox.results_path.exists()  # refused before running anything
 
 
@@ -97,7 +97,7 @@ def test_baseline_mismatch_warn_runs_without_the_comparison_and_says_so(sandbox:
     data = json.loads(baseline.read_text(encoding="utf-8"))
     data["run"]["dataset_fingerprint"] = "0000000000000000"
     baseline.write_text(json.dumps(data), encoding="utf-8")
-    result = sandbox.run("-m", "retrieval", "--baseline", str(baseline), "--baseline-mismatch", "warn")
+    result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline), "--rag-baseline-mismatch", "warn")
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"WARNING: baseline {baseline} not compared: *another dataset*"])
     out = sandbox.results()
@@ -105,7 +105,7 @@ def test_baseline_mismatch_warn_runs_without_the_comparison_and_says_so(sandbox:
 
 
 def test_missing_baseline_file_is_a_usage_error(sandbox: Sandbox) -> None:
-    result = sandbox.run("-m", "retrieval", "--baseline", "nope.json")
+    result = sandbox.run("-m", "retrieval", "--rag-baseline", "nope.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*nope.json: baseline results file not found*"])
 
@@ -113,7 +113,7 @@ def test_missing_baseline_file_is_a_usage_error(sandbox: Sandbox) -> None:
 def test_a_failing_report_keeps_the_results_and_fails_the_run(sandbox: Sandbox) -> None:
     blocker = sandbox.root / "blocked"
     blocker.write_text("a file, not a folder", encoding="utf-8")
-    result = sandbox.run("-m", "retrieval", "--report", str(blocker / "r.html"))
+    result = sandbox.run("-m", "retrieval", "--rag-report", str(blocker / "r.html"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["ERROR: HTML report * not written: *"])
     assert len(sandbox.cases()) == N_ITEMS  # nothing computed was lost
@@ -121,10 +121,10 @@ def test_a_failing_report_keeps_the_results_and_fails_the_run(sandbox: Sandbox) 
 
 def test_outputs_equal_under_xdist(sandbox: Sandbox) -> None:
     baseline = _baseline_from(sandbox)
-    result = sandbox.run("-m", "retrieval", "-n", "2", "--baseline", str(baseline))
+    result = sandbox.run("-m", "retrieval", "-n", "2", "--rag-baseline", str(baseline))
     assert result.ret == 0
     assert sandbox.results()["baseline"]["transitions"]["pass_to_fail"] == []
-    assert (sandbox.root / "reports" / "eval-report.html").is_file()
+    assert (sandbox.root / "reports" / "eval-results.html").is_file()
 
 
 def test_junitxml_has_every_case_and_the_failed_gates(sandbox: Sandbox) -> None:

@@ -53,7 +53,7 @@ def test_alternating_judge_verdicts_give_the_expected_c_over_n(
         '[passk]\nflaky_count = { max = 0 }\n"pass^2" = { min = 0.5 }\n\n'
         '[passk.case]\nn = 4\nk = 2\ncondition = "judge"\nfaithfulness = { min = 1.0 }\n'
     )
-    result = sandbox.run("-m", "passk", "--judge-cache", str(tmp_path / "c"))
+    result = sandbox.run("-m", "passk", "--rag-judge-cache", str(tmp_path / "c"))
     # every trial is its own judge call: no cache entry is shared between trials
     assert openai_server.calls("chat") == 4 * N_ITEMS
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # every case is flaky: the gates fail the build
@@ -86,9 +86,9 @@ def test_n_below_k_is_a_configuration_error(sandbox: Sandbox) -> None:
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*n = 2 < k = 3: pass@k needs at least k trials*configuration error*"])
     sandbox.write_thresholds("[passk.case]\nn = 5\nk = 3\n")
-    override = sandbox.run("-m", "passk", "--passk-n", "2")
+    override = sandbox.run("-m", "passk", "--rag-passk-n", "2")
     assert override.ret == pytest.ExitCode.USAGE_ERROR
-    override.stderr.fnmatch_lines(["*n = 2 trials < k = 3 (from --passk-n/--passk-k or [[]passk.case[]])*"])
+    override.stderr.fnmatch_lines(["*n = 2 trials < k = 3 (from --rag-passk-n/--rag-passk-k or [[]passk.case[]])*"])
 
 
 def test_an_llm_generator_is_sampled_n_times(
@@ -101,7 +101,7 @@ def test_an_llm_generator_is_sampled_n_times(
     answers = itertools.cycle(["The material answers this question [1].", ""])
     openai_server.set_default("chat", lambda request: reply(next(answers)))
     sandbox.write_thresholds("[passk]\nflaky_count = { max = 100 }\n\n[passk.case]\nn = 4\nk = 2\n")
-    result = sandbox.run("-m", "passk", "--generator", "openai", "--tag", "lang=en")
+    result = sandbox.run("-m", "passk", "--rag-set", "generator=openai", "--rag-tag", "lang=en")
     assert result.ret == pytest.ExitCode.OK
     cases = sandbox.cases("passk")
     assert cases and openai_server.calls("chat") == 4 * len(cases)  # n generations per case
@@ -124,7 +124,7 @@ def test_usage_is_attributed_per_tier_and_totals_equal_the_sum_over_cases(
     openai_server.set_default("chat", lambda request: reply(json.dumps(native_verdict(request))))
     sandbox.add_judge_tests()
     sandbox.write_thresholds('[passk.case]\nn = 3\nk = 2\ncondition = "judge"\n')
-    sandbox.run("-m", "judge or passk", "--judge-cache", str(tmp_path / "c"))
+    sandbox.run("-m", "judge or passk", "--rag-judge-cache", str(tmp_path / "c"))
     results = sandbox.results()
     judge_cases = [c for c in results["cases"] if c["tier"] == "judge" and c["outcome"] != "skip"]
     passk_cases = [c for c in results["cases"] if c["tier"] == "passk"]

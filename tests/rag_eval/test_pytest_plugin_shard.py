@@ -1,4 +1,4 @@
-"""``pytest --shard I/N`` end to end, and ``python -m rag_eval merge`` over the shard files.
+"""``pytest --rag-shard I/N`` end to end, and ``python -m rag_eval merge`` over the shard files.
 
 Each test builds the sandbox project of ``_plugin_sandbox`` (9 golden items) and runs
 pytest on it with pytester, offline. The central claim: the N shard files, merged,
@@ -28,7 +28,7 @@ def _shard_files(sandbox: Sandbox, count: int) -> list[str]:
     paths = []
     for index in range(1, count + 1):
         path = sandbox.root / "reports" / f"shard-{index}.json"
-        result = sandbox.run("--shard", f"{index}/{count}", "--eval-results", str(path), "--no-report")
+        result = sandbox.run("--rag-shard", f"{index}/{count}", "--rag-results", str(path), "--rag-no-report")
         # A shard gates nothing: its exit code says only whether its cases ran.
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()
         result.stdout.fnmatch_lines([f"shard {index}/{count}: gates are evaluated over all shards by `python -m rag_eval merge`"])
@@ -43,7 +43,7 @@ def _without_duration(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_merged_shards_equal_a_single_run(sandbox: Sandbox, count: int) -> None:
     sandbox.write_thresholds(THRESHOLDS)
-    single_run = sandbox.run("--no-report")
+    single_run = sandbox.run("--rag-no-report")
     assert single_run.ret == pytest.ExitCode.TESTS_FAILED  # the unreachable gate
     single = sandbox.results()
     assert single["verdict"] == "fail"
@@ -80,7 +80,7 @@ def test_every_item_is_in_exactly_the_shard_its_id_hashes_to(sandbox: Sandbox, c
 
 
 def _collected_ids(sandbox: Sandbox, shard: str) -> set[str]:
-    result = sandbox.run("--collect-only", "-q", "--shard", shard)
+    result = sandbox.run("--collect-only", "-q", "--rag-shard", shard)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     return {m.group(1) for m in re.finditer(r"\[([^\]]+)\]", result.stdout.str())}
 
@@ -101,23 +101,23 @@ def test_the_partition_does_not_depend_on_the_order_of_the_golden_file(sandbox: 
 
 @pytest.mark.parametrize("text", ["0/2", "3/2", "x", "1/0", "2"])
 def test_a_bad_shard_option_is_a_usage_error(sandbox: Sandbox, text: str) -> None:
-    result = sandbox.run("--shard", text)
+    result = sandbox.run("--rag-shard", text)
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*--shard expects I/N with 1 <= I <= N (e.g. --shard 1/3), got '{text}'"])
+    result.stderr.fnmatch_lines([f"*--rag-shard expects I/N with 1 <= I <= N (e.g. --rag-shard 1/3), got '{text}'"])
 
 
 def test_merge_cli_prints_the_gate_lines_of_a_single_run_and_exits_by_the_gate(
     sandbox: Sandbox, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sandbox.write_thresholds(THRESHOLDS)
-    single_run = sandbox.run("--no-report")
+    single_run = sandbox.run("--rag-no-report")
     single_lines = [line for line in single_run.stdout.lines if re.match(r"(PASS|FAIL) |gate: ", line)]
     paths = _shard_files(sandbox, 3)
     capsys.readouterr()
     out = sandbox.root / "reports" / "merged.json"
 
-    code = main(["merge", *paths, "--out", str(out), "--no-report"])
+    code = main(["merge", *paths, "--out", str(out), "--rag-no-report"])
 
     printed = capsys.readouterr().out.splitlines()
     assert code == 1 == single_run.ret
@@ -131,7 +131,7 @@ def test_a_shard_that_owns_no_item_writes_an_empty_shard_file(sandbox: Sandbox) 
 
     count = 12  # more shards than the sandbox's 9 items: some own nothing
     empty = next(i for i in range(1, count + 1) if all(shard_of(item_id, count) != i for item_id in IDS))
-    result = sandbox.run("-m", "retrieval", "--shard", f"{empty}/{count}")
+    result = sandbox.run("-m", "retrieval", "--rag-shard", f"{empty}/{count}")
     assert result.ret == pytest.ExitCode.OK  # not 5: an empty shard is a valid part of the run
     data = sandbox.results()
     assert data["cases"] == [] and data["verdict"] == "shard"

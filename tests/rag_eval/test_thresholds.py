@@ -195,7 +195,7 @@ def test_the_project_thresholds_file_parses() -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ThresholdsError, match=r"nope\.toml: thresholds file not found \(pass --thresholds PATH"):
+    with pytest.raises(ThresholdsError, match=r"nope\.toml: thresholds file not found \(pass --rag-thresholds PATH"):
         load_thresholds(tmp_path / "nope.toml")
 
 
