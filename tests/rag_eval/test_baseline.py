@@ -42,18 +42,23 @@ def test_missing_file_names_the_fix(tmp_path: Path) -> None:
 
 def test_not_json(tmp_path: Path) -> None:
     msg = error_of(write(tmp_path, "{not json"))
-    assert "baseline is not JSON" in msg and "--eval-results" in msg
+    assert "not a JSON results file" in msg and "--eval-results" in msg
 
 
-@pytest.mark.parametrize("doc", [[1, 2], {"version": 1}, {"cases": []}, {"version": 1, "cases": {}}])
+@pytest.mark.parametrize("doc", [{"version": 2}, {"cases": []}, {"version": 2, "cases": {}}])
 def test_not_a_results_file(tmp_path: Path, doc: Any) -> None:
     assert "not a rag-eval results file (no 'version' and 'cases')" in error_of(write(tmp_path, doc))
 
 
-def test_unsupported_version(tmp_path: Path) -> None:
-    doc = {**results([case("a")]), "version": 99}
+def test_a_json_list_is_not_a_results_file(tmp_path: Path) -> None:
+    assert "not a results file (a JSON list, expected an object)" in error_of(write(tmp_path, [1, 2]))
+
+
+@pytest.mark.parametrize("version, said", [(99, "results file version 99 is newer than this rag_eval"), (1, "results file version 1, this rag_eval reads version 2")])
+def test_another_version(tmp_path: Path, version: int, said: str) -> None:
+    doc = {**results([case("a")]), "version": version}
     msg = error_of(write(tmp_path, doc))
-    assert "results version 99, this rag_eval reads version 1" in msg and "regenerate the baseline on main" in msg
+    assert said in msg and "regenerate the baseline on main" in msg
 
 
 def test_an_incomplete_run_is_no_baseline(tmp_path: Path) -> None:
@@ -243,10 +248,9 @@ def test_regression_gate_rows_are_not_compared_again() -> None:
 def test_a_tier_run_only_on_one_side_is_a_selection_difference_not_removed_cases() -> None:
     from rag_eval.baseline import compare
 
-    def results(tiers: tuple[str, ...]) -> dict:
-        cases = [{"id": f"q{i}", "tier": t, "outcome": "pass", "metrics": {}} for t in tiers for i in range(3)]
-        return {"run": {"dataset_fingerprint": "fp"}, "cases": cases, "gates": [], "metrics": {}, "metrics_n": {}}
+    def of(tiers: tuple[str, ...]) -> dict[str, Any]:
+        return results([case(f"q{i}", tier=t) for t in tiers for i in range(3)])
 
-    diff = compare(results(("retrieval", "judge")), results(("retrieval", "passk")), "b.json")
+    diff = compare(of(("retrieval", "judge")), of(("retrieval", "passk")), "b.json")
     assert diff["transitions"]["removed"] == [] and diff["transitions"]["new"] == []
     assert diff["tiers"] == {"only_baseline": {"passk": 3}, "only_now": {"judge": 3}}
