@@ -160,3 +160,9 @@ def test_fields_added_within_a_version_are_accepted(doc: dict[str, Any]) -> None
 def test_a_dialogue_case_has_open_details(doc: dict[str, Any]) -> None:
     doc["cases"].append({**doc["cases"][0], "tier": "dialogue", "details": {"transcript": [{"turn": 1}]}})
     assert schema_problems(doc) == []
+
+
+def test_the_report_tests_synthetic_runs_are_valid_files() -> None:
+    from tests.rag_eval._results_factory import make_results, with_baseline
+
+    assert schema_problems(json.loads(json.dumps(with_baseline(make_results(60))))) == []
