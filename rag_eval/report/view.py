@@ -10,9 +10,11 @@ A *row* of the case list is one golden item: the cases of every tier that ran on
 earliest stage at which any of them failed -- an answer cannot use evidence that never
 reached the context, so the first loss is the one to fix.
 
-Results files may lack parts: no ``items`` (older files), no gates (shards, no
-thresholds file), verdict ``incomplete`` or ``shard``, no judge. Each missing part
-becomes a warning or an empty section, never an exception.
+A stored file reaches here through ``rag_eval.results_file.load_results`` (version and
+schema checked); the parts the format leaves optional or empty -- no ``items``, no
+gates (shards, no thresholds file), no ``baseline``, verdict ``incomplete`` or
+``shard``, no judge -- become a warning or an empty section, never an exception. Which
+cases a gate lists is ``gate.pulling_down``, the terminal's and the summary's rule.
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ def _unsharded(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
         (_set("verdict", "fail"), "s2.json: verdict 'fail', a shard file says 'shard'"),
         (_set("version", 1), "s2.json: results file version 1, this rag_eval reads version 2"),
         (lambda s: [s[0], s[1], {"hello": "world"}], "s3.json: not a rag-eval results file (no 'version' and 'cases')"),
-        (_set("run.shard", {"index": 0, "count": 3}), "s2.json: not a valid version-2 results file (docs/results.schema.json): run.shard: "),
+        (_set("run.shard", {"index": 0, "count": 3}), "s2.json: not a valid version-2 results file (docs/results.schema.json): run.shard.index: 0 is less than the minimum of 1"),
         (lambda s: [], "no shard files given"),
     ],
 )

@@ -219,7 +219,7 @@ def test_a_mixed_system_is_a_warning(results: dict[str, Any]) -> None:
 
 
 def test_a_shard_and_an_empty_results_file() -> None:
-    shard = {"version": 1, "verdict": "shard", "run": {"shard": {"index": 2, "count": 3}}, "cases": [], "gates": []}
+    shard = {"version": 2, "verdict": "shard", "run": {"shard": {"index": 2, "count": 3}}, "cases": [], "gates": []}
     view = build_view(shard)
     assert view.header.verdict_text == "SHARD 2/3" and view.rows == ()
     assert any("merge" in w for w in view.header.warnings) and any("no cases" in w for w in view.header.warnings)
