@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from rag_eval.aggregate import MetricValue
-from rag_eval.results_file import ResultsFileError, case_key, load_results, run_of
+from rag_eval.results_file import ResultsFileError, ResultsVersionError, case_key, load_results, run_of
 
 PARTIAL_VERDICTS: tuple[str, ...] = ("incomplete", "shard")
 FAILING: tuple[str, ...] = ("fail", "error")
@@ -28,6 +28,11 @@ class BaselineError(ValueError):
     """The baseline file is unusable, or was measured on something else than this run."""
 
 
+class BaselineMismatch(BaselineError):
+    """The baseline is readable but not comparable: another dataset or selection, or a
+    results file of another format version (main's, on the first run of a release)."""
+
+
 def load_baseline(path: Path) -> dict[str, Any]:
     """A complete results file, or a BaselineError naming the path and the fix."""
     path = Path(path)
@@ -38,6 +43,8 @@ def load_baseline(path: Path) -> dict[str, Any]:
         )
     try:
         doc = load_results(path)
+    except ResultsVersionError as exc:
+        raise BaselineMismatch(f"{exc} (as a baseline: {FIX})") from None
     except ResultsFileError as exc:
         raise BaselineError(f"{exc} (as a baseline: {FIX})") from None
     verdict = doc["verdict"]
@@ -63,11 +70,11 @@ def check_compatible(current_run: Mapping[str, Any], baseline: Mapping[str, Any]
     base_run = run_of(baseline)
     ours, theirs = current_run.get("dataset_fingerprint"), base_run.get("dataset_fingerprint")
     if not theirs:
-        raise BaselineError(
+        raise BaselineMismatch(
             "the baseline has no run.dataset_fingerprint, so it cannot be shown to measure the same dataset; " + FIX
         )
     if ours != theirs:
-        raise BaselineError(
+        raise BaselineMismatch(
             f"the baseline was measured on another dataset: fingerprint {theirs} "
             f"(dataset {base_run.get('dataset')}, golden sha256 {base_run.get('golden_sha256')}) "
             f"but this run has {ours} (dataset {current_run.get('dataset')}, golden sha256 "
@@ -75,7 +82,7 @@ def check_compatible(current_run: Mapping[str, Any], baseline: Mapping[str, Any]
         )
     for key, flag, norm in (("split", "--split", _split), ("tags", "--tag", _tags)):
         if key in current_run and norm(current_run.get(key)) != norm(base_run.get(key)):
-            raise BaselineError(
+            raise BaselineMismatch(
                 f"the baseline ran {flag} {norm(base_run.get(key))!r} but this run {flag} "
                 f"{norm(current_run.get(key))!r}: other cases, numbers not comparable; "
                 f"run with the baseline's {flag}, or {FIX}"

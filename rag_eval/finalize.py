@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
-from rag_eval.baseline import BaselineError, check_compatible, compare, load_baseline, tier_notes
+from rag_eval.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
 from rag_eval.regression import RegressionGateResult, evaluate_regression
 from rag_eval.results_file import run_of
 from rag_eval.run import write_results
@@ -36,14 +36,15 @@ class Baseline:
         """Load and check ``path`` against the run's dataset.
 
         An unreadable file is always an error (BaselineError). A baseline of another
-        dataset is an error in ``error`` mode; in ``warn`` mode it is kept as *refused*:
-        the run goes on without a comparison and says why (CI on a PR that edits the
-        golden set).
+        dataset, or of another results version, is an error in ``error`` mode; in
+        ``warn`` mode it is kept as *refused*: the run goes on without a comparison and
+        says why (CI on a PR that edits the golden set, or the first run of a release
+        that changes the results format against main's older file).
         """
-        data = load_baseline(path)
         try:
+            data = load_baseline(path)
             check_compatible(current_run, data)
-        except BaselineError as exc:
+        except BaselineMismatch as exc:
             if mismatch == "error":
                 raise
             return cls(path, None, f"baseline {path} not compared: {exc}")

@@ -39,6 +39,10 @@ class ResultsFileError(RagEvalError, ValueError):
     """A results file that cannot be read as this version's format; the message starts with its path."""
 
 
+class ResultsVersionError(ResultsFileError):
+    """A results file of another format version (older or newer than this reader's)."""
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
     """The results dict of ``path``: JSON, this version, valid against the schema."""
     path = Path(path)
@@ -84,17 +88,17 @@ def check_version(version: Any, source: str) -> None:
         return
     if isinstance(version, int) and not isinstance(version, bool) and version < RESULTS_VERSION:
         changed = "; ".join(CHANGES[v] for v in sorted(CHANGES) if version < v <= RESULTS_VERSION)
-        raise ResultsFileError(
+        raise ResultsVersionError(
             f"{source}: results file version {version}, this rag_eval reads version {RESULTS_VERSION} ({changed}); "
             f"re-run the gate with this rag_eval to write a version-{RESULTS_VERSION} file, or read this one with the "
             f"rag_eval release that wrote it (`python -m rag_eval report {source}` there)"
         )
     if isinstance(version, int) and not isinstance(version, bool):
-        raise ResultsFileError(
+        raise ResultsVersionError(
             f"{source}: results file version {version} is newer than this rag_eval, which reads version "
             f"{RESULTS_VERSION}; upgrade rag_eval to the release that wrote it, or re-run the gate with this one"
         )
-    raise ResultsFileError(
+    raise ResultsVersionError(
         f"{source}: results file version {version!r} is not a version number (this rag_eval reads version "
         f"{RESULTS_VERSION}); re-run the gate to write the file again"
     )

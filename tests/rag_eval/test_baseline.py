@@ -254,3 +254,28 @@ def test_a_tier_run_only_on_one_side_is_a_selection_difference_not_removed_cases
     diff = compare(of(("retrieval", "judge")), of(("retrieval", "passk")), "b.json")
     assert diff["transitions"]["removed"] == [] and diff["transitions"]["new"] == []
     assert diff["tiers"] == {"only_baseline": {"passk": 3}, "only_now": {"judge": 3}}
+
+
+# --------------------------------------------------------------------------- --baseline-mismatch
+
+
+def test_an_older_results_version_is_refused_or_with_warn_not_compared(tmp_path: Path) -> None:
+    """The first run of a release that changes the results format, against main's older file."""
+    from rag_eval.finalize import Baseline
+
+    now = results([case("a")])
+    path = write(tmp_path, {**results([case("a")]), "version": 1})
+    with pytest.raises(BaselineError, match="results file version 1, this rag_eval reads version 2"):
+        Baseline.load(path, now["run"], "error")
+    kept = Baseline.load(path, now["run"], "warn")
+    assert kept.data is None and kept.refused is not None
+    assert kept.refused.startswith(f"baseline {path} not compared: {path}: results file version 1")
+
+
+def test_an_unreadable_baseline_is_an_error_even_with_warn(tmp_path: Path) -> None:
+    from rag_eval.finalize import Baseline
+
+    doc = results([case("a")])
+    del doc["metrics"]
+    with pytest.raises(BaselineError, match='"metrics" is a required property'):
+        Baseline.load(write(tmp_path, doc), results([case("a")])["run"], "warn")
