@@ -11,12 +11,11 @@ Everything reads results dicts (``rag_eval.run.build_results``), never live obje
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 from rag_eval.aggregate import MetricValue
-from rag_eval.run import RESULTS_VERSION
+from rag_eval.results_file import ResultsFileError, ResultsVersionError, case_key, load_results, run_of
 
 PARTIAL_VERDICTS: tuple[str, ...] = ("incomplete", "shard")
 FAILING: tuple[str, ...] = ("fail", "error")
@@ -29,6 +28,11 @@ class BaselineError(ValueError):
     """The baseline file is unusable, or was measured on something else than this run."""
 
 
+class BaselineMismatch(BaselineError):
+    """The baseline is readable but not comparable: another dataset or selection, or a
+    results file of another format version (main's, on the first run of a release)."""
+
+
 def load_baseline(path: Path) -> dict[str, Any]:
     """A complete results file, or a BaselineError naming the path and the fix."""
     path = Path(path)
@@ -38,20 +42,13 @@ def load_baseline(path: Path) -> dict[str, Any]:
             "on the base branch (what --rag-results wrote there, e.g. a CI artifact of main), or run without --rag-baseline"
         )
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"{path}: baseline is not JSON ({exc}); pass a results file written by --rag-results") from exc
-    if not isinstance(doc, dict) or "version" not in doc or not isinstance(doc.get("cases"), list):
-        raise BaselineError(
-            f"{path}: not a rag-eval results file (no 'version' and 'cases'); pass the JSON that --rag-results wrote, "
-            "not a pytest-json-report or an HTML report"
-        )
-    if doc["version"] != RESULTS_VERSION:
-        raise BaselineError(
-            f"{path}: results version {doc['version']!r}, this rag_eval reads version {RESULTS_VERSION}; {FIX}"
-        )
-    verdict = doc.get("verdict")
-    if verdict in PARTIAL_VERDICTS or (doc.get("run") or {}).get("complete") is False:
+        doc = load_results(path)
+    except ResultsVersionError as exc:
+        raise BaselineMismatch(f"{exc} (as a baseline: {FIX})") from None
+    except ResultsFileError as exc:
+        raise BaselineError(f"{exc} (as a baseline: {FIX})") from None
+    verdict = doc["verdict"]
+    if verdict in PARTIAL_VERDICTS or doc["run"]["complete"] is False:
         how = "merge the shards first (python -m rag_eval merge) and pass the merged file" if verdict == "shard" else FIX
         raise BaselineError(
             f"{path}: verdict {verdict!r}: a partial run is no baseline (its cases are a part of the golden set, "
@@ -70,14 +67,14 @@ def check_compatible(current_run: Mapping[str, Any], baseline: Mapping[str, Any]
     ``--rag-split``/``--rag-tag`` selection means a different population of cases; it is
     checked only when ``current_run`` carries those keys.
     """
-    base_run = baseline.get("run") or {}
+    base_run = run_of(baseline)
     ours, theirs = current_run.get("dataset_fingerprint"), base_run.get("dataset_fingerprint")
     if not theirs:
-        raise BaselineError(
+        raise BaselineMismatch(
             "the baseline has no run.dataset_fingerprint, so it cannot be shown to measure the same dataset; " + FIX
         )
     if ours != theirs:
-        raise BaselineError(
+        raise BaselineMismatch(
             f"the baseline was measured on another dataset: fingerprint {theirs} "
             f"(dataset {base_run.get('dataset')}, golden sha256 {base_run.get('golden_sha256')}) "
             f"but this run has {ours} (dataset {current_run.get('dataset')}, golden sha256 "
@@ -85,7 +82,7 @@ def check_compatible(current_run: Mapping[str, Any], baseline: Mapping[str, Any]
         )
     for key, flag, norm in (("split", "--rag-split", _split), ("tags", "--rag-tag", _tags)):
         if key in current_run and norm(current_run.get(key)) != norm(base_run.get(key)):
-            raise BaselineError(
+            raise BaselineMismatch(
                 f"the baseline ran {flag} {norm(base_run.get(key))!r} but this run {flag} "
                 f"{norm(current_run.get(key))!r}: other cases, numbers not comparable; "
                 f"run with the baseline's {flag}, or {FIX}"
@@ -106,7 +103,7 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any], path: str) 
 
     Call ``check_compatible`` first: this function compares whatever it is given.
     """
-    base_run = baseline.get("run") or {}
+    base_run = run_of(baseline)
     return {
         "path": str(path),
         "commit": base_run.get("commit"),
@@ -124,10 +121,10 @@ def gate_deltas(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> list
     Regression gates are left out: they already compare against the baseline.
     """
     rows = []
-    for g in current.get("gates") or []:
-        if g.get("tier") == "regression":
+    for g in current["gates"]:
+        if g["tier"] == "regression":
             continue
-        value = g.get("value")
+        value = g["value"]
         base, base_n = baseline_value(baseline, g)
         rows.append(
             {
@@ -135,7 +132,7 @@ def gate_deltas(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> list
                 "value": value,
                 "baseline": base,
                 "delta": None if value is None or base is None else value - base,
-                "n": int(g.get("n") or 0),
+                "n": g["n"],
                 "baseline_n": base_n,
             }
         )
@@ -145,10 +142,10 @@ def gate_deltas(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> list
 def baseline_value(baseline: Mapping[str, Any], gate: Mapping[str, Any]) -> tuple[float | None, int]:
     """The baseline's value and n for a gate row: its gate of the same label (the same
     computation, tag scope included), else the aggregate of an untagged gate."""
-    for row in baseline.get("gates") or []:
-        if row.get("metric") == gate["metric"]:
-            return row.get("value"), int(row.get("n") or 0)
-    if not gate.get("tags") and gate.get("tier") and gate.get("key"):
+    for row in baseline["gates"]:
+        if row["metric"] == gate["metric"]:
+            return row["value"], row["n"]
+    if not gate["tags"]:
         mv = metric_of(baseline, f"{gate['tier']}.{gate['key']}")
         return mv.value, mv.n
     return None, 0
@@ -156,11 +153,10 @@ def baseline_value(baseline: Mapping[str, Any], gate: Mapping[str, Any]) -> tupl
 
 def metric_of(results: Mapping[str, Any], name: str) -> MetricValue:
     """Value, n and errors of a ``metrics`` key (e.g. 'retrieval.recall@5'); value None when not measured."""
-    row = (results.get("metrics_n") or {}).get(name)
-    if isinstance(row, Mapping):
-        return MetricValue(row.get("value"), int(row.get("n") or 0), int(row.get("errors") or 0))
-    # A file without metrics_n still has the value; its n is unknown, so 0.
-    return MetricValue((results.get("metrics") or {}).get(name), 0)
+    row = results["metrics_n"].get(name)
+    if row is None:
+        return MetricValue(None, 0)
+    return MetricValue(row["value"], row["n"], row["errors"])
 
 
 def case_transitions(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
@@ -197,7 +193,7 @@ def case_transitions(current: Mapping[str, Any], baseline: Mapping[str, Any]) ->
 
 
 def tiers_of(results: Mapping[str, Any]) -> set[str]:
-    return {str(c["tier"]) for c in results.get("cases") or []}
+    return {str(c["tier"]) for c in results["cases"]}
 
 
 def tier_differences(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, dict[str, int]]:
@@ -206,7 +202,7 @@ def tier_differences(current: Mapping[str, Any], baseline: Mapping[str, Any]) ->
 
     def count(results: Mapping[str, Any], tiers: set[str]) -> dict[str, int]:
         out: dict[str, int] = {}
-        for c in results.get("cases") or []:
+        for c in results["cases"]:
             if c["tier"] in tiers:
                 out[c["tier"]] = out.get(c["tier"], 0) + 1
         return dict(sorted(out.items()))
@@ -227,11 +223,11 @@ def tier_notes(diff: Mapping[str, Any]) -> list[str]:
 
 
 def _cases_by_key(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {f"{c['tier']}::{c['id']}": c for c in results.get("cases") or []}
+    return {case_key(c): c for c in results["cases"]}
 
 
 def _passk_class(case: Mapping[str, Any]) -> str | None:
-    return (case.get("details") or {}).get("class")
+    return case["details"].get("class")
 
 
 def _transition(key: str, case: Mapping[str, Any], was: str, now: str, stage: bool = True) -> dict[str, Any]:

@@ -103,19 +103,13 @@ def _validate(dataset: str, golden: str | None, coverage: bool) -> int:
 
 def _render(args: argparse.Namespace) -> int:
     """Re-render the outputs of a stored results file (CI: after the artifact upload)."""
-    import json
+    from rag_eval.results_file import ResultsFileError, load_results
 
     path = Path(args.results)
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        print(f"error: {path}: cannot read it ({exc.strerror or exc})", file=sys.stderr)
-        return 2
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        print(f"error: {path}: not a JSON results file ({exc}); pass what --rag-results wrote", file=sys.stderr)
-        return 2
-    if not isinstance(results, dict) or not isinstance(results.get("cases"), list):
-        print(f"error: {path}: not a rag-eval results file (no 'cases'); pass what --rag-results wrote", file=sys.stderr)
+        results = load_results(path)
+    except ResultsFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.command == "summary":
         from rag_eval.report.markdown import render_markdown

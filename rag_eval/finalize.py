@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
-from rag_eval.baseline import BaselineError, check_compatible, compare, load_baseline, tier_notes
+from rag_eval.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
 from rag_eval.regression import RegressionGateResult, evaluate_regression
+from rag_eval.results_file import run_of
 from rag_eval.run import write_results
 from rag_eval.thresholds import Thresholds
 
@@ -35,14 +36,15 @@ class Baseline:
         """Load and check ``path`` against the run's dataset.
 
         An unreadable file is always an error (BaselineError). A baseline of another
-        dataset is an error in ``error`` mode; in ``warn`` mode it is kept as *refused*:
-        the run goes on without a comparison and says why (CI on a PR that edits the
-        golden set).
+        dataset, or of another results version, is an error in ``error`` mode; in
+        ``warn`` mode it is kept as *refused*: the run goes on without a comparison and
+        says why (CI on a PR that edits the golden set, or the first run of a release
+        that changes the results format against main's older file).
         """
-        data = load_baseline(path)
         try:
+            data = load_baseline(path)
             check_compatible(current_run, data)
-        except BaselineError as exc:
+        except BaselineMismatch as exc:
             if mismatch == "error":
                 raise
             return cls(path, None, f"baseline {path} not compared: {exc}")
@@ -63,7 +65,7 @@ def apply_baseline(
     results["baseline"] = compare(results, baseline.data, str(baseline.path))
     regression = evaluate_regression(thresholds, results, baseline.data) if thresholds is not None else []
     results["gates"] = [*results["gates"], *(g.to_dict() for g in regression)]
-    if results.get("verdict") == "pass" and not all(g.passed for g in regression):
+    if results["verdict"] == "pass" and not all(g.passed for g in regression):
         results["verdict"] = "fail"
     return regression
 
@@ -163,21 +165,21 @@ def summary_lines(
 
 def baseline_lines(results: Mapping[str, Any]) -> list[str]:
     """Terminal lines about the comparison: what was compared, and what changed."""
-    refused = (results.get("run") or {}).get("baseline_refused")
+    refused = run_of(results).get("baseline_refused")
     if refused:
         return [f"WARNING: {refused}"]
     diff = results.get("baseline")
     if not diff:
         return []
-    t = diff.get("transitions") or {}
+    t = diff["transitions"]
     commit = (diff.get("commit") or "")[:10] or "unknown commit"
-    counts = ", ".join(f"{len(t.get(k) or [])} {k.replace('_to_', '→').replace('_', ' ')}" for k in TRANSITION_ORDER)
-    lines = [f"baseline: {diff.get('path')} ({commit}): {counts}"]
+    counts = ", ".join(f"{len(t[k])} {k.replace('_to_', '→').replace('_', ' ')}" for k in TRANSITION_ORDER)
+    lines = [f"baseline: {diff['path']} ({commit}): {counts}"]
     lines += [f"  {note}" for note in tier_notes(diff)]
-    for row in (t.get("pass_to_fail") or [])[:10]:
+    for row in t["pass_to_fail"][:10]:
         stage = f" at {row['failed_stage']}" if row.get("failed_stage") else ""
         lines.append(f"  newly failing: {row['key']} ({row['was']} → {row['now']}{stage})")
-    more = len(t.get("pass_to_fail") or []) - 10
+    more = len(t["pass_to_fail"]) - 10
     if more > 0:
         lines.append(f"  … and {more} more newly failing (see the report)")
     return lines

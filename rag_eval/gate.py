@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-from rag_eval.aggregate import metric_value, select, worst_value
+from rag_eval.aggregate import errors_for, is_measured_only, metric_value, select, worst_value
 from rag_eval.results import CaseResult
 from rag_eval.thresholds import RATE_KEYS, Gate, Thresholds
 
@@ -79,22 +79,68 @@ def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
 
 
 def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
-    """The cases that pull the metric the wrong way: errors first, then the lowest (or highest)."""
-    if gate.metric in ("pass_rate", "fail_count"):
-        bad = [c for c in cases if c.outcome in ("error", "fail")]
-        bad.sort(key=lambda c: (c.outcome != "error", c.id))
-        return tuple(c.id for c in bad[:WORST_SHOWN])
-    if gate.metric == "error_rate":
-        return tuple(c.id for c in cases if c.outcome == "error")[:WORST_SHOWN]
-    errors = [c.id for c in cases if c.outcome == "error"]
-    measured = [c for c in cases if gate.metric in c.metrics]
-    sign = 1 if gate.op == "min" else -1
-    measured.sort(key=lambda c: (sign * float(c.metrics[gate.metric]), c.id))
-    limit = gate.threshold
-    pulling = [
-        c.id for c in measured if (float(c.metrics[gate.metric]) < limit if gate.op == "min" else float(c.metrics[gate.metric]) > limit)
-    ]
-    return tuple((errors + pulling)[:WORST_SHOWN])
+    """The golden ids of the first cases pulling the gate down (the terminal shows these)."""
+    return tuple(key.split("::", 1)[1] for key in pulling_down(gate, cases)[:WORST_SHOWN])
+
+
+def pulling_down(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
+    """Every case ("tier::id") in the gate's scope that pulls its value the wrong way,
+    in the order shown: the one rule of the terminal, the HTML report and the Markdown
+    summary (the terminal shows the first ``WORST_SHOWN``, the others all).
+
+    The scope is the gate's (``aggregate.select``: its tier, its tags, skips left out).
+    Errors come first, by id: those the gate's value counts (every error for a rate or
+    count gate; for a metric, the errors that would have measured it, as
+    ``aggregate.errors_for``). Then, by key:
+
+    * pass_rate, fail_count: the failing cases; a case the tier only measured
+      (``details.measured_only``) was never judged and never pulls pass_rate down;
+    * error_rate, measured_count: nothing more;
+    * flaky_count: the flaky cases;
+    * a metric: every case on the wrong side of the threshold, worst first, ties by id.
+    """
+    scoped = select(cases, gate.tier, gate.tags)
+    key = gate.metric
+    if key in ("pass_rate", "fail_count"):
+        scoped = [c for c in scoped if not is_measured_only(c)]
+    by_id = sorted(scoped, key=lambda c: c.id)
+    errors = [c for c in by_id if c.outcome == "error"]
+    if key in ("pass_rate", "fail_count"):
+        rest = [c for c in by_id if c.outcome == "fail"]
+    elif key in ("error_rate", "measured_count"):
+        rest = []
+    elif key == "flaky_count":
+        rest = [c for c in by_id if c.outcome != "error" and c.metrics.get("flaky")]
+    else:
+        errors = [c for c in errors if errors_for(key, [c])]
+        low = gate.op == "min"
+        rest = [
+            c for c in by_id
+            if c.outcome != "error" and key in c.metrics
+            and (float(c.metrics[key]) < gate.threshold if low else float(c.metrics[key]) > gate.threshold)
+        ]
+        rest.sort(key=lambda c: float(c.metrics[key]) * (1 if low else -1))  # stable: ties stay by id
+    return tuple(c.key for c in errors + rest)
+
+
+def gate_of(row: Mapping[str, Any]) -> Gate:
+    """The Gate behind a gate row of a results file (``GateResult.to_dict``)."""
+    return Gate(
+        tier=str(row["tier"]),
+        metric=str(row["key"]),
+        op=str(row["op"]),
+        threshold=float(row["threshold"]),
+        min_cases=int(row["min_cases"]),
+        tags={str(k): str(v) for k, v in row["tags"].items()},
+    )
+
+
+def row_pulling_down(row: Mapping[str, Any], cases: Sequence[CaseResult]) -> tuple[str, ...]:
+    """``pulling_down`` for a gate row of a results file. A gate of a tier without cases
+    here (a regression gate) names its own cases (``worst_cases``, by key)."""
+    if not any(c.tier == row.get("tier") for c in cases):
+        return tuple(str(k) for k in row.get("worst_cases") or ())
+    return pulling_down(gate_of(row), cases)
 
 
 def verdict(results: Sequence[GateResult]) -> bool:

@@ -11,14 +11,14 @@ nothing, and so are missing, duplicated and incomplete shards.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rag_eval.gate import GateResult, evaluate_gates, verdict
 from rag_eval.results import CaseResult
-from rag_eval.run import RESULTS_VERSION, build_results, now_iso
+from rag_eval.results_file import ResultsFileError, case_results, check_results, load_results
+from rag_eval.run import build_results, now_iso
 from rag_eval.shard import shard_of
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
@@ -56,18 +56,14 @@ class Merged:
 
 
 def read_shards(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
-    """Load shard files; a missing, unreadable or non-JSON file is a MergeError naming it."""
+    """Load shard files (``results_file.load_results``); a file that is not a results
+    file of this version is a MergeError naming it."""
     out = []
     for path in paths:
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise MergeError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise MergeError(f"{path}: not a JSON results file ({exc}); pass the files `pytest --rag-shard I/N` wrote") from None
-        if not isinstance(data, dict):
-            raise MergeError(f"{path}: not a results file (a JSON {type(data).__name__}, expected an object)")
-        out.append(data)
+            out.append(load_results(path))
+        except ResultsFileError as exc:
+            raise MergeError(f"{exc} (merge takes the files `pytest --rag-shard I/N` wrote)") from None
     return out
 
 
@@ -107,34 +103,32 @@ def merge(
     run = _merged_run(runs, names, gate_file, overridden)
     items: dict[str, Mapping[str, Any]] = {}
     for s in shards:
-        items.update(s.get("items") or {})
+        items.update(s["items"])
     results = build_results(run, cases, gates, passed, items=items)
     return Merged(results, tuple(gates), passed, gate_file)
 
 
 def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     """run metadata of a complete shard file, or a MergeError saying what the file is instead."""
-    run = results.get("run")
-    if not isinstance(run, Mapping) or not isinstance(results.get("cases"), list):
-        raise MergeError(f"{name}: not a rag-eval results file (no run metadata or cases)")
-    if results.get("version") != RESULTS_VERSION:
-        raise MergeError(
-            f"{name}: results file version {results.get('version')!r}, this rag_eval merges version {RESULTS_VERSION}; "
-            "re-run the shard with this version"
-        )
-    shard = run.get("shard")
+    try:
+        check_results(results, name)  # again for files read_shards loaded (cheap): dicts passed in get it too
+    except ResultsFileError as exc:
+        raise MergeError(f"{exc} (merge takes the files `pytest --rag-shard I/N` wrote)") from None
+    run = results["run"]
+    shard = run["shard"]
     if not isinstance(shard, Mapping):
         raise MergeError(
-            f"{name}: not a shard results file (verdict {results.get('verdict')!r}, no run.shard): merge takes the files "
+            f"{name}: not a shard results file (verdict {results['verdict']!r}, no run.shard): merge takes the files "
             "written by `pytest --rag-shard I/N`; an unsharded run is gated already (did the glob pick up a merged file?)"
         )
-    if run.get("complete") is False or results.get("verdict") == "incomplete":
+    label = f"{shard['index']}/{shard['count']}"
+    if run["complete"] is False or results["verdict"] == "incomplete":
         raise MergeError(
-            f"{name}: shard {shard.get('index')}/{shard.get('count')} is incomplete (the run was stopped early: -x, "
-            f"--maxfail or Ctrl-C); re-run `pytest --rag-shard {shard.get('index')}/{shard.get('count')}`"
+            f"{name}: shard {label} is incomplete (the run was stopped early: -x, "
+            f"--maxfail or Ctrl-C); re-run `pytest --rag-shard {label}`"
         )
-    if results.get("verdict") != "shard":
-        raise MergeError(f"{name}: verdict {results.get('verdict')!r}, a shard file says 'shard'; pass the files `pytest --rag-shard I/N` wrote")
+    if results["verdict"] != "shard":
+        raise MergeError(f"{name}: verdict {results['verdict']!r}, a shard file says 'shard'; pass the files `pytest --rag-shard I/N` wrote")
     return run
 
 
@@ -188,8 +182,7 @@ def _union_cases(
     cases: list[CaseResult] = []
     for results, run, name in zip(shards, runs, names):
         index = int(run["shard"]["index"])
-        for raw in results["cases"]:
-            case = CaseResult.from_dict(raw)
+        for case in case_results(results):
             if case.key in owner:
                 raise MergeError(
                     f"duplicate case {case.key}: in {owner[case.key]} and in {name}; a case belongs to one shard, "

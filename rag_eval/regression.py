@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from rag_eval.aggregate import LOWER_IS_BETTER
 from rag_eval.baseline import case_transitions, metric_of
+from rag_eval.results_file import case_key
 from rag_eval.thresholds import MaxDrop, Thresholds
 
 TIER = "regression"
@@ -112,12 +113,8 @@ def evaluate_regression(
 def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> RegressionGateResult:
     """Cases that passed on the baseline and fail or error now; n = baseline passes that ran now."""
     newly = case_transitions(current, baseline)["pass_to_fail"]
-    now = {f"{c['tier']}::{c['id']}": c["outcome"] for c in current.get("cases") or []}
-    n = sum(
-        1
-        for c in baseline.get("cases") or []
-        if c["outcome"] == "pass" and now.get(f"{c['tier']}::{c['id']}") not in (None, "skip")
-    )
+    now = {case_key(c): c["outcome"] for c in current["cases"]}
+    n = sum(1 for c in baseline["cases"] if c["outcome"] == "pass" and now.get(case_key(c)) not in (None, "skip"))
     errors = sum(1 for t in newly if t["now"] == "error")
     keys = tuple(t["key"] for t in newly)
     if n == 0:
@@ -168,4 +165,4 @@ def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, A
 
 def _active_tiers(results: Mapping[str, Any]) -> set[str]:
     """Tiers that ran: a tier that only skipped did not (as in the plugin)."""
-    return {c["tier"] for c in results.get("cases") or [] if c.get("outcome") != "skip"}
+    return {c["tier"] for c in results["cases"] if c["outcome"] != "skip"}

@@ -13,7 +13,7 @@ from rag_eval.aggregate import aggregate_all, outcome_counts
 from rag_eval.gate import GateResult
 from rag_eval.results import CaseResult
 
-RESULTS_VERSION = 1
+from rag_eval.results_file import RESULTS_VERSION  # noqa: E402 - re-exported: the version the gate writes
 
 
 def git_commit(cwd: Path) -> dict[str, Any]:

@@ -2,5 +2,6 @@
 
 Everything here reads the results dict written by ``rag_eval.run`` (never live
 objects), so a report can be re-rendered from a stored file, a CI artifact or merged
-shards.
+shards; a stored file is read with ``rag_eval.results_file.load_results`` (format:
+rag_eval/results.schema.json).
 """

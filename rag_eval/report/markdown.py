@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rag_eval.baseline import tier_notes
+from rag_eval.gate import row_pulling_down
+from rag_eval.results_file import case_key, case_results, run_of
 
 MARKER = "<!-- rag-eval-summary -->"
 QUESTION_CHARS = 120
@@ -101,28 +103,28 @@ def render_markdown(results: Mapping[str, Any], artifact_url: str | None = None,
 
 
 def _verdict_line(results: Mapping[str, Any]) -> str:
-    verdict = str(results.get("verdict", ""))
-    gates = results.get("gates") or []
-    failed = sum(1 for g in gates if not g.get("passed"))
+    verdict = str(results["verdict"])
+    gates = results["gates"]
+    failed = sum(1 for g in gates if not g["passed"])
     title = VERDICTS.get(verdict, f"rag-eval: verdict {escape(verdict)}")
     count = f" ({len(gates) - failed}/{len(gates)} gates passed)" if gates else " (no gates evaluated)"
     return f"## {title}{count if verdict in ('pass', 'fail') else ''}"
 
 
 def _run_line(results: Mapping[str, Any]) -> str:
-    run = results.get("run") or {}
-    commit = run.get("commit")
+    run = results["run"]
+    commit = run["commit"]
     parts = [f"commit {code(str(commit)[:12])}" if commit else "commit unknown"]
     if run.get("dirty"):
         parts[0] += " (uncommitted changes)"
-    dataset = run.get("dataset")
+    dataset = run["dataset"]
     name = escape(re.split(r"[\\/]", str(dataset).rstrip("/\\"))[-1]) if dataset else "unknown"
-    parts.append(f"dataset {name}, fingerprint {code(run.get('dataset_fingerprint'))}")
-    n_cases = sum(1 for c in results.get("cases") or [] if c.get("outcome") != "skip")
+    parts.append(f"dataset {name}, fingerprint {code(run['dataset_fingerprint'])}")
+    n_cases = sum(1 for c in results["cases"] if c["outcome"] != "skip")
     parts.append(f"{n_cases} cases run")
-    if run.get("split") not in (None, "all") or run.get("tags"):
-        parts.append(f"split {escape(run.get('split'))}, tags {escape(', '.join(map(str, run.get('tags') or [])) or 'none')}")
-    system = run.get("system") or {}
+    if run["split"] not in (None, "all") or run["tags"]:
+        parts.append(f"split {escape(run['split'])}, tags {escape(', '.join(map(str, run['tags'])) or 'none')}")
+    system = run["system"]
     if system:
         shown = [f"{escape(k)} {escape(_joined(v))}" for k, v in sorted(system.items())]
         parts.append("system: " + ", ".join(shown))
@@ -130,7 +132,7 @@ def _run_line(results: Mapping[str, Any]) -> str:
 
 
 def _no_baseline_line(results: Mapping[str, Any]) -> str:
-    refused = (results.get("run") or {}).get("baseline_refused")
+    refused = run_of(results).get("baseline_refused")
     if refused:  # --rag-baseline-mismatch warn: say why, visibly (e.g. the PR edits the golden set)
         return f"⚠️ **Baseline not compared** (no deltas, no regression gates): {escape(shorten(refused, 600))}"
     return "No baseline compared: no deltas, no regression gates."
@@ -140,7 +142,7 @@ def _baseline_line(base: Mapping[str, Any]) -> str:
     commit = base.get("commit")
     when = f" ({escape(base.get('time'))})" if base.get("time") else ""
     what = f"commit {code(str(commit)[:12])}" if commit else escape(base.get("path"))
-    counts = {k: len(v) for k, v in (base.get("transitions") or {}).items()}
+    counts = {k: len(v) for k, v in base["transitions"].items()}
     changes = ", ".join(
         f"{counts.get(k, 0)} {label}"
         for k, label in (
@@ -191,7 +193,7 @@ def _sections(results: Mapping[str, Any]) -> Iterable[_Section]:
     cases = _index(results)
     base = results.get("baseline")
     if base:
-        yield from _transition_sections(results, base.get("transitions") or {}, cases)
+        yield from _transition_sections(results, base["transitions"], cases)
     else:
         yield from _failed_gate_sections(results, cases)
 
@@ -215,17 +217,17 @@ def _fit_section(section: _Section, budget: int) -> list[str]:
 
 
 def _gates_section(results: Mapping[str, Any]) -> _Section:
-    gates = results.get("gates") or []
+    gates = results["gates"]
     base = results.get("baseline")
-    deltas = {row["metric"]: row for row in (base or {}).get("gates") or []}
+    deltas = {row["metric"]: row for row in base["gates"]} if base else {}
     header = ["| metric | value | Δ vs baseline | threshold | n | result |", "|---|---:|---:|---:|---:|---|"]
     if not base:
         header = ["| metric | value | threshold | n | result |", "|---|---:|---:|---:|---|"]
     rows = []
     for g in gates:
-        cells = [escape(g.get("metric")), _value(g.get("value"), str(g.get("key", "")))]
+        cells = [escape(g["metric"]), _value(g["value"], str(g["key"]))]
         if base:
-            cells.append(_delta(deltas.get(g.get("metric"))))
+            cells.append(_delta(deltas.get(g["metric"])))
         cells += [_threshold(g), _n(g), _result(g)]
         rows.append("| " + " | ".join(cells) + " |")
     if not gates:
@@ -242,27 +244,27 @@ def _value(value: Any, key: str) -> str:
 
 
 def _delta(row: Mapping[str, Any] | None) -> str:
-    if not row or row.get("delta") is None:
-        return "—" if not row else f"— (baseline n/a, n={row.get('baseline_n', 0)})"
-    return f"{row['delta']:+.4f} (was {row['baseline']:.4f}, n={row.get('baseline_n', 0)})"
+    if not row or row["delta"] is None:
+        return "—" if not row else f"— (baseline n/a, n={row['baseline_n']})"
+    return f"{row['delta']:+.4f} (was {row['baseline']:.4f}, n={row['baseline_n']})"
 
 
 def _threshold(g: Mapping[str, Any]) -> str:
-    t = g.get("threshold")
+    t = g["threshold"]
     if t is None:
         return "—"
-    return f"{'≥' if g.get('op') == 'min' else '≤'} {float(t):.4g}"
+    return f"{'≥' if g['op'] == 'min' else '≤'} {float(t):.4g}"
 
 
 def _n(g: Mapping[str, Any]) -> str:
-    errors = int(g.get("errors") or 0)
-    return f"{int(g.get('n') or 0)}" + (f" ({errors} error{'s' if errors != 1 else ''})" if errors else "")
+    errors = int(g["errors"])
+    return f"{int(g['n'])}" + (f" ({errors} error{'s' if errors != 1 else ''})" if errors else "")
 
 
 def _result(g: Mapping[str, Any]) -> str:
-    if g.get("passed"):
+    if g["passed"]:
         return "✅ pass"
-    reason = g.get("reason")
+    reason = g["reason"]
     return "❌ **fail**" + (f": {escape(shorten(reason, REASON_CHARS))}" if reason else "")
 
 
@@ -270,12 +272,12 @@ def _stages_section(results: Mapping[str, Any]) -> _Section | None:
     """Failing and erroring cases per tier and stage, each count out of the tier's n."""
     ran: Counter[str] = Counter()
     lost: Counter[tuple[str, str]] = Counter()
-    for c in results.get("cases") or []:
-        if c.get("outcome") == "skip":
+    for c in results["cases"]:
+        if c["outcome"] == "skip":
             continue
         ran[c["tier"]] += 1
-        if c.get("outcome") in ("fail", "error"):
-            stage = c.get("failed_stage") or ("error" if c.get("outcome") == "error" else "unknown")
+        if c["outcome"] in ("fail", "error"):
+            stage = c["failed_stage"] or ("error" if c["outcome"] == "error" else "unknown")
             lost[(c["tier"], stage)] += 1
     if not ran:
         return None
@@ -315,22 +317,23 @@ def _transition_sections(
 
 def _baseline_passes_hint(results: Mapping[str, Any]) -> str:
     """'of N' when the no_new_failures gate ran: its n is the baseline passes that ran now."""
-    for g in results.get("gates") or []:
-        if g.get("tier") == "regression" and g.get("key") == "no_new_failures":
-            return f" of {int(g.get('n') or 0)} that passed on the baseline"
+    for g in results["gates"]:
+        if g["tier"] == "regression" and g["key"] == "no_new_failures":
+            return f" of {int(g['n'])} that passed on the baseline"
     return ""
 
 
 def _failed_gate_sections(results: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> Iterable[_Section]:
-    """Without a baseline: the cases each failed gate names as pulling it down."""
-    for g in results.get("gates") or []:
-        if g.get("passed") or not g.get("worst_cases"):
+    """Without a baseline: every case pulling each failed gate down (``gate.pulling_down``,
+    the rule of the terminal and the report), as many as fit."""
+    objects = case_results(results)
+    for g in results["gates"]:
+        if g["passed"]:
             continue
-        refs = [ref if "::" in ref else f"{g.get('tier')}::{ref}" for ref in g["worst_cases"]]
-        found = [cases[key] for key in refs if key in cases]
+        found = [cases[key] for key in row_pulling_down(g, objects) if key in cases]
         if found:
             yield _Section(
-                [f"### Failing cases of {escape(g.get('metric'))}", ""],
+                [f"### Failing cases of {escape(g['metric'])}", ""],
                 found,
                 "- … and {n} more",
                 lambda c: _case_line(results, cases, c, now=c.get("outcome")),
@@ -341,11 +344,11 @@ def _case_line(
     results: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]], case: Mapping[str, Any], now: Any
 ) -> str:
     """One case: tier, id, outcome, failing stage, the question and (if any) the diagnosis."""
-    cid = str(case.get("id"))
-    tier = str(case.get("tier"))
-    item = (results.get("items") or {}).get(cid) or {}
+    cid = str(case["id"])
+    tier = str(case["tier"])
+    item = results["items"].get(cid) or {}
     question = item.get("question")
-    stage = case.get("failed_stage")
+    stage = case["failed_stage"]
     full = cases.get(f"{tier}::{cid}") or case
     message = full.get("message")
     parts = [f"**{escape(tier)}** {code(cid)}", escape(now)]
@@ -361,7 +364,7 @@ def _case_line(
 
 def _index(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     """Cases by ``tier::id``: built once per rendering (a list scan per line is quadratic)."""
-    return {f"{c['tier']}::{c['id']}": c for c in results.get("cases") or []}
+    return {case_key(c): c for c in results["cases"]}
 
 
 # --------------------------------------------------------------------------- helpers

@@ -10,9 +10,11 @@ A *row* of the case list is one golden item: the cases of every tier that ran on
 earliest stage at which any of them failed -- an answer cannot use evidence that never
 reached the context, so the first loss is the one to fix.
 
-Results files may lack parts: no ``items`` (older files), no gates (shards, no
-thresholds file), verdict ``incomplete`` or ``shard``, no judge. Each missing part
-becomes a warning or an empty section, never an exception.
+A stored file reaches here through ``rag_eval.results_file.load_results`` (version and
+schema checked); the parts the format leaves optional or empty -- no ``items``, no
+gates (shards, no thresholds file), no ``baseline``, verdict ``incomplete`` or
+``shard``, no judge -- become a warning or an empty section, never an exception. Which
+cases a gate lists is ``gate.pulling_down``, the terminal's and the summary's rule.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_eval.aggregate import errors_for, select
+from rag_eval.gate import row_pulling_down
 from rag_eval.baseline import tier_notes
 from rag_eval.report.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
 from rag_eval.report.header import Header, build_header
@@ -239,15 +241,11 @@ def _gates(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> tu
     if not raw:
         return ()
     objects = [CaseResult.from_dict(c) for c in cases]
-    tiers = {c.tier for c in objects}
     base = {str(b.get("metric")): b for b in as_mapping(results.get("baseline")).get("gates") or () if isinstance(b, Mapping)}
     out = []
     for i, g in enumerate(raw):
         tier = str(g.get("tier", ""))
-        if tier in tiers:
-            keys = pulling_cases(g, objects)
-        else:  # e.g. regression gates: their dict names the cases
-            keys = tuple(str(k) for k in g.get("worst_cases") or ())
+        keys = row_pulling_down(g, objects)  # the terminal's and the summary's rule, every case
         b = as_mapping(base.get(str(g.get("metric"))))
         out.append(
             GateRow(
@@ -273,39 +271,6 @@ def _gates(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> tu
 
 def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def pulling_cases(gate: Mapping[str, Any], cases: Sequence[CaseResult]) -> tuple[str, ...]:
-    """Every case key ("tier::id") in the gate's scope that pulls its value the wrong way.
-
-    The scope is the gate's (``aggregate.select``: its tier, its tags, skips excluded).
-    pass_rate / fail_count: failing and erroring cases; error_rate: erroring cases;
-    flaky_count: flaky cases and errors; a metric gate: the errors it counts (as in
-    ``aggregate.errors_for``) then every case whose value is on the wrong side of the
-    threshold, worst first. Unlike the gate's ``worst_cases`` (3 shown in the terminal),
-    the list is complete.
-    """
-    scoped = select(cases, str(gate.get("tier", "")), as_mapping(gate.get("tags")) or None)
-    key = str(gate.get("key") or "")
-    errors = [c for c in scoped if c.outcome == "error"]
-    if key in ("pass_rate", "fail_count"):
-        bad = sorted((c for c in scoped if c.outcome in FAILING), key=lambda c: (c.outcome != "error", c.id))
-        return tuple(c.key for c in bad)
-    if key == "error_rate":
-        return tuple(c.key for c in sorted(errors, key=lambda c: c.id))
-    if key == "flaky_count":
-        flaky = [c for c in scoped if c.outcome != "error" and c.metrics.get("flaky")]
-        return tuple(c.key for c in sorted(errors, key=lambda c: c.id) + sorted(flaky, key=lambda c: c.id))
-    counted = [c for c in errors if errors_for(key, [c])]
-    threshold = _float(gate.get("threshold"))
-    low = gate.get("op", "min") == "min"
-    pulling: list[CaseResult] = []
-    if threshold is not None:
-        measured = [c for c in scoped if c.outcome != "error" and key in c.metrics]
-        pulling = [c for c in measured if (float(c.metrics[key]) < threshold if low else float(c.metrics[key]) > threshold)]
-        sign = 1 if low else -1
-        pulling.sort(key=lambda c: (sign * float(c.metrics[key]), c.id))
-    return tuple(c.key for c in sorted(counted, key=lambda c: c.id) + pulling)
 
 
 def _rows(

@@ -14,12 +14,38 @@ FINGERPRINT = "0c1cfd1a3552653f"
 THRESHOLDS: dict[str, Any] = {"retrieval": {"recall@5": {"min": 0.5}, "pass_rate": {"min": 0.5}}}
 
 
+def details(tier: str, outcome: str, negative: bool = False, **extra: Any) -> dict[str, Any]:
+    """The smallest details a tier writes for ``outcome`` (rag_eval/results.schema.json), plus ``extra``."""
+    if outcome == "error" and tier in ("retrieval", "deterministic"):
+        base: dict[str, Any] = {"traceback": "Traceback (most recent call last):\n  ...\nRuntimeError: boom"}
+    elif tier == "retrieval" and outcome in ("pass", "fail"):
+        base = {"stages": {"final": []}, "stage_levels": [["final"]], "final_stage": "final",
+                "gold": {"chunks": None, "parents": None, "docs": [] if negative else [["d1"]]}, "degraded": False}
+        if not negative:
+            base["gold_ranks"] = [{"final": 1 if outcome == "pass" else None}]
+    elif tier == "deterministic" and outcome in ("pass", "fail"):
+        base = {"answer": "an answer [1]", "refused": False, "generator": "extractive-baseline", "sources": [],
+                "context": [], "checks": [{"name": "sources_present", "passed": outcome == "pass", "message": ""}]}
+    elif tier == "judge":
+        base = {"judge_model": "judge-model", "engine": "native", "usage": {"calls": 1}}
+        if outcome in ("pass", "fail"):
+            base.update(judge={"claims": []}, judge_calls=1, judge_mode="json_schema", answer="an answer", generator="g")
+    elif tier == "passk":
+        base = {"trials": [], "n": 5, "k": 3, "trials_run": 0, "deterministic_generator": False}
+        if outcome in ("pass", "fail"):
+            base.update(c=5 if outcome == "pass" else 0, **{"class": "stable_pass" if outcome == "pass" else "stable_fail"})
+    else:
+        base = {}
+    return {**base, **extra}
+
+
 def case(cid: str, outcome: str = "pass", tier: str = "retrieval", **kw: Any) -> CaseResult:
     """A case; a retrieval pass measures recall@5 = 1, a fail 0, an error nothing."""
     if tier == "retrieval" and "metrics" not in kw and outcome in ("pass", "fail"):
         kw["metrics"] = {"recall@5": 1.0 if outcome == "pass" else 0.0}
     if outcome in ("fail", "error") and "failed_stage" not in kw:
         kw["failed_stage"] = "error" if outcome == "error" else "rerank"
+    kw["details"] = details(tier, outcome, bool(kw.get("negative")), **kw.get("details", {}))
     return CaseResult(id=cid, tier=tier, outcome=outcome, **kw)  # type: ignore[arg-type]
 
 
@@ -32,7 +58,7 @@ def passk(cid: str, klass: str) -> CaseResult:
         outcome=outcome,  # type: ignore[arg-type]
         failed_stage=None if outcome == "pass" else "generation",
         metrics={"flaky": float(klass == "flaky"), "stable_pass": float(klass == "stable_pass")},
-        details={"class": klass, "n": 5, "k": 3},
+        details=details("passk", outcome, **{"class": klass, "c": {"stable_pass": 5, "flaky": 2}.get(klass, 0)}),
     )
 
 
@@ -55,6 +81,11 @@ def results(
         "golden_sha256": "dd4ff7cc" * 8,
         "split": "all",
         "tags": [],
+        "shard": None,
+        "overrides": {},
+        "thresholds": "thresholds.toml",
+        "thresholds_sha256": "5e" * 32,
+        "workers": 0,
         "complete": True,
         **run,
     }

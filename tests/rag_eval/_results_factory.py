@@ -323,5 +323,6 @@ def with_baseline(results: dict[str, Any], newly_failing: tuple[str, ...] = (ID_
             {"key": f"passk::{ID_FLAKY}", "id": ID_FLAKY, "tier": "passk", "was": "stable_pass", "now": "flaky", "failed_stage": "generation"}],
             "new": [], "removed": [{"key": "retrieval::gone-001", "id": "gone-001", "tier": "retrieval", "was": "pass", "now": "–",
                                     "failed_stage": None}]},
+        "tiers": {"only_baseline": {}, "only_now": {}},
     }
     return out

@@ -42,18 +42,23 @@ def test_missing_file_names_the_fix(tmp_path: Path) -> None:
 
 def test_not_json(tmp_path: Path) -> None:
     msg = error_of(write(tmp_path, "{not json"))
-    assert "baseline is not JSON" in msg and "--rag-results" in msg
+    assert "not a JSON results file" in msg and "--rag-results" in msg
 
 
-@pytest.mark.parametrize("doc", [[1, 2], {"version": 1}, {"cases": []}, {"version": 1, "cases": {}}])
+@pytest.mark.parametrize("doc", [{"version": 2}, {"cases": []}, {"version": 2, "cases": {}}])
 def test_not_a_results_file(tmp_path: Path, doc: Any) -> None:
     assert "not a rag-eval results file (no 'version' and 'cases')" in error_of(write(tmp_path, doc))
 
 
-def test_unsupported_version(tmp_path: Path) -> None:
-    doc = {**results([case("a")]), "version": 99}
+def test_a_json_list_is_not_a_results_file(tmp_path: Path) -> None:
+    assert "not a results file (a JSON list, expected an object)" in error_of(write(tmp_path, [1, 2]))
+
+
+@pytest.mark.parametrize("version, said", [(99, "results file version 99 is newer than this rag_eval"), (1, "results file version 1, this rag_eval reads version 2")])
+def test_another_version(tmp_path: Path, version: int, said: str) -> None:
+    doc = {**results([case("a")]), "version": version}
     msg = error_of(write(tmp_path, doc))
-    assert "results version 99, this rag_eval reads version 1" in msg and "regenerate the baseline on main" in msg
+    assert said in msg and "regenerate the baseline on main" in msg
 
 
 def test_an_incomplete_run_is_no_baseline(tmp_path: Path) -> None:
@@ -243,10 +248,34 @@ def test_regression_gate_rows_are_not_compared_again() -> None:
 def test_a_tier_run_only_on_one_side_is_a_selection_difference_not_removed_cases() -> None:
     from rag_eval.baseline import compare
 
-    def results(tiers: tuple[str, ...]) -> dict:
-        cases = [{"id": f"q{i}", "tier": t, "outcome": "pass", "metrics": {}} for t in tiers for i in range(3)]
-        return {"run": {"dataset_fingerprint": "fp"}, "cases": cases, "gates": [], "metrics": {}, "metrics_n": {}}
+    def of(tiers: tuple[str, ...]) -> dict[str, Any]:
+        return results([case(f"q{i}", tier=t) for t in tiers for i in range(3)])
 
-    diff = compare(results(("retrieval", "judge")), results(("retrieval", "passk")), "b.json")
+    diff = compare(of(("retrieval", "judge")), of(("retrieval", "passk")), "b.json")
     assert diff["transitions"]["removed"] == [] and diff["transitions"]["new"] == []
     assert diff["tiers"] == {"only_baseline": {"passk": 3}, "only_now": {"judge": 3}}
+
+
+# --------------------------------------------------------------------------- --rag-baseline-mismatch
+
+
+def test_an_older_results_version_is_refused_or_with_warn_not_compared(tmp_path: Path) -> None:
+    """The first run of a release that changes the results format, against main's older file."""
+    from rag_eval.finalize import Baseline
+
+    now = results([case("a")])
+    path = write(tmp_path, {**results([case("a")]), "version": 1})
+    with pytest.raises(BaselineError, match="results file version 1, this rag_eval reads version 2"):
+        Baseline.load(path, now["run"], "error")
+    kept = Baseline.load(path, now["run"], "warn")
+    assert kept.data is None and kept.refused is not None
+    assert kept.refused.startswith(f"baseline {path} not compared: {path}: results file version 1")
+
+
+def test_an_unreadable_baseline_is_an_error_even_with_warn(tmp_path: Path) -> None:
+    from rag_eval.finalize import Baseline
+
+    doc = results([case("a")])
+    del doc["metrics"]
+    with pytest.raises(BaselineError, match='"metrics" is a required property'):
+        Baseline.load(write(tmp_path, doc), results([case("a")])["run"], "warn")

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from rag_eval.gate import WORST_SHOWN, GateResult, evaluate_gate, evaluate_gates, verdict
+from rag_eval.gate import WORST_SHOWN, GateResult, evaluate_gate, evaluate_gates, pulling_down, verdict
 from rag_eval.results import CaseResult
 from rag_eval.thresholds import Gate, parse_thresholds
 
@@ -153,6 +153,37 @@ def test_worst_for_pass_rate_is_errors_then_fails() -> None:
     assert r.worst == ("e1", "e2", "f1")
 
 
+def test_pulling_down_is_the_full_ordered_list_behind_worst() -> None:
+    cases = measured({"z": 0.0, "y": 0.2, "x": 0.0, "w": 0.4, "v": 1.0}) + [case("e", "error")]
+    g = gate("recall@5", threshold=0.5)
+    assert pulling_down(g, cases) == tuple(f"retrieval::{i}" for i in ("e", "x", "z", "y", "w"))
+    assert evaluate_gate(g, cases).worst == ("e", "x", "z")
+
+
+def test_an_error_a_metric_would_not_have_measured_does_not_pull_it() -> None:
+    # a retrieval negative measures only negative.*: its error is not counted in recall@5
+    cases = measured({"a": 0.0}) + [case("neg", "error", negative=True), case("pos", "error")]
+    r = evaluate_gate(gate("recall@5", threshold=0.5), cases)
+    assert r.errors == 1 and r.worst == ("pos", "a")
+    assert pulling_down(gate("negative.empty_context"), cases)[:1] == ("retrieval::neg",)
+
+
+def test_measured_only_cases_never_pull_pass_rate_down() -> None:
+    only = {"measured_only": True}
+    cases = [case("m1", details=only), case("m2", "fail", details=only), case("f", "fail"), case("p")]
+    r = evaluate_gate(gate("pass_rate", threshold=0.9), cases)
+    assert r.value == 0.5 and r.n == 2  # m1 and m2 were never judged
+    assert pulling_down(gate("pass_rate", threshold=0.9), cases) == ("retrieval::f",)
+
+
+def test_rate_and_count_gates() -> None:
+    cases = [case("f", "fail"), case("e", "error"), case("p"), case("s", "skip")]
+    assert pulling_down(gate("error_rate", "max", 0.0), cases) == ("retrieval::e",)
+    assert pulling_down(gate("fail_count", "max", 0), cases) == ("retrieval::e", "retrieval::f")
+    flaky = [case("a", tier="passk", metrics={"flaky": 1.0}), case("b", tier="passk", metrics={"flaky": 0.0}), case("c", "error", tier="passk")]
+    assert pulling_down(gate("flaky_count", "max", 0, tier="passk"), flaky) == ("passk::c", "passk::a")
+
+
 # --------------------------------------------------------------------------- scope
 
 
@@ -230,3 +261,53 @@ def test_to_dict_is_json_primitives() -> None:
         "worst_cases": [],
     }
     assert isinstance(r, GateResult)
+
+
+# --------------------------------------------------------------------------- one rule
+
+
+def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() -> None:
+    import re
+
+    from rag_eval.report.markdown import escape, render_markdown
+    from rag_eval.report.view import build_view
+    from tests.rag_eval._results import case as full_case
+    from tests.rag_eval._results import results
+
+    only = {"measured_only": True}
+    cases = [
+        *(full_case(f"p{i}", metrics={"recall@5": 1.0}, tags={"lang": "zh"}) for i in range(3)),
+        full_case("low", "fail", metrics={"recall@5": 0.2}, tags={"lang": "en"}),
+        full_case("lower", "fail", metrics={"recall@5": 0.0}, tags={"lang": "zh"}),
+        full_case("mid", metrics={"recall@5": 0.6}, tags={"lang": "en"}),
+        full_case("boom", "error", tags={"lang": "en"}),
+        full_case("neg-err", "error", negative=True),
+        full_case("neg", negative=True, metrics={"negative.empty_context": 1.0}, details=only),
+        full_case("d1", "fail", tier="deterministic"),
+        full_case("d2", tier="deterministic"),
+    ]
+    thresholds: dict[str, Any] = {
+        "retrieval": {"recall@5": {"min": 0.95}, "pass_rate": {"min": 0.95}, "error_rate": {"max": 0.0}, "fail_count": {"max": 0}},
+        "deterministic": {"pass_rate": {"min": 0.95}},
+        "tag": {"lang=en": {"retrieval": {"recall@5": {"min": 0.95}}}},
+    }
+    run = results(cases, thresholds)  # the results file, as build_results writes it
+    ordered = sorted(cases, key=lambda c: (c.tier, c.id))  # the plugin gates in this order
+    terminal = {g.gate.label: g for g in evaluate_gates(parse_thresholds(thresholds, "thresholds.toml"), ordered, {"retrieval", "deterministic"})}
+    view = {g.metric: g for g in build_view(run).gates}
+    markdown = render_markdown(run)
+    sections = dict(re.findall(r"### Failing cases of (.+?)\n\n((?:- .*\n)+)", markdown))
+    assert set(terminal) == set(view) and len(view) == 6 and all(not g.passed for g in view.values())
+    for label, row in view.items():
+        listed = tuple(f"{t}::{i}" for t, i in re.findall(r"^- \*\*(\w+)\*\* `([^`]+)`", sections[escape(label)], re.M))
+        assert listed == row.case_keys, label  # the summary: every case, the report's order
+        line = terminal[label].line()
+        shown = tuple(line.split("worst: ", 1)[1].split(", ")) if "worst: " in line else ()
+        assert shown == tuple(k.split("::", 1)[1] for k in row.case_keys[:WORST_SHOWN]), label  # the terminal: the first three
+    # the rule itself, on this run: errors first (only those the metric counts), then worst first
+    assert view["retrieval.recall@5"].case_keys == ("retrieval::boom", "retrieval::lower", "retrieval::low", "retrieval::mid")
+    assert view["retrieval.pass_rate"].case_keys == ("retrieval::boom", "retrieval::neg-err", "retrieval::low", "retrieval::lower")
+    assert view["retrieval.error_rate"].case_keys == ("retrieval::boom", "retrieval::neg-err")
+    assert view["retrieval.recall@5 [lang=en]"].case_keys == ("retrieval::boom", "retrieval::low", "retrieval::mid")
+    assert "retrieval::neg" not in {k for g in view.values() for k in g.case_keys}  # measured only: never pulls pass_rate
+

@@ -24,6 +24,7 @@ from rag_eval.results import CaseResult
 from rag_eval.run import build_results
 from rag_eval.shard import shard_of
 from rag_eval.thresholds import load_thresholds
+from tests.rag_eval._results import details
 
 THRESHOLDS = """\
 [defaults]
@@ -50,9 +51,10 @@ def _cases() -> list[CaseResult]:
         recall = (n % 4) / 3  # thirds: float sums that depend on their order
         outcome = "error" if n == 5 else ("pass" if recall >= 0.5 else "fail")
         metrics = {} if outcome == "error" else {"recall@5": recall, "mrr": 1 / (1 + n % 3)}
-        details = {"system": SYSTEM}
-        out.append(CaseResult(cid, "retrieval", outcome, metrics=metrics, tags={"lang": "zh" if n % 2 else "en"}, details=details))  # type: ignore[arg-type]
-        out.append(CaseResult(cid, "deterministic", "pass" if n % 3 else "fail", metrics={"check.sources_present": 1.0}, details=details))
+        checked = "pass" if n % 3 else "fail"
+        retrieval = details("retrieval", outcome, system=SYSTEM)
+        out.append(CaseResult(cid, "retrieval", outcome, metrics=metrics, tags={"lang": "zh" if n % 2 else "en"}, details=retrieval))  # type: ignore[arg-type]
+        out.append(CaseResult(cid, "deterministic", checked, metrics={"check.sources_present": 1.0}, details=details("deterministic", checked, system=SYSTEM)))
     return out
 
 
@@ -256,8 +258,9 @@ def _unsharded(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
         (_unsharded, "s2.json: not a shard results file (verdict 'pass', no run.shard): merge takes the files written by `pytest --rag-shard I/N`"),
         (_incomplete, "s3.json: shard 3/3 is incomplete (the run was stopped early: -x, --maxfail or Ctrl-C); re-run `pytest --rag-shard 3/3`"),
         (_set("verdict", "fail"), "s2.json: verdict 'fail', a shard file says 'shard'"),
-        (_set("version", 2), "s2.json: results file version 2, this rag_eval merges version 1"),
-        (lambda s: [s[0], s[1], {"hello": "world"}], "s3.json: not a rag-eval results file (no run metadata or cases)"),
+        (_set("version", 1), "s2.json: results file version 1, this rag_eval reads version 2"),
+        (lambda s: [s[0], s[1], {"hello": "world"}], "s3.json: not a rag-eval results file (no 'version' and 'cases')"),
+        (_set("run.shard", {"index": 0, "count": 3}), "s2.json: not a valid version-2 results file (rag_eval/results.schema.json): run.shard.index: 0 is less than the minimum of 1"),
         (lambda s: [], "no shard files given"),
     ],
 )
@@ -303,7 +306,7 @@ def test_an_invalid_override_thresholds_file_is_refused_with_its_error(threshold
 
 def test_unreadable_files_are_refused_naming_them(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
-    broken.write_text('{"version": 1, "run": ', encoding="utf-8")
+    broken.write_text('{"version": 2, "run": ', encoding="utf-8")
     listed = tmp_path / "list.json"
     listed.write_text("[]", encoding="utf-8")
 

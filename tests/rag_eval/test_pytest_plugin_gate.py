@@ -98,7 +98,7 @@ def test_passing_gate_writes_the_results_file(sandbox: Sandbox) -> None:
         ]
     )
     results = sandbox.results()
-    assert results["version"] == 1
+    assert results["version"] == 2
     assert results["verdict"] == "pass"
 
     run = results["run"]

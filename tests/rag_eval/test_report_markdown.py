@@ -202,8 +202,5 @@ def test_a_tiny_limit_still_returns_at_most_max_chars_with_the_marker() -> None:
 
 
 def test_a_refused_baseline_is_said_with_its_reason() -> None:
-    from rag_eval.report.markdown import render_markdown
-
-    results = {"verdict": "pass", "run": {"baseline_refused": "baseline b.json not compared: another <dataset>"}, "gates": [], "cases": []}
-    text = render_markdown(results)
+    text = render_markdown(results([case("a")], baseline_refused="baseline b.json not compared: another <dataset>"))
     assert "**Baseline not compared**" in text and "another &lt;dataset&gt;" in text

@@ -1,0 +1,168 @@
+"""The one reader of results files: load, check the version, validate against the schema.
+
+The format is ``rag_eval/results.schema.json`` (JSON Schema draft 2020-12), described in
+docs/pytest.md#the-results-file. Everything that reads a stored results file -- the
+report and summary commands, the baseline, shard merges -- goes through
+:func:`load_results`, so an old, new, truncated or hand-edited file gets one clear
+message naming the file, what is wrong and the fix, instead of a KeyError deep in a
+renderer.
+
+Validation uses ``jsonschema-rs`` (a core dependency), so the same file is accepted or
+refused the same way on every install, at a cost below that of ``json.loads`` of the
+file; the pure-Python ``jsonschema`` took 12-22 times as long as ``json.loads``
+(bench/results_validation.py, BENCHMARKS.md). The tests cross-check the schema with
+``jsonschema``, the reference implementation.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from rag_eval.errors import RagEvalError
+from rag_eval.results import CaseResult
+
+RESULTS_VERSION = 2
+SCHEMA_PATH = Path(__file__).resolve().parent / "results.schema.json"  # package data: ships in the wheel
+SCHEMA_NAME = "rag_eval/results.schema.json"
+# What each version changed, for the message on a file of another version.
+CHANGES: Mapping[int, str] = {
+    2: "version 2 names stages by the system's own declared stages (failed_stage, details.stages, metric keys) "
+    "and leaves cases a tier only measured out of pass_rate",
+}
+ERRORS_SHOWN = 3
+
+
+class ResultsFileError(RagEvalError, ValueError):
+    """A results file that cannot be read as this version's format; the message starts with its path."""
+
+
+class ResultsVersionError(ResultsFileError):
+    """A results file of another format version (older or newer than this reader's)."""
+
+
+def load_results(path: str | Path) -> dict[str, Any]:
+    """The results dict of ``path``: JSON, this version, valid against the schema."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ResultsFileError(f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ResultsFileError(f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)") from None
+    return check_results(data, str(path))
+
+
+def check_results(data: Any, source: str = "results") -> dict[str, Any]:
+    """``data`` as a results dict, or a ResultsFileError saying why it is not one.
+
+    ``source`` names the file (or the origin of an in-memory dict) in the message."""
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{source}: not a results file (a JSON {type(data).__name__}, expected an object)")
+    if "version" not in data or not isinstance(data.get("cases"), list):
+        raise ResultsFileError(
+            f"{source}: not a rag-eval results file (no 'version' and 'cases'); pass the JSON the gate wrote "
+            "(--rag-results), not a pytest-json-report or an HTML report"
+        )
+    check_version(data["version"], source)
+    problems = schema_problems(data)
+    if problems:
+        shown = "; ".join(problems[:ERRORS_SHOWN])
+        more = f" (and {len(problems) - ERRORS_SHOWN} more)" if len(problems) > ERRORS_SHOWN else ""
+        raise ResultsFileError(
+            f"{source}: not a valid version-{RESULTS_VERSION} results file ({SCHEMA_NAME}): {shown}{more}; "
+            "the file was edited or cut short: re-run the gate to write it again"
+        )
+    return data
+
+
+def check_version(version: Any, source: str) -> None:
+    """A version other than this reader's is refused with what to do about it."""
+    if version == RESULTS_VERSION and type(version) is int:
+        return
+    if isinstance(version, int) and not isinstance(version, bool) and version < RESULTS_VERSION:
+        changed = "; ".join(CHANGES[v] for v in sorted(CHANGES) if version < v <= RESULTS_VERSION)
+        raise ResultsVersionError(
+            f"{source}: results file version {version}, this rag_eval reads version {RESULTS_VERSION} ({changed}); "
+            f"re-run the gate with this rag_eval to write a version-{RESULTS_VERSION} file, or read this one with the "
+            f"rag_eval release that wrote it (`python -m rag_eval report {source}` there)"
+        )
+    if isinstance(version, int) and not isinstance(version, bool):
+        raise ResultsVersionError(
+            f"{source}: results file version {version} is newer than this rag_eval, which reads version "
+            f"{RESULTS_VERSION}; upgrade rag_eval to the release that wrote it, or re-run the gate with this one"
+        )
+    raise ResultsVersionError(
+        f"{source}: results file version {version!r} is not a version number (this rag_eval reads version "
+        f"{RESULTS_VERSION}); re-run the gate to write the file again"
+    )
+
+
+def schema_problems(data: Any) -> list[str]:
+    """Every place ``data`` breaks the schema, as ``path: reason`` lines (document order)."""
+    errors = sorted(_validator().iter_errors(data), key=lambda e: [_sortable(p) for p in e.instance_path])
+    return [f"{json_path(e.instance_path)}: {_reason(e)}" for e in errors]
+
+
+def _sortable(part: Any) -> tuple[bool, int, str]:
+    """cases[2] before cases[10]; names by name."""
+    return (isinstance(part, str), part if isinstance(part, int) else 0, str(part))
+
+
+def json_path(parts: Iterable[Any]) -> str:
+    """``cases[3].details.stages`` for the path (cases, 3, details, stages); ``(top level)`` for none."""
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+    return out or "(top level)"
+
+
+def _reason(error: Any) -> str:
+    """The validator's message, shortened (a whole case object quoted in it helps nobody);
+    an enum lists every allowed value."""
+    options = getattr(error.kind, "options", None)
+    if type(error.kind).__name__ == "Enum" and isinstance(options, list):
+        return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of {', '.join(json.dumps(o) for o in options)}"
+    message = str(error.message)
+    return message if len(message) <= 200 else message[:199] + "…"
+
+
+@functools.lru_cache(maxsize=1)
+def schema() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return data
+
+
+@functools.lru_cache(maxsize=1)
+def _validator() -> Any:
+    import jsonschema_rs
+
+    return jsonschema_rs.Draft202012Validator(schema(), validate_formats=True)
+
+
+# --------------------------------------------------------------------------- typed access
+
+
+def case_results(results: Mapping[str, Any]) -> list[CaseResult]:
+    """The cases of a results dict as ``CaseResult`` objects, in file order."""
+    return [CaseResult.from_dict(c) for c in results.get("cases") or () if isinstance(c, Mapping)]
+
+
+def run_of(results: Mapping[str, Any]) -> Mapping[str, Any]:
+    run = results.get("run")
+    return run if isinstance(run, Mapping) else {}
+
+
+def gates_of(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [g for g in results.get("gates") or () if isinstance(g, Mapping)]
+
+
+def case_key(case: Mapping[str, Any]) -> str:
+    """``tier::id``, the key of a case across files (as ``CaseResult.key``)."""
+    return f"{case['tier']}::{case['id']}"
