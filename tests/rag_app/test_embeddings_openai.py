@@ -142,10 +142,12 @@ def test_429_honours_retry_after_in_seconds(server: ScriptedOpenAIServer) -> Non
 
 def test_retry_after_as_an_http_date_is_honoured(server: ScriptedOpenAIServer) -> None:
     """Issue 12: the hand-written loop ignored HTTP-date Retry-After (and retried at once)."""
-    when = email.utils.formatdate(time.time() + 2.0, usegmt=True)  # whole seconds: waits 1-2 s
+    emb = make(server)
+    emb.embed_passages(["warm-up"])  # the SDK is loaded and connected: the date below is fresh
+    when = email.utils.formatdate(time.time() + 3.0, usegmt=True)  # whole seconds: waits 2-3 s
     server.enqueue(status(503, headers={"Retry-After": when}), kind="embeddings")
-    make(server).embed_passages(["a"])
-    assert server.calls("embeddings") == 2 and gaps(server)[0] >= 0.9
+    emb.embed_passages(["a"])
+    assert server.calls("embeddings") == 3 and gaps(server)[1] >= 1.5  # the SDK's own backoff is <= 0.5 s
 
 
 def test_persistent_5xx_gives_up_after_two_retries(server: ScriptedOpenAIServer) -> None:
