@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
-from typing import Sequence
+from contextlib import contextmanager
+from typing import Iterator, Sequence
 
 from rag_app.errors import RagAppError
+from rag_app.index.progress import ENV as PROGRESS_ENV
 from rag_app.pipeline import RagPipeline
 from rag_app.settings import Settings
 from rag_app.types import ChatResult, Trace
@@ -28,6 +31,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_ingest = sub.add_parser("ingest", help="build (or reuse) the index for a corpus")
     p_ingest.add_argument("path", nargs="?", help="corpus folder or file (default: settings.corpus_path)")
+    p_ingest.add_argument(
+        "--progress", choices=("auto", "on", "off"), default=None,
+        help=f"embedding progress on stderr: auto = only on a terminal (default; also {PROGRESS_ENV})",
+    )
     p_ask = sub.add_parser("ask", help="answer one question and show sources and per-stage hits")
     p_ask.add_argument("question")
     p_ask.add_argument("--top-k", type=int, default=None)
@@ -43,7 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = Settings.load(overrides=_parse_overrides(args.set))
         if args.command == "ingest":
-            return _ingest(settings, args.path)
+            with _progress_env(args.progress):
+                return _ingest(settings, args.path)
         if args.command == "ask":
             pipe = RagPipeline(settings, corpus_path=args.corpus)
             result = pipe.chat(args.question, top_k=args.top_k)
@@ -75,14 +83,24 @@ def _parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
+@contextmanager
+def _progress_env(choice: str | None) -> Iterator[None]:
+    """``RAG_PROGRESS`` set to ``choice`` while the pipeline builds its index, then restored."""
+    previous = os.environ.get(PROGRESS_ENV)
+    if choice is not None:
+        os.environ[PROGRESS_ENV] = choice
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(PROGRESS_ENV, None)
+        else:
+            os.environ[PROGRESS_ENV] = previous
+
+
 def _ingest(settings: Settings, path: str | None) -> int:
     pipe = RagPipeline(settings, corpus_path=path)
-    stats = pipe.index.stats
-    state = "built" if stats.built else "reused"
-    print(
-        f"index {pipe.index.fingerprint} {state}: {stats.n_docs} docs, {stats.n_parents} parents, "
-        f"{stats.n_children} children, {stats.embeddings_computed} embeddings computed, {stats.seconds:.1f} s"
-    )
+    print(format_index_line(pipe))
     _print_info(pipe)
     return 0
 
@@ -102,6 +120,18 @@ def _serve(settings: Settings, host: str, port: int, corpus: str | None) -> int:
     finally:
         server.server_close()
     return 0
+
+
+def format_index_line(pipe: RagPipeline) -> str:
+    """What ``ingest`` did: built or reused, sizes, embeddings computed vs read from the cache."""
+    stats = pipe.index.stats
+    sizes = f"{stats.n_docs} docs, {stats.n_parents} parents, {stats.n_children} children"
+    if stats.built:
+        work = f"{stats.embeddings_computed} embeddings computed, {stats.embeddings_cached} read from the embedding cache"
+    else:
+        work = "no embedding needed"
+    state = "built" if stats.built else "reused"
+    return f"index {pipe.index.fingerprint} {state}: {sizes}, {work}, {stats.seconds:.1f} s"
 
 
 def _print_info(pipe: RagPipeline) -> None:

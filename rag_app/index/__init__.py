@@ -10,6 +10,7 @@ from __future__ import annotations
 from rag_app.index.bm25 import BM25Index, BM25Params
 from rag_app.index.build import Index, IndexStats, build_or_load_index, indexed_text, load_index
 from rag_app.index.fingerprint import INDEX_FORMAT_VERSION, index_fingerprint
+from rag_app.index.progress import Progress, ProgressCallback
 from rag_app.index.vector_store import ChromaVectorStore
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "INDEX_FORMAT_VERSION",
     "Index",
     "IndexStats",
+    "Progress",
+    "ProgressCallback",
     "build_or_load_index",
     "index_fingerprint",
     "indexed_text",

@@ -50,6 +50,7 @@ from rag_app.errors import CorpusError, RagAppError
 from rag_app.index.bm25 import BM25Index
 from rag_app.index.chroma_server import client_location, lost_server_error
 from rag_app.index.fingerprint import INDEX_FORMAT_VERSION, index_fingerprint
+from rag_app.index.progress import Progress, ProgressCallback, progress_reporter
 from rag_app.index.vector_store import ChromaVectorStore
 from rag_app.interfaces import Embedder
 from rag_app.text import DEFAULT_TOKENIZER, Tokenizer
@@ -62,7 +63,7 @@ MANIFEST_FILE = "manifest.json"
 CHROMA_FILE = "chroma.json"
 CHUNKS_FILE = "chunks.jsonl"
 BM25_DIR = "bm25"
-EMBED_BATCH = 256  # passages handed to the embedder (and Chroma) at a time
+EMBED_BATCH = 32  # passages handed to the embedder (and Chroma) at a time; one progress step
 
 
 def indexed_text(chunk: Chunk) -> str:
@@ -80,7 +81,14 @@ def indexed_text(chunk: Chunk) -> str:
 
 @dataclass(frozen=True)
 class IndexStats:
-    """How the index came to be. ``built`` is false when an existing index was reused."""
+    """How the index came to be in this call. ``built`` is false when an existing index was reused.
+
+    ``embeddings_computed``: passages the embedding model computed for this build;
+    ``embeddings_cached``: passages read from the embedding cache instead. Both count
+    distinct texts (children with identical text share one vector) and both are 0 when
+    the index was reused (no passage was embedded). An embedder without a cache
+    computes every passage it is given. The manifest keeps the build's counts.
+    """
 
     n_docs: int
     n_parents: int
@@ -88,6 +96,7 @@ class IndexStats:
     built: bool
     seconds: float
     embeddings_computed: int
+    embeddings_cached: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,6 +162,7 @@ def build_or_load_index(
     *,
     tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     client: ClientAPI | None = None,
+    progress: Progress = None,
 ) -> Index:
     """Reuse the index for this corpus, chunking and model if a complete one exists, else build it.
 
@@ -160,6 +170,10 @@ def build_or_load_index(
     ``ChromaServer.connect``) to keep the vectors in; default is a local
     ``PersistentClient`` inside the index directory. A server that stops answering
     raises ``ServiceError`` naming its address, instead of a rebuild or a traceback.
+
+    ``progress``: how a build reports embedding progress (``rag_app.index.progress``):
+    None = a bar on stderr when it is a terminal, True = always, False = never, or a
+    ``(done, total)`` callable. A reused index reports nothing.
     """
     fp = fingerprint_for(chunks, corpus_hash, chunk_config, embedder.model_id, tokenizer)
     root = Path(cache_dir) / "index"
@@ -176,7 +190,7 @@ def build_or_load_index(
             if loaded is not None:
                 return loaded
             return _build(
-                docs, chunks, embedder, directory, fp, corpus_hash, chunk_config, tokenizer, client, t0
+                docs, chunks, embedder, directory, fp, corpus_hash, chunk_config, tokenizer, client, t0, progress
             )
     except RagAppError:
         raise
@@ -295,6 +309,7 @@ def _load(
         built=False,
         seconds=time.perf_counter() - t0,
         embeddings_computed=0,
+        embeddings_cached=0,
     )
     return Index(
         fingerprint=str(manifest["fingerprint"]),
@@ -360,14 +375,22 @@ def _validate(docs: Sequence[Document], chunks: Sequence[Chunk]) -> None:
         )
 
 
-def _embed(embedder: Embedder, texts: Sequence[str], first_id: str) -> npt.NDArray[np.float32]:
-    vecs = np.asarray(embedder.embed_passages(list(texts)), dtype=np.float32)
+def _embed(embedder: Embedder, texts: Sequence[str], first_id: str) -> tuple[npt.NDArray[np.float32], int, int]:
+    """Vectors of ``texts`` and (computed, read from cache): asked of a caching embedder,
+    else every text counts as computed."""
+    counted = getattr(embedder, "embed_passages_counted", None)
+    if callable(counted):
+        raw, counts = counted(list(texts))
+        computed, cached = int(counts.computed), int(counts.cached)
+    else:
+        raw, computed, cached = embedder.embed_passages(list(texts)), len(texts), 0
+    vecs = np.asarray(raw, dtype=np.float32)
     if vecs.ndim != 2 or vecs.shape[0] != len(texts):
         raise ValueError(
             f"embedder {embedder.model_id!r} returned shape {vecs.shape} for {len(texts)} passages "
             f"(starting at chunk {first_id!r}); embed_passages must return (n_texts, dim)"
         )
-    return vecs
+    return vecs, computed, cached
 
 
 def _chunk_metadata(c: Chunk) -> dict[str, Any]:
@@ -381,6 +404,28 @@ def _chunk_metadata(c: Chunk) -> dict[str, Any]:
     }
 
 
+def _embed_into(
+    store: ChromaVectorStore, embedder: Embedder, children: Sequence[Chunk], texts: Sequence[str], report: ProgressCallback
+) -> tuple[int, int, int]:
+    """Embed ``texts`` in batches into ``store``; (dimension, computed, read from cache)."""
+    dim = computed = cached = 0
+    for lo in range(0, len(children), EMBED_BATCH):
+        batch = children[lo : lo + EMBED_BATCH]
+        vecs, n_computed, n_cached = _embed(embedder, texts[lo : lo + EMBED_BATCH], batch[0].chunk_id)
+        if dim and vecs.shape[1] != dim:
+            raise ValueError(f"embedder {embedder.model_id!r} changed dimension mid-build ({dim} -> {vecs.shape[1]})")
+        dim = int(vecs.shape[1])
+        store.add(
+            [c.chunk_id for c in batch],
+            vecs,
+            metadatas=[_chunk_metadata(c) for c in batch],
+            documents=[c.text for c in batch],
+        )
+        computed, cached = computed + n_computed, cached + n_cached
+        report(lo + len(batch), len(children))
+    return dim, computed, cached
+
+
 def _build(
     docs: Sequence[Document],
     chunks: Sequence[Chunk],
@@ -392,6 +437,7 @@ def _build(
     tokenizer: Tokenizer,
     client: ClientAPI | None,
     t0: float,
+    progress: Progress,
 ) -> Index:
     _validate(docs, chunks)
     # Whatever is here is an unfinished or damaged build (we hold the lock and found no
@@ -431,19 +477,8 @@ def _build(
     bm25.save(directory / BM25_DIR)
 
     store = _open_store(directory, manifest, client, reset=True)
-    dim = 0
-    for lo in range(0, len(children), EMBED_BATCH):
-        batch = children[lo : lo + EMBED_BATCH]
-        vecs = _embed(embedder, texts[lo : lo + EMBED_BATCH], batch[0].chunk_id)
-        if dim and vecs.shape[1] != dim:
-            raise ValueError(f"embedder {embedder.model_id!r} changed dimension mid-build ({dim} -> {vecs.shape[1]})")
-        dim = int(vecs.shape[1])
-        store.add(
-            [c.chunk_id for c in batch],
-            vecs,
-            metadatas=[_chunk_metadata(c) for c in batch],
-            documents=[c.text for c in batch],
-        )
+    with progress_reporter(progress, f"index {fp}: embedding", len(children)) as report:
+        dim, computed, cached = _embed_into(store, embedder, children, texts, report)
 
     stats = IndexStats(
         n_docs=len(docs),
@@ -451,13 +486,16 @@ def _build(
         n_children=len(children),
         built=True,
         seconds=time.perf_counter() - t0,
-        embeddings_computed=len(children),
+        embeddings_computed=computed,
+        embeddings_cached=cached,
     )
     manifest.update(
         embedding_dim=dim,
         n_docs=stats.n_docs,
         n_parents=stats.n_parents,
         n_children=stats.n_children,
+        embeddings_computed=stats.embeddings_computed,
+        embeddings_cached=stats.embeddings_cached,
         build_seconds=round(stats.seconds, 3),
         built_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
@@ -172,3 +173,53 @@ def test_something_else_on_the_port_is_named_as_such(stub: int) -> None:
     StubChroma.refuse = False
     with pytest.raises(ServiceError, match=rf"http://127.0.0.1:{stub} answered HTTP 404 to /api/v2/heartbeat: is it a Chroma server"):
         ChromaServer("127.0.0.1", stub).connect()
+
+
+# --------------------------------------------------------------------------- timeouts
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A socket that accepts every connection and never answers (a stopped or deadlocked server)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            held.append(conn)  # read nothing, send nothing
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield int(listener.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join(timeout=2)
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+def test_a_server_that_never_answers_fails_after_the_timeout_naming_the_setting(silent_port: int) -> None:
+    server = ChromaServer.from_settings(load({"RAG_APP_CHROMA_TIMEOUT": "0.5"}, chroma_host="127.0.0.1", chroma_port=silent_port), env={})
+    assert server is not None and server.timeout == 0.5
+    started = time.monotonic()
+    with pytest.raises(ServiceError) as info:
+        server.connect()
+    elapsed = time.monotonic() - started
+    message = str(info.value)
+    assert f"the Chroma server at http://127.0.0.1:{silent_port} did not answer within 0.5 s (chroma_timeout)" in message
+    assert "RAG_APP_CHROMA_TIMEOUT" in message
+    assert elapsed < 10  # bounded by the timeout (0.5 s), not by the server: without one this never returns
+
+
+def test_the_timeout_is_a_validated_setting() -> None:
+    assert Settings().chroma_timeout == 30.0
+    with pytest.raises(ConfigError, match="environment variable RAG_APP_CHROMA_TIMEOUT: chroma_timeout must be a positive number"):
+        load({"RAG_APP_CHROMA_TIMEOUT": "0"})

@@ -337,3 +337,48 @@ def test_two_processes_building_the_same_index_build_it_once(tmp_path: Path) -> 
     assert [r[:3] for r in results] == [(False, 0, 0), (True, 5, 1)]
     assert results[0][3] == results[1][3] and results[0][3]
     assert (tmp_path / "index" / f"{fingerprint_for(CHUNKS, 'corpus-v1', CONFIG, 'test-hash-16')}.lock").exists()
+
+
+# ------------------------------------------------------------------ counters and progress
+def test_a_warm_rebuild_reads_every_embedding_from_the_cache(tmp_path: Path) -> None:
+    """Issue 14: the counter says what happened, not len(children)."""
+    from rag_app.embeddings.cache import CachedEmbedder
+
+    cold_inner = CountingEmbedder()
+    cold = build(tmp_path, CachedEmbedder(cold_inner, tmp_path))  # type: ignore[arg-type]
+    assert (cold.stats.built, cold.stats.embeddings_computed, cold.stats.embeddings_cached) == (True, 5, 0)
+    shutil.rmtree(cold.directory)  # the index is gone, the embedding cache stays
+
+    warm_inner = CountingEmbedder()
+    warm = build(tmp_path, CachedEmbedder(warm_inner, tmp_path))  # type: ignore[arg-type]
+    assert (warm.stats.built, warm.stats.embeddings_computed, warm.stats.embeddings_cached) == (True, 0, 5)
+    assert warm_inner.passages_embedded == 0
+    manifest = json.loads((warm.directory / "manifest.json").read_text(encoding="utf-8"))
+    assert (manifest["embeddings_computed"], manifest["embeddings_cached"]) == (0, 5)
+
+    reused = build(tmp_path, CachedEmbedder(CountingEmbedder(), tmp_path))  # type: ignore[arg-type]
+    assert (reused.stats.built, reused.stats.embeddings_computed, reused.stats.embeddings_cached) == (False, 0, 0)
+
+
+def test_a_half_warm_cache_counts_both(tmp_path: Path) -> None:
+    from rag_app.embeddings.cache import CachedEmbedder
+
+    cached = CachedEmbedder(CountingEmbedder(), tmp_path)
+    cached.embed_passages([indexed_text(c) for c in CHUNKS if c.chunk_id in ("c1", "c3")])
+    index = build(tmp_path, cached)  # type: ignore[arg-type]
+    assert (index.stats.embeddings_computed, index.stats.embeddings_cached) == (3, 2)  # c2, c4, c5 were new
+
+
+def test_an_embedder_without_a_cache_computes_every_passage(tmp_path: Path) -> None:
+    index = build(tmp_path, CountingEmbedder())
+    assert (index.stats.embeddings_computed, index.stats.embeddings_cached) == (5, 0)
+
+
+def test_progress_callable_sees_every_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build_module, "EMBED_BATCH", 2)
+    seen: list[tuple[int, int]] = []
+    build(tmp_path, progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(0, 5), (2, 5), (4, 5), (5, 5)]
+    seen.clear()
+    build(tmp_path, progress=lambda done, total: seen.append((done, total)))
+    assert seen == []  # a reused index has nothing to report

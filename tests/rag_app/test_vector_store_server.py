@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Iterator
@@ -178,6 +181,29 @@ def test_dead_server_is_named_and_a_restart_reuses_the_persisted_index(tmp_path:
         again = build(tmp_path / "cache", process.client(), embedder)
         assert not again.stats.built and embedder.passage_calls == 0
         assert again.vector_search(q, 3) == first.vector_search(q, 3)
+    finally:
+        process.stop()
+
+
+@pytest.mark.slow  # starts its own server: ~3 s on an idle machine
+def test_a_server_that_stops_answering_fails_a_query_after_the_timeout(tmp_path: Path) -> None:
+    """SIGSTOP: the port still accepts connections (the kernel does), nothing answers."""
+    process = ChromaProcess(tmp_path / "data").start()
+    assert process.proc is not None
+    try:
+        client = ChromaServer("127.0.0.1", process.port, timeout=1.0).connect()
+        first = build(tmp_path / "cache", client)
+        hnsw = ChromaVectorStore(None, first.vectors.name, client=client, create=False, exact_max=0)
+        q = CountingEmbedder().embed_query("等比数列")
+        assert hnsw.query(q, 3)
+        os.kill(process.proc.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            with pytest.raises(ServiceError, match=rf"the Chroma server at {process.url} did not answer within 1 s \(chroma_timeout\)"):
+                hnsw.query(q, 3)
+            assert time.monotonic() - started < 10  # one timeout, not forever
+        finally:
+            os.kill(process.proc.pid, signal.SIGCONT)
     finally:
         process.stop()
 
