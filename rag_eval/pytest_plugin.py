@@ -22,6 +22,7 @@ from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
 from rag_eval.gate import GateResult, evaluate_gates, verdict
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
+from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.validate import TIER_APPLIES
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
@@ -51,13 +52,14 @@ from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
-TIERS: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk")
+TIERS: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk", "dialogue")
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 MARKERS: dict[str, str] = {
     "retrieval": "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item",
     "deterministic": "deterministic tier: model-free checks of each generated answer",
     "judge": "judge tier: LLM-as-judge metrics (needs a configured judge endpoint)",
     "passk": "repeated trials: pass@k, pass^k and stability per case",
+    "dialogue": "dialogue tier: replay each dialogue item (clarification, retrieval, hints, interception)",
     "golden": "golden set validation: schema, ids, gold traceability, split hygiene",
 }
 SHORTCUTS: dict[str, tuple[str, type]] = {
@@ -94,6 +96,7 @@ CONFIG = pytest.StashKey[EvalConfig]()
 PATHS = pytest.StashKey[DatasetPaths]()
 DATASET = pytest.StashKey[Dataset]()
 SHARD = pytest.StashKey["Shard | None"]()
+DIALOGUES = pytest.StashKey["list[DialogueItem]"]()
 CONTROLLER_PLUGIN = "rag_eval_controller"
 
 
@@ -132,6 +135,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--chunk-size", type=int, help="child chunk size in characters")
     group.addoption("--reranker", help="none, local or http")
     group.addoption("--generator", help="extractive or openai")
+    group.addoption("--dialogues", default=None, metavar="PATH", help="dialogue set JSONL (default: dialogues.jsonl beside the golden set)")
     parser.addini("rag_eval_dataset", "default --dataset", default="golden_sets/demo_maths")
     parser.addini("rag_eval_thresholds", "default --thresholds", default="thresholds.toml")
     group.addoption(
@@ -436,7 +440,39 @@ def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[Golde
     ]
 
 
+# --- dialogue cases (issue 15) --------------------------------------------------------
+def _dialogues(config: pytest.Config) -> list[DialogueItem]:
+    """The run's dialogue set (``--dialogues``, else dialogues.jsonl beside the golden set), loaded once."""
+    if DIALOGUES not in config.stash:
+        from rag_eval.dialogue.find import find_dialogue_set
+        from rag_eval.dialogue.load import load_dialogue_set
+
+        try:
+            path = find_dialogue_set(_paths(config).golden, config.getoption("dialogues"))
+            config.stash[DIALOGUES] = load_dialogue_set(path) if path is not None else []
+        except GoldenSetError as exc:  # DialogueSetError is one: file:line, field and fix
+            raise DatasetInputError(str(exc)) from None
+    return config.stash[DIALOGUES]
+
+
+def _parametrize_dialogues(metafunc: pytest.Metafunc) -> None:
+    tier = _tier_of(metafunc.definition)
+    if tier not in ("dialogue", "passk"):
+        raise pytest.Collector.CollectError(
+            f"{metafunc.definition.nodeid}: a test using dialogue_case needs the dialogue or the passk marker"
+        )
+    try:
+        items = _dialogues(metafunc.config)
+    except DatasetInputError as exc:
+        raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
+    chosen = selected_items(metafunc.config, items)  # type: ignore[arg-type]  # id, split and tags are all it reads
+    metafunc.parametrize("dialogue_case", chosen, ids=[i.id for i in chosen])
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "dialogue_case" in metafunc.fixturenames:
+        _parametrize_dialogues(metafunc)
+        return
     if "golden_case" not in metafunc.fixturenames:
         return
     # Errors here are collection errors: pytest shows a CollectError as its message
@@ -485,7 +521,7 @@ class CaseRunner:
         self.node = node
         self.strict = strict
 
-    def run(self, tier: str, item: GoldenItem) -> CaseResult:
+    def run(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:
         result = self.session.run_case(tier, item)
         # One JSON string: xdist's serialiser is far slower on nested dicts.
         self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))
@@ -497,7 +533,8 @@ class CaseRunner:
             text = f"[error] {item.id}: {result.message}"
         else:
             stage = f" (failed stage: {result.failed_stage})" if result.failed_stage else ""
-            text = f"{item.id}{stage}: {result.message}\n  question: {item.question}"
+            asked = item.opening if isinstance(item, DialogueItem) else item.question
+            text = f"{item.id}{stage}: {result.message}\n  {'opening' if isinstance(item, DialogueItem) else 'question'}: {asked}"
         if not self.strict:
             # A dynamic xfail mark plus a traceback-free failure reports as xfailed;
             # pytest.xfail() builds (and discards) a full traceback: ~40 ms per case.
@@ -510,13 +547,16 @@ class CaseRunner:
     def deterministic(self, item: GoldenItem) -> CaseResult:
         return self.run("deterministic", item)
 
-    def passk(self, item: GoldenItem) -> CaseResult:
+    def dialogue(self, item: DialogueItem) -> CaseResult:
+        return self.run("dialogue", item)  # a system without a dialogue call: skipped with the reason
+
+    def passk(self, item: GoldenItem | DialogueItem) -> CaseResult:
         try:
-            reason = self.session.passk_skip_reason()
+            reason = self.session.passk_skip_reason(item)
         except ValueError as exc:  # n < k: a configuration error, not a number
             raise pytest.UsageError(str(exc)) from None
         if reason is not None:
-            pytest.skip(f"passk condition 'judge': {reason}")
+            pytest.skip(reason if isinstance(item, DialogueItem) else f"passk condition 'judge': {reason}")
         return self.run("passk", item)
 
     def judge(self, item: GoldenItem) -> CaseResult:
@@ -657,7 +697,8 @@ def _junit_properties(config: pytest.Config, results: dict[str, Any]) -> None:
 def _golden_of(config: pytest.Config, cases: list[CaseResult]) -> dict[str, dict[str, Any]]:
     """The golden items behind the cases, so a results file is readable on its own (reports, merges)."""
     ids = {c.id for c in cases}
-    return {i.id: i.to_dict() for i in _dataset(config).items if i.id in ids}
+    dialogues = {i.id: i.to_dict() for i in config.stash.get(DIALOGUES, []) if i.id in ids}
+    return {**dialogues, **{i.id: i.to_dict() for i in _dataset(config).items if i.id in ids}}
 
 
 def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:
