@@ -23,6 +23,7 @@ from typing import Any
 
 from rag_eval.aggregate import errors_for, select
 from rag_eval.baseline import tier_notes
+from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.report.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
 from rag_eval.report.header import Header, build_header
 from rag_eval.report.stages import (
@@ -64,10 +65,19 @@ class GateRow:
     baseline: float | None = None
     delta: float | None = None
     baseline_n: int | None = None
+    numerator: float | None = None  # dialogue rates: the value is numerator / denominator over the dialogues
+    denominator: int | None = None
 
     @property
     def value_text(self) -> str:
         return fmt_number(self.value)
+
+    @property
+    def ratio_text(self) -> str:
+        """``numerator/denominator`` of a dialogue rate, else empty."""
+        if self.denominator is None:
+            return ""
+        return f"{fmt_number(self.numerator)}/{self.denominator}"
 
     @property
     def threshold_text(self) -> str:
@@ -266,6 +276,8 @@ def _gates(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> tu
                 baseline=_float(b.get("baseline")),
                 delta=_float(b.get("delta")),
                 baseline_n=int(b["baseline_n"]) if isinstance(b.get("baseline_n"), int) else None,
+                numerator=_float(g.get("numerator")),
+                denominator=int(g["denominator"]) if isinstance(g.get("denominator"), int) else None,
             )
         )
     return tuple(out)
@@ -288,6 +300,8 @@ def pulling_cases(gate: Mapping[str, Any], cases: Sequence[CaseResult]) -> tuple
     scoped = select(cases, str(gate.get("tier", "")), as_mapping(gate.get("tags")) or None)
     key = str(gate.get("key") or "")
     errors = [c for c in scoped if c.outcome == "error"]
+    if gate.get("tier") == dialogue_rates.TIER and dialogue_rates.is_rate(key):
+        return tuple(c.key for c in dialogue_rates.pulling(scoped, key, str(gate.get("op", "min"))))
     if key in ("pass_rate", "fail_count"):
         bad = sorted((c for c in scoped if c.outcome in FAILING), key=lambda c: (c.outcome != "error", c.id))
         return tuple(c.key for c in bad)
@@ -335,7 +349,7 @@ def _rows(
         drafts.append(
             dict(
                 id=item_id,
-                question=str(item.get("question") or ""),
+                question=str(item.get("question") or item.get("opening") or ""),  # a dialogue item opens instead
                 tags=tags,
                 tag_labels=tuple(f"{k}={v}" for k, v in sorted(tags.items())),
                 split=str(item.get("split") or first.get("split") or ""),

@@ -59,6 +59,9 @@ class OracleTutor:
     def retrieve(self, question: str, top_k: int | None = None) -> dict[str, Any]:
         return {"items": []}  # the contract's required call; these tutors are judged on their dialogues
 
+    def describe(self) -> dict[str, Any]:
+        return {"adapter": "scripted", "tutor": type(self).__name__}
+
 
 class OverClarifier(OracleTutor):
     """Asks which problem on the first turn of a dialogue that needs no clarification."""
