@@ -6,6 +6,7 @@ dialogue call skips the tier with its reason."""
 from __future__ import annotations
 
 import shutil
+import tomllib
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -13,6 +14,7 @@ import pytest
 
 from rag_eval.dialogue.metrics import compute_all
 from rag_eval.dialogue.replay import replay
+from rag_eval.thresholds import parse_thresholds
 from tests.rag_eval._dialogue_systems import DEMO, TUTORS, demo_items
 from tests.rag_eval._plugin_sandbox import Sandbox
 from tests.support.scripted_http import ScriptedJSONServer, Status
@@ -177,8 +179,9 @@ def test_a_system_without_a_dialogue_call_skips_the_tier_with_its_reason(sandbox
     result = sandbox.run("-m", "dialogue", "-rs")  # rag_app in process: no dialogue call (yet)
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(skipped=N)
-    result.stdout.fnmatch_lines(["*has no dialogue call*so the dialogue tier does not apply*"])
-    assert not any(g["tier"] == "dialogue" for g in sandbox.results()["gates"])
+    result.stdout.fnmatch_lines([f"SKIPPED [[]{N}[]] *: the system under test (--pipeline rag_app) has no dialogue call*"
+                                 "so the dialogue tier does not apply"])
+    assert not sandbox.results_path.exists()  # nothing ran: no case, no gate
 
 
 @pytest.fixture
@@ -220,3 +223,13 @@ def test_a_missing_dialogue_set_given_explicitly_is_a_collection_error(sandbox: 
     result = sandbox.run("-m", "dialogue", "--dialogues", str(tmp_path / "none.jsonl"), *pipeline(sandbox, "oracle"))
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*--dialogues*none.jsonl: no such file*"])
+
+
+def test_the_commented_demo_dialogue_gates_are_valid_once_uncommented() -> None:
+    text = (Path(__file__).resolve().parents[2] / "thresholds.toml").read_text(encoding="utf-8")
+    section = text.split("# [dialogue]\n", 1)[1].split("\n[regression]", 1)[0]
+    lines = [line[2:] for line in section.splitlines() if line.startswith("# ") and ("=" in line or line.startswith("# ["))]
+    doc = tomllib.loads("[dialogue]\n" + "\n".join(lines))
+    thresholds = parse_thresholds(doc, "thresholds.toml")
+    assert {g.metric for g in thresholds.gates} >= {f"{k}" for k in RATE_GATES} | {"interception_rate", "error_rate"}
+    assert thresholds.case_rules("dialogue").options == {"clarification_limit": 3, "retrieval": "chunk", "simulator": "scripted"}
