@@ -5,6 +5,7 @@ Select tiers with markers: ``pytest eval_tests -m retrieval``.
 
 import pytest
 
+from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.model import GoldenItem
 from rag_eval.pytest_plugin import CaseRunner
 
@@ -27,3 +28,13 @@ def test_judge(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
 @pytest.mark.passk
 def test_passk(golden_case: GoldenItem, rag_eval: CaseRunner) -> None:
     rag_eval.passk(golden_case)
+
+
+@pytest.mark.dialogue
+def test_dialogue(dialogue_case: DialogueItem, rag_eval: CaseRunner) -> None:
+    rag_eval.dialogue(dialogue_case)
+
+
+@pytest.mark.passk
+def test_passk_dialogue(dialogue_case: DialogueItem, rag_eval: CaseRunner) -> None:
+    rag_eval.passk(dialogue_case)

@@ -5,19 +5,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
+from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.results import CaseResult
 
 
 @dataclass(frozen=True)
 class MetricValue:
-    """A mean over ``n`` cases, of which ``errors`` errored and count as the worst value."""
+    """A mean over ``n`` cases, of which ``errors`` errored and count as the worst value.
+
+    A dialogue rate is a ratio of sums instead (``numerator`` / ``denominator`` over the
+    dialogues, ``rag_eval.dialogue.pooled``): ``n`` is the dialogues it rests on and the
+    ``errors`` (replays that did not finish) are left out of it, listed apart."""
 
     value: float | None
     n: int
     errors: int = 0
+    numerator: float | None = None
+    denominator: int | None = None
 
     def to_dict(self) -> dict[str, float | int | None]:
-        return {"value": self.value, "n": self.n, "errors": self.errors}
+        out: dict[str, float | int | None] = {"value": self.value, "n": self.n, "errors": self.errors}
+        if self.denominator is not None:
+            out.update(numerator=self.numerator, denominator=self.denominator)
+        return out
 
 
 def select(cases: Iterable[CaseResult], tier: str, tags: Mapping[str, str] | None = None) -> list[CaseResult]:
@@ -49,6 +59,9 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
         return MetricValue(float(sum(flags)), len(flags), errors)
     if key == "fail_count":
         return MetricValue(float(sum(1 for c in cases if c.outcome != "pass")), len(cases), errors)
+    if dialogue_rates.is_rate(key) and all(c.tier == dialogue_rates.TIER for c in cases):
+        rate = dialogue_rates.pooled(cases, key)
+        return MetricValue(rate.value, rate.n, rate.errors, rate.numerator, rate.denominator)
     values = [float(c.metrics[key]) for c in cases if key in c.metrics]
     # Errors are never dropped from a denominator (dropping them makes scores rise as
     # things break): each error case that would have measured the metric counts as its
@@ -60,6 +73,8 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
 
 LOWER_IS_BETTER = frozenset(
     {"negative.any_above_threshold", "error_rate", "fail_count", "unknown_share", "flaky", "stable_fail", "flaky_count"}
+    # the dialogue rates at the default clarification limit; dialogue_rates.lower_is_better covers every limit
+    | dialogue_rates.LOWER_RATES | {"clarification_failure_3", "past_3_rounds"}
 )
 
 
@@ -89,6 +104,8 @@ def aggregate_tier(cases: Sequence[CaseResult], tier: str) -> dict[str, MetricVa
     """Every metric any case of the tier measured, plus pass and error rates."""
     scoped = select(cases, tier)
     keys = sorted({k for c in scoped for k in c.metrics})
+    if tier == dialogue_rates.TIER:  # pooled over the dialogues, not averaged per case
+        keys += dialogue_rates.names_in(scoped)
     out = {f"{tier}.{k}": metric_value(scoped, k) for k in keys}
     out[f"{tier}.pass_rate"] = metric_value(scoped, "pass_rate")
     if any(is_measured_only(c) for c in scoped):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from rag_eval.aggregate import errors_for, is_measured_only, metric_value, select, worst_value
+from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.results import CaseResult
 from rag_eval.thresholds import RATE_KEYS, Gate, Thresholds
 
@@ -21,9 +22,13 @@ class GateResult:
     passed: bool
     reason: str
     worst: tuple[str, ...]
+    numerator: float | None = None  # dialogue rates: the sums the value is the ratio of
+    denominator: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        ratio = {} if self.denominator is None else {"numerator": self.numerator, "denominator": self.denominator}
         return {
+            **ratio,
             "metric": self.gate.label,
             "tier": self.gate.tier,
             "key": self.gate.metric,
@@ -46,7 +51,10 @@ class GateResult:
         verdict = "PASS" if self.passed else "FAIL"
         err = ""
         plural = "s" if self.errors != 1 else ""
-        if self.errors and self.gate.metric in RATE_KEYS:
+        if self.denominator is not None:
+            err = f", {self.numerator:g}/{self.denominator}" + (
+                f", {self.errors} not finished (left out; see error_rate)" if self.errors else "")
+        elif self.errors and self.gate.metric in RATE_KEYS:
             err = f", {self.errors} error{plural}"
         elif self.errors:
             err = f", incl. {self.errors} error{plural} counted as {worst_value(self.gate.metric):g}"
@@ -70,12 +78,14 @@ def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
     mv = metric_value(scoped, gate.metric)
     worst = _worst(gate, scoped)
     value, n, errors = mv.value, mv.n, mv.errors
+    ratio = (mv.numerator, mv.denominator)
     if value is None or n == 0:
-        return GateResult(gate, None, n, errors, False, "no cases measured: a gate over 0 cases fails", worst)
+        return GateResult(gate, None, n, errors, False, "no cases measured: a gate over 0 cases fails", worst, *ratio)
     if n < gate.min_cases:
-        return GateResult(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst)
+        return GateResult(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst,
+                          *ratio)
     ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
-    return GateResult(gate, value, n, errors, ok, "", worst)
+    return GateResult(gate, value, n, errors, ok, "", worst, *ratio)
 
 
 def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
@@ -101,6 +111,9 @@ def pulling_down(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
     """
     scoped = select(cases, gate.tier, gate.tags)
     key = gate.metric
+    if gate.tier == dialogue_rates.TIER and dialogue_rates.is_rate(key):
+        # a pooled rate: the dialogues whose own share is on the wrong side (dialogue.pooled)
+        return tuple(c.key for c in dialogue_rates.pulling(scoped, key, gate.op))
     if key in ("pass_rate", "fail_count"):
         scoped = [c for c in scoped if not is_measured_only(c)]
     by_id = sorted(scoped, key=lambda c: c.id)

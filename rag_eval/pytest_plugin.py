@@ -25,6 +25,7 @@ from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
 from rag_eval.gate import GateResult, evaluate_gates, verdict
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
+from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.validate import TIER_APPLIES
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
@@ -55,13 +56,14 @@ from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
-TIERS: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk")
+TIERS: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk", "dialogue")
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 MARKERS: dict[str, str] = {
     "retrieval": "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item",
     "deterministic": "deterministic tier: model-free checks of each generated answer",
     "judge": "judge tier: LLM-as-judge metrics (needs a configured judge endpoint)",
     "passk": "repeated trials: pass@k, pass^k and stability per case",
+    "dialogue": "dialogue tier: replay each dialogue item (clarification, retrieval, hints, interception)",
     "golden": "golden set validation: schema, ids, gold traceability, split hygiene",
 }
 # --rag-top-k means the call's top_k for any system (rag_app: its rerank_top_n setting);
@@ -96,6 +98,7 @@ DATASET = pytest.StashKey[Dataset]()
 SHARD = pytest.StashKey["Shard | None"]()
 INPUTS = pytest.StashKey["InputSource"]()
 SESSION = pytest.StashKey[EvalSession]()
+DIALOGUES = pytest.StashKey["list[DialogueItem]"]()
 CONTROLLER_PLUGIN = "rag_eval_controller"
 
 
@@ -134,6 +137,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the rootdir)", default="")
     parser.addini("rag_eval_results", "default --rag-results (relative to the rootdir)", default="reports/eval-results.json")
     parser.addini("rag_eval_thresholds", "default --rag-thresholds", default="thresholds.toml")
+    group.addoption("--rag-dialogues", default=None, metavar="PATH", help="dialogue set JSONL (default: dialogues.jsonl beside the golden set)")
     group.addoption(
         "--rag-case-failures",
         choices=CASE_FAILURE_MODES,
@@ -482,14 +486,50 @@ def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[Golde
     ]
 
 
+# --- dialogue cases (issue 15) --------------------------------------------------------
+def _dialogues(config: pytest.Config) -> list[DialogueItem]:
+    """The run's dialogue set (``--rag-dialogues``, else dialogues.jsonl beside the golden set), loaded once."""
+    if DIALOGUES not in config.stash:
+        from rag_eval.dialogue.find import find_dialogue_set
+        from rag_eval.dialogue.load import load_dialogue_set
+
+        try:
+            path = find_dialogue_set(_paths(config).golden, config.getoption("rag_dialogues"))
+            config.stash[DIALOGUES] = load_dialogue_set(path) if path is not None else []
+        except GoldenSetError as exc:  # DialogueSetError is one: file:line, field and fix
+            raise DatasetInputError(str(exc)) from None
+    return config.stash[DIALOGUES]
+
+
+def _selected_dialogues(config: pytest.Config) -> list[DialogueItem]:
+    try:
+        items = _dialogues(config)
+    except DatasetInputError as exc:
+        raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
+    return selected_items(config, items)  # type: ignore[arg-type, return-value]  # id, split and tags are all it reads
+
+
+def _parametrize_dialogues(metafunc: pytest.Metafunc) -> None:
+    tier = _tier_of(metafunc.definition)
+    if tier not in ("dialogue", "passk"):
+        raise pytest.Collector.CollectError(
+            f"{metafunc.definition.nodeid}: a test using dialogue_case needs the dialogue or the passk marker"
+        )
+    chosen = _selected_dialogues(metafunc.config)
+    metafunc.parametrize("dialogue_case", chosen, ids=[i.id for i in chosen])
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "golden_case" not in metafunc.fixturenames:
+    if not {"golden_case", "dialogue_case"} & set(metafunc.fixturenames):
         return
     if not _configured(metafunc.config):
         raise pytest.Collector.CollectError(
             f"{metafunc.definition.nodeid}: rag-eval is not configured: give --rag-golden-set FILE or "
             "--rag-dataset DIR (or the ini keys rag_eval_golden_set / rag_eval_dataset)"
         )
+    if "dialogue_case" in metafunc.fixturenames:
+        _parametrize_dialogues(metafunc)
+        return
     # Errors here are collection errors: pytest shows a CollectError as its message
     # alone, where any other exception would come wrapped in a pluggy traceback.
     tier = _tier_of(metafunc.definition)
@@ -548,17 +588,20 @@ class GoldenSetFile(pytest.File):
         except DatasetInputError as exc:
             raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
         chosen = selected_items(self.config, items)
+        dialogues: list[GoldenItem | DialogueItem] = list(_selected_dialogues(self.config))
         for tier in TIERS:
             applies = TIER_APPLIES.get(tier, lambda i: True)
-            for golden in chosen:
-                if applies(golden):
-                    yield GoldenCase.from_parent(self, name=f"{tier}[{golden.id}]", tier=tier, golden=golden)
+            cases: list[GoldenItem | DialogueItem] = [] if tier == "dialogue" else [g for g in chosen if applies(g)]
+            if tier in ("dialogue", "passk"):  # passk over dialogues: k independent replays
+                cases += dialogues
+            for golden in cases:
+                yield GoldenCase.from_parent(self, name=f"{tier}[{golden.id}]", tier=tier, golden=golden)
 
 
 class GoldenCase(pytest.Item):
     """One golden item in one tier; the test id is the golden id."""
 
-    def __init__(self, *, tier: str, golden: GoldenItem, **kwargs: Any) -> None:
+    def __init__(self, *, tier: str, golden: GoldenItem | DialogueItem, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.tier = tier
         self.golden = golden
@@ -589,7 +632,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     """No copied test files: without a test module of its own that takes ``golden_case``,
     the run gets the plugin's cases, added here before -m/-k select. A run given explicit
     paths (``pytest tests/unit``) gets them only if the golden set lies under them."""
-    if not _configured(config) or any("golden_case" in getattr(i, "fixturenames", ()) for i in items):
+    if not _configured(config) or any(
+        {"golden_case", "dialogue_case"} & set(getattr(i, "fixturenames", ())) for i in items
+    ):
         return
     if session.testsfailed:  # a module failed to collect (maybe one of the user's golden_case modules)
         return
@@ -622,7 +667,7 @@ class CaseRunner:
         self.node = node
         self.strict = strict
 
-    def run(self, tier: str, item: GoldenItem) -> CaseResult:
+    def run(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:
         result = self.session.run_case(tier, item)
         # One JSON string: xdist's serialiser is far slower on nested dicts.
         self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))
@@ -634,7 +679,9 @@ class CaseRunner:
             text = terminal(f"[error] {item.id}: {result.message}")
         else:
             stage = f" (failed stage: {result.failed_stage})" if result.failed_stage else ""
-            text = terminal(f"{item.id}{stage}: {result.message}\n  question: {item.question}")
+            asked = item.opening if isinstance(item, DialogueItem) else item.question
+            label = "opening" if isinstance(item, DialogueItem) else "question"
+            text = terminal(f"{item.id}{stage}: {result.message}\n  {label}: {asked}")
         if not self.strict:
             # A dynamic xfail mark plus a traceback-free failure reports as xfailed;
             # pytest.xfail() builds (and discards) a full traceback: ~40 ms per case.
@@ -647,13 +694,19 @@ class CaseRunner:
     def deterministic(self, item: GoldenItem) -> CaseResult:
         return self.run("deterministic", item)
 
-    def passk(self, item: GoldenItem) -> CaseResult:
+    def dialogue(self, item: DialogueItem) -> CaseResult:
+        reason = self.session.dialogue_skip_reason()
+        if reason is not None:  # a system without a dialogue call: every case skipped with this one reason
+            pytest.skip(reason)
+        return self.run("dialogue", item)
+
+    def passk(self, item: GoldenItem | DialogueItem) -> CaseResult:
         try:
-            reason = self.session.passk_skip_reason()
+            reason = self.session.passk_skip_reason(item)
         except ValueError as exc:  # n < k: a configuration error, not a number
             raise pytest.UsageError(str(exc)) from None
         if reason is not None:
-            pytest.skip(f"passk condition 'judge': {reason}")
+            pytest.skip(reason if isinstance(item, DialogueItem) else f"passk condition 'judge': {reason}")
         return self.run("passk", item)
 
     def judge(self, item: GoldenItem) -> CaseResult:
@@ -790,7 +843,8 @@ def _junit_properties(config: pytest.Config, results: dict[str, Any]) -> None:
 def _golden_of(config: pytest.Config, cases: list[CaseResult]) -> dict[str, dict[str, Any]]:
     """The golden items behind the cases, so a results file is readable on its own (reports, merges)."""
     ids = {c.id for c in cases}
-    return {i.id: i.to_dict() for i in _dataset(config).items if i.id in ids}
+    dialogues = {i.id: i.to_dict() for i in config.stash.get(DIALOGUES, []) if i.id in ids}
+    return {**dialogues, **{i.id: i.to_dict() for i in _dataset(config).items if i.id in ids}}
 
 
 def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:

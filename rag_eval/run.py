@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rag_eval.aggregate import aggregate_all, outcome_counts
+from rag_eval.dialogue.pooled import dialogue_block
 from rag_eval.gate import GateResult
 from rag_eval.results import CaseResult
 
@@ -93,6 +94,7 @@ def build_results(
         "metrics": {k: v.value for k, v in sorted(metrics.items())},
         "metrics_n": {k: v.to_dict() for k, v in sorted(metrics.items())},
         "gates": [g.to_dict() for g in gates],
+        **dialogue_block(ordered),
         "cases": [c.to_dict() for c in ordered],
         "items": {k: dict(v) for k, v in sorted((items or {}).items())},
     }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
+from rag_eval.dialogue.model import DialogueItem
 from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
 from rag_eval.evaluate.deterministic import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.evaluate.retrieval import RetrievalCaseConfig, evaluate_retrieval
@@ -160,11 +161,16 @@ class EvalSession:
             negative=options.get("negative", base.negative),
         )
 
-    def run_case(self, tier: str, item: GoldenItem) -> CaseResult:
-        """Run one case; any exception becomes an ``error`` outcome, never a pass."""
+    def run_case(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:
+        """Run one case; any exception becomes an ``error`` outcome, never a pass.
+
+        A ``DialogueItem`` runs in the ``dialogue`` tier (one replay) or the ``passk`` tier
+        (k independent replays); see ``rag_eval.session_dialogue``."""
         t0 = time.perf_counter()
         try:
-            if tier == "retrieval":
+            if isinstance(item, DialogueItem):
+                result = self.dialogues.run(tier, item, t0)
+            elif tier == "retrieval":
                 result = self._retrieval(item, t0)
             elif tier == "deterministic":
                 result = self._deterministic(item, t0)
@@ -183,11 +189,22 @@ class EvalSession:
                 message=f"{type(exc).__name__}: {exc}",
                 tags=dict(item.tags),
                 split=item.split,
-                negative=item.is_negative,
+                negative=getattr(item, "is_negative", False),
                 duration=time.perf_counter() - t0,
                 details={"traceback": traceback.format_exc(limit=8)[-4000:], "system": self._safe_info()},
             )
         return result
+
+    @cached_property
+    def dialogues(self) -> Any:
+        """The dialogue tier of this session (``rag_eval.session_dialogue.DialogueTier``)."""
+        from rag_eval.session_dialogue import DialogueTier
+
+        return DialogueTier(self)
+
+    def dialogue_skip_reason(self) -> str | None:
+        """Why the dialogue tier cannot run (the system has no dialogue call), or None."""
+        return self.dialogues.skip_reason()
 
     def _safe_info(self) -> dict[str, Any]:
         try:
@@ -271,7 +288,9 @@ class EvalSession:
             raise ValueError(f"passk: n = {n} trials < k = {k}: pass@k needs at least k trials (configuration error)")
         return n, k, str(options.get("condition", "deterministic"))
 
-    def passk_skip_reason(self) -> str | None:
+    def passk_skip_reason(self, item: GoldenItem | DialogueItem | None = None) -> str | None:
+        if isinstance(item, DialogueItem):
+            return self.dialogue_skip_reason()
         _, _, condition = self.passk_settings()
         return self.answer_skip_reason() or (self.judge_skip_reason() if condition == "judge" else None)
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from rag_eval.dialogue import pooled as dialogue_rates
+from rag_eval.dialogue.model import RETRIEVAL_CHECKS as DIALOGUE_RETRIEVAL, SIMULATORS as DIALOGUE_SIMULATORS
 from rag_eval.evaluate.retrieval import NEGATIVE_MODES
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.metrics.deterministic import CHECK_NAMES
@@ -102,11 +104,17 @@ def _passk_metric_ok(key: str) -> bool:
     return key in RATE_KEYS or key in PASSK_KEYS or key in JUDGE_METRICS
 
 
+def _dialogue_metric_ok(key: str) -> bool:
+    """The dialogue rates (clarification_failure_<L> / past_<L>_rounds for any limit L) and the case rates."""
+    return key in RATE_KEYS or dialogue_rates.is_rate(key)
+
+
 METRIC_VALIDATORS: dict[str, Callable[[str], bool]] = {
     "retrieval": _retrieval_metric_ok,
     "deterministic": _deterministic_metric_ok,
     "judge": _judge_metric_ok,
     "passk": _passk_metric_ok,
+    "dialogue": _dialogue_metric_ok,
 }
 VALID_NAMES_TEXT: dict[str, str] = {
     "retrieval": (
@@ -117,6 +125,10 @@ VALID_NAMES_TEXT: dict[str, str] = {
     "deterministic": f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}",
     "judge": f"{', '.join(JUDGE_METRICS + RATE_KEYS)}",
     "passk": f"pass@<k>, pass^<k>, {', '.join(PASSK_KEYS + RATE_KEYS)}; as [passk.case] floors: {', '.join(JUDGE_METRICS)}",
+    "dialogue": (
+        f"{', '.join(dialogue_rates.FIXED_RATES)}, clarification_failure_<limit>, past_<limit>_rounds "
+        f"(e.g. clarification_failure_3), or {', '.join(RATE_KEYS)}"
+    ),
 }
 
 
@@ -216,9 +228,10 @@ CASE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
     "deterministic": {"skip_checks": CHECK_NAMES},
     "judge": {},
     "passk": {"condition": PASSK_CONDITIONS},
+    "dialogue": {"retrieval": DIALOGUE_RETRIEVAL, "simulator": DIALOGUE_SIMULATORS},
 }
-# Whole-number options: [passk.case] n = 5 trials, k = 3.
-INT_OPTIONS: dict[str, tuple[str, ...]] = {"passk": ("n", "k")}
+# Whole-number options: [passk.case] n = 5 trials, k = 3; [dialogue.case] clarification_limit = 3.
+INT_OPTIONS: dict[str, tuple[str, ...]] = {"passk": ("n", "k"), "dialogue": ("clarification_limit",)}
 # Options that hold a list of names; every other option holds exactly one name.
 LIST_OPTIONS: frozenset[str] = frozenset({"skip_checks"})
 
@@ -332,6 +345,12 @@ def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
             raise ThresholdsError(
                 f"{path}: {table} {key}: a deterministic case fails whenever one of its checks fails; "
                 "per-case floors do not apply here (use skip_checks to leave a check out)"
+            )
+        if tier == "dialogue":
+            # A dialogue case passes when its verdict finds no failing step; its rates are pooled over dialogues.
+            raise ThresholdsError(
+                f"{path}: {table} {key}: a dialogue case fails at its earliest failing step (clarification, retrieval, "
+                "hint, interception); dialogue rates are gated over the run in [dialogue], not per case"
             )
         if key in NEGATIVE_KEYS:
             # Negatives carry no floors (only negatives have these metrics): it would gate nothing.

@@ -283,6 +283,7 @@
     }
     if (t.judge) renderJudge(b, t.judge);
     if (t.passk) renderPassk(b, t.passk);
+    if (t.dialogue) renderDialogue(b, t.dialogue);
     var mk = Object.keys(t.metrics);
     if (mk.length) {
       var det = el("details");
@@ -457,6 +458,83 @@
         return [t.trial, td(t.outcome, "o-" + t.outcome), t.stage || "", t.message];
       })));
     }
+  }
+
+  /* ---------- a dialogue's transcript (the dialogue tier) ---------- */
+  function names(xs) { return (xs || []).join(", "); }
+  function actionText(a, expected) {
+    var parts = [a.action];
+    if (expected && a.asks && a.asks.length) parts.push("ask " + names(a.asks));
+    if (!expected && a.asked && a.asked.length) parts.push("asked " + names(a.asked));
+    if (!expected && a.reasked && a.reasked.length) parts.push("re-asked " + names(a.reasked));
+    if (a.hint_level) parts.push("hint " + a.hint_level);
+    if (a.intent) parts.push("intent " + a.intent);
+    return parts.join(" · ");
+  }
+  function renderDialogue(b, d) {
+    add(b, el("h4", null, "Transcript (" + d.turns.length + " turn" + (d.turns.length === 1 ? "" : "s") + ", stop: " + d.stop + ")"));
+    add(b, kv([["student", d.simulator], ["clarification limit", d.limit],
+      ["failing step", d.step ? d.step + (d.turn !== null && d.turn !== undefined ? " at turn " + d.turn : "") : ""],
+      ["system calls", d.calls.system_calls], ["student replies", d.calls.student_replies]]));
+    if (d.error) add(b, el("div", "error-msg", d.error));
+    d.turns.forEach(function (t) {
+      var box = el("div", "dturn" + (t.failed.length ? " dturn-failed" : ""));
+      var h = el("div", "dturn-head");
+      add(h, el("b", null, "turn " + t.n), " ");
+      if (t.failed.length) add(h, el("span", "stage stage-lost", "✗ " + t.failed.map(function (f) { return f.split(":")[0]; }).join(", ")));
+      add(box, h);
+      add(box, el("div", "dline student", "student: " + S(t.student)));
+      var acts = [["expected", actionText(t.expected, true)]];
+      if (t.actual) acts.push(["actual", actionText(t.actual, false)]);
+      add(box, kv(acts));
+      if (t.error) add(box, el("div", "error-msg", t.error));
+      if (t.actual) {
+        if (t.candidate !== undefined) {
+          var pair = el("div", "dpair");
+          add(pair, add(el("div", "dcol" + (t.candidate_leaks ? " leak" : "")), el("div", "k", "candidate (before interception" +
+            (t.actual.interception ? ": " + t.actual.interception : "") + (t.candidate_leaks ? ", shows forbidden content" : "") + ")"),
+            el("div", "text", S(t.candidate))));
+          add(pair, add(el("div", "dcol" + (t.final_leaks ? " leak" : "")), el("div", "k", "final reply" + (t.final_leaks ? " (shows forbidden content)" : "")),
+            el("div", "text", S(t.message))));
+          add(box, pair);
+        } else {
+          add(box, el("div", "dline system" + (t.final_leaks ? " leak" : ""), "system: " + S(t.message) + (t.final_leaks ? "  [shows forbidden content]" : "")));
+        }
+      }
+      if (t.evidence) renderTurnEvidence(box, t.evidence);
+      if (t.reply) {
+        var r = t.reply;
+        var what = [];
+        if (r.answered.length) what.push("gave " + names(r.answered));
+        if (r.unanswerable.length) what.push("could not answer " + names(r.unanswerable));
+        if (r.repeated.length) what.push("repeated " + names(r.repeated));
+        add(box, el("div", "dline reply", "student replies: " + (r.text === null ? "(nothing more to say)" : S(r.text)) +
+          (what.length ? "  [" + what.join("; ") + "]" : "")));
+      }
+      t.failed.forEach(function (f) { add(box, el("div", "error-msg", f)); });
+      b.appendChild(box);
+    });
+    var rk = Object.keys(d.rates);
+    if (rk.length) {
+      var det = el("details");
+      add(det, el("summary", null, "this dialogue's share of each rate (" + rk.length + ")"));
+      add(det, grid(["rate", "numerator", "denominator"], rk.map(function (k) { return [k, fmt(d.rates[k][0]), fmt(d.rates[k][1])]; })));
+      add(b, det);
+    }
+    if (d.hint_verdict) add(b, kv([["hint judge", d.hint_verdict.success === null ? "error" : (d.hint_verdict.success ? "success" : "not successful")],
+      ["reason", d.hint_verdict.reason]]));
+  }
+  function renderTurnEvidence(box, e) {
+    var head = "retrieved (" + e.items.length + ", gold at " + e.level + " level" + (e.judged ? "" : ", not judged") + ")";
+    var det = el("details");
+    if (e.problem) det.open = true;
+    add(det, el("summary", e.problem ? "stage-lost" : null, head));
+    if (e.note) add(det, el("p", "muted", e.note));
+    add(det, grid(["#", "id", "doc", "gold", "text"], e.items.map(function (it, k) {
+      return [k + 1, S(it.id), it.doc, td(it.gold ? "gold" : "", it.gold ? "gold" : null), S(it.text)];
+    })));
+    if (e.problem) add(det, el("div", "error-msg", e.problem));
+    add(box, det);
   }
 
   apply();

@@ -30,6 +30,7 @@ import httpx
 from rag_eval.adapters.fields import FieldError, FieldPath, leaves, pick
 from rag_eval.adapters.http_config import OWN_KEYS, Endpoint, HttpConfig, InfoSource, ListFields, render_body
 from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem
+from rag_eval.dialogue.records import DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ServiceError
 from rag_eval.llm.breaker import CircuitBreaker
 from rag_eval.llm.retry import AttemptFailed, CallFailed, Retrier, failure_from_exception, failure_from_status
@@ -64,6 +65,7 @@ class HttpSystem:
     ) -> None:
         self.config = config
         self.answers = config.chat is not None
+        self.converses = config.dialogue is not None
         self._transport = transport
         self.breaker = CircuitBreaker(config.policy.breaker_after, name=f"the HTTP service of {config.source}",
                                       setting=f"[http] breaker in {config.source}")
@@ -87,6 +89,15 @@ class HttpSystem:
         data = self.call(ep, question, top_k, history)
         return self._read(ep, data, lambda: self._answer(ep, data))
 
+    def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]) -> DialogueTurn:
+        """One dialogue turn: the conversation so far (and the learning context) to ``[dialogue]``."""
+        ep = self.config.dialogue
+        if ep is None:
+            raise ContractError(f"{self.config.source}: no [dialogue] endpoint configured: this system holds no dialogues")
+        question = turns[-1]["content"] if turns else ""
+        data = self.call(ep, question, None, turns, context)
+        return self._read(ep, data, lambda: self._turn(ep, data))
+
     def describe(self) -> dict[str, Any]:
         """Where and how the service is reached, plus what it says about itself ([info])."""
         return {**self.config.describe(), **self.service_info()}
@@ -109,9 +120,12 @@ class HttpSystem:
                 self._client = None
 
     # --- the call -----------------------------------------------------------------------
-    def call(self, ep: Endpoint, question: str, top_k: int | None, history: Sequence[Mapping[str, str]] = ()) -> Any:
+    def call(
+        self, ep: Endpoint, question: str, top_k: int | None, history: Sequence[Mapping[str, str]] = (),
+        context: Mapping[str, Any] | None = None,
+    ) -> Any:
         """Send one request (with retries) and return its parsed JSON."""
-        body = render_body(ep.body, question, top_k if top_k is not None else self.config.top_k, history)
+        body = render_body(ep.body, question, top_k if top_k is not None else self.config.top_k, history, context)
 
         def attempt(timeout: float) -> httpx.Response:
             try:
@@ -213,6 +227,16 @@ class HttpSystem:
             retrieval=Retrieval(context, {n: read_items(f, data) for n, f in ep.stages.items()}) if ep.stages else None,
             generator=_text(_scalar(ep, "generator", data)) or f"http:{ep.display_url}",
         )
+
+
+    def _turn(self, ep: Endpoint, data: Any) -> DialogueTurn:
+        raw = {key: path.get(data) for key, path in ep.scalars.items()}
+        items = read_items(ep.items, data) if ep.items is not None else ()
+        # an optional path ("?reply.retrieval.items[].id") gives no items on a turn without retrieval (a
+        # clarifying question); an answer turn keeps its (possibly empty) list, which is then judged
+        if ep.items is not None and (items or raw.get("action") == "answer"):
+            raw["retrieval"] = Retrieval(items)
+        return as_dialogue_turn(raw, "the dialogue answer")
 
 
 _FIXES: dict[str, str] = {

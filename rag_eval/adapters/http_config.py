@@ -28,11 +28,14 @@ ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "
 LIST_KEYS = ("ids", "texts", "scores", "doc_ids", "metadata")
 RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason")
 CHAT_FIELDS = ("answer", "refused", "degraded", "degradation_reason", "generator")
-PLACEHOLDERS = ("{question}", "{top_k}", "{history}")
+PLACEHOLDERS = ("{question}", "{top_k}", "{history}", "{turns}", "{context}")
+# [dialogue]: the optional dialogue call (docs/dialogue.md); action and message are required.
+DIALOGUE_KEYS = ("url", "method", "body", "accept_status", "fields", "retrieval")
+DIALOGUE_FIELDS = ("action", "message", "intent", "asked_conditions", "hint_level", "candidate", "interception")
 METHODS = ("POST", "PUT", "GET")
 INFO_KEYS = ("url", "path", "fields")
 # What the adapter itself records: a service's description must not overwrite these.
-OWN_KEYS = ("adapter", "endpoint", "chat_endpoint", "info_endpoint", "headers", "config", "gold", "factory", "info_error")
+OWN_KEYS = ("adapter", "endpoint", "chat_endpoint", "dialogue_endpoint", "info_endpoint", "headers", "config", "gold", "factory", "info_error")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -131,6 +134,7 @@ class HttpConfig:
     top_k: int | None = None
     preset: str = ""
     info: InfoSource | None = None
+    dialogue: Endpoint | None = None  # [dialogue]: items = the turn's retrieval, scalars = the DialogueTurn fields
 
     def __repr__(self) -> str:
         return f"HttpConfig(source={self.source!r}, retrieve={self.retrieve.display_url!r}, headers={sorted(self.headers)})"
@@ -146,6 +150,8 @@ class HttpConfig:
         }
         if self.info is not None:
             out["info_endpoint"] = self.info.endpoint.display_url
+        if self.dialogue is not None:
+            out["dialogue_endpoint"] = self.dialogue.display_url
         return out
 
     @property
@@ -205,6 +211,7 @@ class HttpConfig:
             top_k=top_k,
             preset=preset,
             info=_info(data["info"], source, env) if "info" in data else None,
+            dialogue=_dialogue(data["dialogue"], source, env) if "dialogue" in data else None,
         )
 
 
@@ -216,20 +223,12 @@ def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> End
     method = str(table.get("method", "POST")).upper()
     if method not in METHODS:
         raise AdapterConfigError(f"{where} method = {method!r}; valid: {', '.join(METHODS)}")
-    body = table.get("body", {"question": "{question}", "top_k": "{top_k}"})
-    if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError as exc:
-            raise AdapterConfigError(f"{where} body: a JSON template string must be valid JSON ({exc})") from None
-    body = _expand_body(body, env, f"{where} body")
+    body = _body(table, {"question": "{question}", "top_k": "{top_k}"}, where, env)
     if "{question}" not in json.dumps(body, ensure_ascii=False):
         raise AdapterConfigError(f"{where} body: the template never sends the question; put \"{{question}}\" in it")
     if method == "GET" and not (isinstance(body, Mapping) and all(not isinstance(v, (dict, list)) for v in body.values())):
         raise AdapterConfigError(f"{where} body: with method GET the body is sent as query parameters: a flat table")
-    accept = table.get("accept_status", [])
-    if not isinstance(accept, list) or not all(isinstance(c, int) and 100 <= c <= 599 for c in accept):
-        raise AdapterConfigError(f"{where} accept_status: a list of HTTP status codes, got {accept!r}")
+    accept = _accept_status(table, where)
     fields_table = table.get("fields", {})
     _table(fields_table, f"{where}.fields")
     if name == "retrieve":
@@ -258,7 +257,59 @@ def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> End
         str(stage): ListFields.parse(spec, f"{where}.stages.{stage}", ("ids", "scores", "texts", "doc_ids"))
         for stage, spec in stages_table.items()
     }
-    return Endpoint(name, url, method, body, tuple(accept), items, sources, stages, scalars)
+    return Endpoint(name, url, method, body, accept, items, sources, stages, scalars)
+
+
+def _dialogue(table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
+    """``[dialogue]``: url, method, body (default ``{turns = "{turns}", context = "{context}"}``),
+    ``[dialogue.fields]`` paths to the turn's action, message and the optional fields, and an
+    optional ``[dialogue.retrieval]`` list (ids, texts, scores, doc_ids, metadata) like ``[chat.context]``."""
+    where = f"{source} [dialogue]"
+    _table(table, where)
+    _known(table, DIALOGUE_KEYS, where)
+    url = _url(table, where, env, "http://127.0.0.1:8000/api/dialogue")
+    method = str(table.get("method", "POST")).upper()
+    if method not in ("POST", "PUT"):
+        raise AdapterConfigError(f"{where} method = {method!r}: the conversation is sent as a JSON body; valid: POST, PUT")
+    body = _body(table, {"turns": "{turns}", "context": "{context}"}, where, env)
+    if "{turns}" not in json.dumps(body, ensure_ascii=False):
+        raise AdapterConfigError(
+            f"{where} body: the template never sends the conversation; put \"{{turns}}\" in it "
+            '(the list of {"role", "content"} turns so far; "{context}" is the learning context, "{question}" the last message)'
+        )
+    accept = _accept_status(table, where)
+    fields_table = table.get("fields", {})
+    _table(fields_table, f"{where}.fields")
+    _known(fields_table, DIALOGUE_FIELDS, f"{where}.fields")
+    for required in ("action", "message"):
+        if required not in fields_table:
+            raise AdapterConfigError(
+                f"{where}.fields: {required!r} is required: the path to the turn's {required}, e.g. {required} = \"{required}\""
+            )
+    scalars = {k: FieldPath.parse(fields_table[k], f"{where}.fields.{k}") for k in DIALOGUE_FIELDS if k in fields_table}
+    for key, path in scalars.items():
+        if path.depth:
+            raise AdapterConfigError(f"{where}.fields.{key} = {path.text!r}: one value per turn (asked_conditions: a list value), so no []")
+    retrieval = ListFields.parse(table["retrieval"], f"{where}.retrieval") if "retrieval" in table else None
+    return Endpoint("dialogue", url, method, body, accept, retrieval, None, {}, scalars)
+
+
+def _body(table: Mapping[str, Any], default: Any, where: str, env: Mapping[str, str]) -> Any:
+    """The request template (a table, or a JSON string), environment variables expanded."""
+    body = table.get("body", default)
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError as exc:
+            raise AdapterConfigError(f"{where} body: a JSON template string must be valid JSON ({exc})") from None
+    return _expand_body(body, env, f"{where} body")
+
+
+def _accept_status(table: Mapping[str, Any], where: str) -> tuple[int, ...]:
+    accept = table.get("accept_status", [])
+    if not isinstance(accept, list) or not all(isinstance(c, int) and 100 <= c <= 599 for c in accept):
+        raise AdapterConfigError(f"{where} accept_status: a list of HTTP status codes, got {accept!r}")
+    return tuple(accept)
 
 
 def _info(table: Any, source: str, env: Mapping[str, str]) -> InfoSource:
@@ -325,22 +376,31 @@ def _expand_body(node: Any, env: Mapping[str, str], where: str) -> Any:
     return node
 
 
-def render_body(template: Any, question: str, top_k: int | None, history: Sequence[Mapping[str, str]] = ()) -> Any:
+def render_body(
+    template: Any,
+    question: str,
+    top_k: int | None,
+    history: Sequence[Mapping[str, str]] = (),
+    context: Mapping[str, Any] | None = None,
+) -> Any:
     """The request body: a value that is exactly ``"{top_k}"`` becomes the number (or
-    null), ``"{history}"`` the message list; inside longer strings the placeholders are
+    null), ``"{history}"`` (or, for the dialogue call, ``"{turns}"``) the message list,
+    ``"{context}"`` the dialogue's learning context; inside longer strings the placeholders are
     replaced as text. Substitution happens on parsed values, so any question is JSON-safe."""
     if isinstance(template, str):
         if template == "{top_k}":
             return top_k
-        if template == "{history}":
+        if template in ("{history}", "{turns}"):
             return [dict(h) for h in history]
+        if template == "{context}":
+            return dict(context or {})
         if template == "{question}":
             return question
         return template.replace("{question}", question).replace("{top_k}", "" if top_k is None else str(top_k))
     if isinstance(template, Mapping):
-        return {k: render_body(v, question, top_k, history) for k, v in template.items()}
+        return {k: render_body(v, question, top_k, history, context) for k, v in template.items()}
     if isinstance(template, list):
-        return [render_body(v, question, top_k, history) for v in template]
+        return [render_body(v, question, top_k, history, context) for v in template]
     return template
 
 

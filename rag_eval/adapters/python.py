@@ -7,6 +7,7 @@ pipeline configuration file (an empty dict without one). It returns an object wi
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval   # required
     def chat(self, question, top_k=None, history=()) -> Answer                # optional
     def describe(self) -> dict                                                  # optional
+    def dialogue(self, turns, context) -> DialogueTurn                          # optional (docs/dialogue.md)
     stages = [["dense", "sparse"], "hybrid", "final"]                           # optional
 
 (``stages``: its stages in order, side-by-side ones grouped, optionally as a mapping
@@ -24,6 +25,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.contract import CHAT_SIGNATURE, RETRIEVE_SIGNATURE, Answer, Retrieval, as_answer, as_retrieval
+from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ConfigError
 from rag_eval.stages import StageSpec, parse_stages
 
@@ -55,6 +57,7 @@ def load_factory(target: str, where: str) -> Callable[..., Any]:
         )
     if inspect.isclass(obj):
         check_methods(obj, target, where)
+        check_dialogue(obj, target, where)
     return obj
 
 
@@ -79,6 +82,20 @@ def check_methods(obj: Any, target: str, where: str) -> tuple[bool, bool]:
     return True, _accepts(chat, ("q", 5, ()), bound)
 
 
+def check_dialogue(obj: Any, target: str, where: str) -> bool:
+    """Whether ``obj`` has the optional dialogue call; one that cannot be called as
+    ``dialogue(turns, context)`` is a configuration error."""
+    dialogue = getattr(obj, "dialogue", None)
+    if dialogue is None:
+        return False
+    if not callable(dialogue) or not _accepts(dialogue, ((), {}), inspect.isclass(obj)):
+        raise AdapterConfigError(
+            f"{where}: {target}.dialogue{_signature(dialogue)} cannot be called as dialogue(turns, context); "
+            f"expected `{DIALOGUE_SIGNATURE}`"
+        )
+    return True
+
+
 class PythonSystem:
     """Wraps the user's object: checks its methods once, coerces every return value."""
 
@@ -91,6 +108,7 @@ class PythonSystem:
         except Exception as exc:  # noqa: BLE001 - name the factory that failed
             raise AdapterConfigError(f"{where}: {target}() raised {type(exc).__name__}: {exc}") from exc
         self.answers, self._history = check_methods(obj, target, where)
+        self.converses = check_dialogue(obj, target, where)
         self.target = target
         self.obj = obj
         declared = getattr(obj, "stages", None)
@@ -109,6 +127,12 @@ class PythonSystem:
             raise AdapterConfigError(f"{self.target} has no chat method; expected `{CHAT_SIGNATURE}`")
         raw = self.obj.chat(question, top_k, list(history)) if self._history else self.obj.chat(question, top_k)
         return as_answer(raw, f"{self.target} chat() [expected `{CHAT_SIGNATURE}`]")
+
+    def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]) -> DialogueTurn:
+        if not self.converses:
+            raise AdapterConfigError(f"{self.target} has no dialogue method; expected `{DIALOGUE_SIGNATURE}`")
+        raw = self.obj.dialogue([dict(t) for t in turns], dict(context))
+        return as_dialogue_turn(raw, f"{self.target} dialogue() [expected `{DIALOGUE_SIGNATURE}`]")
 
     def describe(self) -> dict[str, Any]:
         info = self.obj.describe() if callable(getattr(self.obj, "describe", None)) else {}

@@ -11,6 +11,7 @@ optional ``--rag-pipeline-config`` TOML file, read and checked once at start-up.
     text_max_item_chars = 2000   # gold = "text": longer items count at document level only
     [options]                    # python: passed to the factory
     [http] [retrieve] [chat]     # http: see rag_eval.adapters.http_config
+    [dialogue]                   # http, optional: the dialogue call (docs/dialogue.md)
     [info]                       # http, optional: the service's self-description for run.system
     [dify]                       # dify: see rag_eval.adapters.dify
 
@@ -38,7 +39,7 @@ STAGE_KEYS: tuple[str, ...] = ("stages", "final_stage", "thresholded_stage")
 KEYS_BY_KIND: dict[str, tuple[str, ...]] = {
     "rag_app": COMMON_KEYS,  # rag_app declares its own stages
     "python": (*COMMON_KEYS, *STAGE_KEYS, "options"),
-    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info"),
+    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info", "dialogue"),
     "dify": (*COMMON_KEYS, *STAGE_KEYS, "dify"),
 }
 DEFAULT_GOLD: dict[str, str] = {"rag_app": "corpus", "python": "ids", "http": "ids", "dify": "ids"}

@@ -24,6 +24,9 @@ DIALOGUE_ACTIONS: tuple[str, ...] = ("clarify", "answer", "state_limits")
 #: Hint layers from least to most revealing (METRICS.md, "Dialogue").
 HINT_LEVELS: tuple[str, ...] = ("reminder", "approach", "wrong_direction")
 DEFAULT_CLARIFICATION_LIMIT = 3
+#: ``[dialogue.case]`` choices: how an answer turn's retrieval is checked against gold, and who plays the student.
+RETRIEVAL_CHECKS: tuple[str, ...] = ("chunk", "doc", "off")
+SIMULATORS: tuple[str, ...] = ("scripted", "llm")
 CANNOT_ANSWER_ZH = "我不记得了"
 CANNOT_ANSWER_EN = "I don't remember"
 

@@ -24,6 +24,9 @@ _KNOWN_DETAILS = frozenset({
     "stages", "gold", "gold_ranks", "degraded", "degradation_reason", "system", "answer", "refused", "generator",
     "sources", "context", "checks", "usage", "judge", "judge_model", "engine", "judge_calls", "judge_mode",
     "trials", "n", "k", "c", "class", "trials_run", "deterministic_generator", "traceback",
+    # the dialogue tier (rag_eval.evaluate.dialogue): shown as the transcript view
+    "transcript", "verdict", "evidence", "clarification_limit", "simulator", "calls", "dialogue_rates",
+    "hint_verdict", "dialogue", "not_finished",
 })
 
 
@@ -77,7 +80,7 @@ def _item_payload(
     golden: dict[str, Any] = {"known": item is not None}
     if item is not None:
         golden.update(
-            question=str(item.get("question") or ""),
+            question=str(item.get("question") or item.get("opening") or ""),  # a dialogue item opens instead
             history=[{"role": str(h.get("role", "")), "content": str(h.get("content", ""))}
                      for h in item.get("history") or () if isinstance(h, Mapping)],
             evidence=[_requirement(g) for g in item.get("evidence") or ()],
@@ -85,7 +88,7 @@ def _item_payload(
             reference=str(item.get("reference_answer") or ""),
             answers=[str(a) for a in item.get("answers") or ()],
             must_contain=[str(s) for s in item.get("must_contain") or ()],
-            must_not_contain=[str(s) for s in item.get("must_not_contain") or ()],
+            must_not_contain=[str(s) for s in item.get("must_not_contain") or item.get("forbidden") or ()],
             expected_action=str(item.get("expected_action") or ""),
         )
     stages = [normalize_stage(c.get("failed_stage")) for c in cases if c.get("outcome") in ("fail", "error")]
@@ -162,6 +165,8 @@ def _tier_payload(case: Mapping[str, Any], table: StringTable, prefixes: tuple[s
         out["judge"] = _judge(details)
     if isinstance(details.get("trials"), list):
         out["passk"] = _passk(case, details, table)
+    if isinstance(details.get("transcript"), Mapping):
+        out["dialogue"] = dialogue_payload(details, table)
     if isinstance(details.get("usage"), Mapping) and details["usage"]:
         out["usage"] = {str(k): v for k, v in details["usage"].items() if isinstance(v, (int, float, str))}
     extra = {k: v for k, v in details.items() if k not in _KNOWN_DETAILS}
@@ -275,3 +280,89 @@ def _passk(case: Mapping[str, Any], details: Mapping[str, Any], table: StringTab
             for t in details["trials"] if isinstance(t, Mapping)
         ],
     }
+
+
+def dialogue_payload(details: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
+    """A dialogue case's transcript view: per turn the expected vs actual action, the student's
+    message and the simulator's reply, the retrieved evidence with gold marked, the hint level,
+    the candidate before interception beside the final reply, and the failing steps."""
+    transcript = as_mapping(details.get("transcript"))
+    verdict = as_mapping(details.get("verdict"))
+    evidence = {int(e["turn"]): e for e in details.get("evidence") or () if isinstance(e, Mapping) and isinstance(e.get("turn"), int)}
+    failed: dict[int, list[str]] = {}
+    for f in verdict.get("findings") or ():
+        if isinstance(f, Mapping) and isinstance(f.get("turn"), int):
+            failed.setdefault(int(f["turn"]), []).append(f"{f.get('step')}: {f.get('message')}")
+    turns = [_dialogue_turn(as_mapping(t), evidence, failed, table) for t in transcript.get("turns") or () if isinstance(t, Mapping)]
+    rates = as_mapping(details.get("dialogue_rates"))
+    return {
+        "limit": details.get("clarification_limit"),
+        "simulator": str(details.get("simulator") or ""),
+        "stop": str(transcript.get("stop") or ""),
+        "error": str(transcript.get("error") or ""),
+        "step": verdict.get("step"),
+        "turn": verdict.get("turn"),
+        "findings": [f"{f.get('step')}{' at turn ' + str(f['turn']) if f.get('turn') is not None else ''}: {f.get('message')}"
+                     for f in verdict.get("findings") or () if isinstance(f, Mapping)],
+        "calls": {str(k): v for k, v in as_mapping(details.get("calls")).items() if isinstance(v, int)},
+        "rates": {str(k): [as_mapping(v).get("numerator"), as_mapping(v).get("denominator")] for k, v in rates.items()},
+        "hint_verdict": dict(details["hint_verdict"]) if isinstance(details.get("hint_verdict"), Mapping) else None,
+        "turns": turns,
+    }
+
+
+def _dialogue_turn(
+    t: Mapping[str, Any], evidence: Mapping[int, Mapping[str, Any]], failed: Mapping[int, list[str]], table: StringTable
+) -> dict[str, Any]:
+    number = int(t.get("number") or 0)
+    expected = as_mapping(t.get("expected"))
+    turn = as_mapping(t.get("turn"))
+    reply = as_mapping(t.get("reply"))
+    out: dict[str, Any] = {
+        "n": number,
+        "student": table.ref(str(t.get("student_message") or "")),
+        "expected": {
+            "action": str(expected.get("action") or ""),
+            "asks": [str(a) for a in expected.get("asks") or ()],
+            "hint_level": expected.get("hint_level"),
+            "intent": t.get("intent_label"),
+        },
+        "error": str(t.get("error") or ""),
+        "failed": list(failed.get(number, ())),
+    }
+    if turn:
+        message, candidate = str(turn.get("message") or ""), turn.get("candidate")
+        out["actual"] = {
+            "action": str(turn.get("action") or ""),
+            "intent": turn.get("intent"),
+            "hint_level": turn.get("hint_level"),
+            "asked": [str(a) for a in t.get("asked") or ()],
+            "reasked": [str(a) for a in t.get("reasked") or ()],
+            "interception": turn.get("interception"),
+        }
+        out["message"] = table.ref(message)
+        out["final_leaks"] = bool(t.get("final_leaks"))
+        if isinstance(candidate, str) and (candidate != message or turn.get("interception")):
+            out["candidate"] = table.ref(candidate)
+            out["candidate_leaks"] = bool(t.get("candidate_leaks"))
+    if reply:
+        out["reply"] = {
+            "text": table.ref(reply["text"]) if isinstance(reply.get("text"), str) else None,
+            "answered": [str(a) for a in reply.get("answered") or ()],
+            "unanswerable": [str(a) for a in reply.get("unanswerable") or ()],
+            "repeated": [str(a) for a in reply.get("repeated") or ()],
+        }
+    e = evidence.get(number)
+    if e is not None:
+        out["evidence"] = {
+            "level": str(e.get("level") or ""),
+            "judged": bool(e.get("judged")),
+            "problem": str(e.get("problem") or ""),
+            "note": str(e.get("note") or ""),
+            "items": [
+                {"id": table.ref(i.get("id")), "doc": str(i.get("doc_id") or ""), "text": table.ref(str(i.get("text") or "")),
+                 "gold": bool(i.get("gold"))}
+                for i in e.get("items") or () if isinstance(i, Mapping)
+            ],
+        }
+    return out

@@ -11,9 +11,12 @@ from typing import Any
 
 # Where a case can fail after retrieval, in order; the retrieval part comes from the
 # system's own declared stages (each case's details.stage_levels), never from here.
-AFTER_RETRIEVAL: tuple[str, ...] = ("retrieval", "generation", "citation", "judge")
+AFTER_RETRIEVAL: tuple[str, ...] = (
+    "retrieval", "generation", "citation", "judge",
+    "clarification", "hint", "interception",  # a dialogue's steps after its retrieval (rag_eval.dialogue.verdict)
+)
 UNATTRIBUTED = "unattributed"  # a failing case that names no stage
-TIER_ORDER: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk")
+TIER_ORDER: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk", "dialogue")
 FAILING: frozenset[str] = frozenset({"fail", "error"})  # outcomes that have a failed stage
 
 

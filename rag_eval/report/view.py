@@ -25,6 +25,7 @@ from typing import Any
 
 from rag_eval.gate import row_pulling_down
 from rag_eval.baseline import tier_notes
+from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.report.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
 from rag_eval.report.header import Header, build_header
 from rag_eval.report.stages import (
@@ -66,10 +67,19 @@ class GateRow:
     baseline: float | None = None
     delta: float | None = None
     baseline_n: int | None = None
+    numerator: float | None = None  # dialogue rates: the value is numerator / denominator over the dialogues
+    denominator: int | None = None
 
     @property
     def value_text(self) -> str:
         return fmt_number(self.value)
+
+    @property
+    def ratio_text(self) -> str:
+        """``numerator/denominator`` of a dialogue rate, else empty."""
+        if self.denominator is None:
+            return ""
+        return f"{fmt_number(self.numerator)}/{self.denominator}"
 
     @property
     def threshold_text(self) -> str:
@@ -264,6 +274,8 @@ def _gates(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> tu
                 baseline=_float(b.get("baseline")),
                 delta=_float(b.get("delta")),
                 baseline_n=int(b["baseline_n"]) if isinstance(b.get("baseline_n"), int) else None,
+                numerator=_float(g.get("numerator")),
+                denominator=int(g["denominator"]) if isinstance(g.get("denominator"), int) else None,
             )
         )
     return tuple(out)
@@ -300,7 +312,7 @@ def _rows(
         drafts.append(
             dict(
                 id=item_id,
-                question=str(item.get("question") or ""),
+                question=str(item.get("question") or item.get("opening") or ""),  # a dialogue item opens instead
                 tags=tags,
                 tag_labels=tuple(f"{k}={v}" for k, v in sorted(tags.items())),
                 split=str(item.get("split") or first.get("split") or ""),

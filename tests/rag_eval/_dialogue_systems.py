@@ -50,8 +50,17 @@ class OracleTutor:
             "message": message,
             "intent": item.target_intent,
             "hint_level": level,
-            "retrieval": {"items": [{"id": f"{item.id}#gold", "text": "", "metadata": {"doc_id": "bixiu1"}}]},
+            "retrieval": {"items": [
+                {"id": f"{item.id}#gold{i}", "text": "", "metadata": {"doc_id": group.any_of[0].doc_id}}
+                for i, group in enumerate(item.evidence)
+            ]},
         }
+
+    def retrieve(self, question: str, top_k: int | None = None) -> dict[str, Any]:
+        return {"items": []}  # the contract's required call; these tutors are judged on their dialogues
+
+    def describe(self) -> dict[str, Any]:
+        return {"adapter": "scripted", "tutor": type(self).__name__}
 
 
 class OverClarifier(OracleTutor):
@@ -110,3 +119,39 @@ class HintBlocker(OracleTutor):
         if position == first_hint:
             out = {**out, "candidate": out["message"], "message": "这一步我不能告诉你。", "interception": "blocked"}
         return out
+
+
+class WrongRetriever(OracleTutor):
+    """Guides at the right level but retrieves from a document that is not the item's gold."""
+
+    def hint(self, item: DialogueItem, level: str | None, message: str = "先回忆一下相关的公式。") -> dict[str, Any]:
+        out = super().hint(item, level, message)
+        return {**out, "retrieval": {"items": [{"id": "elsewhere#1", "text": "", "metadata": {"doc_id": "no-such-book"}}]}}
+
+
+class FlakyTutor(OracleTutor):
+    """Nondeterministic across replays: every second replay of a dialogue it over-clarifies
+    on the first turn (it counts the openings it has seen; each replay starts with one)."""
+
+    def __init__(self, items: Sequence[DialogueItem]) -> None:
+        super().__init__(items)
+        self.openings: dict[str, int] = {}
+
+    def reply(self, item: DialogueItem, position: int, expected: ExpectedTurn, turns: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+        if position == 0:
+            self.openings[item.id] = self.openings.get(item.id, 0) + 1
+        if self.openings[item.id] % 2 == 0 and position == 0 and expected.action == "answer":
+            return {"action": "clarify", "message": "你说的是哪道题？", "intent": item.target_intent}
+        return super().reply(item, position, expected, turns)
+
+
+TUTORS: dict[str, type[OracleTutor]] = {
+    "oracle": OracleTutor, "over_clarifier": OverClarifier, "never_clarifier": NeverClarifier, "reasker": Reasker,
+    "leaker": Leaker, "interceptor": Interceptor, "hint_blocker": HintBlocker, "wrong_retriever": WrongRetriever,
+    "flaky": FlakyTutor,
+}
+
+
+def tutor(options: Mapping[str, Any]) -> OracleTutor:
+    """The pipeline factory: ``[options] tutor = "leaker"`` (a name of TUTORS) over the demo dialogue set."""
+    return TUTORS[str(options.get("tutor", "oracle"))](demo_items())

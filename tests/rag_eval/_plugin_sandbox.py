@@ -133,6 +133,10 @@ class Sandbox:
     def add_passk_tests(self) -> None:
         (self.root / "test_passk.py").write_text(split_tier_tests("passk")[1], encoding="utf-8")
 
+    def add_dialogue_tests(self) -> None:
+        """test_dialogue and test_passk_dialogue of eval_tests/test_rag.py, in test_dialogue.py."""
+        (self.root / "test_dialogue.py").write_text(split_tier_tests("dialogue")[1], encoding="utf-8")
+
     def add_golden_tests(self) -> None:
         (self.root / "test_golden.py").write_text((EVAL_TESTS / "test_golden.py").read_text(encoding="utf-8"))
 
@@ -166,9 +170,11 @@ def split_tier_tests(tier: str = "judge") -> tuple[str, str]:
     the ``tier`` test: most sandbox tests count those two tiers; judge and passk tests add
     their own file."""
     text = (EVAL_TESTS / "test_rag.py").read_text(encoding="utf-8")
-    header, *blocks = text.split("\n\n@pytest.mark.")
+    header, *every = text.split("\n\n@pytest.mark.")
+    # the dialogue tests (dialogue_case) are added on their own: add_dialogue_tests
+    blocks = [b for b in every if "dialogue_case" not in b] if tier != "dialogue" else every
     base = [b for b in blocks if b.startswith(("retrieval", "deterministic"))]
-    chosen = [b for b in blocks if b.startswith(tier)]
+    chosen = [b for b in blocks if b.startswith(tier) or (tier == "dialogue" and "dialogue_case" in b)]
     assert chosen, f"eval_tests/test_rag.py has no @pytest.mark.{tier} test"
     join = lambda parts: "\n\n@pytest.mark.".join([header, *parts]).rstrip("\n") + "\n"  # noqa: E731
     return join(base), join(chosen)

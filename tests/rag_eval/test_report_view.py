@@ -47,6 +47,7 @@ def gate_row(view: Any, metric: str) -> Any:
 def test_stage_order_is_the_systems_declared_order() -> None:
     assert STAGE_ORDER == (
         "vector", "bm25", "vector+bm25", "fused", "reranked", "context", "retrieval", "generation", "citation", "judge",
+        "clarification", "hint", "interception",  # a dialogue's steps (the dialogue tier)
     )
     # a system with its own names gets its own order, nothing of rag_app's
     assert stage_order([["dense", "sparse"], ["hybrid"], ["final"]])[:6] == (

@@ -208,7 +208,7 @@ def test_invalid_toml_names_the_line(tmp_path: Path) -> None:
 def test_unknown_tier_table_lists_the_valid_tables(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retreival]\n"recall@5" = 0.8\n')
     assert "unknown table [retreival]" in msg
-    assert "valid tables: deterministic, judge, passk, retrieval, defaults, tag" in msg
+    assert "valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag" in msg
 
 
 def test_unknown_tier_inside_a_tag_table(tmp_path: Path) -> None:
@@ -372,7 +372,7 @@ def test_register_tier_accepts_its_metrics_and_lists_its_names(tmp_path: Path) -
     msg = error_of(tmp_path, "[judge]\ncoverage = 0.8\n")
     assert "unknown metric 'coverage' in [judge]; valid names for judge: faithfulness, pass_rate" in msg
     msg = error_of(tmp_path, "[jugde]\nx = 1\n")
-    assert "valid tables: deterministic, judge, passk, retrieval, defaults, tag" in msg
+    assert "valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag" in msg
 
 
 def test_unregistered_tier_is_unknown(tmp_path: Path) -> None:
@@ -456,7 +456,7 @@ def test_the_project_thresholds_file_has_regression_gates() -> None:
 def test_regression_unknown_tier_lists_the_valid_form(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[regression]\n"retreival.recall@5" = { max_drop = 0.1 }\n')
     assert "unknown key 'retreival.recall@5' in [regression]" in msg
-    assert "valid: no_new_failures, or <tier>.<metric>" in msg and "deterministic, judge, passk, retrieval" in msg
+    assert "valid: no_new_failures, or <tier>.<metric>" in msg and "deterministic, dialogue, judge, passk, retrieval" in msg
 
 
 def test_regression_a_bare_metric_without_tier_is_refused(tmp_path: Path) -> None:
@@ -500,10 +500,10 @@ def test_regression_must_be_a_table(tmp_path: Path) -> None:
 
 def test_regression_is_a_top_level_table_only(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[tag."scenario=negative".regression]\nno_new_failures = true\n')
-    assert "unknown table [regression]; valid tables: deterministic, judge, passk, retrieval, defaults, tag" in msg
+    assert "unknown table [regression]; valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag" in msg
     assert "tag, regression" not in msg
     top = error_of(tmp_path, "[regresion]\nno_new_failures = true\n")
-    assert "valid tables: deterministic, judge, passk, retrieval, defaults, tag, regression" in top
+    assert "valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag, regression" in top
 
 
 def test_stage_names_are_the_systems_own_and_checked_against_its_stages(tmp_path: Path) -> None:
