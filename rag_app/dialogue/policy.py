@@ -93,6 +93,7 @@ class Plan:
     number: int | None = None
     reason: str = ""
     matched: Example | None = None  # the worked example most like a stated problem (hints start there)
+    unknown: tuple[str, ...] = ()  # what the student could not give and nothing else supplies: limits
 
 
 class TutorPolicy:
@@ -116,9 +117,14 @@ class TutorPolicy:
                     "state_limits", limits_message(missing, lang, still_missing=True), plan.intent, missing=missing,
                     reason=f"{conv.clarify_rounds} clarifying rounds (limit {self.limit}); still missing: {', '.join(plan.slots)}",
                 )
-            labels = [c.label for c in plan.candidates[:MAX_LISTED]]
+            listed = plan.candidates if plan.number is not None else plan.candidates[:MAX_LISTED]  # choices: all of them
+            labels = [c.label for c in listed]
             message = clarify_message(plan.slots, lang, conditions=plan.conditions, candidates=labels, number=plan.number)
             return DialogueTurn("clarify", message, plan.intent, asking=plan.slots, reason=plan.reason)
+        if plan.unknown:
+            missing = tuple(slot_name(s, lang) for s in plan.unknown)
+            return DialogueTurn("state_limits", limits_message(missing, lang, still_missing=True), plan.intent,
+                                missing=missing, reason=plan.reason)
         return self._answer(conv, plan)
 
     # --- deciding ---------------------------------------------------------------------------
@@ -150,6 +156,8 @@ class TutorPolicy:
                             reason=f"no problem stated or referred to; retrieval spreads over {len(spread)} worked examples")
             if not conv.has("goal") and not has_any(conv.student_text, GOAL_WORDS):
                 return Plan(intent, None, ("goal",), reason="the student cannot say which problem; asking what it asks for")
+            if not key_terms(self._query(conv, None), tokenize):
+                return Plan(intent, None, reason="nothing identifies the problem or its topic", unknown=("problem",))
             return Plan(intent, None, reason="the problem cannot be identified; guiding on the topic")
         if target is not None and target.parts and not conv.problem and not conv.has("part"):
             return Plan(intent, target, ("part",), reason=f"{target.label} has parts {target.parts}")
@@ -241,9 +249,14 @@ class TutorPolicy:
         setup = setup_clause(plan.target.solution) if plan.target and plan.target.solution else None
         demand = has_any(conv.latest, ANSWER_DEMAND)
         focus = 1 if (plan.target or plan.matched) else None  # its section is the material's first chunk
-        hint = compose(level, sentences, terms, tokenize, lang, setup=setup, demand=demand, focus=focus)
+        said = "\n".join(t["content"] for t in conv.turns if t["role"] == "assistant")
+
+        def fresh(text: str) -> bool:  # a sentence quoted in an earlier hint is not quoted again
+            return text not in said
+
+        hint = compose(level, sentences, terms, tokenize, lang, setup=setup, demand=demand, focus=focus, allowed=fresh)
         clean = compose(level, sentences, terms, tokenize, lang, setup=setup, demand=demand, focus=focus,
-                        allowed=lambda t: not guard.leaks(t))
+                        allowed=lambda t: fresh(t) and not guard.leaks(t))
         usage = Usage()
         generator = self.pipeline.generator
         if isinstance(generator, OpenAIGenerator):

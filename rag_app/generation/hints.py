@@ -16,8 +16,10 @@ In each pool the sentences are ranked by the idf-weighted key terms of the query
 contain (idf over the pool), divided by ``1 + 0.5 k`` for the k-th chunk of the material
 (the retrieval's order: the target's section first), and the best one or two are kept,
 in material order.
-An empty pool falls back to the next layer, then to the previous ones; the hint says
-which layer it really is.
+An empty pool falls back to the deeper layers, and only then to the shallower ones (a
+hint never goes back a layer while a deeper one has material); the hint says which layer
+it really is. When the policy knows the target problem, its section is searched before
+the rest of the material, for the deeper layers and again for the shallower ones.
 """
 
 from __future__ import annotations
@@ -167,19 +169,22 @@ def compose(
     allowed: Callable[[str], bool] = lambda text: True,
     focus: int | None = None,
 ) -> Hint | None:
-    """The hint at ``level`` (or the nearest layer with material), quoting only sentences
-    ``allowed`` accepts. With ``focus``, each layer is looked for in the chunk cited
-    ``[focus]`` (the target problem's section) before the whole material. None: no usable
+    """The hint at ``level`` or deeper (shallower layers only when no deeper one has material),
+    quoting only sentences ``allowed`` accepts. With ``focus``, the chunk cited ``[focus]``
+    (the target problem's section) is searched before the whole material. None: no usable
     sentence anywhere."""
     usable = [s for s in sentences if allowed(s.text)]
-    scopes = [[s for s in usable if s.n == focus], usable] if focus is not None else [usable]
     i = HINT_LEVELS.index(level)
-    for candidate in list(HINT_LEVELS[i:]) + list(reversed(HINT_LEVELS[:i])):
-        step = setup if candidate == "approach" and setup and allowed(setup) else None
+    deeper, shallower = list(HINT_LEVELS[i:]), list(reversed(HINT_LEVELS[:i]))
+    scopes = [[s for s in usable if s.n == focus], usable] if focus is not None else [usable]
+    # the target's section first; never a shallower layer while a deeper one exists anywhere
+    for levels in (deeper, shallower):
         for scope in scopes:
-            chosen = rank(pools(scope)[candidate], terms, tokenize)
-            if chosen or step:
-                return Hint(candidate, tuple(chosen), render(candidate, chosen, lang, setup=step, demand=demand))
+            for candidate in levels:
+                step = setup if candidate == "approach" and setup and allowed(setup) else None
+                chosen = rank(pools(scope)[candidate], terms, tokenize)
+                if chosen or step:
+                    return Hint(candidate, tuple(chosen), render(candidate, chosen, lang, setup=step, demand=demand))
     return None
 
 
