@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from rag_app.dialogue.conditions import CONDITION_KINDS, book_in, kinds_in, number_in, part_in
-from rag_app.dialogue.cues import DONT_KNOW, Language, has_any, language
+from rag_app.dialogue.cues import DONT_KNOW, Language, has_any, language, topic_text
 from rag_app.dialogue.messages import read_slots, read_tag
 from rag_app.types import HINT_LEVELS
 
@@ -129,8 +129,10 @@ class Conversation:
     def _answer(self, slots: Sequence[str], reply: str) -> None:
         """The student's reply to a clarifying turn that asked for ``slots``."""
         cannot = has_any(reply, DONT_KNOW)
-        detected = {"book": book_in(reply, self.books), "problem": number_in(reply), "part": part_in(reply)}
+        book = book_in(reply, self.books)
+        detected: dict[str, Any] = {"book": book, "problem": number_in(reply), "part": part_in(reply)}
         kinds = kinds_in(reply)
+        residue = _residue(reply, book)
         for slot in slots:
             value: Any = detected.get(slot) if slot in detected else (slot if slot in kinds else None)
             if value is not None:
@@ -139,8 +141,17 @@ class Conversation:
                 continue
             elif cannot:
                 self.unavailable.add(slot)
-            else:
-                self.given[slot] = reply.strip()  # answered in words the detectors do not know
+            elif residue:
+                self.given[slot] = residue  # answered in words the detectors do not know
+
+
+def _residue(reply: str, book: str | None) -> str:
+    """What a reply says besides a book title, 例N and a part: words that may answer a slot
+    no detector knows ("上次是求 y=x^3 在点 (1,1) 处的切线"); "" when nothing is left."""
+    rest = reply.replace(book, " ") if book else reply
+    rest = re.sub(r"例\s*\d+|第\s*[（(]?\s*\d+\s*[)）]?\s*(?:问|题|小题|小问)|[（(]\s*\d+\s*[)）]", " ", rest)
+    rest = topic_text(rest)
+    return rest if len(re.findall(r"[\u4e00-\u9fff]|[a-zA-Z]{2,}|[=<>\d]", rest)) >= 2 else ""
 
 
 def declared_unavailable(text: str) -> set[str]:

@@ -15,7 +15,7 @@ documented vocabulary (docs/rag_app.md, "Dialogue"):
 * **answer demand** -- the student asks for the full answer: the tutor says it will not
   hand it over and goes one layer deeper instead.
 * **filler** -- conversational words that say nothing about the topic ("我不会", "给点提示");
-  they are left out of the retrieval query.
+  they are left out of the retrieval query, and so are the don't-know phrases.
 """
 
 from __future__ import annotations
@@ -90,8 +90,8 @@ def intent_of(opening: str, problem: str = "") -> Intent:
 
 
 def topic_text(text: str) -> str:
-    """``text`` without the conversational filler (longest phrases first)."""
+    """``text`` without the conversational filler and "I forgot" phrases (longest first)."""
     out = unicodedata.normalize("NFKC", text)
-    for phrase in sorted(FILLER, key=len, reverse=True):
+    for phrase in sorted(FILLER + DONT_KNOW, key=len, reverse=True):
         out = re.sub(re.escape(phrase), " ", out, flags=re.IGNORECASE)
     return re.sub(r"\s+", " ", out).strip(" ，,。.？?！!")
