@@ -32,8 +32,10 @@ _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 EARLIER = ("上次", "上回", "之前那", "之前的那", "以前那", "上一道", "上一题", "原来那道", "上节课那",
            "previous", "earlier", "last time", "the other problem", "the last one")
 THIS = ("这道", "这题", "这个", "这一题", "本题", "this problem", "this one", "this question")
-PROBLEM_REFERENCE = ("这道", "那道", "这题", "那题", "一道", "有道", "道题", "本题", "原题", "例题", "作业", "练习",
-                     "problem", "exercise", "homework", "question from class", "the question we did")
+PROBLEM_REFERENCE = ("这道", "那道", "这题", "那题", "一道", "有道", "道题", "本题", "原题", "例题", "作业", "练习")
+#: "a homework problem", "this exercise", "the triangle problem from class": one problem of the
+#: student's; "all problems solved in log space" (a plural, no determiner) is none.
+_EN_REFERENCE = re.compile(r"\b(?:this|that|a|the|my|one|our)\s+(?:[a-z-]+\s+){0,2}(?:problem|exercise|homework)\b(?!s)|\bhomework\b")
 _EXAMPLE_REF = re.compile(r"例\s*\d+|第\s*\d+\s*题|\b(?:example|exercise|problem)\s+\d+", re.IGNORECASE)
 #: A stated problem: a function, curve or sequence is defined (``y=…``, ``f(x)=…``, ``a_n=…``).
 _STATED = re.compile(r"(?<![a-zA-Z])(?:[yz]|[fgh]\s*\(\s*x\s*\)|[a-zA-Z]_\{?n\}?)\s*=\s*\S", re.IGNORECASE)
@@ -84,14 +86,21 @@ def intent_of(opening: str, problem: str = "") -> Intent:
     """The intent of a conversation, from its opening message and the context's problem."""
     if has_any(opening, EARLIER) and (has_any(opening, THIS) or bool(problem)):
         return "compare_problems"
-    if problem or has_any(opening, PROBLEM_REFERENCE) or refers_to_example(opening) or states_problem(opening):
+    if (problem or has_any(opening, PROBLEM_REFERENCE) or _EN_REFERENCE.search(fold(opening)) is not None
+            or refers_to_example(opening) or states_problem(opening)):
         return "solve_problem"
     return "concept"
 
 
 def topic_text(text: str) -> str:
-    """``text`` without the conversational filler and "I forgot" phrases (longest first)."""
-    out = unicodedata.normalize("NFKC", text)
+    """``text`` without the conversational filler and "I forgot" phrases (longest first).
+
+    Nothing to remove: ``text`` itself, unchanged -- a plain question is retrieved exactly
+    as ``chat()`` retrieves it (e5 embeddings move with punctuation, "?" included)."""
+    out = text
     for phrase in sorted(FILLER + DONT_KNOW, key=len, reverse=True):
         out = re.sub(re.escape(phrase), " ", out, flags=re.IGNORECASE)
-    return re.sub(r"\s+", " ", out).strip(" ，,。.？?！!")
+    if out == text:
+        return text
+    out = re.sub(r"\s+", " ", out).strip()
+    return "" if not re.search(r"\w", out) else out.lstrip("，,。.；;！!、 ").rstrip("，,；;、 ")

@@ -4,7 +4,9 @@ One call decides one tutor turn from the whole conversation (rebuilt by
 rag_app/dialogue/conversation.py), in this order:
 
 1. **Which problem?** (``solve_problem``) A reference such as "例13" that several books
-   contain is several plausible targets: ask which book, listing them. A problem that is
+   contain is several plausible targets: ask which book, listing them -- unless the
+   student's words name one of them (60 % of its title's key terms, twice the runner-up's
+   share: "例9 那道由解集反求系数的题"). A problem that is
    neither stated (``context["problem"]``, ``y=…`` in a message) nor referred to by number:
    ask which book and which problem, listing the worked examples the retrieval spreads
    over when there are several; when the student cannot say, ask once what the problem
@@ -72,6 +74,7 @@ SPREAD_TOP = 5  # reranked children looked at for the plausible targets
 MATCH_TOP = 8  # reranked children whose examples may match a stated problem
 MATCH_SECTIONS = 3  # ... and the examples of the sections of the best ones
 MAX_LISTED = 3  # candidates named in a clarifying question
+DESCRIBED_SHARE = 0.6  # "例9 那道由解集反求系数的题": the words name one of the books' 例9
 #: Words saying what a problem asks for; with one of them the tutor does not ask for the goal.
 GOAL_WORDS: tuple[str, ...] = (
     "求和", "通项", "最值", "最大", "最小", "切线", "夹角", "概率", "不等式", "方程", "证明", "单调", "极值", "面积", "体积",
@@ -143,6 +146,8 @@ class TutorPolicy:
         candidates = tuple(self.catalog.numbered(number, books)) if number is not None else ()
         target = candidates[0] if len(candidates) == 1 else None
         if number is not None and len(candidates) > 1:
+            target = _described(conv, candidates)
+        if number is not None and len(candidates) > 1 and target is None:
             if not conv.has("book"):
                 return Plan(intent, None, ("book",), candidates=candidates, number=number,
                             reason=f"例{number} is {len(candidates)} worked examples: {', '.join(c.label for c in candidates)}")
@@ -326,6 +331,20 @@ def _topic_messages(conv: Conversation) -> list[str]:
         elif after_clarify and not has_any(t["content"], DONT_KNOW):
             out.append(t["content"])
     return out
+
+
+def _described(conv: Conversation, candidates: Sequence[Example]) -> Example | None:
+    """The one candidate the student's own words name: the share of its title's key terms
+    found in what the student said is at least ``DESCRIBED_SHARE`` and at least twice the
+    runner-up's. None: no clear winner."""
+    said = "\n".join([conv.problem, *conv.user_messages])
+    scored = []
+    for i, c in enumerate(candidates):
+        terms = key_terms(c.title, tokenize)
+        scored.append((_share(terms, said) if terms else 0.0, i))
+    scored.sort(reverse=True)
+    (best, i), (second, _) = scored[0], scored[1]
+    return candidates[i] if best >= DESCRIBED_SHARE and best >= 2 * second else None
 
 
 def _share(terms: Sequence[str], text: str) -> float:

@@ -16,6 +16,8 @@ from rag_app.dialogue.cues import ATTEMPT, DONT_KNOW, has_any, intent_of, langua
         ("求曲线 y=x^2 的切线方程", "", "solve_problem"),  # the curve is stated
         ("例13 我不会，给点提示", "", "solve_problem"),
         ("I'm stuck on a homework problem.", "", "solve_problem"),
+        ("Which rule do I use for the triangle problem from class?", "", "solve_problem"),
+        ("What variable is associated with all problems solved within logarithmic space?", "", "concept"),
         ("这题和上次那道切线题有什么不一样？", "", "compare_problems"),
         ("上次老师讲的那道数列题我还是不懂", "", "solve_problem"),  # an earlier problem, but no second one to compare
     ],
@@ -39,3 +41,4 @@ def test_language_and_topic_text() -> None:
     assert language("例13 我不会") == "zh" and language("Can you explain it?") == "en"
     assert topic_text("这道利润的题我不会，先给点提示") == "利润的题"
     assert topic_text("有道题我做不出来") == ""
+    assert topic_text("Who was elected in 1859?") == "Who was elected in 1859?"  # nothing to remove: unchanged

@@ -65,6 +65,13 @@ def test_a_number_with_its_book_is_answered_from_that_example(demo: RagPipeline)
     assert set(cited_numbers(turn.message)) <= {s.n for s in turn.sources} and cited_numbers(turn.message)
 
 
+def test_words_that_name_one_of_the_candidates_pick_it(demo: RagPipeline) -> None:
+    (named,) = talk(demo, "例9那道由解集反求系数的题，给点提示")
+    assert named.action == "answer" and named.sources[0].book == "必修第一册"  # its title: 由解集反求系数
+    (bare,) = talk(demo, "例9 给点提示")
+    assert bare.action == "clarify" and bare.asking == ("book",)
+
+
 def test_a_condition_the_matched_example_gives_is_asked_for(demo: RagPipeline) -> None:
     ask, answer = talk(demo, "这个二次函数的最大值和最小值怎么求？", "题目说的是在 [1,4] 上", problem="求 f(x)=x^2-6x+5 的最大值和最小值。")
     assert ask.action == "clarify" and ask.asking == ("interval",) and "区间" in ask.message
