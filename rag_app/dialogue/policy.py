@@ -57,6 +57,7 @@ from rag_app.types import (
     DialogueTurn,
     HintLevel,
     Hit,
+    Interception,
     RetrievalResult,
     StageResult,
     Trace,
@@ -267,7 +268,7 @@ class TutorPolicy:
         if isinstance(generator, OpenAIGenerator):
             reply, usage = generator.complete(tutor_messages(level, conv.latest, material, conv.turns[:-1]))
             if is_refusal(reply):
-                return DialogueTurn("state_limits", limits_message((), lang) if not reply else reply, plan.intent,
+                return DialogueTurn("state_limits", reply, plan.intent,
                                     retrieval=retrieved, sufficiency=verdict, usage=usage, reason="the model said the material is not enough")
             candidate = reply if reply.startswith(LEVEL_TAGS[level][lang].strip()) else f"{LEVEL_TAGS[level][lang]}{'' if lang == 'zh' else ' '}{reply}"
         elif hint is not None:
@@ -291,7 +292,7 @@ class TutorPolicy:
             hint_level=cast(HintLevel, level),
             retrieval=_with_parents(retrieved, material, query),
             candidate=candidate,
-            interception=cast("Any", outcome.interception),
+            interception=cast("Interception | None", outcome.interception),
             sources=tuple(build_sources(material)),
             sufficiency=verdict,
             reason=reason,
