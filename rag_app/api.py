@@ -8,6 +8,10 @@
                         -> {question, answer, sources: [{n, chunk_id, doc_id, book, section,
                             page_start, page_end}], context_used: [chunk], refused, degraded,
                             degradation_reason, generator, stages, usage}
+    POST /api/dialogue  {"turns": [{role, content}, ...], "context": {"problem": ..., ...}}
+                        -> one tutor turn: {action, message, intent, hint_level, retrieval,
+                            candidate, interception, asking, missing, sources, sufficiency,
+                            reason, usage} (``DialogueTurn.to_dict()``)
 
 A chunk is ``{chunk_id, doc_id, text, score, kind, parent_id, book, section, page_start,
 page_end}``. No relevant material (an empty context) answers 404 with the same body
@@ -30,11 +34,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Mapping, cast
 
 from rag_app.pipeline import RagPipeline
-from rag_app.types import ChatResult, Chunk, RetrievalResult, Trace
+from rag_app.types import ChatResult, Chunk, DialogueRequest, RetrievalResult, Trace
 
 log = logging.getLogger(__name__)
 
-REQUEST_KEYS = {"/api/retrieve": ("question", "top_k"), "/api/chat": ("question", "top_k", "history")}
+REQUEST_KEYS = {
+    "/api/retrieve": ("question", "top_k"),
+    "/api/chat": ("question", "top_k", "history"),
+    "/api/dialogue": ("turns", "context"),
+}
 MAX_BODY = 1 << 20
 MAX_TOP_K = 1000
 NO_MATERIAL = "no relevant material found for this question: the context is empty"
@@ -55,6 +63,12 @@ def parse_request(path: str, raw: bytes) -> dict[str, Any]:
     unknown = sorted(set(body) - set(REQUEST_KEYS[path]))
     if unknown:
         raise InvalidRequest(f"unknown field(s) {unknown}; valid: {', '.join(REQUEST_KEYS[path])}")
+    if path == "/api/dialogue":
+        try:
+            request = DialogueRequest.from_dict(body, "the body")
+        except ValueError as exc:
+            raise InvalidRequest(str(exc)) from None
+        return {"turns": request.turns, "context": request.context}
     question = body.get("question")
     if not isinstance(question, str) or not question.strip():
         raise InvalidRequest("'question' is required: a non-empty string")
@@ -180,6 +194,9 @@ class _Handler(BaseHTTPRequestHandler):
                 if path == "/api/retrieve":
                     result = pipeline.retrieve(req["question"], req["top_k"])
                     body, empty = retrieve_json(result, pipeline), not result.context
+                elif path == "/api/dialogue":
+                    # stating limits is an answer of the tutor, not a missing resource: always 200
+                    body, empty = pipeline.dialogue(req["turns"], req["context"]).to_dict(), False
                 else:
                     chat = pipeline.chat(req["question"], req["top_k"], req["history"])
                     body, empty = chat_json(chat), not chat.context_used
@@ -193,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, body)
 
     def _not_found(self, path: str) -> None:
-        routes = "GET /api/health, POST /api/retrieve, POST /api/chat"
+        routes = "GET /api/health, POST /api/retrieve, POST /api/chat, POST /api/dialogue"
         self._send(404, {"error": "not_found", "detail": f"no route {path!r}; routes: {routes}"})
 
     def _send(self, code: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Command line: ``python -m rag_app ingest [PATH]``, ``ask QUESTION``, ``demo``, ``serve``."""
+"""Command line: ``python -m rag_app ingest [PATH]``, ``ask QUESTION``, ``chat``, ``demo``, ``serve``."""
 
 from __future__ import annotations
 
@@ -40,6 +40,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ask.add_argument("--top-k", type=int, default=None)
     p_ask.add_argument("--json", action="store_true", help="print the full result as JSON")
     p_ask.add_argument("--corpus", default=None)
+    p_chat = sub.add_parser("chat", help="a tutoring conversation: one student message per line (rag_app/dialogue/repl.py)")
+    p_chat.add_argument("--problem", default=None, help="the problem on the student's screen (context['problem'])")
+    p_chat.add_argument("--book", default=None, help="the book the student is working in (context['book'])")
+    p_chat.add_argument("--json", action="store_true", help="print each tutor turn as one JSON line")
+    p_chat.add_argument("--corpus", default=None)
     sub.add_parser("demo", help="run a few demo questions over the demo corpus")
     p_serve = sub.add_parser("serve", help="serve the HTTP API (POST /api/retrieve, POST /api/chat, GET /api/health)")
     p_serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
@@ -62,6 +67,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "serve":
             return _serve(settings, args.host, args.port, args.corpus)
+        if args.command == "chat":
+            from rag_app.dialogue.repl import run_chat
+
+            context = {k: v for k, v in (("problem", args.problem), ("book", args.book)) if v}
+            return run_chat(RagPipeline(settings, corpus_path=args.corpus), context, as_json=args.json)
         pipe = RagPipeline(settings)
         _print_info(pipe)
         for q in DEMO_QUESTIONS:
@@ -112,7 +122,7 @@ def _serve(settings: Settings, host: str, port: int, corpus: str | None) -> int:
     server = make_server(pipe, host, port)
     _print_info(pipe)
     # One parseable line on stdout, flushed: scripts and tests wait for it (or poll /api/health).
-    print(f"serving rag_app on {server.url} (POST /api/retrieve, POST /api/chat, GET /api/health)", flush=True)
+    print(f"serving rag_app on {server.url} (POST /api/retrieve, POST /api/chat, POST /api/dialogue, GET /api/health)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from rag_app.corpus import ChunkConfig, chunk_documents, corpus_hash, load_corpus
 from rag_app.embeddings import make_embedder
@@ -23,7 +23,21 @@ from rag_app.retrieval import make_reranker, rrf_fuse, truncate_context
 from rag_app.settings import Settings
 from rag_app.sufficiency import SufficiencyPolicy, SufficiencySignals, TermWeights, decide, measure
 from rag_app.text import tokenize
-from rag_app.types import Chunk, ChatResult, Hit, RetrievalResult, Source, StageResult, Sufficiency, Trace, Usage
+from rag_app.types import (
+    Chunk,
+    ChatResult,
+    DialogueTurn,
+    Hit,
+    RetrievalResult,
+    Source,
+    StageResult,
+    Sufficiency,
+    Trace,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from rag_app.dialogue import TutorPolicy
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +101,7 @@ class RagPipeline:
         )
         self.generator = generator if generator is not None else make_generator(settings, tokenize)
         self._term_weights: TermWeights | None = None  # built on the first sufficiency check
+        self._tutor: TutorPolicy | None = None  # built on the first dialogue call
 
     @property
     def info(self) -> PipelineInfo:
@@ -185,6 +200,17 @@ class RagPipeline:
             usage=usage,
             sufficiency=verdict,
         )
+
+    def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any] | None = None) -> DialogueTurn:
+        """One tutor turn for the conversation so far (oldest first, ending with the student's
+        message) and the learning context: clarify, state limits, or a layered hint with
+        ``[n]`` sources and answer interception (rag_app/dialogue/policy.py). A malformed
+        conversation is a ValueError naming the turn."""
+        if self._tutor is None:
+            from rag_app.dialogue import TutorPolicy
+
+            self._tutor = TutorPolicy(self)
+        return self._tutor.respond(turns, context)
 
     def _result(
         self,

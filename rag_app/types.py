@@ -267,3 +267,108 @@ class ChatResult:
             usage=Usage(**(d.get("usage") or {})),
             sufficiency=Sufficiency.from_dict(d["sufficiency"]) if d.get("sufficiency") else None,
         )
+
+
+# --- dialogue -------------------------------------------------------------------------------
+
+DialogueAction = Literal["clarify", "answer", "state_limits"]
+HintLevel = Literal["reminder", "approach", "wrong_direction"]
+Interception = Literal["blocked", "rewritten"]
+DIALOGUE_ACTIONS: tuple[str, ...] = ("clarify", "answer", "state_limits")
+#: Least to most revealing; each follow-up goes one layer deeper (rag_app/dialogue/levels.py).
+HINT_LEVELS: tuple[str, ...] = ("reminder", "approach", "wrong_direction")
+DIALOGUE_ROLES: tuple[str, ...] = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class DialogueRequest:
+    """One call of ``RagPipeline.dialogue``: the conversation so far (oldest first, ending with
+    the student's message) and the learning context (``problem``, ``book``, ``forbidden``...)."""
+
+    turns: tuple[Mapping[str, str], ...]
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turns": [dict(t) for t in self.turns], "context": dict(self.context)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], where: str = "dialogue request") -> DialogueRequest:
+        """Checked input (HTTP bodies, CLI): a ValueError names the key and the expected shape."""
+        turns = d.get("turns")
+        if not isinstance(turns, (list, tuple)) or not turns:
+            raise ValueError(f"{where}: 'turns' must be a non-empty list of {{\"role\": \"user\"|\"assistant\", \"content\": str}}")
+        for i, t in enumerate(turns):
+            if not isinstance(t, Mapping) or t.get("role") not in DIALOGUE_ROLES or not isinstance(t.get("content"), str):
+                raise ValueError(f"{where}: turns[{i}] must be {{\"role\": \"user\"|\"assistant\", \"content\": str}}, got {t!r:.80}")
+        if turns[-1]["role"] != "user" or not str(turns[-1]["content"]).strip():
+            raise ValueError(f"{where}: the last turn must be the student's message (role 'user', non-empty content)")
+        context = d.get("context") or {}
+        if not isinstance(context, Mapping):
+            raise ValueError(f"{where}: 'context' must be an object like {{\"problem\": \"...\"}}, got {context!r:.80}")
+        return cls(tuple({"role": str(t["role"]), "content": str(t["content"])} for t in turns), dict(context))
+
+
+@dataclass(frozen=True)
+class DialogueTurn:
+    """What ``RagPipeline.dialogue`` returns for one tutor turn (the dialogue call's shape).
+
+    ``message`` is the reply the student sees; ``candidate`` the reply before answer
+    interception and ``interception`` what happened to it (None: passed through).
+    ``asked_conditions`` is for names in the *caller's* vocabulary and stays empty: rag_app
+    names what it asks in its own words, in ``asking`` and in the message (an evaluator
+    matches the message against its keywords). ``missing`` is what is still missing when
+    the tutor states its limits; ``sources`` are the citation targets of ``[n]``.
+    """
+
+    action: DialogueAction
+    message: str
+    intent: str | None = None
+    asked_conditions: tuple[str, ...] = ()
+    hint_level: HintLevel | None = None
+    retrieval: RetrievalResult | None = None
+    candidate: str | None = None
+    interception: Interception | None = None
+    asking: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = ()
+    sufficiency: Sufficiency | None = None
+    reason: str = ""  # one line: which rule decided the action, with its numbers
+    usage: Usage = Usage()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "message": self.message,
+            "intent": self.intent,
+            "asked_conditions": list(self.asked_conditions),
+            "hint_level": self.hint_level,
+            "retrieval": retrieval_items(self.retrieval) if self.retrieval is not None else None,
+            "candidate": self.candidate,
+            "interception": self.interception,
+            "asking": list(self.asking),
+            "missing": list(self.missing),
+            "sources": [s.to_dict() for s in self.sources],
+            "sufficiency": self.sufficiency.to_dict() if self.sufficiency else None,
+            "reason": self.reason,
+            "usage": asdict(self.usage),
+        }
+
+
+def retrieval_items(result: RetrievalResult) -> dict[str, Any]:
+    """A retrieval as ``{"items": [{"id", "text", "score", "metadata"}], "stages", ...}``: the
+    ranked-list shape evaluators read. Context chunks are in rank order and carry no score
+    of their own (``None``); the stages keep every stage's scores."""
+    return {
+        "items": [
+            {
+                "id": c.chunk_id,
+                "text": c.text,
+                "score": None,
+                "metadata": {k: getattr(c, k) for k in ("doc_id", "kind", "parent_id", "book", "section", "page_start", "page_end")},
+            }
+            for c in result.context
+        ],
+        "stages": {s.name: [{"id": h.chunk_id, "score": h.score} for h in s.hits] for s in result.trace.stages},
+        "degraded": result.degraded,
+        "degradation_reason": result.degradation_reason,
+    }

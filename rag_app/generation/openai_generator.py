@@ -62,3 +62,12 @@ class OpenAIGenerator:
         if resp.finish_reason == "length":
             log.warning("answer from %s was cut at max_tokens=%d; raise max_answer_tokens", self.name, self.max_tokens)
         return resp.content.strip(), resp.usage
+
+    def complete(self, messages: Sequence[Mapping[str, str]]) -> tuple[str, Usage]:
+        """One call with ready-made messages (the tutor's turn, rag_app/generation/tutor_prompt.py)."""
+        resp = self.client.complete(
+            ChatRequest(model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens)
+        )
+        if resp.finish_reason == "length":
+            log.warning("reply from %s was cut at max_tokens=%d; raise max_answer_tokens", self.name, self.max_tokens)
+        return resp.content.strip(), resp.usage

@@ -113,14 +113,22 @@ def build_messages(
     A ``system`` turn in the history is rejected rather than passed on, because history
     often comes from the client and must not override the rules above.
     """
-    messages: list[dict[str, str]] = [{"role": "system", "content": SYSTEM_PROMPT}]
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        *history_messages(history),
+        {"role": "user", "content": user_message(question, context)},
+    ]
+
+
+def history_messages(history: Sequence[Mapping[str, str]], name: str = "history") -> list[dict[str, str]]:
+    """Earlier turns as chat messages; a turn that is not user/assistant text is a ValueError."""
+    out: list[dict[str, str]] = []
     for i, turn in enumerate(history):
         role, content = turn.get("role"), turn.get("content")
         if role not in HISTORY_ROLES or not isinstance(content, str):
             raise ValueError(
-                f"history[{i}] must have role 'user' or 'assistant' and string content, got role {role!r}; "
+                f"{name}[{i}] must have role 'user' or 'assistant' and string content, got role {role!r}; "
                 "drop system turns from the history"
             )
-        messages.append({"role": role, "content": content})
-    messages.append({"role": "user", "content": user_message(question, context)})
-    return messages
+        out.append({"role": str(role), "content": content})
+    return out

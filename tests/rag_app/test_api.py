@@ -32,7 +32,12 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         corpus_path=str(corpus), cache_dir=str(root / "cache"), embedder="fake", reranker="none", similarity_threshold=0.999,
         sufficiency=False,
     )
-    server = make_server(RagPipeline(settings), "127.0.0.1", 0)
+    yield from serving(RagPipeline(settings))
+
+
+def serving(pipeline: RagPipeline) -> Iterator[str]:
+    """Serve ``pipeline`` on a free 127.0.0.1 port for as long as the generator is open."""
+    server = make_server(pipeline, "127.0.0.1", 0)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
