@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 from rag_eval.contract import Answer, Retrieval, RetrievedItem
+from rag_eval.dialogue.records import DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ConfigError, ServiceError
 from rag_eval.records import Chunk as EvalChunk
 from rag_eval.records import Document as EvalDocument
@@ -96,6 +97,17 @@ class RagAppSystem:
         with translated():
             result = self.pipeline.chat(question, top_k, [dict(h) for h in history])
         return answer_from_rag_app(result, self.stages)
+
+    def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]) -> DialogueTurn:
+        """rag_app's tutor: clarify / answer with layered hints / state limits, one turn."""
+        with translated():
+            turn = self.pipeline.dialogue([dict(t) for t in turns], dict(context))
+        raw = turn.to_dict()
+        retrieval = raw.get("retrieval")
+        if isinstance(retrieval, Mapping) and isinstance(retrieval.get("stages"), Mapping):
+            names = set(self.stages.names)  # the declared stages only (no rerank stage with reranker none)
+            raw["retrieval"] = {**retrieval, "stages": {k: v for k, v in retrieval["stages"].items() if k in names}}
+        return as_dialogue_turn(raw, "rag_app dialogue()")
 
     def describe(self) -> dict[str, Any]:
         return {"adapter": "rag_app", **asdict(self.pipeline.info)}
