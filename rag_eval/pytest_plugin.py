@@ -13,6 +13,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, cast
@@ -281,7 +282,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
         config.stash[STATE] = state
         keep_full = bool(getattr(config.option, "json_report", False))
-        config.pluginmanager.register(CaseCollector(state, keep_full), CONTROLLER_PLUGIN)
+        config.pluginmanager.register(CaseCollector(state, keep_full, config), CONTROLLER_PLUGIN)
 
 
 def _rooted(root: Path, path: str) -> Path:
@@ -730,10 +731,33 @@ class CaseCollector:
     in the same process (pytester, an IDE) would overwrite.
     """
 
-    def __init__(self, state: ControllerState, keep_full: bool = False) -> None:
+    def __init__(self, state: ControllerState, keep_full: bool = False, config: pytest.Config | None = None) -> None:
         self.state = state
         self.keep_full = keep_full  # --json-report asked for the cases on the reports
         self.short: dict[str, str] = {}  # nodeid -> the one-line stand-in of its case
+        self.config = config
+        self.judge_total = 0  # selected judge cases: a judge tier is slow (one model call each)
+        self.judge_done = 0
+        self.judge_t0 = 0.0
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.judge_total = sum(1 for i in session.items if i.get_closest_marker("judge") is not None)
+
+    def _judge_progress(self) -> None:
+        """'judge: 40/83 cases, 1.9 cases/s, ETA 23 s' about ten times over the tier (not under -q)."""
+        if self.config is None or self.config.get_verbosity() < 0 or self.judge_total < JUDGE_PROGRESS_MIN:
+            return
+        if self.judge_done == 1:
+            self.judge_t0 = time.monotonic()
+        step = max(1, self.judge_total // 10)
+        if self.judge_done % step and self.judge_done != self.judge_total:
+            return
+        elapsed = time.monotonic() - self.judge_t0
+        rate = (self.judge_done - 1) / elapsed if elapsed > 0 and self.judge_done > 1 else 0.0
+        eta = f", ETA {(self.judge_total - self.judge_done) / rate:.0f} s" if rate else ""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(f"judge: {self.judge_done}/{self.judge_total} cases, {rate:.1f} cases/s{eta}")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -751,6 +775,9 @@ class CaseCollector:
                 # our own json.dumps string (CaseRunner.run); a dict is taken as it is
                 case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
                 self.state.cases[case.key] = case
+                if case.tier == "judge":
+                    self.judge_done += 1
+                    self._judge_progress()
                 stage = f" at {case.failed_stage}" if case.failed_stage else ""
                 self.short[report.nodeid] = f"{case.key}: {case.outcome}{stage} (details in the results file)"
             short = self.short.get(report.nodeid)
@@ -765,6 +792,7 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
     A failed gate increments ``session.testsfailed`` so pytest exits 1 even when every
     case passed (as pytest-cov does for --cov-fail-under).
     """
+    _warm(session)
     try:
         result = yield
     except BaseException:
@@ -773,6 +801,33 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
         raise
     _finish(session, complete=True)
     return result
+
+
+def _warm(session: pytest.Session) -> None:
+    """On the controller, before any case: let the system prepare (rag_app builds or loads
+    its index) with its progress shown on the terminal — a cold build of a large corpus
+    takes minutes, and inside a captured test (or an xdist worker) it would print nothing.
+    Workers then load the built index from its fingerprinted cache."""
+    config = session.config
+    if hasattr(config, "workerinput") or not _configured(config) or config.option.collectonly:
+        return
+    if not any(isinstance(i, GoldenCase) or {"golden_case", "dialogue_case"} & set(getattr(i, "fixturenames", ()))
+               for i in session.items):
+        return
+    system = eval_session(config).system
+    warm = getattr(system, "warm", None)
+    if not callable(warm):
+        return
+    capman = config.pluginmanager.getplugin("capturemanager")
+    show = config.get_verbosity() >= 0
+    try:
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                warm(show)
+        else:
+            warm(show)
+    except RagEvalError as exc:
+        pytest.exit(f"rag-eval: the system could not start: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.hookimpl(trylast=True)
@@ -870,6 +925,7 @@ def _run_info(config: pytest.Config, state: ControllerState) -> dict[str, Any]:
     }
 
 
+JUDGE_PROGRESS_MIN = 20  # below this many judge cases pytest's own progress is enough
 FAILING_SHOWN = 5  # per tier in the terminal; the report lists every case
 
 

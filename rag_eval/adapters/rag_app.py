@@ -81,6 +81,20 @@ class RagAppSystem:
     def stages(self) -> StageSpec:
         return STAGES.without("reranked") if self.settings.reranker == "none" else STAGES
 
+    def warm(self, show_progress: bool) -> None:
+        """Build (or load) the index now, with rag_app's progress bar on stderr when asked
+        (the plugin calls this on the controller, outside pytest's capture, before cases run)."""
+        import os
+
+        before = os.environ.get("RAG_PROGRESS")
+        if before is None:
+            os.environ["RAG_PROGRESS"] = "on" if show_progress else "off"
+        try:
+            self.pipeline
+        finally:
+            if before is None:
+                os.environ.pop("RAG_PROGRESS", None)
+
     @cached_property
     def pipeline(self) -> Any:
         from rag_app.pipeline import RagPipeline  # heavy imports only when a case runs
