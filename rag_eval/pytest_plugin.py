@@ -190,7 +190,10 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
     try:
         return load_spec(config.getoption("rag_pipeline") or config.getini("rag_eval_pipeline") or None, path)
     except AdapterConfigError as exc:
-        raise pytest.UsageError(f"rag-eval pipeline: {exc}") from None
+        ini = [key for key, option in (("rag_eval_pipeline_config", "rag_pipeline_config"), ("rag_eval_pipeline", "rag_pipeline"))
+               if config.getini(key) and not config.getoption(option)]
+        source = f" (set by ini {', '.join(ini)} in {config.inipath.name if config.inipath else 'the ini file'})" if ini else ""
+        raise pytest.UsageError(f"rag-eval pipeline{source}: {exc}") from None
 
 
 def _start_system(session: EvalSession) -> None:

@@ -148,3 +148,24 @@ def test_own_stage_names_over_http(repo: pytest.Pytester, service: str) -> None:
     result = run(repo, "--rag-pipeline-config", str(config), "--rag-thresholds", gates)
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     check_results(repo)
+
+
+def test_an_ini_default_that_points_nowhere_names_the_ini_key(repo: pytest.Pytester) -> None:
+    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_dataset = evals/missing\n")
+    result = repo.runpytest_subprocess("-m", "retrieval")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini rag_eval_dataset (in tox.ini)*missing: not a folder*"])
+    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_golden_set = golden.jsonl\n"
+                 "rag_eval_pipeline_config = nowhere.toml\n")
+    result = repo.runpytest_subprocess("-m", "retrieval")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*rag-eval pipeline (set by ini rag_eval_pipeline_config in tox.ini)*nowhere.toml: no such file*"])
+
+
+def test_a_user_conftest_defining_dataset_still_works(repo: pytest.Pytester) -> None:
+    """ML repositories often have their own --dataset: every option of the plugin is --rag-*."""
+    repo.makeconftest("def pytest_addoption(parser):\n    parser.addoption('--dataset', default='mine')\n")
+    repo.makepyfile(test_own="def test_own(pytestconfig):\n    assert pytestconfig.getoption('dataset') == 'x'\n")
+    result = repo.runpytest_subprocess("--dataset", "x", "test_own.py")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=1)
