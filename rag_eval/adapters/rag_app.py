@@ -62,6 +62,11 @@ def load_settings(overrides: Mapping[str, Any], project_root: Path | None, corpu
 
 def check_overrides(overrides: Mapping[str, str], where: Mapping[str, str]) -> None:
     """Every ``--rag-set NAME=VALUE`` names a rag_app setting with a valid value."""
+    if "corpus_path" in overrides:  # it would be applied to the index but not to the gold
+        raise ConfigError(
+            f"{where.get('corpus_path', '--rag-set corpus_path=...')}: the corpus is the dataset's "
+            "(its corpus/, corpus.jsonl or *.md); point --rag-dataset at another dataset instead"
+        )
     with translated(""):
         for name, value in overrides.items():
             coerce(name, value, where.get(name, f"--rag-set {name}={value}"))

@@ -169,3 +169,11 @@ def test_a_user_conftest_defining_dataset_still_works(repo: pytest.Pytester) -> 
     result = repo.runpytest_subprocess("--dataset", "x", "test_own.py")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.assert_outcomes(passed=1)
+
+
+def test_rag_set_corpus_path_is_refused_not_silently_ignored(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n")
+    (pytester.path / "golden.jsonl").write_text(json.dumps(GOLDEN[0]) + "\n", encoding="utf-8")
+    result = pytester.runpytest_subprocess("--rag-golden-set", "golden.jsonl", "--rag-set", "corpus_path=/nope")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--rag-set corpus_path=/nope: the corpus is the dataset's*--rag-dataset*"])
