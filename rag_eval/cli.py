@@ -161,7 +161,8 @@ def _merge(args: argparse.Namespace) -> int:
         return 2
     # The lines of the pytest terminal summary of an unsharded run.
     if merged.thresholds is None:
-        print("no thresholds file: no gates evaluated (the shards ran without one; pass --rag-thresholds PATH)")
+        print("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case run per "
+              "selected tier; the shards ran without one; pass --rag-thresholds PATH)")
     gates: list[GateResult | RegressionGateResult] = [*merged.gates, *regression]
     note = f" (merged {len(args.files)} shards, {len(results['cases'])} cases)"
     for line in summary_lines(gates, passed, baseline, bool(regression), baseline_lines(results), written, note):

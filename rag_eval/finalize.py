@@ -2,6 +2,9 @@
 compare with a baseline, add the regression gates, write the results, the HTML report
 and the Markdown summary.
 
+Every output passes one redactor (``Outputs.redactor``: the run's secrets) here, in the
+one write path, so no file holds a key that a server, a model or a system echoed.
+
 Order matters for "lose no result already computed": the results JSON is written
 before anything that can fail for other reasons (a template, a summary path), and a
 failure there is reported without touching it.
@@ -9,10 +12,11 @@ failure there is reported without touching it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
+from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
 from rag_eval.regression import RegressionGateResult, evaluate_regression
 from rag_eval.results_file import run_of
@@ -76,6 +80,8 @@ class Outputs:
     report: Path | None = None
     summary: Path | None = None
     artifact_url: str | None = None
+    # every secret of the run; the default knows the environment's (python -m rag_eval merge)
+    redactor: Redactor = field(default_factory=redactor_from_env)
 
 
 @dataclass(frozen=True)
@@ -90,10 +96,11 @@ class Written:
 
 
 def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
-    """Write the results JSON, then the report and the summary.
+    """Write the results JSON, then the report and the summary, all redacted.
 
     The results file is written first and a failing report or summary never removes it.
     The summary is *appended* (as ``$GITHUB_STEP_SUMMARY`` expects)."""
+    results = outputs.redactor.obj(results)
     write_results(outputs.results, results)
     problems: list[str] = []
     report = summary = None
@@ -103,7 +110,7 @@ def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
 
             report = write_html(outputs.report, results)
         except Exception as exc:  # noqa: BLE001 - reported, and the results are already on disk
-            problems.append(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}")
+            problems.append(outputs.redactor.text(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}"))
     if outputs.summary is not None:
         try:
             from rag_eval.report.markdown import render_markdown
@@ -114,7 +121,7 @@ def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
                 fh.write(text if text.endswith("\n") else text + "\n")
             summary = outputs.summary
         except Exception as exc:  # noqa: BLE001
-            problems.append(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}")
+            problems.append(outputs.redactor.text(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}"))
     return Written(outputs.results, report, summary, tuple(problems))
 
 

@@ -63,6 +63,51 @@ class GateResult:
         return f"{verdict} {self.gate.label} = {value} (need {sign} {self.gate.threshold:g}; n={self.n}{err}){why}{tail}"
 
 
+# The built-in gate of a tier that was selected but measured nothing: its run cases must be >= 1.
+CASES_RUN = "cases_run"
+
+
+def run_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> list[GateResult]:
+    """Every gate of a run: the thresholds file's (or the built-in ones), then the
+    unmeasured-tier gates.
+
+    A tier *ran* when one of its recorded cases did not skip; it was *selected* when it
+    recorded any case. Without a thresholds file the built-in gates are ``error_rate``
+    at most 0 for every tier that ran, and ``cases_run`` at least 1 for every selected
+    tier. With one, a selected tier that ran nothing (every case skipped: a judge budget
+    of 0, an exhausted budget) fails ``cases_run`` too, unless ``[defaults] unmeasured =
+    "pass"``. A tier whose cases were never recorded (no judge configured, no dialogue
+    call) is not selected: it is not gated.
+    """
+    ran = {c.tier for c in cases if c.outcome != "skip"}
+    if thresholds is None:
+        defaults = [Gate(t, "error_rate", "max", 0.0, 1, {}, "built-in gate (no thresholds file)") for t in sorted(ran)]
+        gates = [evaluate_gate(g, cases) for g in defaults]
+    else:
+        gates = evaluate_gates(thresholds, cases, ran)
+    return gates + unmeasured_gates(thresholds, cases)
+
+
+def unmeasured_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> list[GateResult]:
+    """A failing ``<tier>.cases_run`` gate for each tier whose recorded cases all skipped."""
+    if thresholds is not None and thresholds.unmeasured == "pass":
+        return []
+    out: list[GateResult] = []
+    for tier in sorted({c.tier for c in cases}):
+        of_tier = [c for c in cases if c.tier == tier]
+        if any(c.outcome != "skip" for c in of_tier):
+            continue
+        where = f"{thresholds.path} [defaults] unmeasured" if thresholds is not None else "built-in gate (no thresholds file)"
+        gate = Gate(tier, CASES_RUN, "min", 1.0, 0, {}, where)
+        reason = (
+            f"all {len(of_tier)} selected cases were skipped, none measured"
+            + (' (set [defaults] unmeasured = "pass" to allow it)' if thresholds is not None else "")
+        )
+        worst = tuple(c.id for c in sorted(of_tier, key=lambda c: c.id)[:WORST_SHOWN])
+        out.append(GateResult(gate, 0.0, 0, 0, False, reason, worst))
+    return out
+
+
 def evaluate_gates(thresholds: Thresholds, cases: Sequence[CaseResult], active_tiers: set[str]) -> list[GateResult]:
     """Gates of tiers that ran. A gate over fewer than ``min_cases`` cases fails."""
     return [evaluate_gate(g, cases) for g in thresholds.gates if g.tier in active_tiers]
@@ -114,6 +159,8 @@ def pulling_down(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
     if gate.tier == dialogue_rates.TIER and dialogue_rates.is_rate(key):
         # a pooled rate: the dialogues whose own share is on the wrong side (dialogue.pooled)
         return tuple(c.key for c in dialogue_rates.pulling(scoped, key, gate.op))
+    if key == CASES_RUN:  # every case of the tier skipped: those are the cases to look at
+        return tuple(c.key for c in sorted(cases, key=lambda c: c.id) if c.tier == gate.tier)
     if key in ("pass_rate", "fail_count"):
         scoped = [c for c in scoped if not is_measured_only(c)]
     by_id = sorted(scoped, key=lambda c: c.id)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rag_eval.gate import GateResult, evaluate_gates, verdict
+from rag_eval.gate import GateResult, run_gates, verdict
 from rag_eval.results import CaseResult
 from rag_eval.results_file import ResultsFileError, case_results, check_results, load_results
 from rag_eval.run import build_results, now_iso
@@ -97,8 +97,7 @@ def merge(
     _check_same_run(runs, names)
     cases = _union_cases(shards, runs, names, count)
     gate_file, overridden = _thresholds(runs[0], names, thresholds)
-    active = {c.tier for c in cases if c.outcome != "skip"}  # a tier that only skipped did not run
-    gates = evaluate_gates(gate_file, cases, active) if gate_file else []
+    gates = run_gates(gate_file, cases)  # without a file: the built-in gates, as in the plugin
     passed = verdict(gates)
     run = _merged_run(runs, names, gate_file, overridden)
     items: dict[str, Mapping[str, Any]] = {}

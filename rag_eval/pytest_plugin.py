@@ -23,7 +23,7 @@ import pytest
 from rag_eval.errors import ConfigError, RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
-from rag_eval.gate import GateResult, evaluate_gates, verdict
+from rag_eval.gate import GateResult, run_gates, verdict
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.dialogue.model import DialogueItem
@@ -53,7 +53,8 @@ from rag_eval.finalize import (
 )
 from rag_eval.regression import RegressionGateResult
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, SystemContext, corpus_reader, load_spec
-from rag_eval.session import EvalConfig, EvalSession
+from rag_eval.redact import Redactor
+from rag_eval.session import EvalConfig, EvalSession, run_redactor
 from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
@@ -87,6 +88,7 @@ class ControllerState:
     baseline_lines: list[str] = field(default_factory=list)
     passed: bool = True
     written: Written | None = None
+    redactor: Redactor = field(default_factory=Redactor)  # every secret of the run: applied to every output
 
 
 STATE = pytest.StashKey[ControllerState]()
@@ -282,6 +284,7 @@ def pytest_configure(config: pytest.Config) -> None:
             report_path=None if config.getoption("rag_no_report") else (_rooted(root, report) if report else results.with_suffix(".html")),
             summary_path=Path(config.getoption("rag_summary_md")) if config.getoption("rag_summary_md") else None,
             baseline=_baseline(config),
+            redactor=run_redactor(spec),
         )
         config.stash[STATE] = state
         keep_full = bool(getattr(config.option, "json_report", False))
@@ -386,7 +389,12 @@ def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
     explicit = config.getoption("rag_thresholds")
     path = Path(explicit) if explicit else root / config.getini("rag_eval_thresholds")
     if not explicit and not path.is_file():
-        return None
+        return None  # the ini default (thresholds.toml) may be absent: the built-in gates apply
+    if not path.is_file():
+        raise pytest.UsageError(
+            f"--rag-thresholds {explicit}: no such file (resolved to {path.resolve()}); give an existing thresholds "
+            "file, or leave the option out for the built-in gates"
+        )
     try:
         return load_thresholds(path)
     except ThresholdsError as exc:
@@ -678,7 +686,7 @@ class CaseRunner:
         if result.outcome == "pass":
             return result
         if result.outcome == "skip":  # e.g. the judge budget was reached: not run, not a pass
-            pytest.skip(terminal(f"{item.id}: {result.message}"))
+            pytest.skip(self.session.redactor.text(terminal(f"{item.id}: {result.message}")))
         if result.outcome == "error":
             text = terminal(f"[error] {item.id}: {result.message}")
         else:
@@ -686,6 +694,7 @@ class CaseRunner:
             asked = item.opening if isinstance(item, DialogueItem) else item.question
             label = "opening" if isinstance(item, DialogueItem) else "question"
             text = terminal(f"{item.id}{stage}: {result.message}\n  {label}: {asked}")
+        text = self.session.redactor.text(text)
         if not self.strict:
             # A dynamic xfail mark plus a traceback-free failure reports as xfailed;
             # pytest.xfail() builds (and discards) a full traceback: ~40 ms per case.
@@ -782,7 +791,7 @@ class CaseCollector:
                     self.judge_done += 1
                     self._judge_progress()
                 stage = f" at {case.failed_stage}" if case.failed_stage else ""
-                self.short[report.nodeid] = f"{case.key}: {case.outcome}{stage} (details in the results file)"
+                self.short[report.nodeid] = terminal(f"{case.key}: {case.outcome}{stage} (details in the results file)", False)
             short = self.short.get(report.nodeid)
             if short is not None and not self.keep_full:
                 report.user_properties[i] = (USER_PROPERTY, short)
@@ -851,9 +860,8 @@ def _finish(session: pytest.Session, complete: bool) -> None:
     # Gate in one fixed order (not completion order): float sums and worst-case lists then
     # match across serial, -n N and merged sharded runs exactly.
     cases = sorted(state.cases.values(), key=lambda c: (c.tier, c.id))
-    active = {c.tier for c in cases if c.outcome != "skip"}  # a tier that only skipped did not run
     # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
-    gates = evaluate_gates(state.thresholds, cases, active) if state.thresholds and not sharded else []
+    gates = run_gates(state.thresholds, cases) if not sharded else []
     state.gates = gates
     state.passed = verdict(gates) and complete
     run = {**_run_info(session.config, state), "complete": complete}
@@ -873,16 +881,18 @@ def _finish(session: pytest.Session, complete: bool) -> None:
             report=state.report_path,
             summary=state.summary_path if complete else None,
             artifact_url=session.config.getoption("rag_artifact_url"),
+            redactor=state.redactor,
         ),
     )
-    _junit_properties(session.config, results)
+    _junit_properties(session.config, results, state.redactor)
     if complete and (not state.passed or state.written.problems):
         session.testsfailed += 1
 
 
-def _junit_properties(config: pytest.Config, results: dict[str, Any]) -> None:
+def _junit_properties(config: pytest.Config, results: dict[str, Any], redactor: Redactor) -> None:
     """With --junitxml: the verdict and each failed gate as testsuite properties, so a
-    JUnit viewer shows why a run whose every case passed still failed."""
+    JUnit viewer shows why a run whose every case passed still failed (redacted, and
+    control and bidi characters escaped: ``escape.terminal``)."""
     try:
         from _pytest.junitxml import xml_key
     except ImportError:  # pragma: no cover - pytest moved its private module
@@ -890,12 +900,16 @@ def _junit_properties(config: pytest.Config, results: dict[str, Any]) -> None:
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
-    xml.add_global_property("rag_eval_verdict", str(results.get("verdict")))
+    shown = lambda text: redactor.text(terminal(text, keep_newlines=False))  # noqa: E731
+    xml.add_global_property("rag_eval_verdict", shown(str(results.get("verdict"))))
     for gate in results.get("gates", []):
         if not gate.get("passed"):
             value = gate.get("value")
-            shown = "n/a" if value is None else f"{value:.4f}"
-            xml.add_global_property(f"rag_eval_failed_gate {gate.get('metric')}", f"{shown} (threshold {gate.get('threshold')}, n={gate.get('n')})")
+            number = "n/a" if value is None else f"{value:.4f}"
+            xml.add_global_property(
+                shown(f"rag_eval_failed_gate {gate.get('metric')}"),
+                shown(f"{number} (threshold {gate.get('threshold')}, n={gate.get('n')})"),
+            )
 
 
 def _golden_of(config: pytest.Config, cases: list[CaseResult]) -> dict[str, dict[str, Any]]:
@@ -944,7 +958,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if state is None or not state.cases or tr is None or config.option.collectonly:
         return
     for line in gate_summary(config, state):
-        tr.write_line(line.text, red=line.tone == "fail", green=line.tone == "pass", yellow=line.tone == "warn", bold=line.bold)
+        # the one terminal writer of the gate summary: every line redacted here
+        tr.write_line(state.redactor.text(line.text), red=line.tone == "fail", green=line.tone == "pass", yellow=line.tone == "warn", bold=line.bold)
 
 
 def gate_summary(config: pytest.Config, state: ControllerState) -> list[Line]:
@@ -979,7 +994,8 @@ def gate_summary(config: pytest.Config, state: ControllerState) -> list[Line]:
     if shard is not None:
         out.append(Line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`"))
     elif state.thresholds is None:
-        out.append(Line("no thresholds file: no gates evaluated (create thresholds.toml or pass --rag-thresholds)"))
+        out.append(Line("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case "
+                        "run per selected tier; create thresholds.toml or pass --rag-thresholds)"))
     gates: list[GateResult | RegressionGateResult] = [*state.gates, *state.regression]
     out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written)
     if shard is None:

@@ -7,12 +7,13 @@ from its fingerprinted cache) when the first case runs, once per process.
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
 from rag_eval.dialogue.model import DialogueItem
@@ -24,7 +25,8 @@ from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
 from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.stages import StageSpec, infer_stages
-from rag_eval.contract import SystemUnderTest, as_answer, as_retrieval
+from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval
+from rag_eval.redact import Redactor, run_secrets
 from rag_eval.results import CaseResult
 from rag_eval.evaluate.judge import JudgeCaseConfig
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
@@ -69,6 +71,11 @@ class EvalSession:
     @cached_property
     def dataset(self) -> Dataset:
         return load_dataset(self.config.paths, corpus_reader(self.config.pipeline, self.context))
+
+    @cached_property
+    def redactor(self) -> Redactor:
+        """Every secret of the run (see :func:`run_redactor`)."""
+        return run_redactor(self.config.pipeline)
 
     @cached_property
     def system(self) -> SystemUnderTest:
@@ -136,12 +143,12 @@ class EvalSession:
     def retrieve(self, question: str) -> RetrievalRecord:
         """The system's retrieval as the tiers score it (contract records -> rag_eval records)."""
         raw = self.system.retrieve(question, self.top_k)
-        return self.gold_space.retrieval_result(question, as_retrieval(raw))
+        return self.gold_space.retrieval_result(question, redacted(as_retrieval(raw), self.redactor))
 
     def answer(self, item: GoldenItem) -> AnswerRecord:
         """One fresh answer (no memo), converted for the tiers."""
         raw = self.system.chat(item.question, self.top_k, item.history)
-        return self.gold_space.chat_result(item.question, as_answer(raw))
+        return self.gold_space.chat_result(item.question, redacted(as_answer(raw), self.redactor))
 
     def _rules(self, tier: str) -> tuple[dict[str, Any], dict[str, float]]:
         if self.config.thresholds is None:
@@ -186,12 +193,12 @@ class EvalSession:
                 tier=tier,
                 outcome="error",
                 failed_stage="error",
-                message=f"{type(exc).__name__}: {exc}",
+                message=self.redactor.text(f"{type(exc).__name__}: {exc}"),
                 tags=dict(item.tags),
                 split=item.split,
                 negative=getattr(item, "is_negative", False),
                 duration=time.perf_counter() - t0,
-                details={"traceback": traceback.format_exc(limit=8)[-4000:], "system": self._safe_info()},
+                details={"traceback": self.redactor.text(traceback.format_exc(limit=8)[-4000:]), "system": self._safe_info()},
             )
         return result
 
@@ -319,6 +326,27 @@ class EvalSession:
             item, trials, n=n, k=k, deterministic=deterministic, duration=time.perf_counter() - t0, usage=usage
         )
         return _with_system(case, self.system_info)
+
+
+def run_redactor(pipeline: PipelineSpec, env: Mapping[str, str] = os.environ) -> Redactor:
+    """One redactor for the run: every secret of the environment (``redact.run_secrets``)
+    plus the HTTP adapter's header values (the Dify key is one of them)."""
+    extra = pipeline.http.secrets if pipeline.http is not None else ()
+    return Redactor(run_secrets(env, extra))
+
+
+Record = TypeVar("Record", Retrieval, Answer)
+
+
+def redacted(record: Record, redactor: Redactor) -> Record:
+    """A system's retrieval or answer (texts, sources, context, reasons) with every secret
+    removed: the session boundary, so no rag_eval record downstream (cases, judge prompts,
+    caches, outputs) holds a key a system echoed."""
+    if not redactor:
+        return record
+    data = record.to_dict()
+    clean = redactor.obj(data)
+    return record if clean == data else type(record).from_dict(clean)
 
 
 def _returned(trace: Trace) -> list[str]:  # noqa: D103 - every id the system gave for a case

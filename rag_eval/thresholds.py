@@ -2,6 +2,7 @@
 
     [defaults]
     min_cases = 5                      # a gate over fewer cases fails
+    unmeasured = "fail"                # a tier whose selected cases all skipped fails ("pass": allowed)
 
     [retrieval]                        # aggregate gates of a tier: metric = {min|max}
     "recall@5" = { min = 0.80 }
@@ -41,6 +42,8 @@ from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 
 OPS: tuple[str, ...] = ("min", "max")
 RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
+# [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
+UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
 NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
 _STAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
@@ -191,6 +194,7 @@ class Thresholds:
     cases: Mapping[str, CaseRules]
     min_cases: int
     regression: RegressionRules = field(default_factory=RegressionRules)
+    unmeasured: str = "fail"  # [defaults] unmeasured: see rag_eval.gate.unmeasured_gates
 
     def case_rules(self, tier: str) -> CaseRules:
         return self.cases.get(tier, CaseRules())
@@ -250,8 +254,14 @@ def load_thresholds(path: str | Path) -> Thresholds:
 
 def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thresholds:
     defaults = doc.get("defaults", {})
-    _only_keys(defaults, {"min_cases"}, path, "[defaults]")
+    _only_keys(defaults, {"min_cases", "unmeasured"}, path, "[defaults]")
     min_cases = _int(defaults.get("min_cases", 1), path, "[defaults] min_cases")
+    unmeasured = defaults.get("unmeasured", "fail")
+    if unmeasured not in UNMEASURED_MODES:
+        raise ThresholdsError(
+            f"{path}: [defaults] unmeasured = {unmeasured!r}; valid: {', '.join(map(repr, UNMEASURED_MODES))} "
+            "(\"pass\" lets a tier whose selected cases were all skipped pass the gate)"
+        )
     gates: list[Gate] = []
     cases: dict[str, CaseRules] = {}
     regression = RegressionRules()
@@ -269,7 +279,7 @@ def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thr
         gates.extend(tier_gates)
         if rules is not None:
             cases[table] = rules
-    return Thresholds(path, sha256, tuple(gates), cases, min_cases, regression)
+    return Thresholds(path, sha256, tuple(gates), cases, min_cases, regression, unmeasured)
 
 
 def _check_tier(table: str, path: str, top_level: bool = False) -> None:

@@ -159,7 +159,9 @@
     for (var k = 1; k < arguments.length; k++) {
       var c = arguments[k];
       if (c === null || c === undefined || c === false) continue;
-      parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+      // a string may be user or model text: isolated (<bdi>), so a bidi control in it
+      // cannot reorder the labels beside it
+      parent.appendChild(typeof c === "string" ? el("bdi", null, c) : c);
     }
     return parent;
   }

@@ -58,7 +58,7 @@ def build_header(
         ("embedder", system.get("embedder")),
         ("reranker", system.get("reranker")),
         ("generator", system.get("generator")),
-        ("thresholds", run.get("thresholds") or "none (no gates evaluated)"),
+        ("thresholds", run.get("thresholds") or "none (built-in gates: error_rate = 0, at least one case run per tier)"),
         ("thresholds sha256", _short(run.get("thresholds_sha256"), 16)),
         ("split", run.get("split")),
         ("tags", run.get("tags")),

@@ -26,6 +26,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from rag_eval.escape import terminal
 from rag_eval.report.case_data import build_case_data
 from rag_eval.report.view import build_view
 
@@ -85,7 +86,15 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["script_json"] = lambda data: Markup(json_for_script(data))
     env.filters["case_data_json"] = lambda data: Markup(case_data_json(data))
+    env.filters["bdi"] = bdi
+    env.filters["visible"] = lambda text: terminal(str(text), keep_newlines=False)  # for title="" tooltips
     return env
+
+
+def bdi(text: object) -> Markup:
+    """User or model text as an isolated, escaped ``<bdi>``: a right-to-left override or
+    embedding inside it cannot reorder the text around it (a table cell, a sentence)."""
+    return Markup("<bdi>{}</bdi>").format(str(text))
 
 
 def render_html(results: Mapping[str, Any]) -> str:

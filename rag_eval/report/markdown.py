@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from rag_eval.baseline import tier_notes
+from rag_eval.escape import terminal
 from rag_eval.gate import row_pulling_down
 from rag_eval.results_file import case_key, case_results, run_of
 
@@ -48,9 +49,12 @@ def escape(text: Any) -> str:
     ``<``, ``>``, ``&`` become entities (no HTML, no ``<script>``), Markdown punctuation
     is backslash-escaped, newlines and runs of whitespace become one space, and a
     zero-width space after the ``@`` of ``@name`` and the ``#`` of ``#12`` keeps a
-    question from mentioning a user or linking an issue from the PR comment.
+    question from mentioning a user or linking an issue from the PR comment. Control,
+    zero-width and bidi characters are shown as their ``\\u....`` escapes
+    (``escape.terminal``): a right-to-left override in a question cannot reverse the
+    rest of the summary.
     """
-    s = _WHITESPACE.sub(" ", str(text)).strip().translate(_INERT)
+    s = terminal(_WHITESPACE.sub(" ", str(text)).strip(), keep_newlines=False).translate(_INERT)
     return _MENTION.sub(_mention, s) if ("@" in s or "#" in s) else s
 
 

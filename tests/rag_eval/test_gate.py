@@ -9,7 +9,17 @@ from typing import Any, Mapping
 
 import pytest
 
-from rag_eval.gate import WORST_SHOWN, GateResult, evaluate_gate, evaluate_gates, pulling_down, verdict
+from rag_eval.gate import (
+    CASES_RUN,
+    WORST_SHOWN,
+    GateResult,
+    evaluate_gate,
+    evaluate_gates,
+    pulling_down,
+    run_gates,
+    unmeasured_gates,
+    verdict,
+)
 from rag_eval.results import CaseResult
 from rag_eval.thresholds import Gate, parse_thresholds
 
@@ -311,3 +321,51 @@ def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() ->
     assert view["retrieval.recall@5 [lang=en]"].case_keys == ("retrieval::boom", "retrieval::low", "retrieval::mid")
     assert "retrieval::neg" not in {k for g in view.values() for k in g.case_keys}  # measured only: never pulls pass_rate
 
+
+
+# --------------------------------------------------------------------------- run_gates: outcomes that cannot hide
+
+
+def test_a_tier_whose_every_case_skipped_fails_with_a_thresholds_file() -> None:
+    t = parse_thresholds({"retrieval": {"recall@5": 0.5}, "judge": {"faithfulness": 0.9}}, "thresholds.toml")
+    cases = [*measured({"a": 1.0, "b": 1.0}), case("a", "skip", tier="judge"), case("b", "skip", tier="judge")]
+    gates = run_gates(t, cases)
+    assert [(g.gate.label, g.passed) for g in gates] == [("retrieval.recall@5", True), (f"judge.{CASES_RUN}", False)]
+    unmeasured = gates[1]
+    assert (unmeasured.value, unmeasured.n, unmeasured.worst) == (0.0, 0, ("a", "b"))
+    assert "all 2 selected cases were skipped" in unmeasured.reason and 'unmeasured = "pass"' in unmeasured.reason
+    assert "FAIL judge.cases_run = 0.0000 (need >= 1; n=0)" in unmeasured.line()
+    assert not verdict(gates)
+    assert pulling_down(unmeasured.gate, cases) == ("judge::a", "judge::b")
+
+
+def test_unmeasured_pass_is_the_documented_opt_out() -> None:
+    t = parse_thresholds({"defaults": {"unmeasured": "pass"}, "retrieval": {"recall@5": 0.5}}, "thresholds.toml")
+    cases = [*measured({"a": 1.0}), case("a", "skip", tier="judge")]
+    assert [g.gate.label for g in run_gates(t, cases)] == ["retrieval.recall@5"]
+    assert verdict(run_gates(t, cases))
+
+
+def test_a_tier_with_one_measured_case_is_not_unmeasured() -> None:
+    t = parse_thresholds({"retrieval": {"recall@5": 0.5}}, "thresholds.toml")
+    cases = [*measured({"a": 1.0}), case("a", "skip", tier="judge"), case("b", "pass", tier="judge")]
+    assert unmeasured_gates(t, cases) == []
+
+
+def test_without_thresholds_the_built_in_gates_are_error_rate_zero_and_one_case_run() -> None:
+    cases = [*measured({"a": 1.0, "b": 0.0}), case("c", "error"), case("a", "skip", tier="judge")]
+    gates = run_gates(None, cases)
+    assert [(g.gate.label, g.gate.op, g.gate.threshold, g.passed) for g in gates] == [
+        ("retrieval.error_rate", "max", 0.0, False),
+        (f"judge.{CASES_RUN}", "min", 1.0, False),
+    ]
+    assert gates[0].value == pytest.approx(1 / 3) and gates[0].worst == ("c",)
+    assert 'unmeasured = "pass"' not in gates[1].reason  # no file: nothing to set
+
+
+def test_without_thresholds_a_clean_run_passes_and_every_error_fails() -> None:
+    clean = measured({"a": 1.0, "b": 0.0})  # a failing case is not an error: the built-in gates pass
+    assert verdict(run_gates(None, clean)) and [g.gate.label for g in run_gates(None, clean)] == ["retrieval.error_rate"]
+    broken = [case("a", "error"), case("b", "error")]
+    (only,) = run_gates(None, broken)
+    assert (only.value, only.passed) == (1.0, False)

@@ -175,14 +175,19 @@ def test_a_failing_gate_fails_the_merged_run(thresholds: Path) -> None:
     assert merged.results["gates"][0]["errors"] == 1
 
 
-def test_shards_run_without_thresholds_merge_without_gates(thresholds: Path) -> None:
+def test_shards_run_without_thresholds_merge_with_the_built_in_gates(thresholds: Path) -> None:
     shards = shard_files(thresholds)
     for s in shards:
         s["run"]["thresholds"] = s["run"]["thresholds_sha256"] = None
 
     merged = merge(shards, NAMES)
 
-    assert merged.gates == () and merged.passed and merged.results["verdict"] == "pass"
+    # without a file: error_rate = 0 for every tier that ran, as in an unsharded run; the
+    # shards hold one retrieval error in 12 cases, so the merged run fails
+    assert [(g.gate.label, g.value, g.passed) for g in merged.gates] == [
+        ("deterministic.error_rate", 0.0, True), ("retrieval.error_rate", 1 / 12, False),
+    ]
+    assert not merged.passed and merged.results["verdict"] == "fail"
 
 
 def test_another_thresholds_file_is_allowed_and_recorded(thresholds: Path, tmp_path: Path) -> None:

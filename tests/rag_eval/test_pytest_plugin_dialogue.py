@@ -176,10 +176,14 @@ def test_passk_over_dialogues_replays_k_times_independently(sandbox: Sandbox) ->
 
 
 def test_a_system_without_a_dialogue_call_skips_the_tier_with_its_reason(sandbox: Sandbox) -> None:
-    result = sandbox.run("-m", "dialogue", "-rs")  # rag_app in process: no dialogue call (yet)
+    (sandbox.root / "retrieval_only.py").write_text(
+        "class R:\n    def retrieve(self, question, top_k=None):\n        return []\n\ndef make():\n    return R()\n",
+        encoding="utf-8",
+    )
+    result = sandbox.run("-m", "dialogue", "-rs", "--rag-pipeline", "retrieval_only:make")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(skipped=N)
-    result.stdout.fnmatch_lines([f"SKIPPED [[]{N}[]] *: the system under test (--rag-pipeline rag_app) has no dialogue call*"
+    result.stdout.fnmatch_lines([f"SKIPPED [[]{N}[]] *: the system under test (--rag-pipeline retrieval_only:make) has no dialogue call*"
                                  "so the dialogue tier does not apply"])
     assert not sandbox.results_path.exists()  # nothing ran: no case, no gate
 

@@ -132,7 +132,29 @@ def test_missing_explicit_thresholds_file_is_a_usage_error(sandbox: Sandbox) -> 
     result = sandbox.run("--rag-thresholds", "nope.toml")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: nope.toml: thresholds file not found*"])
+    result.stderr.fnmatch_lines(["ERROR: --rag-thresholds nope.toml: no such file (resolved to */nope.toml)*"])
+
+
+def test_without_a_thresholds_file_a_run_whose_every_case_errors_fails(sandbox: Sandbox) -> None:
+    """The built-in gates: error_rate = 0 for every tier that ran."""
+    (sandbox.root / "thresholds.toml").unlink()  # the ini default, absent: no file, the built-in gates
+    sandbox.write_conftest(
+        "import pytest\n"
+        "@pytest.fixture(autouse=True)\n"
+        "def broken_system(monkeypatch):\n"
+        "    from rag_eval.session import EvalSession\n"
+        "    def fail(self, question):\n"
+        "        raise ConnectionError('the system is down')\n"
+        "    monkeypatch.setattr(EvalSession, 'retrieve', fail)\n"
+    )
+    result = sandbox.run("-m", "retrieval")
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    gates = sandbox.results()["gates"]
+    assert [(g["metric"], g["value"], g["passed"]) for g in gates] == [("retrieval.error_rate", 1.0, False)]
+    assert sandbox.results()["verdict"] == "fail"
+    result.stdout.fnmatch_lines(["no thresholds file: built-in gates only*", "FAIL retrieval.error_rate = 1.0000*",
+                                 "rag-eval gate FAILED: 1 of 1 gates failed*"])
 
 
 # --------------------------------------------------------------------------- --rag-set

@@ -141,6 +141,25 @@ def test_a_reached_budget_stops_new_calls_and_keeps_what_was_computed(
     assert sorted(c["outcome"] for c in cases.values()) == ["pass"] + ["skip"] * (N_POS - 1)
 
 
+def test_a_judge_tier_whose_every_case_skipped_fails_the_gate(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
+    args = ("-m", "judge", "--rag-judge-cache", str(tmp_path / "c"), "--rag-judge-budget-tokens", "0")
+    result = sandbox.run(*args)
+    result.assert_outcomes(skipped=N_POS, deselected=2 * len(POSITIVE_IDS) + 4)
+    assert judge_env.calls("chat") == 0
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # selected, none measured: not a silent pass
+    (gate,) = sandbox.results()["gates"]
+    assert (gate["metric"], gate["value"], gate["passed"]) == ("judge.cases_run", 0.0, False)
+    result.stdout.fnmatch_lines([f"FAIL judge.cases_run = 0.0000 (need >= 1; n=0) (all {N_POS} selected cases were skipped*",
+                                 "rag-eval gate FAILED: 1 of 1 gates failed*"])
+
+    sandbox.write_thresholds('[defaults]\nunmeasured = "pass"\n\n[judge]\nerror_rate = { max = 0.0 }\n')
+    allowed = sandbox.run(*args)
+    assert allowed.ret == pytest.ExitCode.OK and sandbox.results()["gates"] == []  # the documented opt-out
+
+
 def test_the_same_model_judging_its_own_answers_is_warned_about() -> None:
     from rag_eval.results import CaseResult
     from rag_eval.run import judge_warnings

@@ -134,3 +134,34 @@ def test_a_5000_item_report_renders_with_only_the_first_page_laid_out() -> None:
     assert len(re.findall(r'<tr class="case[^"]*" data-i="\d+" hidden>', html)) == 5000 - PAGE_SIZE
     assert f"showing {PAGE_SIZE} of 5000 items" in html
     assert len(json.loads(script_block(html, "case-index"))["rows"]) == 5000
+
+
+# --------------------------------------------------------------------------- bidi isolation
+
+RLO = "\u202e"  # RIGHT-TO-LEFT OVERRIDE: would show the rest of the line reversed
+
+
+def test_user_and_model_text_is_isolated_so_bidi_controls_reverse_nothing_around_it(results: dict[str, Any]) -> None:
+    r = copy.deepcopy(results)
+    first = r["cases"][0]
+    r["items"][first["id"]]["question"] = f"what is {RLO}x^2 (evil)"
+    failed = next(g for g in r["gates"] if not g["passed"])
+    failed["reason"] = f"{RLO}deliberately reversed"
+    r["run"]["overrides"] = {"reranker": f"{RLO}none"}
+    page = render_html(r)
+    # every text node that carries the question, a gate reason or a run value is a <bdi>
+    assert re.search(rf'<td class="q"><bdi>what is {RLO}x\^2 \(evil\)</bdi></td>', page)
+    assert f'<td class="reason"><bdi>{RLO}deliberately reversed</bdi></td>' in page
+    assert re.search(rf"<dd[^>]*><bdi>[^<]*{RLO}none</bdi></dd>", page)  # the run header's value
+    # outside a <bdi> the control never appears raw in the markup (tooltips show its escape)
+    outside = re.sub(r"<bdi>.*?</bdi>", "", page.split('<script type="application/json"')[0], flags=re.S)
+    assert RLO not in outside
+    # and the elements report.js fills with text are isolated by the stylesheet
+    css = re.search(r"<style>(.*?)</style>", page, re.S)
+    assert css is not None and re.search(r"bdi, td, th, li, dd, dt, p, pre, span[^{]*\{ unicode-bidi: isolate; \}", css.group(1))
+
+
+def test_report_js_puts_text_only_through_textcontent_and_isolates_loose_strings() -> None:
+    js = (Path(__file__).resolve().parents[2] / "report_templates" / "report.js").read_text(encoding="utf-8")
+    assert "innerHTML" not in js.split("*/", 1)[1] and "insertAdjacentHTML" not in js and "outerHTML" not in js
+    assert 'typeof c === "string" ? el("bdi", null, c) : c' in js  # add(): a string child is a <bdi>

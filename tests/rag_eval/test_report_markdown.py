@@ -54,6 +54,20 @@ def test_escape_keeps_metric_names_and_entities_readable() -> None:
     assert escape("C# \\ x") == "C# \\\\ x"
 
 
+def test_escape_shows_control_zero_width_and_bidi_characters_as_escapes() -> None:
+    out = escape("red \x1b[31mALERT\x1b[0m \x1b]8;;http://e\x07link\u202eevil\u200b end")
+    for raw in ("\x1b", "\x07", "\u202e", "\u200b"):
+        assert raw not in out
+    # shown as their escapes; the backslash itself is Markdown-escaped so it renders as one
+    assert r"\\x1b\[31mALERT" in out and r"\\x07link" in out and r"\\u202eevil\\u200b end" in out
+
+
+def test_a_question_with_controls_reaches_the_summary_escaped() -> None:
+    rows = [case("q-ctl", "fail")]
+    md = render_markdown(results(rows, items={"q-ctl": {"id": "q-ctl", "question": "x\u202e\x1b[2Jy?"}}))
+    assert "\u202e" not in md and "\x1b" not in md
+
+
 def test_shorten_cuts_before_escaping() -> None:
     assert shorten("abcdef", 4) == "abc…"
     assert shorten("a\n\n b", 10) == "a b"

@@ -16,6 +16,7 @@ from rag_eval.thresholds import (
     Thresholds,
     ThresholdsError,
     load_thresholds,
+    parse_thresholds,
     register_tier,
 )
 
@@ -187,7 +188,7 @@ def test_sha256_and_path_of_the_file(tmp_path: Path) -> None:
 
 def test_the_project_thresholds_file_parses() -> None:
     t = load_thresholds(Path(__file__).resolve().parents[2] / "thresholds.toml")
-    assert {g.tier for g in t.gates} == {"retrieval", "deterministic", "judge", "passk"}
+    assert {g.tier for g in t.gates} == {"retrieval", "deterministic", "judge", "passk", "dialogue"}
     assert t.min_cases == 5
 
 
@@ -253,7 +254,14 @@ def test_unknown_metric_in_a_tag_table_names_that_table(tmp_path: Path) -> None:
 
 def test_unknown_defaults_key(tmp_path: Path) -> None:
     msg = error_of(tmp_path, "[defaults]\nmin_case = 5\n")
-    assert "unknown key 'min_case' in [defaults]; valid keys: min_cases" in msg
+    assert "unknown key 'min_case' in [defaults]; valid keys: min_cases, unmeasured" in msg
+
+
+def test_defaults_unmeasured_is_fail_unless_set_to_pass(tmp_path: Path) -> None:
+    assert parse_thresholds({}, "t.toml").unmeasured == "fail"
+    assert parse_thresholds({"defaults": {"unmeasured": "pass"}}, "t.toml").unmeasured == "pass"
+    msg = error_of(tmp_path, '[defaults]\nunmeasured = "skip"\n')
+    assert "[defaults] unmeasured = 'skip'; valid: 'fail', 'pass'" in msg
 
 
 @pytest.mark.parametrize("value", ["-1", "2.5", "true", '"5"'])
