@@ -15,6 +15,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, TypeVar
 
+from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
@@ -335,7 +336,7 @@ def run_redactor(pipeline: PipelineSpec, env: Mapping[str, str] = os.environ) ->
     return Redactor(run_secrets(env, extra))
 
 
-Record = TypeVar("Record", Retrieval, Answer)
+Record = TypeVar("Record", Retrieval, Answer, DialogueTurn)
 
 
 def redacted(record: Record, redactor: Redactor) -> Record:

@@ -11,6 +11,8 @@ the judge is configured (``RAG_JUDGE_*``), on the same client as the judge tier.
 
 from __future__ import annotations
 
+from rag_eval.dialogue.records import as_dialogue_turn
+
 import time
 from functools import cached_property
 from pathlib import Path
@@ -73,7 +75,6 @@ class DialogueTier:
     def student_client(self) -> CachedChatClient:
         from rag_eval.judge.client import CachedChatClient
         from rag_eval.judge.config import JudgeConfig
-        from rag_eval.redact import redactor_from_env
 
         base = self.session.config.judge
         if base is None:
@@ -83,7 +84,7 @@ class DialogueTier:
         missing = simulator_missing(cfg)
         if missing:
             raise ConfigError(f"[dialogue.case] simulator = \"llm\": {missing} (or set simulator = \"scripted\")")
-        return CachedChatClient.from_config(cfg, ledger_dir=self.session.config.judge_ledger, redactor=redactor_from_env())
+        return CachedChatClient.from_config(cfg, ledger_dir=self.session.config.judge_ledger, redactor=self.session.redactor)
 
     def student(self, item: DialogueItem, tier: str, trial: int) -> tuple[Simulator, str]:
         if self.config.simulator == "scripted":
@@ -119,7 +120,8 @@ class DialogueTier:
 
     def _replay(self, item: DialogueItem, tier: str, trial: int) -> tuple[Transcript, str]:
         simulator, name = self.student(item, tier, trial)
-        return replay(self.session.system, item, simulator, limit=self.config.limit_for(item)), name
+        system = _Redacting(self.session.system, self.session.redactor)
+        return replay(system, item, simulator, limit=self.config.limit_for(item)), name
 
     def _one(self, item: DialogueItem, t0: float) -> CaseResult:
         transcript, name = self._replay(item, "dialogue", 0)
@@ -158,3 +160,20 @@ class DialogueTier:
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     total[key] = total.get(key, 0) + value
         return {"usage": total} if total.get("calls") else {}
+
+
+class _Redacting:
+    """The system as the replay sees it: every turn it returns, with the run's secrets
+    removed (the session boundary, as for retrievals and answers)."""
+
+    def __init__(self, system: Any, redactor: Any) -> None:
+        self._system = system
+        self._redactor = redactor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._system, name)
+
+    def dialogue(self, turns: Any, context: Any) -> Any:
+        from rag_eval.session import redacted
+
+        return redacted(as_dialogue_turn(self._system.dialogue(turns, context)), self._redactor)
