@@ -60,6 +60,9 @@ class PipelineInfo:
     n_children: int
     n_parents: int
     vector_store: str = ""  # "chroma http://host:port collection ..." or "chroma embedded:<dir> ..."; no token
+    index_built: bool = False  # this process built the index (else it loaded an existing one)
+    embeddings_computed: int = 0  # passages the model embedded for this build
+    embeddings_cached: int = 0  # passages read from the embedding cache for this build
 
 
 class RagPipeline:
@@ -119,6 +122,9 @@ class RagPipeline:
             n_children=stats.n_children,
             n_parents=stats.n_parents,
             vector_store=self.index.vectors.describe(),
+            index_built=stats.built,
+            embeddings_computed=stats.embeddings_computed,
+            embeddings_cached=stats.embeddings_cached,
         )
 
     def retrieve(self, question: str, top_k: int | None = None) -> RetrievalResult:

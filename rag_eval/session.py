@@ -362,6 +362,7 @@ def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
         for k in (
             "adapter", "endpoint", "gold", "index_fingerprint", "vector_store", "embedder", "reranker", "generator",
             "info_error",  # the HTTP adapter could not read the service's description: say so in run.system
+            "index_built", "embeddings_computed", "embeddings_cached",  # what this process's index build did
         )
     }
     return replace(case, details={**case.details, "system": short})
