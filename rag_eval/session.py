@@ -362,7 +362,8 @@ def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
         for k in (
             "adapter", "endpoint", "gold", "index_fingerprint", "vector_store", "embedder", "reranker", "generator",
             "info_error",  # the HTTP adapter could not read the service's description: say so in run.system
-            "index_built", "embeddings_computed", "embeddings_cached",  # what this process's index build did
         )
     }
+    # what this process's index build did (rag_app): only where the system says so
+    short.update({k: info[k] for k in ("index_built", "embeddings_computed", "embeddings_cached") if k in info})
     return replace(case, details={**case.details, "system": short})

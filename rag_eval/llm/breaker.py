@@ -33,7 +33,7 @@ class CircuitBreaker:
         with self._lock:
             n, last = self._failures, self._last
         how = f" (set {self.setting} to change the threshold, 0 = never)" if self.setting else ""
-        return (f"{self.name} gave up after {n} consecutive failed calls; no further call is sent in this "
+        return (f"{self.name} gave up after {n} consecutive failed attempts (timeouts or transport failures); no further call is sent in this "
                 f"process{how}. Last failure: {last}")
 
     def record(self, *, transport_failure: bool, detail: str = "") -> None:

@@ -116,7 +116,10 @@ class LLMClient:
                     raw = self._send(req, max(0, left))
                 except openai.OpenAIError as exc:
                     kind, detail, code = self._classify(exc, state, req)
-                    self.breaker.record(transport_failure=kind in TRANSPORT_KINDS, detail=self.redactor.text(detail))
+                    # transport failures were counted per attempt (guard); a refusal to send
+                    # (breaker, time budget) is no sign of life either: only a reply resets it
+                    if kind not in TRANSPORT_KINDS and kind not in ("breaker", "time_budget"):
+                        self.breaker.record(transport_failure=False)
                     raise self._error(req, kind, detail, state.attempts, code, hint=state.no_retry) from None
                 reply = self._parse(req, raw, state.attempts, time.monotonic() - start)
                 problem = reply.problem

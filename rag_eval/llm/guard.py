@@ -30,6 +30,7 @@ import httpx
 import openai
 
 from rag_eval.llm.breaker import CircuitBreaker
+from rag_eval.llm.messages import TRANSPORT_KINDS
 from rag_eval.llm.policy import CallPolicy, is_refused, retry_after, root_cause, status_kind
 
 
@@ -98,11 +99,15 @@ class GuardedTransport(httpx.BaseTransport):
             response = self.inner.handle_request(request)
         except httpx.TimeoutException:
             state.last_failure = f"no response within the {timeout:g}s timeout"
+            # every timed-out attempt counts: a black-holed endpoint opens the breaker after
+            # N attempts (N x timeout), not after N calls of several attempts each
+            self.breaker.record(transport_failure=True, detail=state.last_failure)
             raise
         except httpx.HTTPError as exc:
             if is_refused(exc):
                 raise Stop("refused", f"connection refused ({root_cause(exc)})") from exc
             state.last_failure = f"connection failed ({root_cause(exc)})"
+            self.breaker.record(transport_failure=True, detail=state.last_failure)
             raise
         if response.status_code >= 400:
             self._review(request, response, state)
@@ -116,6 +121,8 @@ class GuardedTransport(httpx.BaseTransport):
         kind, retryable = status_kind(response.status_code, body, sent_format=sent_format)
         state.kind = kind
         state.last_failure = f"HTTP {response.status_code}"
+        if kind in TRANSPORT_KINDS:  # a 5xx attempt counts toward the breaker like a timeout
+            self.breaker.record(transport_failure=True, detail=state.last_failure)
         if not retryable:
             self._no_retry(response, state, "")
             return
