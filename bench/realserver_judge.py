@@ -120,7 +120,9 @@ def main(argv: list[str]) -> int:
                 _, results[engine] = engine_run(engine, server.base_url, args, work)
                 print(f"{engine}: {results[engine]['valid_verdicts']}/{args.cases} valid, "
                       f"{results[engine]['wall_s']} s", file=sys.stderr)
-    payload: dict[str, Any] = {**header, "model": LLAMA_MODEL_ALIAS, "max_tokens": args.max_tokens,
+                # after each engine, so a run stopped half-way still leaves what it measured
+                write_results(NAME, {**header, "complete": len(results) == len(engines), "engines": results})
+    payload: dict[str, Any] = {**header, "complete": True, "model": LLAMA_MODEL_ALIAS, "max_tokens": args.max_tokens,
                                "deepeval_metrics": args.deepeval_metrics.split(","), "engines": results,
                                "load_average_at_end": load_average()}
     if {"native", "deepeval"} <= set(results):

@@ -85,11 +85,17 @@ def test_token_usage_is_recorded(judge_run: JudgeRun) -> None:
     assert sum(c.details["usage"]["prompt_tokens"] for c in judge_run.cases) == usage["prompt_tokens"]
 
 
-def test_a_rerun_of_the_valid_cases_makes_no_call(judge_run: JudgeRun, judge_config: JudgeConfig) -> None:
-    """Only valid verdicts are cached, and a rerun over the same cache is served from it."""
+def test_a_rerun_of_the_valid_cases_is_served_from_the_cache(judge_run: JudgeRun, judge_config: JudgeConfig) -> None:
+    """Only valid verdicts are cached, and a rerun over the same cache is served from it.
+
+    Cases whose first reply was the verdict (no cut-off retry, no repair) are rerun; the
+    one live call allowed is the new run probing json_schema again (refused, not cached).
+    """
     session = demo_session(judge_config)
-    valid = {c.id for c in judge_run.cases if c.outcome != "error"}
-    items = [i for i in demo_items(session) if i.id in valid]
+    first_try = {c.id: c.metrics for c in judge_run.cases if c.outcome != "error" and c.details["judge_calls"] == 1}
+    items = [i for i in demo_items(session) if i.id in first_try]
     rerun = run_judge(session, items)
-    assert rerun.usage["calls"] == rerun.usage["cached_calls"] == len(items)
-    assert [c.metrics for c in rerun.cases] == [c.metrics for c in judge_run.cases if c.id in valid]
+    usage = rerun.usage
+    assert usage["cached_calls"] == len(items)
+    assert usage["calls"] - usage["cached_calls"] == usage["errors"] <= 1
+    assert {c.id: c.metrics for c in rerun.cases} == first_try
