@@ -95,8 +95,9 @@ def _deepeval() -> dict[str, Any]:
         index and the accounting lands on the right case of the right tier.
         """
 
-        def __init__(self, client: CachedChatClient, model: str) -> None:
+        def __init__(self, client: CachedChatClient, model: str, max_tokens: int | None = None) -> None:
             self.client, self.model_name, self.case_id, self.trial, self.tier = client, model, "", 0, JUDGE_TIER
+            self.max_tokens = max_tokens
             super().__init__(model)
 
         def load_model(self, *args: Any, **kwargs: Any) -> ClientLLM:
@@ -124,7 +125,9 @@ def _deepeval() -> dict[str, Any]:
                 raise JudgeCallError(
                     f"deepeval passed a {type(prompt).__name__} prompt (multimodal?) for case "
                     f"{self.case_id!r}; only text prompts are supported", kind="malformed", case_id=self.case_id)
-            req = ChatRequest(self.model_name, [{"role": "user", "content": prompt}], temperature=0.0)
+            # max_tokens bounds a reply: without it a local server generates up to its context size
+            req = ChatRequest(self.model_name, [{"role": "user", "content": prompt}], temperature=0.0,
+                              max_tokens=self.max_tokens)
             resp = self.client.complete(req, case_id=self.case_id, tier=self.tier, trial=self.trial,
                                         accept=_has_text)
             if schema is None:
@@ -208,6 +211,7 @@ class DeepEvalEngine:
         model: str,
         metrics: Sequence[str] = DEFAULT_METRICS,
         geval_criteria: str | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         for name in metrics:
             if name not in METRICS:
@@ -223,6 +227,7 @@ class DeepEvalEngine:
         self.model = model
         self.metrics: tuple[str, ...] = tuple(dict.fromkeys(metrics))
         self.geval_criteria = geval_criteria
+        self.max_tokens = max_tokens
         self._de = _deepeval()  # import now, so a missing package fails at setup, not mid-run
 
     @property
@@ -267,7 +272,7 @@ class DeepEvalEngine:
             input=item.question, actual_output=item.answer,
             retrieval_context=contexts or None, expected_output=reference or None,
         )
-        llm = self._de["ClientLLM"](self.client, self.model)
+        llm = self._de["ClientLLM"](self.client, self.model, self.max_tokens)
         llm.case_id, llm.trial, llm.tier = item.case_id, trial, tier
         start = len(self.client.records)
         scores: dict[str, float] = {}

@@ -21,8 +21,10 @@ A mode the server refuses -- any 4xx/5xx whose body names the ``response_format`
 next mode is tried, and the first mode that gets an answer is remembered by this
 :class:`NativeJudge` (one per process: for the run) so later cases do not probe again.
 
-The schema is exact where the counts are known (:func:`~rag_eval.judge.schema.response_schema`),
-so a grammar-constrained server produces a valid verdict by construction.
+The schema is exact where the counts are known (:func:`~rag_eval.judge.schema.response_schema`);
+``json_object`` mode sends its positional form (:func:`~rag_eval.judge.schema.grammar_schema`:
+one entry per key fact and per cited marker, each with its number fixed), so a
+grammar-constrained server produces a valid verdict by construction.
 
 A reply that does not parse or breaks the schema is first asked again like a transport
 fault (within ``RAG_JUDGE_MAX_RETRIES``), then gets exactly one *repair* call (the
@@ -41,7 +43,15 @@ from typing import Any, Callable, Protocol, Sequence
 from rag_eval.judge.client import JudgeCallError
 from rag_eval.judge.config import MAX_TOKENS_VAR
 from rag_eval.judge.prompt import build_messages, repair_messages
-from rag_eval.judge.schema import Judgement, answer_markers, metrics_from, parse_reply, response_schema, validate
+from rag_eval.judge.schema import (
+    Judgement,
+    answer_markers,
+    grammar_schema,
+    metrics_from,
+    parse_reply,
+    response_schema,
+    validate,
+)
 from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse
 from rag_eval.llm.policy import NOT_FORMAT_HINTS
 
@@ -157,7 +167,11 @@ class _Call:
 
     def __init__(self, judge: NativeJudge, item: JudgeInput, trial: int, tier: str) -> None:
         self.judge, self.item, self.trial, self.tier = judge, item, trial, tier
-        self.schema = response_schema(bool(item.reference), len(item.key_facts), answer_markers(item.answer))
+        # Only markers that name a context chunk are judged (schema.validate): a grammar
+        # offered [9] of 7 chunks could write an entry that can never be valid.
+        markers = [m for m in answer_markers(item.answer) if 1 <= m <= len(item.context)]
+        self.schema = response_schema(bool(item.reference), len(item.key_facts), markers)
+        self.grammar_schema = grammar_schema(bool(item.reference), len(item.key_facts), markers)
         self.messages = build_messages(item, self.schema)
 
     def judgement(self, content: str) -> Judgement | None:
@@ -197,7 +211,7 @@ class _Call:
     def send(self, messages: list[dict[str, str]], mode: str, max_tokens: int, *, probing: bool = False) -> _Reply:
         judge = self.judge
         req = ChatRequest(model=judge.model, messages=messages, temperature=judge.temperature, max_tokens=max_tokens,
-                          response_format=_response_format(mode, self.schema))
+                          response_format=_response_format(mode, self.schema, self.grammar_schema))
         try:
             resp = judge.client.complete(req, case_id=self.item.case_id, tier=self.tier, trial=self.trial,
                                          accept=self.problem)
@@ -222,11 +236,11 @@ class _FormatRejected(Exception):
         self.cause = cause
 
 
-def _response_format(mode: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+def _response_format(mode: str, schema: dict[str, Any], grammar: dict[str, Any]) -> dict[str, Any] | None:
     if mode == "json_schema":
         return {"type": "json_schema", "json_schema": {"name": SCHEMA_NAME, "strict": True, "schema": schema}}
-    if mode == "json_object":  # llama.cpp-style servers decode under this schema's grammar
-        return {"type": "json_object", "schema": schema}
+    if mode == "json_object":  # llama.cpp-style servers decode under this (positional) schema's grammar
+        return {"type": "json_object", "schema": grammar}
     return None
 
 

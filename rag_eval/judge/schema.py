@@ -96,6 +96,44 @@ def response_schema(has_reference: bool, n_facts: int | None = None,
     return _obj(props)
 
 
+MAX_GRAMMAR_ITEMS = 20  # claims / correctness entries a grammar lets a degenerate model write
+
+
+def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int]) -> dict[str, Any]:
+    """:func:`response_schema` made positional, for servers that decode under a grammar.
+
+    An ``enum`` index still lets a grammar write fact 1 twice and fact 2 never (gemma-3
+    did); here ``key_facts`` is a tuple (``prefixItems``) whose entry ``i`` has
+    ``index`` = ``i`` (``const``), and ``citations`` one entry per marker, in order, with
+    ``marker`` = that marker, so every fact and every marker is judged exactly once by
+    construction. ``claims`` and the correctness lists get ``maxItems``
+    (:data:`MAX_GRAMMAR_ITEMS`) so a model that repeats itself stops before
+    ``max_tokens``. Sent as ``{"type": "json_object", "schema": ...}`` only: OpenAI's
+    strict ``json_schema`` mode does not take ``prefixItems``.
+    """
+    def fact(i: int) -> dict[str, Any]:
+        return _obj({"index": {"type": "integer", "const": i}, "fact": _STR, "verdict": _enum(FACT_VERDICTS),
+                     "reason": _STR})
+
+    def citation(m: int) -> dict[str, Any]:
+        return _obj({"marker": {"type": "integer", "const": m}, "sentence": _STR, "supported": {"type": "boolean"},
+                     "reason": _STR})
+
+    schema = response_schema(has_reference, n_facts, markers)
+    props = schema["properties"]
+    props["claims"]["maxItems"] = MAX_GRAMMAR_ITEMS
+    props["key_facts"] = _tuple([fact(i) for i in range(1, n_facts + 1)])
+    props["citations"] = _tuple([citation(m) for m in markers])
+    if has_reference:
+        for key in ("tp", "fp", "fn"):
+            props["correctness"]["properties"][key]["maxItems"] = MAX_GRAMMAR_ITEMS
+    return schema
+
+
+def _tuple(items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items), "maxItems": len(items)}
+
+
 # --- tolerant parsing ------------------------------------------------------------------
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
 
@@ -105,7 +143,9 @@ def parse_reply(text: str) -> dict[str, Any]:
 
     Tries, in order: the whole text, the inside of ```json fences, then each balanced
     ``{...}`` span (up to 5 starts), each first verbatim and then with trailing commas
-    removed and single-quoted strings turned into JSON strings.
+    removed and single-quoted strings turned into JSON strings. Raw control characters
+    (a newline) inside strings are accepted: llama.cpp's JSON grammar lets a model write
+    them, and they change nothing about the verdict.
     """
     candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
     starts = [i for i, c in enumerate(text) if c == "{"][:5]
@@ -113,7 +153,7 @@ def parse_reply(text: str) -> dict[str, Any]:
     for cand in candidates:
         for attempt in (cand, _loosen(cand)):
             try:
-                value = json.loads(attempt)
+                value = json.loads(attempt, strict=False)
             except ValueError:
                 continue
             if isinstance(value, dict):

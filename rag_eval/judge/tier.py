@@ -70,7 +70,8 @@ class JudgeRunner:
             metrics = deepeval_metrics
             if geval_criteria and "geval" not in metrics:
                 metrics += ("geval",)
-            self.engine: Any = DeepEvalEngine(self.client, config.model, metrics, geval_criteria=geval_criteria)
+            self.engine: Any = DeepEvalEngine(self.client, config.model, metrics, geval_criteria=geval_criteria,
+                                              max_tokens=config.max_tokens)
         else:
             self.engine = NativeJudge(self.client, config.model, max_tokens=config.max_tokens)
 

@@ -128,6 +128,15 @@ def test_second_run_with_same_cache_makes_no_server_calls(
         assert openai_server.calls("chat") == n + 3
 
 
+def test_every_deepeval_request_carries_the_judge_max_tokens(
+    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
+) -> None:
+    """Without it a local server (llama-cpp-python) generates until its context is full."""
+    openai_server.set_default("chat", Responder())
+    _engine(judge_client, ("faithfulness",), max_tokens=700).judge(ITEM)
+    assert [r.json["max_tokens"] for r in openai_server.requests_of("chat")] == [700] * 4
+
+
 def test_without_reference_precision_and_recall_are_skipped_not_zero(
     openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
 ) -> None:

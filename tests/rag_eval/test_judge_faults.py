@@ -15,6 +15,7 @@ from rag_eval.golden.model import GoldenItem, KeyFact
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
+from rag_eval.judge.schema import MAX_GRAMMAR_ITEMS, grammar_schema
 from rag_eval.judge.tier import JudgeRunner
 from tests.support.judge_replies import blocks, native_verdict
 from tests.support.llm_client import judge_llm
@@ -63,6 +64,44 @@ def test_the_schema_is_exact_where_counts_are_known(openai_server: ScriptedOpenA
     judge_on(openai_server).judge(no_markers)
     schema2 = bodies(openai_server)[1]["response_format"]["json_schema"]["schema"]["properties"]
     assert schema2["citations"]["maxItems"] == 0 and schema2["key_facts"]["maxItems"] == 0
+
+
+def test_json_object_mode_sends_the_positional_schema(openai_server: ScriptedOpenAIServer) -> None:
+    """An enum index lets a grammar judge fact 1 twice and fact 2 never; a tuple cannot."""
+    def in_context(req: Any) -> Reply:  # what the grammar allows: no entry for [9]
+        obj = native_verdict(req)
+        obj["citations"] = [c for c in obj["citations"] if c["marker"] <= 2]
+        return reply(json.dumps(obj))
+
+    openai_server.set_default("chat", in_context)
+    openai_server.enqueue(FORMAT_500)
+    cites_nine = JudgeInput("c3", "q?", [("doc", "fact one"), ("doc 2", "fact two")],
+                            "fact two [2]. fact one [1]. beyond the context [9].", ["fact one", "fact two"], "ref")
+    judge_on(openai_server).judge(cites_nine)
+    strict, grammar = (b["response_format"] for b in bodies(openai_server))
+    props = grammar["schema"]["properties"]
+    assert [f["properties"]["index"]["const"] for f in props["key_facts"]["prefixItems"]] == [1, 2]
+    assert [c["properties"]["marker"]["const"] for c in props["citations"]["prefixItems"]] == [2, 1]  # [9]: no chunk
+    assert props["claims"]["maxItems"] == MAX_GRAMMAR_ITEMS == props["correctness"]["properties"]["tp"]["maxItems"]
+    assert strict["json_schema"]["schema"]["properties"]["citations"]["items"]["properties"]["marker"]["enum"] == [2, 1]
+    assert "prefixItems" not in json.dumps(strict)  # OpenAI's strict mode does not take it
+
+
+def test_the_positional_schema_accepts_exactly_the_valid_verdicts() -> None:
+    import jsonschema
+
+    checker = jsonschema.Draft202012Validator(grammar_schema(False, 2, [1, 2]))
+    good: dict[str, Any] = {
+        "claims": [{"claim": "c", "verdict": "yes", "reason": ""}],
+        "key_facts": [{"index": i, "fact": f, "verdict": "covered", "reason": ""} for i, f in ((1, "a"), (2, "b"))],
+        "relevance": {"verdict": "relevant", "reason": ""},
+        "citations": [{"marker": m, "sentence": "s", "supported": True, "reason": ""} for m in (1, 2)],
+    }
+    assert list(checker.iter_errors(good)) == []
+    twice = good | {"key_facts": [good["key_facts"][0], good["key_facts"][0]]}
+    assert any("2 was expected" in e.message for e in checker.iter_errors(twice))
+    one_marker = good | {"citations": good["citations"][:1]}
+    assert list(checker.iter_errors(one_marker))
 
 
 def test_a_reply_cut_off_at_max_tokens_is_retried_once_at_twice_the_budget(

