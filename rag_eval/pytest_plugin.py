@@ -705,6 +705,9 @@ class CaseRunner:
         return self.run("retrieval", item)
 
     def deterministic(self, item: GoldenItem) -> CaseResult:
+        reason = self.session.answer_skip_reason()
+        if reason is not None:  # a retrieval-only system: the tier does not apply (no case, no gate), like an unset judge
+            pytest.skip(terminal(f"{item.id}: {reason}"))
         return self.run("deterministic", item)
 
     def dialogue(self, item: DialogueItem) -> CaseResult:

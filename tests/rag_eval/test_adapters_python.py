@@ -194,4 +194,4 @@ def test_a_retrieval_only_object_skips_the_answer_tiers_with_a_reason(sandbox: S
 
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["*retrieval-only: it has no chat endpoint or method*"])
-    assert {c["outcome"] for c in sandbox.cases("deterministic").values()} == {"skip"}
+    assert sandbox.cases("deterministic") == {}  # the tier does not apply: no case recorded, no gate
