@@ -7,7 +7,6 @@ evidence, tags, split and corpus are read exactly as for golden items
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, cast
 
@@ -23,7 +22,7 @@ from rag_eval.dialogue.model import (
     HintLevel,
     KnownFact,
 )
-from rag_eval.golden.load import GoldenSetError, _evidence, _tags, derived_split
+from rag_eval.golden.load import GoldenSetError, _evidence, _tags, derived_split, read_items
 from rag_eval.golden.model import SPLITS, Split
 
 KEYS = frozenset(
@@ -45,31 +44,7 @@ def load_dialogue_set(path: str | Path) -> list[DialogueItem]:
     path = Path(path)
     if not path.is_file():
         raise DialogueSetError(f"{path}: dialogue set not found (give a JSONL file with one dialogue per line)")
-    items: list[DialogueItem] = []
-    errors: list[str] = []
-    seen: dict[str, int] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{lineno}"
-        try:
-            item = parse_dialogue(json.loads(line), where)
-        except json.JSONDecodeError as exc:
-            errors.append(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
-            continue
-        except GoldenSetError as exc:
-            errors.append(str(exc))
-            continue
-        if item.id in seen:
-            errors.append(f"{where}: duplicate id {item.id!r} (first at line {seen[item.id]}); ids must be unique")
-            continue
-        seen[item.id] = lineno
-        items.append(item)
-    if errors:
-        raise DialogueSetError("\n".join(errors[:50]) + (f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""))
-    if not items:
-        raise DialogueSetError(f"{path}: the dialogue set is empty")
-    return items
+    return read_items(path, parse_dialogue, DialogueSetError, "dialogue set")
 
 
 def parse_dialogue(raw: Any, where: str) -> DialogueItem:

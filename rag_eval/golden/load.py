@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import Any, Callable, Mapping, Protocol, TypeVar, cast
 
 from rag_eval.golden.model import (
     ACTIONS,
@@ -41,7 +41,23 @@ def load_golden_set(path: str | Path) -> list[GoldenItem]:
     path = Path(path)
     if not path.is_file():
         raise GoldenSetError(f"{path}: golden set not found (give a JSONL file with one item per line)")
-    items: list[GoldenItem] = []
+    return read_items(path, parse_item, GoldenSetError, "golden set")
+
+
+class _HasId(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+ItemT = TypeVar("ItemT", bound=_HasId)
+
+
+def read_items(
+    path: Path, parse: Callable[[Any, str], ItemT], error: type[GoldenSetError], what: str
+) -> list[ItemT]:
+    """One item per non-blank JSONL line, parsed by ``parse(raw, "file:line")``; every bad
+    line (JSON, fields, duplicate id) is collected and raised together as ``error``."""
+    items: list[ItemT] = []
     errors: list[str] = []
     seen: dict[str, int] = {}
     with path.open(encoding="utf-8") as fh:
@@ -55,7 +71,7 @@ def load_golden_set(path: str | Path) -> list[GoldenItem]:
                 errors.append(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
                 continue
             try:
-                item = parse_item(raw, where)
+                item = parse(raw, where)
             except GoldenSetError as exc:
                 errors.append(str(exc))
                 continue
@@ -65,9 +81,9 @@ def load_golden_set(path: str | Path) -> list[GoldenItem]:
             seen[item.id] = lineno
             items.append(item)
     if errors:
-        raise GoldenSetError("\n".join(errors[:50]) + (f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""))
+        raise error("\n".join(errors[:50]) + (f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""))
     if not items:
-        raise GoldenSetError(f"{path}: the golden set is empty")
+        raise error(f"{path}: the {what} is empty")
     return items
 
 
