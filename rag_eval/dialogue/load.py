@@ -22,7 +22,7 @@ from rag_eval.dialogue.model import (
     HintLevel,
     KnownFact,
 )
-from rag_eval.golden.load import GoldenSetError, _evidence, _tags, derived_split, read_items
+from rag_eval.golden.load import GoldenSetError, derived_split, parse_evidence, parse_tags, read_items
 from rag_eval.golden.model import SPLITS, Split
 
 KEYS = frozenset(
@@ -76,7 +76,7 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     names = {c.name for c in conditions}
     turns = tuple(_turn(t, f"{where} expected_turns[{i}]", names) for i, t in enumerate(_list(raw, "expected_turns", where)))
     follow_ups = tuple(_strings(raw, "follow_ups", where))
-    evidence = _evidence(raw, where)
+    evidence = parse_evidence(raw, where)
     material = raw.get("material", "sufficient" if evidence else "insufficient")
     if material not in MATERIAL:
         raise DialogueSetError(f"{where}: material {material!r} is not one of {', '.join(MATERIAL)}")
@@ -110,7 +110,7 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
         material_sufficient=material == "sufficient",
         clarification_limit=limit,
         split=cast(Split, split),  # checked against SPLITS above
-        tags=_tags(raw.get("tags", {}), where),
+        tags=parse_tags(raw.get("tags", {}), where),
         corpus_name=str(corpus.get("name", "")),
         corpus_sha256=str(corpus.get("sha256", "")),
         source=source,

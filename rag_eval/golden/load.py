@@ -103,8 +103,8 @@ def parse_item(raw: Any, where: str) -> GoldenItem:
             f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; "
             f"valid fields: {', '.join(sorted(OWN_KEYS | SHARED_EXTRA_KEYS))}"
         )
-    evidence = _evidence(raw, where)
-    tags = _tags(raw.get("tags", {}), where)
+    evidence = parse_evidence(raw, where)
+    tags = parse_tags(raw.get("tags", {}), where)
     action = raw.get("expected_action", "refuse" if not evidence else "answer")
     if action not in ACTIONS:
         raise GoldenSetError(f"{where}: expected_action {action!r} is not one of {', '.join(ACTIONS)}")
@@ -176,7 +176,8 @@ def _ref(raw: Any, where: str) -> EvidenceRef:
     return ref
 
 
-def _evidence(raw: Mapping[str, Any], where: str) -> tuple[EvidenceGroup, ...]:
+def parse_evidence(raw: Mapping[str, Any], where: str) -> tuple[EvidenceGroup, ...]:
+    """An item's gold evidence (``evidence``, ``gold_chunk_ids``, ``gold_doc_ids``) as requirements."""
     groups: list[EvidenceGroup] = []
     ev = raw.get("evidence", [])
     if not isinstance(ev, list):
@@ -198,7 +199,8 @@ def _evidence(raw: Mapping[str, Any], where: str) -> tuple[EvidenceGroup, ...]:
     return tuple(groups)
 
 
-def _tags(raw: Any, where: str) -> dict[str, str]:
+def parse_tags(raw: Any, where: str) -> dict[str, str]:
+    """An item's ``tags``: an object, or a list of ``key:value`` strings."""
     if isinstance(raw, list):  # ["scenario:standard", "topic:sequences"] is accepted too
         out: dict[str, str] = {}
         for t in raw:
