@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, cast
+from typing import Any, Iterable, Iterator, cast
 
 import pytest
 
@@ -54,7 +54,7 @@ from rag_eval.finalize import (
 from rag_eval.regression import RegressionGateResult
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, SystemContext, corpus_reader, load_spec
 from rag_eval.redact import Redactor
-from rag_eval.session import EvalConfig, EvalSession, run_redactor
+from rag_eval.session import EvalConfig, EvalSession, index_build, run_redactor
 from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
@@ -89,6 +89,9 @@ class ControllerState:
     passed: bool = True
     written: Written | None = None
     redactor: Redactor = field(default_factory=Redactor)  # every secret of the run: applied to every output
+    # What the controller's warm-up build did (index_built, embeddings_computed, ...): under
+    # xdist the workers only load the index it built, so their cases would say "not built".
+    warm_build: dict[str, Any] = field(default_factory=dict)
 
 
 STATE = pytest.StashKey[ControllerState]()
@@ -754,9 +757,22 @@ class CaseCollector:
         self.judge_total = 0  # selected judge cases: a judge tier is slow (one model call each)
         self.judge_done = 0
         self.judge_t0 = 0.0
+        self.warmed = False  # under xdist: the system was warmed when the first worker collected
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.judge_total = sum(1 for i in session.items if i.get_closest_marker("judge") is not None)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist, on the controller, when the first worker has collected: warm the
+        system here (the index build with its progress on the terminal) if the collection
+        holds a case. xdist schedules no test before every worker has collected and this
+        returns, so the workers load the index built here instead of each building it."""
+        if self.warmed or self.config is None or self.config.option.collectonly:
+            return
+        self.warmed = True
+        if _holds_a_case(ids, _case_ids(self.config)):
+            _warm_system(self.config)
 
     def _judge_progress(self) -> None:
         """'judge: 40/83 cases, 1.9 cases/s, ETA 23 s' about ten times over the tier (not under -q)."""
@@ -819,16 +835,21 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
 
 
 def _warm(session: pytest.Session) -> None:
-    """On the controller, before any case: let the system prepare (rag_app builds or loads
-    its index) with its progress shown on the terminal — a cold build of a large corpus
-    takes minutes, and inside a captured test (or an xdist worker) it would print nothing.
-    Workers then load the built index from its fingerprinted cache."""
+    """On the controller, before any case of a serial run: let the system prepare (rag_app
+    builds or loads its index) with its progress shown on the terminal — a cold build of a
+    large corpus takes minutes, and inside a captured test it would print nothing. Under
+    xdist the controller collects nothing: ``CaseCollector.pytest_xdist_node_collection_finished``
+    warms instead, and the workers then load the built index from its fingerprinted cache."""
     config = session.config
     if hasattr(config, "workerinput") or not _configured(config) or config.option.collectonly:
         return
     if not any(isinstance(i, GoldenCase) or {"golden_case", "dialogue_case"} & set(getattr(i, "fixturenames", ()))
                for i in session.items):
         return
+    _warm_system(config)
+
+
+def _warm_system(config: pytest.Config) -> None:
     system = eval_session(config).system
     warm = getattr(system, "warm", None)
     if not callable(warm):
@@ -843,6 +864,25 @@ def _warm(session: pytest.Session) -> None:
             warm(show)
     except RagEvalError as exc:
         pytest.exit(f"rag-eval: the system could not start: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+    state = config.stash.get(STATE, None)
+    describe = getattr(system, "describe", None)
+    if state is not None and callable(describe):
+        state.warm_build = index_build(describe())
+
+
+def _case_ids(config: pytest.Config) -> set[str]:
+    """The golden and dialogue ids of the run: the parameters of its case items."""
+    return {i.id for i in _dataset(config).items} | {d.id for d in _dialogues(config)}
+
+
+def _holds_a_case(nodeids: Iterable[str], case_ids: set[str]) -> bool:
+    """Whether a worker's collection holds a case: ``test_rag.py::test_retrieval[q-1]``
+    or an auto-collected ``retrieval[q-1]``, parametrized by a golden or dialogue id."""
+    for nodeid in nodeids:
+        head, bracket, param = nodeid.rpartition("[")
+        if bracket and param.endswith("]") and param[:-1] in case_ids:
+            return True
+    return False
 
 
 @pytest.hookimpl(trylast=True)
@@ -869,6 +909,8 @@ def _finish(session: pytest.Session, complete: bool) -> None:
     state.passed = verdict(gates) and complete
     run = {**_run_info(session.config, state), "complete": complete}
     results = build_results(run, cases, gates, state.passed, items=_golden_of(session.config, cases))
+    if state.warm_build and run.get("workers"):  # the index was built (or loaded) by the controller
+        results["run"]["system"].update({k: str(v) for k, v in state.warm_build.items()})
     if not complete:
         results["verdict"] = "incomplete"
     elif sharded:

@@ -354,6 +354,14 @@ def _returned(trace: Trace) -> list[str]:  # noqa: D103 - every id the system ga
     return [h.chunk_id for s in trace.stages for h in s.hits]
 
 
+INDEX_BUILD_KEYS = ("index_built", "embeddings_computed", "embeddings_cached")
+
+
+def index_build(info: Mapping[str, Any]) -> dict[str, Any]:
+    """What a process's index build did, where the system's description says it."""
+    return {k: info[k] for k in INDEX_BUILD_KEYS if k in info}
+
+
 def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
     from dataclasses import replace
 
@@ -365,5 +373,5 @@ def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
         )
     }
     # what this process's index build did (rag_app): only where the system says so
-    short.update({k: info[k] for k in ("index_built", "embeddings_computed", "embeddings_cached") if k in info})
+    short.update(index_build(info))
     return replace(case, details={**case.details, "system": short})

@@ -218,6 +218,25 @@ def test_xdist_gives_exactly_the_serial_numbers(sandbox: Sandbox) -> None:
     assert len(b["cases"]) == N_ITEMS
 
 
+@pytest.mark.slow
+def test_under_xdist_run_system_says_the_controller_built_the_index(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sandbox_cache: Path
+) -> None:
+    """The controller builds the index before any case (its warm-up) and the workers load
+    it: run.system reports the controller's build, not the workers' "loaded, 0 computed"."""
+    box = make_sandbox(pytester, monkeypatch, tmp_path / "cold-cache")  # nothing built yet
+    cold = box.run("-m", "retrieval", "-n", "2", "--rag-results", "cold.json")
+    cold.assert_outcomes(passed=N_ITEMS)
+    shown = cold.stdout.str() + cold.stderr.str()
+    assert ": embedding" in shown and "chunk/s" in shown, shown[-2000:]  # the build's progress, on the controller
+    built = json.loads((box.root / "cold.json").read_text(encoding="utf-8"))["run"]["system"]
+    assert built["index_built"] == "True" and int(built["embeddings_computed"]) > 0, built
+    warm = box.run("-m", "retrieval", "-n", "2", "--rag-results", "warm.json")
+    warm.assert_outcomes(passed=N_ITEMS)
+    loaded = json.loads((box.root / "warm.json").read_text(encoding="utf-8"))["run"]["system"]
+    assert (loaded["index_built"], loaded["embeddings_computed"]) == ("False", "0"), loaded
+
+
 # --------------------------------------------------------------------------- selection
 
 
