@@ -106,6 +106,10 @@ INPUTS = pytest.StashKey["InputSource"]()
 SESSION = pytest.StashKey[EvalSession]()
 DIALOGUES = pytest.StashKey["list[DialogueItem]"]()
 CONTROLLER_PLUGIN = "rag_eval_controller"
+# Under xdist the controller collects nothing: a worker counts the judge cases it
+# collected (every worker collects the same items) and its judge cases carry the count.
+JUDGE_TOTAL = pytest.StashKey[int]()
+JUDGE_TOTAL_PROPERTY = "rag_eval_judge_total"
 
 
 class DatasetInputError(Exception):
@@ -686,6 +690,9 @@ class CaseRunner:
         result = self.session.run_case(tier, item)
         # One JSON string: xdist's serialiser is far slower on nested dicts.
         self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))
+        total = self.node.config.stash.get(JUDGE_TOTAL, 0)
+        if tier == "judge" and total:  # for the controller's judge progress under xdist
+            self.node.user_properties.append((JUDGE_TOTAL_PROPERTY, total))
         if result.outcome == "pass":
             return result
         if result.outcome == "skip":  # e.g. the judge budget was reached: not run, not a pass
@@ -760,7 +767,7 @@ class CaseCollector:
         self.warmed = False  # under xdist: the system was warmed when the first worker collected
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.judge_total = sum(1 for i in session.items if i.get_closest_marker("judge") is not None)
+        self.judge_total = _judge_total(session)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -776,10 +783,10 @@ class CaseCollector:
 
     def _judge_progress(self) -> None:
         """'judge: 40/83 cases, 1.9 cases/s, ETA 23 s' about ten times over the tier (not under -q)."""
+        if self.judge_done == 1:  # before the total is known (under xdist it comes with the first case)
+            self.judge_t0 = time.monotonic()
         if self.config is None or self.config.get_verbosity() < 0 or self.judge_total < JUDGE_PROGRESS_MIN:
             return
-        if self.judge_done == 1:
-            self.judge_t0 = time.monotonic()
         step = max(1, self.judge_total // 10)
         if self.judge_done % step and self.judge_done != self.judge_total:
             return
@@ -788,6 +795,9 @@ class CaseCollector:
         eta = f", ETA {(self.judge_total - self.judge_done) / rate:.0f} s" if rate else ""
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
+            writer = getattr(tr, "_tw", None)  # under xdist pytest writes the outcome letters without a path
+            if writer is not None and writer.width_of_current_line:
+                writer.line()
             tr.write_line(f"judge: {self.judge_done}/{self.judge_total} cases, {rate:.1f} cases/s{eta}")
 
     @pytest.hookimpl(tryfirst=True)
@@ -800,6 +810,8 @@ class CaseCollector:
         a tool that reads it expects the per-case data."""
         for i, prop in enumerate(report.user_properties):
             name, value = prop  # a tuple here, a list after xdist's JSON round trip
+            if name == JUDGE_TOTAL_PROPERTY and isinstance(value, int) and not self.judge_total:
+                self.judge_total = value  # a worker's count (xdist): the controller collected nothing
             if name != USER_PROPERTY:
                 continue
             if report.when == "call":
@@ -814,6 +826,16 @@ class CaseCollector:
             short = self.short.get(report.nodeid)
             if short is not None and not self.keep_full:
                 report.user_properties[i] = (USER_PROPERTY, short)
+
+
+def _judge_total(session: pytest.Session) -> int:
+    return sum(1 for i in session.items if i.get_closest_marker("judge") is not None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a worker: how many judge cases it collected (see ``JUDGE_TOTAL``)."""
+    if hasattr(session.config, "workerinput") and _configured(session.config):
+        session.config.stash[JUDGE_TOTAL] = _judge_total(session)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -4,6 +4,7 @@ case with one, errors counted and gated, and the key never written anywhere."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,22 @@ def test_deepeval_metrics_are_selectable(sandbox: Sandbox, judge_env: ScriptedOp
     bad = sandbox.run("-m", "judge", "--rag-deepeval-metrics", "faithfulnes")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--rag-deepeval-metrics: unknown *'faithfulnes'*; valid: faithfulness, answer_relevancy*"])
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_the_judge_tier_reports_its_progress_also_under_xdist(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    workers: tuple[str, ...],
+) -> None:
+    """'judge: 7/7 cases, 3.1 cases/s' on the controller; under xdist the total comes from a
+    worker (the controller collects nothing). Quiet under -q."""
+    monkeypatch.setattr("rag_eval.pytest_plugin.JUDGE_PROGRESS_MIN", 1)  # the sandbox has 7 judge cases, not 20
+    sandbox.write_thresholds(THRESHOLDS)
+    result = sandbox.run("-m", "judge", *workers, "--rag-judge-cache", str(tmp_path / "cache"))
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines([f"judge: {N_POS}/{N_POS} cases, * cases/s*"])  # on a line of its own
+    rates = [float(m.group(1)) for m in re.finditer(r"judge: \d+/\d+ cases, ([0-9.]+) cases/s", result.stdout.str())]
+    assert rates[-1] > 0  # timed from the first judge case on
+    quiet = sandbox.run("-q", "-m", "judge", *workers, "--rag-judge-cache", str(tmp_path / "cache"))
+    assert quiet.ret == pytest.ExitCode.OK
+    assert not [line for line in quiet.stdout.lines if re.match(r"judge: \d+/\d+ cases", line)]
