@@ -138,7 +138,7 @@ class HttpSystem:
             code = resp.status_code
             if 200 <= code < 300 or code in ep.accept_status:
                 return resp
-            raise failure_from_status(code, resp.text, resp.headers, f"HTTP {code}: {_snippet(resp.text)}")
+            raise failure_from_status(code, resp.text, resp.headers, f"HTTP {code}: {_snippet(self.config.redact(resp.text))}")
 
         try:
             resp, attempts = self._retrier.run(attempt, f"{ep.name} at {ep.display_url}")
@@ -159,7 +159,7 @@ class HttpSystem:
             return resp.json()
         except ValueError:
             raise self._error(
-                ep, "malformed", f"HTTP {resp.status_code} with a body that is not JSON: {_snippet(resp.text)!r}", attempts,
+                ep, "malformed", f"HTTP {resp.status_code} with a body that is not JSON: {_snippet(self.config.redact(resp.text))!r}", attempts,
                 resp.status_code,
             ) from None
 
@@ -199,7 +199,7 @@ class HttpSystem:
             return build()
         except (FieldError, ContractError) as exc:
             raise ContractError(
-                self.config.redact(f"{ep.name} at {ep.display_url}: {exc}; the answer was {_snippet(repr(data))} "
+                self.config.redact(f"{ep.name} at {ep.display_url}: {exc}; the answer was {_snippet(self.config.redact(repr(data)))} "
                                    f"(fix the field paths in {self.config.source})")
             ) from None
 
@@ -332,5 +332,6 @@ def _text(value: Any) -> str | None:
 
 
 def _snippet(text: str, limit: int = _SNIPPET) -> str:
+    """The first ``limit`` characters: redact *before* cutting, or a cut secret survives as a prefix."""
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "…"

@@ -163,7 +163,7 @@ class LLMClient:
         try:
             data = json.loads(text)
         except ValueError:
-            return Reply(None, f"body is not JSON: {self.redactor.text(text[:120])!r}")
+            return Reply(None, f"body is not JSON: {self.redactor.text(text)[:120]!r}")  # redact, then cut
         if not isinstance(data, dict):
             return Reply(None, f"body is JSON {type(data).__name__}, expected an object")
         choices = data.get("choices")

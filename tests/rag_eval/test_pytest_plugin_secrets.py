@@ -55,7 +55,8 @@ ECHO = f"{echo(JUDGE_KEY)} {echo(GENERATOR_KEY)}"
 
 
 def leaks(data: bytes) -> list[bytes]:
-    return [f for key in (JUDGE_KEY, GENERATOR_KEY) for f in forms(key) if f in data]
+    """Each form of each key, whole or as its first 12 bytes (what a message cut before redaction keeps)."""
+    return [p for key in (JUDGE_KEY, GENERATOR_KEY) for f in forms(key) for p in (f, f[:12]) if p in data]
 
 
 def verdict_echoing(request: Any) -> Reply:
