@@ -199,7 +199,7 @@ class EvalSession:
                 split=item.split,
                 negative=getattr(item, "is_negative", False),
                 duration=time.perf_counter() - t0,
-                details={"traceback": self.redactor.text(traceback.format_exc(limit=8)[-4000:]), "system": self._safe_info()},
+                details={"traceback": self.redactor.text(traceback.format_exc(limit=8))[-4000:], "system": self._safe_info()},
             )
         return result
 
