@@ -138,7 +138,7 @@ class HttpSystem:
             code = resp.status_code
             if 200 <= code < 300 or code in ep.accept_status:
                 return resp
-            raise failure_from_status(code, resp.text, resp.headers, f"HTTP {code}: {_snippet(self.config.redact(resp.text))}")
+            raise failure_from_status(code, resp.text, resp.headers, f"HTTP {code}: {self._snippet(resp.text)}")
 
         try:
             resp, attempts = self._retrier.run(attempt, f"{ep.name} at {ep.display_url}")
@@ -159,7 +159,7 @@ class HttpSystem:
             return resp.json()
         except ValueError:
             raise self._error(
-                ep, "malformed", f"HTTP {resp.status_code} with a body that is not JSON: {_snippet(self.config.redact(resp.text))!r}", attempts,
+                ep, "malformed", f"HTTP {resp.status_code} with a body that is not JSON: {self._snippet(resp.text)!r}", attempts,
                 resp.status_code,
             ) from None
 
@@ -188,8 +188,13 @@ class HttpSystem:
             out.update(self._info_error(f"{where}: {'; '.join(problems)} (fix [info] in {self.config.source})"))
         return out
 
+    def _snippet(self, text: str, limit: int = _SNIPPET) -> str:
+        """The first ``limit`` characters of a service's text, redacted *before* the cut
+        (cut first, a secret would survive as its prefix)."""
+        return _cut(self.config.redact(text), limit)
+
     def _info_error(self, message: str) -> dict[str, Any]:
-        text = _snippet(self.config.redact(message), _INFO_ERROR)
+        text = self._snippet(message, _INFO_ERROR)
         log.warning("%s; the run goes on without the service's description", text)
         return {"info_error": text}
 
@@ -199,7 +204,7 @@ class HttpSystem:
             return build()
         except (FieldError, ContractError) as exc:
             raise ContractError(
-                self.config.redact(f"{ep.name} at {ep.display_url}: {exc}; the answer was {_snippet(self.config.redact(repr(data)))} "
+                self.config.redact(f"{ep.name} at {ep.display_url}: {exc}; the answer was {self._snippet(repr(data))} "
                                    f"(fix the field paths in {self.config.source})")
             ) from None
 
@@ -331,7 +336,6 @@ def _text(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
-def _snippet(text: str, limit: int = _SNIPPET) -> str:
-    """The first ``limit`` characters: redact *before* cutting, or a cut secret survives as a prefix."""
+def _cut(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[:limit] + "…"
