@@ -73,9 +73,14 @@ def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
 
 LOWER_IS_BETTER = frozenset(
     {"negative.any_above_threshold", "error_rate", "fail_count", "unknown_share", "flaky", "stable_fail", "flaky_count"}
-    # the dialogue rates at the default clarification limit; dialogue_rates.lower_is_better covers every limit
-    | dialogue_rates.LOWER_RATES | {"clarification_failure_3", "past_3_rounds"}
 )
+
+
+def lower_is_better(key: str) -> bool:
+    """A metric key (without its tier) where lower is better: the worst value of an errored
+    case is 1, and a regression's "drop" is a rise. The dialogue rates count at every
+    clarification limit (``clarification_failure_4``, ``past_2_rounds``), not only 3."""
+    return key in LOWER_IS_BETTER or dialogue_rates.lower_is_better(key)
 
 
 def is_measured_only(case: CaseResult) -> bool:
@@ -85,7 +90,7 @@ def is_measured_only(case: CaseResult) -> bool:
 
 def worst_value(key: str) -> float:
     """What an errored case counts as: 0 for a higher-is-better metric, 1 otherwise."""
-    return 1.0 if key in LOWER_IS_BETTER else 0.0
+    return 1.0 if lower_is_better(key) else 0.0
 
 
 def errors_for(key: str, cases: Sequence[CaseResult]) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from rag_eval.aggregate import LOWER_IS_BETTER
+from rag_eval.aggregate import lower_is_better
 from rag_eval.baseline import case_transitions, metric_of
 from rag_eval.results_file import case_key
 from rag_eval.thresholds import MaxDrop, Thresholds
@@ -137,7 +137,7 @@ def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, A
     now, then = metric_of(current, rule.metric), metric_of(baseline, rule.metric)
     value, n, errors = now.value, now.n, now.errors
     base, base_n = then.value, then.n
-    lower_better = rule.metric.split(".", 1)[1] in LOWER_IS_BETTER
+    lower_better = lower_is_better(rule.metric.split(".", 1)[1])
     op = "max" if lower_better else "min"
 
     def result(threshold: float | None, passed: bool, reason: str) -> RegressionGateResult:

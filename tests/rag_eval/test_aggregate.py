@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.aggregate import MetricValue, aggregate_all, aggregate_tier, metric_value, outcome_counts, select
+from rag_eval.aggregate import MetricValue, aggregate_all, aggregate_tier, metric_value, outcome_counts, select, worst_value
 from rag_eval.results import CaseResult
 
 
@@ -47,6 +47,13 @@ def test_an_error_counts_as_the_worst_value_in_the_mean() -> None:
 def test_for_a_lower_is_better_metric_an_error_counts_as_1() -> None:
     negs = [case("n1", metrics={"negative.any_above_threshold": 0.0}, negative=True), case("n2", "error", negative=True)]
     assert metric_value(negs + [case("p", "error")], "negative.any_above_threshold") == MetricValue(0.5, 2, errors=1)
+
+
+def test_the_worst_value_of_a_dialogue_rate_is_1_at_every_clarification_limit() -> None:
+    for key in ("clarification_failure_3", "clarification_failure_4", "past_2_rounds", "final_leak_rate", "error_rate"):
+        assert worst_value(key) == 1.0, key
+    for key in ("intent_accuracy", "hint_level_accuracy", "recall@5"):
+        assert worst_value(key) == 0.0, key
 
 
 def test_metric_nobody_measured_has_no_value() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rag_eval.gate import evaluate_gate
-from rag_eval.regression import RegressionGateResult, evaluate_regression
+from rag_eval.regression import RegressionGateResult, evaluate_regression, max_drop
 from rag_eval.thresholds import Gate, Thresholds, parse_thresholds
 from tests.rag_eval._results import case, results
 
@@ -113,6 +113,18 @@ def test_a_lower_is_better_metric_may_rise_at_most_max_drop() -> None:
     assert g.reason.startswith("rose 0.1000 from the baseline's 0.0000 (n=10)")
     (g,) = evaluate_regression(regression(**{"retrieval.error_rate": {"max_drop": 0.1}}), now, base)
     assert g.passed
+
+
+def test_a_dialogue_rate_at_any_clarification_limit_is_lower_is_better() -> None:
+    """clarification_failure_<L> / past_<L>_rounds for L other than the default 3: a rise is the drop."""
+    for metric in ("dialogue.clarification_failure_4", "dialogue.past_2_rounds", "dialogue.clarification_failure_3"):
+        def run(value: float) -> dict[str, Any]:
+            return {"metrics": {metric: value}, "metrics_n": {metric: {"value": value, "n": 20, "errors": 0}}}
+        (rule,) = regression(**{metric: {"max_drop": 0.05}}).regression.max_drops
+        worse = max_drop(rule, run(0.30), run(0.10))
+        assert (worse.op, worse.passed) == ("max", False), metric
+        assert worse.reason.startswith("rose 0.2000 from the baseline's 0.1000"), worse.reason
+        assert max_drop(rule, run(0.05), run(0.10)).passed, metric
 
 
 def test_a_metric_the_baseline_did_not_measure_fails_with_the_fix() -> None:
