@@ -9,6 +9,7 @@ the controller, so ``pytest -n 2`` gives exactly the numbers of a serial run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import shutil
 import sys
@@ -16,7 +17,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, cast
+from typing import Any, Callable, Iterable, Iterator, cast
 
 import pytest
 
@@ -27,7 +28,7 @@ from rag_eval.gate import GateResult, run_gates, verdict
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.golden.validate import TIER_APPLIES
+from rag_eval import tiers
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.results import USER_PROPERTY, CaseResult
@@ -58,16 +59,8 @@ from rag_eval.session import EvalConfig, EvalSession, index_build, run_redactor
 from rag_eval.shard import Shard
 from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
 
-TIERS: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk", "dialogue")
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
-MARKERS: dict[str, str] = {
-    "retrieval": "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item",
-    "deterministic": "deterministic tier: model-free checks of each generated answer",
-    "judge": "judge tier: LLM-as-judge metrics (needs a configured judge endpoint)",
-    "passk": "repeated trials: pass@k, pass^k and stability per case",
-    "dialogue": "dialogue tier: replay each dialogue item (clarification, retrieval, hints, interception)",
-    "golden": "golden set validation: schema, ids, gold traceability, split hygiene",
-}
+GOLDEN_MARKER = "golden set validation: schema, ids, gold traceability, split hygiene"
 # --rag-top-k means the call's top_k for any system (rag_app: its rerank_top_n setting);
 # every other rag_app setting goes through --rag-set NAME=VALUE.
 SHORTCUTS: dict[str, tuple[str, type]] = {"rag_top_k": ("rerank_top_n", int)}
@@ -255,8 +248,9 @@ def _configured(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for name, text in MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {text}")
+    for tier in tiers.all_tiers():
+        config.addinivalue_line("markers", f"{tier.name}: {tier.marker}")
+    config.addinivalue_line("markers", f"golden: {GOLDEN_MARKER}")
     inputs = _inputs(config)
     if inputs is None:
         return
@@ -280,7 +274,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     _check_tags(config)
     _parse_shard(config)
-    _check_passk(config.stash[CONFIG])
+    _check_tier_options(config.stash[CONFIG])
     if not hasattr(config, "workerinput"):
         results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
         report = config.getoption("rag_report")
@@ -353,16 +347,14 @@ def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
     return names
 
 
-def _check_passk(cfg: EvalConfig) -> None:
-    """n < k is a configuration error, said at start-up, never a number."""
-    options = cfg.thresholds.case_rules("passk").options if cfg.thresholds else {}
-    n = cfg.passk_n or int(options.get("n", 5))
-    k = cfg.passk_k or int(options.get("k", 3))
-    if n < k:
-        raise pytest.UsageError(
-            f"passk: n = {n} trials < k = {k} (from --rag-passk-n/--rag-passk-k or [passk.case]): "
-            "pass@k needs at least k trials; this is a configuration error, not a number"
-        )
+def _check_tier_options(cfg: EvalConfig) -> None:
+    """Every tier's options read and checked once, at start-up: a contradiction (passk's
+    n < k) is a configuration error, never a number."""
+    for tier in tiers.all_tiers():
+        try:
+            tier.options(cfg)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
 
 def _positive(config: pytest.Config, option: str) -> int | None:
@@ -488,8 +480,8 @@ def _dataset(config: pytest.Config) -> Dataset:
 
 
 def _tier_of(definition: pytest.Function | Any) -> str | None:
-    tiers = [t for t in TIERS if definition.get_closest_marker(t) is not None]
-    return tiers[0] if len(tiers) == 1 else None
+    marked = [t for t in tiers.names() if definition.get_closest_marker(t) is not None]
+    return marked[0] if len(marked) == 1 else None
 
 
 def selected_items(config: pytest.Config, items: list[GoldenItem]) -> list[GoldenItem]:
@@ -530,9 +522,10 @@ def _selected_dialogues(config: pytest.Config) -> list[DialogueItem]:
 
 def _parametrize_dialogues(metafunc: pytest.Metafunc) -> None:
     tier = _tier_of(metafunc.definition)
-    if tier not in ("dialogue", "passk"):
+    takes = [t.name for t in tiers.all_tiers() if DialogueItem in t.items]
+    if tier not in takes:
         raise pytest.Collector.CollectError(
-            f"{metafunc.definition.nodeid}: a test using dialogue_case needs the dialogue or the passk marker"
+            f"{metafunc.definition.nodeid}: a test using dialogue_case needs one of the markers {', '.join(takes)}"
         )
     chosen = _selected_dialogues(metafunc.config)
     metafunc.parametrize("dialogue_case", chosen, ids=[i.id for i in chosen])
@@ -555,13 +548,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if tier is None:
         raise pytest.Collector.CollectError(
             f"{metafunc.definition.nodeid}: a test using golden_case needs exactly one tier marker "
-            f"({', '.join(TIERS)})"
+            f"({', '.join(tiers.names())})"
         )
     try:
         items = _dataset(metafunc.config).items
     except DatasetInputError as exc:
         raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
-    applies = TIER_APPLIES.get(tier, lambda i: True)
+    applies = tiers.get(tier).applies
     chosen = [i for i in selected_items(metafunc.config, list(items)) if applies(i)]
     metafunc.parametrize("golden_case", chosen, ids=[i.id for i in chosen])
 
@@ -608,13 +601,9 @@ class GoldenSetFile(pytest.File):
             raise pytest.Collector.CollectError(f"rag-eval: {exc}") from None
         chosen = selected_items(self.config, items)
         dialogues: list[GoldenItem | DialogueItem] = list(_selected_dialogues(self.config))
-        for tier in TIERS:
-            applies = TIER_APPLIES.get(tier, lambda i: True)
-            cases: list[GoldenItem | DialogueItem] = [] if tier == "dialogue" else [g for g in chosen if applies(g)]
-            if tier in ("dialogue", "passk"):  # passk over dialogues: k independent replays
-                cases += dialogues
-            for golden in cases:
-                yield GoldenCase.from_parent(self, name=f"{tier}[{golden.id}]", tier=tier, golden=golden)
+        for tier in tiers.all_tiers():  # passk takes dialogues too: k independent replays
+            for golden in [i for i in [*chosen, *dialogues] if tier.applies(i)]:
+                yield GoldenCase.from_parent(self, name=f"{tier.name}[{golden.id}]", tier=tier.name, golden=golden)
 
 
 class GoldenCase(pytest.Item):
@@ -627,8 +616,7 @@ class GoldenCase(pytest.Item):
         self.add_marker(tier)
 
     def runtest(self) -> None:
-        runner = CaseRunner(eval_session(self.config), self, strict=_strict(self.config))
-        getattr(runner, self.tier)(self.golden)
+        CaseRunner(eval_session(self.config), self, strict=_strict(self.config)).case(self.tier, self.golden)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str | Any:
         if isinstance(excinfo.value, pytest.fail.Exception):
@@ -691,7 +679,7 @@ class CaseRunner:
         # One JSON string: xdist's serialiser is far slower on nested dicts.
         self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))
         total = self.node.config.stash.get(JUDGE_TOTAL, 0)
-        if tier == "judge" and total:  # for the controller's judge progress under xdist
+        if tiers.get(tier).progress and total:  # for the controller's progress of slow tiers under xdist
             self.node.user_properties.append((JUDGE_TOTAL_PROPERTY, total))
         if result.outcome == "pass":
             return result
@@ -711,35 +699,22 @@ class CaseRunner:
             self.node.add_marker(pytest.mark.xfail(reason=text, strict=False))
         pytest.fail(text, pytrace=False)
 
-    def retrieval(self, item: GoldenItem) -> CaseResult:
-        return self.run("retrieval", item)
-
-    def deterministic(self, item: GoldenItem) -> CaseResult:
-        reason = self.session.answer_skip_reason()
-        if reason is not None:  # a retrieval-only system: the tier does not apply (no case, no gate), like an unset judge
-            pytest.skip(terminal(f"{item.id}: {reason}"))
-        return self.run("deterministic", item)
-
-    def dialogue(self, item: DialogueItem) -> CaseResult:
-        reason = self.session.dialogue_skip_reason()
-        if reason is not None:  # a system without a dialogue call: every case skipped with this one reason
-            pytest.skip(reason)
-        return self.run("dialogue", item)
-
-    def passk(self, item: GoldenItem | DialogueItem) -> CaseResult:
+    def case(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:
+        """Run one case of a registered tier: skipped when the tier does not apply to this
+        system (no case, no gate, like an unset judge), else recorded and reported."""
         try:
-            reason = self.session.passk_skip_reason(item)
-        except ValueError as exc:  # n < k: a configuration error, not a number
+            reason = self.session.skip_reason(tier, item)
+        except ConfigError as exc:  # e.g. passk's n < k: a configuration error, not a number
             raise pytest.UsageError(str(exc)) from None
         if reason is not None:
-            pytest.skip(reason if isinstance(item, DialogueItem) else f"passk condition 'judge': {reason}")
-        return self.run("passk", item)
+            pytest.skip(self.session.redactor.text(terminal(reason)))
+        return self.run(tier, item)
 
-    def judge(self, item: GoldenItem) -> CaseResult:
-        reason = self.session.judge_skip_reason()
-        if reason is not None:
-            pytest.skip(reason)
-        return self.run("judge", item)
+    def __getattr__(self, tier: str) -> Callable[[GoldenItem | DialogueItem], CaseResult]:
+        """``rag_eval.retrieval(item)``, ``rag_eval.judge(item)``, ...: :meth:`case` of that tier."""
+        if tier.startswith("_") or tier not in tiers.names():
+            raise AttributeError(f"{type(self).__name__} has no attribute {tier!r} (tiers: {', '.join(tiers.names())})")
+        return functools.partial(self.case, tier)
 
 
 @pytest.fixture
@@ -798,7 +773,8 @@ class CaseCollector:
             writer = getattr(tr, "_tw", None)  # under xdist pytest writes the outcome letters without a path
             if writer is not None and writer.width_of_current_line:
                 writer.line()
-            tr.write_line(f"judge: {self.judge_done}/{self.judge_total} cases, {rate:.1f} cases/s{eta}")
+            label = "/".join(t.name for t in tiers.all_tiers() if t.progress)
+            tr.write_line(f"{label}: {self.judge_done}/{self.judge_total} cases, {rate:.1f} cases/s{eta}")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -818,7 +794,7 @@ class CaseCollector:
                 # our own json.dumps string (CaseRunner.run); a dict is taken as it is
                 case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
                 self.state.cases[case.key] = case
-                if case.tier == "judge":
+                if case.tier in tiers.names() and tiers.get(case.tier).progress:
                     self.judge_done += 1
                     self._judge_progress()
                 stage = f" at {case.failed_stage}" if case.failed_stage else ""
@@ -829,7 +805,8 @@ class CaseCollector:
 
 
 def _judge_total(session: pytest.Session) -> int:
-    return sum(1 for i in session.items if i.get_closest_marker("judge") is not None)
+    slow = [t.name for t in tiers.all_tiers() if t.progress]
+    return sum(1 for i in session.items if any(i.get_closest_marker(t) is not None for t in slow))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -1043,19 +1020,9 @@ def gate_summary(config: pytest.Config, state: ControllerState) -> list[Line]:
         out.append(Line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v) + apart))
         if not quiet:
             out += [Line(t) for t in _failing_lines(tier, [c for c in cases if c.tier == tier])]
-    judge = usage_totals(cases).get("judge")
-    if judge:
-        out.append(Line(
-            f"judge: {int(judge.get('calls', 0))} calls ({int(judge.get('cached_calls', 0))} from cache), "
-            f"{int(judge.get('prompt_tokens', 0))} prompt + {int(judge.get('completion_tokens', 0))} completion tokens, "
-            f"${judge.get('cost_usd', 0.0):.4f}"
-        ))
-    passk = [c for c in cases if c.tier == "passk" and c.details.get("deterministic_generator")]
-    if passk:
-        out.append(Line(
-            f"passk: the generator is deterministic, so each of {len(passk)} cases ran one trial "
-            f"standing for n={passk[0].details.get('n')} (no pretend repeats)"
-        ))
+    usage = usage_totals(cases)
+    for registered in tiers.all_tiers():
+        out += [Line(text) for text in registered.terminal_lines(cases, usage)]
     out += [Line(f"WARNING: {terminal(w)}", "warn", bold=True) for w in judge_warnings(cases)]
     shard = _shard(config)
     if shard is not None:
