@@ -113,16 +113,16 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("  EvalSession.retrieval_config (per case)", "rag_eval/session.py", "retrieval_config"),
     ("  _with_system", "rag_eval/session.py", "_with_system"),
     ("  gold resolve", "rag_eval/golden/resolve.py", "resolve"),
-    ("CaseResult.to_dict (user_properties)", "rag_eval/results.py", "to_dict"),
+    ("CaseResult.to_dict (user_properties)", "rag_eval/results/case.py", "to_dict"),
     ("CaseCollector.pytest_runtest_logreport", "rag_eval/pytest_plugin.py", "pytest_runtest_logreport"),
-    ("CaseResult.from_dict", "rag_eval/results.py", "from_dict"),
+    ("CaseResult.from_dict", "rag_eval/results/case.py", "from_dict"),
     ("terminal reporter logreport", "_pytest/terminal.py", "pytest_runtest_logreport"),
     ("TestReport.from_item_and_call", "_pytest/reports.py", "from_item_and_call"),
     ("pytest.fail / failure repr (repr_failure)", "_pytest/python.py", "repr_failure"),
     ("short test summary (-ra)", "_pytest/terminal.py", "short_test_summary"),
     ("_finish (aggregate + gate + write)", "rag_eval/pytest_plugin.py", "_finish"),
-    ("  build_results", "rag_eval/run.py", "build_results"),
-    ("  write_results (json.dumps)", "rag_eval/run.py", "write_results"),
+    ("  build_results", "rag_eval/results/build.py", "build_results"),
+    ("  write_results (json.dumps)", "rag_eval/results/build.py", "write_results"),
 )
 PIPELINE_PACKAGES: tuple[str, ...] = ("rag_app/", "chromadb/", "numpy/", "rank_bm25", "bm25s/", "jieba/")
 FRAMEWORK_PACKAGES: tuple[tuple[str, str], ...] = (

@@ -9,7 +9,7 @@ context, answer, sources and checks, judge with claims/key facts/citations, pass
 5 trials -- so a size of 5,000 items is 19,998 case results: one item's pipeline errors and
 skips judge and passk) is
 
-* rendered with ``rag_eval.report.html.render_html`` (median of ``--repeats``, after
+* rendered with ``rag_eval.outputs.html.render_html`` (median of ``--repeats``, after
   one untimed warm-up render of the smallest size);
 * written to a temporary file (its size in bytes);
 * opened in headless Chromium (``/usr/bin/chromium`` or ``RAG_EVAL_CHROMIUM``) from
@@ -38,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import load_average, md_table, ratio, run_header, write_results  # noqa: E402
-from rag_eval.report.html import render_html  # noqa: E402
+from rag_eval.outputs.html import render_html  # noqa: E402
 from tests.rag_eval._results_factory import make_results  # noqa: E402
 
 CHROMIUM_ARGS = [

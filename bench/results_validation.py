@@ -2,7 +2,7 @@
 
     python bench/results_validation.py [--sizes 97,1000,5000] [--slow-up-to 1000]
 
-Question: which validator can the one reader (``rag_eval.results_file``) afford on every
+Question: which validator can the one reader (``rag_eval.results.file``) afford on every
 load of a results file (``--rag-baseline`` at start-up, ``merge``, ``report``, ``summary``)?
 For each size, a synthetic results file (``tests/rag_eval/_results_factory.make_results``:
 four tiers per golden item, the shapes of a real file) is serialised, then timed:
@@ -44,7 +44,7 @@ def main() -> None:
     import jsonschema
     import jsonschema_rs
 
-    from rag_eval.results_file import schema
+    from rag_eval.results.file import schema
     from tests.rag_eval._results_factory import make_results
 
     header = run_header("results_validation", sys.argv[1:])

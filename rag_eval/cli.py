@@ -15,8 +15,8 @@ from rag_eval.golden.validate import coverage_table, validate_all
 from rag_eval.tiers import golden_applies
 
 if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fast
-    from rag_eval.gate import GateResult
-    from rag_eval.regression import RegressionGateResult
+    from rag_eval.gates.gate import GateResult
+    from rag_eval.gates.regression import RegressionGateResult
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,7 +104,7 @@ def _validate(dataset: str, golden: str | None, coverage: bool) -> int:
 
 def _render(args: argparse.Namespace) -> int:
     """Re-render the outputs of a stored results file (CI: after the artifact upload)."""
-    from rag_eval.results_file import ResultsFileError, load_results
+    from rag_eval.results.file import ResultsFileError, load_results
 
     path = Path(args.results)
     try:
@@ -113,7 +113,7 @@ def _render(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.command == "summary":
-        from rag_eval.report.markdown import render_markdown
+        from rag_eval.outputs.markdown import render_markdown
 
         text = render_markdown(results, artifact_url=args.artifact_url or None)
         if args.out:
@@ -122,7 +122,7 @@ def _render(args: argparse.Namespace) -> int:
         else:
             sys.stdout.write(text)
         return 0
-    from rag_eval.report.html import write_html
+    from rag_eval.outputs.html import write_html
 
     out = Path(args.out) if args.out else path.with_suffix(".html")
     write_html(out, results)
@@ -133,9 +133,9 @@ def _render(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     """Exit 0 when every gate passed, 1 when one failed (or an output could not be
     written), 2 when the shards cannot be merged or the baseline cannot be used."""
-    from rag_eval.baseline import BaselineError
-    from rag_eval.finalize import Baseline, Outputs, apply_baseline, baseline_lines, summary_lines, write_outputs
-    from rag_eval.merge import MergeError, merge, read_shards
+    from rag_eval.results.baseline import BaselineError
+    from rag_eval.results.finalize import Baseline, Outputs, apply_baseline, baseline_lines, summary_lines, write_outputs
+    from rag_eval.results.merge import MergeError, merge, read_shards
 
     try:
         merged = merge(read_shards(args.files), args.files, args.thresholds)

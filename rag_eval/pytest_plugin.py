@@ -24,15 +24,15 @@ import pytest
 from rag_eval.errors import ConfigError, RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
-from rag_eval.gate import GateResult, run_gates, verdict
+from rag_eval.gates.gate import GateResult, run_gates, verdict
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval import tiers
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
-from rag_eval.results import USER_PROPERTY, CaseResult
-from rag_eval.run import (
+from rag_eval.results.case import USER_PROPERTY, CaseResult
+from rag_eval.results.build import (
     build_results,
     file_sha256_or_none,
     git_commit,
@@ -40,8 +40,8 @@ from rag_eval.run import (
     now_iso,
     usage_totals,
 )
-from rag_eval.baseline import BaselineError
-from rag_eval.finalize import (
+from rag_eval.results.baseline import BaselineError
+from rag_eval.results.finalize import (
     MISMATCH_MODES,
     Baseline,
     Line,
@@ -52,12 +52,12 @@ from rag_eval.finalize import (
     summary_lines,
     write_outputs,
 )
-from rag_eval.regression import RegressionGateResult
+from rag_eval.gates.regression import RegressionGateResult
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, SystemContext, corpus_reader, load_spec
 from rag_eval.redact import Redactor
 from rag_eval.session import EvalConfig, EvalSession, index_build, run_redactor
 from rag_eval.shard import Shard
-from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
+from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 GOLDEN_MARKER = "golden set validation: schema, ids, gold traceability, split hygiene"

@@ -25,10 +25,10 @@ from rag_eval.adapters.gold import GoldSpace
 from rag_eval.stages import StageSpec, infer_stages
 from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval
 from rag_eval.redact import Redactor, run_secrets
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
-from rag_eval.thresholds import Thresholds
+from rag_eval.gates.thresholds import Thresholds
 from rag_eval import tiers
 from rag_eval.tiers import Item, Tier
 

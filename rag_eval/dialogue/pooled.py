@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 from rag_eval.dialogue.rate import Rate
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 TIER = "dialogue"
 RATES_KEY = "dialogue_rates"  # where a case keeps its contributions (details) and the results file the pooled rates
@@ -102,7 +102,7 @@ def case_contribution(case: CaseResult, name: str) -> Mapping[str, Any] | None:
 
 
 def pooled(cases: Sequence[CaseResult], name: str) -> PooledRate:
-    """One rate over already-selected dialogue cases (``rag_eval.aggregate.select``)."""
+    """One rate over already-selected dialogue cases (``rag_eval.gates.aggregate.select``)."""
     numerator = 0.0
     denominator = 0
     n = 0

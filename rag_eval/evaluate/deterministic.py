@@ -11,7 +11,7 @@ from rag_eval.evaluate.retrieval import gold_ranks, loss_stage, scored_stages
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import AnswerView, run_all
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec, infer_stages
 
 CITATION_CHECKS = frozenset({"citations_resolve", "source_pages_within_context", "no_duplicate_sources"})

@@ -28,7 +28,7 @@ from rag_eval.dialogue.transcript import Transcript, TurnRecord
 from rag_eval.dialogue.trials import dialogue_pass_k
 from rag_eval.dialogue.verdict import CaseVerdict, verdict
 from rag_eval.golden.resolve import ResolvedGold
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 TEXT_SHOWN = 400  # characters of a retrieved item's text kept in the results (the report shows them)
 

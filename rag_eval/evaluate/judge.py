@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from rag_eval.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 # Lower is better for these; every other judge metric is higher-is-better in [0, 1].
 JUDGE_LOWER_IS_BETTER = frozenset({"unknown_share"})

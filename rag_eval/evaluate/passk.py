@@ -12,7 +12,7 @@ from typing import Any, Mapping, Sequence
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.passk import summarize
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.grouped import grouped_compute
 from rag_eval.metrics.retrieval import to_doc_ranking
 from rag_eval.records import AnswerRecord, RetrievalRecord, StageResult
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec
 
 # "no_vector_hit" is the name this mode had when rag_app's vector stage was the only one.

@@ -30,7 +30,7 @@ from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.redact import Redactor, redactor_from_env
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 BUDGET_AFTER_START = "budget_after_start"  # spending budget reached mid-case: an error, not "not run"
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.model import GoldenItem
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession

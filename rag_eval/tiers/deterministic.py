@@ -10,7 +10,7 @@ from rag_eval.evaluate.deterministic import DeterministicCaseConfig, evaluate_de
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.records import AnswerRecord
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, skipped
 from rag_eval.tiers.retrieval import returned_ids
 

@@ -27,7 +27,7 @@ from rag_eval.dialogue.transcript import Transcript
 from rag_eval.dialogue.verdict import verdict
 from rag_eval.errors import ConfigError
 from rag_eval.evaluate.dialogue import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, case_options, skipped
 
 if TYPE_CHECKING:

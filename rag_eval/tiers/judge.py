@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag_eval.evaluate.judge import JudgeCaseConfig
 from rag_eval.judge import JUDGE_METRICS
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, Item, Tier, as_golden, floors
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from rag_eval.evaluate.judge import JudgeCaseConfig
 from rag_eval.evaluate.passk import TrialOutcome, passk_case
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import JUDGE_METRICS
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
 from rag_eval.tiers.deterministic import check_answer
 from rag_eval.tiers.dialogue import DIALOGUE

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from rag_eval.evaluate.retrieval import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 from rag_eval.records import Trace
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
 
 if TYPE_CHECKING:

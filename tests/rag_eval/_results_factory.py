@@ -25,11 +25,11 @@ from typing import Any, Mapping
 
 from rag_eval.evaluate.retrieval import loss_stage
 from rag_eval.stages import StageSpec
-from rag_eval.gate import evaluate_gate
+from rag_eval.gates.gate import evaluate_gate
 from rag_eval.metrics.passk import summarize
-from rag_eval.results import CaseResult
-from rag_eval.run import build_results
-from rag_eval.thresholds import Gate
+from rag_eval.results.case import CaseResult
+from rag_eval.results.build import build_results
+from rag_eval.gates.thresholds import Gate
 
 XSS = "<script>alert(1)</script>"
 STAGES = ("vector", "bm25", "fused", "reranked", "context")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.aggregate import aggregate_tier, metric_value
+from rag_eval.gates.aggregate import aggregate_tier, metric_value
 from rag_eval.dialogue.pooled import dialogue_block, is_rate, lower_is_better, names_in, pooled, pulling
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 
 def case(cid: str, outcome: str = "pass", tier: str = "dialogue", **rates: Any) -> CaseResult:

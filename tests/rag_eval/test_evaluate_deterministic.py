@@ -13,7 +13,7 @@ from rag_eval.evaluate.deterministic import CITATION_CHECKS, DeterministicCaseCo
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import CHECK_NAMES
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 
 def chunk(cid: str, text: str, page: int) -> Chunk:

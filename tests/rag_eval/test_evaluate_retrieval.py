@@ -18,7 +18,7 @@ from rag_eval.records import Hit, RetrievalRecord as RetrievalResult, StageResul
 from rag_eval.stages import StageSpec
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 # A tiny index: documents d1..d9, each with one parent and two children.
 DOCS = [f"d{i}" for i in range(1, 10)]

@@ -14,7 +14,7 @@ import pytest
 
 from rag_eval.dialogue.metrics import compute_all
 from rag_eval.dialogue.replay import replay
-from rag_eval.thresholds import load_thresholds, parse_thresholds
+from rag_eval.gates.thresholds import load_thresholds, parse_thresholds
 from tests.rag_eval._dialogue_systems import DEMO, TUTORS, demo_items
 from tests.rag_eval._plugin_sandbox import Sandbox
 from tests.support.scripted_http import ScriptedJSONServer, Status

@@ -1,5 +1,5 @@
 """The end of a run in the plugin: HTML report, Markdown summary, --rag-baseline and the
-[regression] gates (rag_eval.finalize), end to end on the sandbox project."""
+[regression] gates (rag_eval.results.finalize), end to end on the sandbox project."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rag_eval.cli import main
-from rag_eval.merge import merge_results, read_shards
+from rag_eval.results.merge import merge_results, read_shards
 from rag_eval.shard import shard_of
 from tests.rag_eval._plugin_sandbox import GOLDEN, IDS, PASSING_THRESHOLDS, Sandbox
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import jsonschema
 import pytest
 
-from rag_eval.results_file import (
+from rag_eval.results.file import (
     RESULTS_VERSION,
     ResultsFileError,
     case_results,

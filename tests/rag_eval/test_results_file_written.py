@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from rag_eval.cli import main
-from rag_eval.results_file import RESULTS_VERSION, load_results, schema
+from rag_eval.results.file import RESULTS_VERSION, load_results, schema
 from tests.rag_eval._plugin_sandbox import IDS, NEGATIVE_IDS, POSITIVE_IDS, Sandbox
 from tests.support.judge_replies import native_judge_reply
 from tests.support.openai_server import ScriptedOpenAIServer

@@ -14,7 +14,7 @@ import pytest
 from rag_eval.dataset import DatasetPaths
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.session import EvalConfig, EvalSession
-from rag_eval.thresholds import parse_thresholds
+from rag_eval.gates.thresholds import parse_thresholds
 from tests.rag_eval._dialogue_systems import DEMO, OracleTutor, demo_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, reply
 

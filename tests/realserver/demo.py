@@ -24,7 +24,7 @@ from rag_eval.dataset import find_paths
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 from rag_eval.session import EvalConfig, EvalSession
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,10 +15,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from rag_eval.baseline import tier_notes
+from rag_eval.results.baseline import tier_notes
 from rag_eval.escape import terminal
-from rag_eval.gate import row_pulling_down
-from rag_eval.results_file import case_key, case_results, run_of
+from rag_eval.gates.gate import row_pulling_down
+from rag_eval.results.file import case_key, case_results, run_of
 
 MARKER = "<!-- rag-eval-summary -->"
 QUESTION_CHARS = 120

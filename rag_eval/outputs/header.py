@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_eval.report.fmt import as_mapping, fmt_scalar
-from rag_eval.report.stages import tier_rank
+from rag_eval.outputs.fmt import as_mapping, fmt_scalar
+from rag_eval.outputs.stages import tier_rank
 
 
 @dataclass(frozen=True)

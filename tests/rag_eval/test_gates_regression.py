@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from rag_eval.gate import evaluate_gate
-from rag_eval.regression import RegressionGateResult, evaluate_regression, max_drop
-from rag_eval.thresholds import Gate, Thresholds, parse_thresholds
+from rag_eval.gates.gate import evaluate_gate
+from rag_eval.gates.regression import RegressionGateResult, evaluate_regression, max_drop
+from rag_eval.gates.thresholds import Gate, Thresholds, parse_thresholds
 from tests.rag_eval._results import case, results
 
 

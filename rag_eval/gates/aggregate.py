@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from rag_eval.dialogue import pooled as dialogue_rates
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 
 @dataclass(frozen=True)

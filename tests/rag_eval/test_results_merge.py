@@ -1,4 +1,4 @@
-"""rag_eval.merge and ``python -m rag_eval merge``: shards of one run merge into that run;
+"""rag_eval.results.merge and ``python -m rag_eval merge``: shards of one run merge into that run;
 shards of different runs, missing, duplicated or incomplete shards are refused.
 
 The shard files here are built with the same functions the plugin uses
@@ -18,12 +18,12 @@ from typing import Any, Callable
 import pytest
 
 from rag_eval.cli import main
-from rag_eval.gate import evaluate_gates, verdict
-from rag_eval.merge import MergeError, merge, merge_results, read_shards
-from rag_eval.results import CaseResult
-from rag_eval.run import build_results
+from rag_eval.gates.gate import evaluate_gates, verdict
+from rag_eval.results.merge import MergeError, merge, merge_results, read_shards
+from rag_eval.results.case import CaseResult
+from rag_eval.results.build import build_results
 from rag_eval.shard import shard_of
-from rag_eval.thresholds import load_thresholds
+from rag_eval.gates.thresholds import load_thresholds
 from tests.rag_eval._results import details
 
 THRESHOLDS = """\
@@ -328,14 +328,14 @@ def test_unreadable_files_are_refused_naming_them(tmp_path: Path) -> None:
 
 @pytest.fixture
 def no_report_modules(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Stand-ins for rag_eval.report.html / .markdown: record what the CLI hands them."""
+    """Stand-ins for rag_eval.outputs.html / .markdown: record what the CLI hands them."""
     calls: dict[str, Any] = {}
-    html = types.ModuleType("rag_eval.report.html")
+    html = types.ModuleType("rag_eval.outputs.html")
     html.write_html = lambda path, results: calls.update(html=(Path(path), results))  # type: ignore[attr-defined]
-    markdown = types.ModuleType("rag_eval.report.markdown")
+    markdown = types.ModuleType("rag_eval.outputs.markdown")
     markdown.render_markdown = lambda results, artifact_url=None: f"## gate: {results['verdict']}\n"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rag_eval.report.html", html)
-    monkeypatch.setitem(sys.modules, "rag_eval.report.markdown", markdown)
+    monkeypatch.setitem(sys.modules, "rag_eval.outputs.html", html)
+    monkeypatch.setitem(sys.modules, "rag_eval.outputs.markdown", markdown)
     return calls
 
 

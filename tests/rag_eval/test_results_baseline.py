@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval.baseline import BaselineError, case_transitions, check_compatible, compare, load_baseline
+from rag_eval.results.baseline import BaselineError, case_transitions, check_compatible, compare, load_baseline
 from tests.rag_eval._results import FINGERPRINT, case, passk, results
 
 
@@ -246,7 +246,7 @@ def test_regression_gate_rows_are_not_compared_again() -> None:
 
 
 def test_a_tier_run_only_on_one_side_is_a_selection_difference_not_removed_cases() -> None:
-    from rag_eval.baseline import compare
+    from rag_eval.results.baseline import compare
 
     def of(tiers: tuple[str, ...]) -> dict[str, Any]:
         return results([case(f"q{i}", tier=t) for t in tiers for i in range(3)])
@@ -261,7 +261,7 @@ def test_a_tier_run_only_on_one_side_is_a_selection_difference_not_removed_cases
 
 def test_an_older_results_version_is_refused_or_with_warn_not_compared(tmp_path: Path) -> None:
     """The first run of a release that changes the results format, against main's older file."""
-    from rag_eval.finalize import Baseline
+    from rag_eval.results.finalize import Baseline
 
     now = results([case("a")])
     path = write(tmp_path, {**results([case("a")]), "version": 1})
@@ -273,7 +273,7 @@ def test_an_older_results_version_is_refused_or_with_warn_not_compared(tmp_path:
 
 
 def test_an_unreadable_baseline_is_an_error_even_with_warn(tmp_path: Path) -> None:
-    from rag_eval.finalize import Baseline
+    from rag_eval.results.finalize import Baseline
 
     doc = results([case("a")])
     del doc["metrics"]

@@ -27,8 +27,8 @@ import jinja2
 from markupsafe import Markup
 
 from rag_eval.escape import terminal
-from rag_eval.report.case_data import build_case_data
-from rag_eval.report.view import build_view
+from rag_eval.outputs.case_data import build_case_data
+from rag_eval.outputs.view import build_view
 
 TEMPLATE = "report.html.j2"
 # Case-list rows laid out at a time ("show more" adds as many): laying out all 5,000
@@ -98,7 +98,7 @@ def bdi(text: object) -> Markup:
 
 
 def render_html(results: Mapping[str, Any]) -> str:
-    """The report page for one results dict (as written by ``rag_eval.run.build_results``)."""
+    """The report page for one results dict (as written by ``rag_eval.results.build.build_results``)."""
     with _no_gc():
         view = build_view(results)
         data = build_case_data(results, [r.id for r in view.rows])

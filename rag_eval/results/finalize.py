@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
 from rag_eval.redact import Redactor, redactor_from_env
-from rag_eval.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
-from rag_eval.regression import RegressionGateResult, evaluate_regression
-from rag_eval.results_file import run_of
-from rag_eval.run import write_results
-from rag_eval.thresholds import Thresholds
+from rag_eval.results.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
+from rag_eval.gates.regression import RegressionGateResult, evaluate_regression
+from rag_eval.results.file import run_of
+from rag_eval.results.build import write_results
+from rag_eval.gates.thresholds import Thresholds
 
 Mismatch = Literal["error", "warn"]
 MISMATCH_MODES: tuple[str, ...] = ("error", "warn")
@@ -106,14 +106,14 @@ def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
     report = summary = None
     if outputs.report is not None:
         try:
-            from rag_eval.report.html import write_html
+            from rag_eval.outputs.html import write_html
 
             report = write_html(outputs.report, results)
         except Exception as exc:  # noqa: BLE001 - reported, and the results are already on disk
             problems.append(outputs.redactor.text(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}"))
     if outputs.summary is not None:
         try:
-            from rag_eval.report.markdown import render_markdown
+            from rag_eval.outputs.markdown import render_markdown
 
             text = render_markdown(results, artifact_url=outputs.artifact_url)
             outputs.summary.parent.mkdir(parents=True, exist_ok=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.aggregate import MetricValue, aggregate_all, aggregate_tier, metric_value, outcome_counts, select, worst_value
-from rag_eval.results import CaseResult
+from rag_eval.gates.aggregate import MetricValue, aggregate_all, aggregate_tier, metric_value, outcome_counts, select, worst_value
+from rag_eval.results.case import CaseResult
 
 
 def case(cid: str, outcome: str = "pass", tier: str = "retrieval", **kw: Any) -> CaseResult:

@@ -17,12 +17,12 @@ from rag_eval.adapters.gold import GoldSpace
 from rag_eval.dialogue.model import DialogueItem, ExpectedTurn
 from rag_eval.dialogue.replay import replay
 from rag_eval.evaluate.dialogue import GoldCheck, dialogue_case
-from rag_eval.gate import evaluate_gates
-from rag_eval.report.case_data import build_case_data
-from rag_eval.report.html import render_html
-from rag_eval.report.view import build_view
-from rag_eval.run import build_results
-from rag_eval.thresholds import parse_thresholds
+from rag_eval.gates.gate import evaluate_gates
+from rag_eval.outputs.case_data import build_case_data
+from rag_eval.outputs.html import render_html
+from rag_eval.outputs.view import build_view
+from rag_eval.results.build import build_results
+from rag_eval.gates.thresholds import parse_thresholds
 from tests.rag_eval._dialogue_systems import Leaker, demo_items
 
 REPO = Path(__file__).resolve().parents[2]

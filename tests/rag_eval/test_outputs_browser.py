@@ -16,8 +16,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from rag_eval.report.html import PAGE_SIZE, write_html
-from rag_eval.report.view import build_view
+from rag_eval.outputs.html import PAGE_SIZE, write_html
+from rag_eval.outputs.view import build_view
 from tests.rag_eval._results_factory import (
     ID_JUDGE_ERROR,
     ID_TRUNCATION,

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from rag_eval.baseline import compare
-from rag_eval.regression import evaluate_regression
-from rag_eval.report.markdown import MARKER, escape, render_markdown, shorten
-from rag_eval.thresholds import parse_thresholds
+from rag_eval.results.baseline import compare
+from rag_eval.gates.regression import evaluate_regression
+from rag_eval.outputs.markdown import MARKER, escape, render_markdown, shorten
+from rag_eval.gates.thresholds import parse_thresholds
 from tests.rag_eval._results import case, results
 
 EVIL = "<script>alert(1)</script> a|b `code` **bold** [x](http://e) $x_1$ @octocat #12\nsecond line"

@@ -6,7 +6,7 @@ reviewer acts on. This module loads a stored results file as the baseline, refus
 measured on another dataset (its numbers are not comparable), and diffs the two runs:
 per-gate deltas and per-case transitions keyed by ``tier::id``.
 
-Everything reads results dicts (``rag_eval.run.build_results``), never live objects.
+Everything reads results dicts (``rag_eval.results.build.build_results``), never live objects.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from rag_eval.aggregate import MetricValue
-from rag_eval.results_file import ResultsFileError, ResultsVersionError, case_key, load_results, run_of
+from rag_eval.gates.aggregate import MetricValue
+from rag_eval.results.file import ResultsFileError, ResultsVersionError, case_key, load_results, run_of
 
 PARTIAL_VERDICTS: tuple[str, ...] = ("incomplete", "shard")
 FAILING: tuple[str, ...] = ("fail", "error")

@@ -9,12 +9,12 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rag_eval.aggregate import aggregate_all, outcome_counts
+from rag_eval.gates.aggregate import aggregate_all, outcome_counts
 from rag_eval.dialogue.pooled import dialogue_block
-from rag_eval.gate import GateResult
-from rag_eval.results import CaseResult
+from rag_eval.gates.gate import GateResult
+from rag_eval.results.case import CaseResult
 
-from rag_eval.results_file import RESULTS_VERSION  # noqa: E402 - re-exported: the version the gate writes
+from rag_eval.results.file import RESULTS_VERSION  # noqa: E402 - re-exported: the version the gate writes
 
 
 def git_commit(cwd: Path) -> dict[str, Any]:

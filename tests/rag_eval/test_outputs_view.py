@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from rag_eval.report.case_data import build_case_data
-from rag_eval.report.fmt import fmt_delta, fmt_number
-from rag_eval.report.stages import case_stage, earliest_stage, normalize_stage, stage_order
+from rag_eval.outputs.case_data import build_case_data
+from rag_eval.outputs.fmt import fmt_delta, fmt_number
+from rag_eval.outputs.stages import case_stage, earliest_stage, normalize_stage, stage_order
 
 LEVELS = [["vector", "bm25"], ["fused"], ["reranked"], ["context"]]
 STAGE_ORDER = stage_order(LEVELS)
-from rag_eval.report.view import build_view
-from rag_eval.results_file import load_results
+from rag_eval.outputs.view import build_view
+from rag_eval.results.file import load_results
 from tests.rag_eval._results_factory import (
     ID_ERROR,
     ID_FLAKY,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from rag_eval.aggregate import errors_for, is_measured_only, metric_value, select, worst_value
+from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select, worst_value
 from rag_eval.dialogue import pooled as dialogue_rates
-from rag_eval.results import CaseResult
-from rag_eval.thresholds import RATE_KEYS, Gate, Thresholds
+from rag_eval.results.case import CaseResult
+from rag_eval.gates.thresholds import RATE_KEYS, Gate, Thresholds
 
 WORST_SHOWN = 3
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_eval.report.fmt import as_mapping
-from rag_eval.report.stages import lost_at, normalize_stage, stage_levels, stage_order, stage_rank, tier_rank
+from rag_eval.outputs.fmt import as_mapping
+from rag_eval.outputs.stages import lost_at, normalize_stage, stage_levels, stage_order, stage_rank, tier_rank
 
 # details keys rendered by a dedicated part of the expanded view; the rest is shown raw.
 _KNOWN_DETAILS = frozenset({

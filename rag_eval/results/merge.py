@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rag_eval.gate import GateResult, run_gates, verdict
-from rag_eval.results import CaseResult
-from rag_eval.results_file import ResultsFileError, case_results, check_results, load_results
-from rag_eval.run import build_results, now_iso
+from rag_eval.gates.gate import GateResult, run_gates, verdict
+from rag_eval.results.case import CaseResult
+from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results
+from rag_eval.results.build import build_results, now_iso
 from rag_eval.shard import shard_of
-from rag_eval.thresholds import Thresholds, ThresholdsError, load_thresholds
+from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 
 # run.* fields every shard of one run shares. time, workers and the paths may differ
 # between CI runners; these may not.

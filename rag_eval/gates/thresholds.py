@@ -102,7 +102,7 @@ class Thresholds:
     cases: Mapping[str, CaseRules]
     min_cases: int
     regression: RegressionRules = field(default_factory=RegressionRules)
-    unmeasured: str = "fail"  # [defaults] unmeasured: see rag_eval.gate.unmeasured_gates
+    unmeasured: str = "fail"  # [defaults] unmeasured: see rag_eval.gates.gate.unmeasured_gates
 
     def case_rules(self, tier: str) -> CaseRules:
         return self.cases.get(tier, CaseRules())

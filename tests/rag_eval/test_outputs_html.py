@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from rag_eval.report.html import PAGE_SIZE, json_for_script, render_html, write_html
-from rag_eval.results_file import load_results
+from rag_eval.outputs.html import PAGE_SIZE, json_for_script, render_html, write_html
+from rag_eval.results.file import load_results
 from tests.rag_eval._results_factory import ID_XSS, XSS, make_results, shared_results, with_baseline
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json"

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from rag_eval.errors import RagEvalError
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 RESULTS_VERSION = 2
-SCHEMA_PATH = Path(__file__).resolve().parent / "results.schema.json"  # package data: ships in the wheel
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "results.schema.json"  # package data: ships in the wheel
 SCHEMA_NAME = "rag_eval/results.schema.json"
 # What each version changed, for the message on a file of another version.
 CHANGES: Mapping[int, str] = {

@@ -8,9 +8,9 @@ from typing import Iterator
 
 import pytest
 
-from rag_eval import thresholds as th
+from rag_eval.gates import thresholds as th
 from rag_eval.metrics.deterministic import CHECK_NAMES
-from rag_eval.thresholds import (
+from rag_eval.gates.thresholds import (
     CaseRules,
     Gate,
     Thresholds,

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from rag_eval.aggregate import lower_is_better
-from rag_eval.baseline import case_transitions, metric_of
-from rag_eval.results_file import case_key
-from rag_eval.thresholds import MaxDrop, Thresholds
+from rag_eval.gates.aggregate import lower_is_better
+from rag_eval.results.baseline import case_transitions, metric_of
+from rag_eval.results.file import case_key
+from rag_eval.gates.thresholds import MaxDrop, Thresholds
 
 TIER = "regression"
 NO_NEW_FAILURES = "no_new_failures"

@@ -1,6 +1,6 @@
 """The HTML report's view model: a results dict → what each section of the page shows.
 
-A pure function of the results file (``rag_eval.run.build_results``), so a report can
+A pure function of the results file (``rag_eval.results.build.build_results``), so a report can
 be re-rendered from a stored file, a CI artifact or merged shards. Everything the
 template prints is decided and formatted here (with ``header``, ``stages`` and
 ``fmt``); the template only lays it out.
@@ -10,7 +10,7 @@ A *row* of the case list is one golden item: the cases of every tier that ran on
 earliest stage at which any of them failed -- an answer cannot use evidence that never
 reached the context, so the first loss is the one to fix.
 
-A stored file reaches here through ``rag_eval.results_file.load_results`` (version and
+A stored file reaches here through ``rag_eval.results.file.load_results`` (version and
 schema checked); the parts the format leaves optional or empty -- no ``items``, no
 gates (shards, no thresholds file), no ``baseline``, verdict ``incomplete`` or
 ``shard``, no judge -- become a warning or an empty section, never an exception. Which
@@ -23,12 +23,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_eval.gate import row_pulling_down
-from rag_eval.baseline import tier_notes
+from rag_eval.gates.gate import row_pulling_down
+from rag_eval.results.baseline import tier_notes
 from rag_eval.dialogue import pooled as dialogue_rates
-from rag_eval.report.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
-from rag_eval.report.header import Header, build_header
-from rag_eval.report.stages import (
+from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
+from rag_eval.outputs.header import Header, build_header
+from rag_eval.outputs.stages import (
     stage_levels,
     stage_order,
     FAILING,
@@ -38,7 +38,7 @@ from rag_eval.report.stages import (
     stage_rank,
     tier_rank,
 )
-from rag_eval.results import CaseResult
+from rag_eval.results.case import CaseResult
 
 TRANSITIONS: tuple[tuple[str, str], ...] = (
     ("pass_to_fail", "pass → fail"),

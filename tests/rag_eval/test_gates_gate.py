@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pytest
 
-from rag_eval.gate import (
+from rag_eval.gates.gate import (
     CASES_RUN,
     WORST_SHOWN,
     GateResult,
@@ -20,8 +20,8 @@ from rag_eval.gate import (
     unmeasured_gates,
     verdict,
 )
-from rag_eval.results import CaseResult
-from rag_eval.thresholds import Gate, parse_thresholds
+from rag_eval.results.case import CaseResult
+from rag_eval.gates.thresholds import Gate, parse_thresholds
 
 
 def gate(metric: str, op: str = "min", threshold: float = 0.5, min_cases: int = 1, tier: str = "retrieval", tags: Mapping[str, str] | None = None) -> Gate:
@@ -279,8 +279,8 @@ def test_to_dict_is_json_primitives() -> None:
 def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() -> None:
     import re
 
-    from rag_eval.report.markdown import escape, render_markdown
-    from rag_eval.report.view import build_view
+    from rag_eval.outputs.markdown import escape, render_markdown
+    from rag_eval.outputs.view import build_view
     from tests.rag_eval._results import case as full_case
     from tests.rag_eval._results import results
 

@@ -1,0 +1,1 @@
+"""Gates from thresholds.toml: the thresholds parser, aggregates, tier gates and regression gates."""
