@@ -19,11 +19,11 @@ from __future__ import annotations
 from typing import Callable
 
 from rag_eval.golden.model import GoldenItem
-from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, errored, skipped
+from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, errored, floors, skipped
 
 __all__ = [
-    "RATE_KEYS", "CaseOption", "Item", "Tier", "all_tiers", "errored", "get", "golden_applies", "names",
-    "register", "skipped", "unregister",
+    "RATE_KEYS", "CaseOption", "Item", "Tier", "all_tiers", "as_golden", "case_options", "errored", "floors", "get",
+    "golden_applies", "names", "register", "skipped", "unregister",
 ]
 
 _REGISTRY: dict[str, Tier] = {}
@@ -64,15 +64,12 @@ def golden_applies() -> dict[str, Callable[[GoldenItem], bool]]:
     return {t.name: t.applies for t in _REGISTRY.values() if GoldenItem in t.items}
 
 
-def _register_builtin() -> None:
-    from rag_eval.tiers.deterministic import DETERMINISTIC
-    from rag_eval.tiers.dialogue import DIALOGUE
-    from rag_eval.tiers.judge import JUDGE
-    from rag_eval.tiers.passk import PASSK
-    from rag_eval.tiers.retrieval import RETRIEVAL
+# The built-in tiers, registered in collection order (they import only tiers.base).
+from rag_eval.tiers.retrieval import RETRIEVAL  # noqa: E402
+from rag_eval.tiers.deterministic import DETERMINISTIC  # noqa: E402
+from rag_eval.tiers.judge import JUDGE  # noqa: E402
+from rag_eval.tiers.dialogue import DIALOGUE  # noqa: E402
+from rag_eval.tiers.passk import PASSK  # noqa: E402
 
-    for tier in (RETRIEVAL, DETERMINISTIC, JUDGE, PASSK, DIALOGUE):
-        register(tier)
-
-
-_register_builtin()
+for _tier in (RETRIEVAL, DETERMINISTIC, JUDGE, PASSK, DIALOGUE):
+    register(_tier)
