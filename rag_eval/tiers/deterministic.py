@@ -1,12 +1,12 @@
 """The deterministic tier: model-free checks of each generated answer (the case itself:
-``rag_eval.evaluate.deterministic``; the checks: ``rag_eval.metrics.deterministic``)."""
+``rag_eval.tiers.deterministic_case``; the checks: ``rag_eval.metrics.deterministic``)."""
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING
 
-from rag_eval.evaluate.deterministic import DeterministicCaseConfig, evaluate_deterministic
+from rag_eval.tiers.deterministic_case import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.records import AnswerRecord

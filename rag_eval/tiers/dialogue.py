@@ -7,7 +7,7 @@ entry. The scripted student plays unless ``[dialogue.case] simulator = "llm"``: 
 LLM student words the replies through the ``RAG_SIMULATOR_*`` endpoint on the judge's
 client (cache, budget, redaction; ``rag_eval.dialogue.llm``). ``hint_success`` is
 judged when the judge is configured (``RAG_JUDGE_*``), on the same client as the judge
-tier. The cases themselves: ``rag_eval.evaluate.dialogue``.
+tier. The cases themselves: ``rag_eval.tiers.dialogue_case``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from rag_eval.dialogue.simulator import LLMStudent, ScriptedStudent, Simulator
 from rag_eval.dialogue.transcript import Transcript
 from rag_eval.dialogue.verdict import verdict
 from rag_eval.errors import ConfigError
-from rag_eval.evaluate.dialogue import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
+from rag_eval.tiers.dialogue_case import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, case_options, skipped
 

@@ -1,11 +1,11 @@
 """The judge tier: LLM-as-judge metrics of each answer (the runner:
-``rag_eval.judge.tier.JudgeRunner``; the case: ``rag_eval.evaluate.judge``)."""
+``rag_eval.judge.tier.JudgeRunner``; the case: ``rag_eval.tiers.judge_case``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
-from rag_eval.evaluate.judge import JudgeCaseConfig
+from rag_eval.tiers.judge_case import JudgeCaseConfig
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, Item, Tier, as_golden, floors

@@ -1,5 +1,5 @@
 """The passk tier: n independent trials per case → pass@k, pass^k and stability (the case:
-``rag_eval.evaluate.passk``). A dialogue item runs k independent replays instead
+``rag_eval.tiers.passk_case``). A dialogue item runs k independent replays instead
 (``rag_eval.tiers.dialogue``)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.errors import ConfigError
-from rag_eval.evaluate.deterministic import DeterministicCaseConfig
-from rag_eval.evaluate.judge import JudgeCaseConfig
-from rag_eval.evaluate.passk import TrialOutcome, passk_case
+from rag_eval.tiers.deterministic_case import DeterministicCaseConfig
+from rag_eval.tiers.judge_case import JudgeCaseConfig
+from rag_eval.tiers.passk_case import TrialOutcome, passk_case
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.results.case import CaseResult

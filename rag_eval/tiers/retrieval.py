@@ -1,5 +1,5 @@
 """The retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item
-(the case itself: ``rag_eval.evaluate.retrieval``)."""
+(the case itself: ``rag_eval.tiers.retrieval_case``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from rag_eval.evaluate.retrieval import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
+from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 from rag_eval.records import Trace
 from rag_eval.results.case import CaseResult
