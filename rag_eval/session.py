@@ -70,8 +70,12 @@ class EvalSession:
     tiers (``rag_eval.tiers``) run the cases on it."""
 
 
-    def __init__(self, config: EvalConfig, system_factory: Callable[[], SystemUnderTest] | None = None):
+    def __init__(
+        self, config: EvalConfig, system_factory: Callable[[], SystemUnderTest] | None = None, dataset: Dataset | None = None
+    ):
+        """``dataset``: already loaded (the plugin loads it at collection), else loaded on first use."""
         self.config = config
+        self._dataset = dataset
         self._factory = system_factory or (lambda: build_system(config.pipeline, self.context))
         self._chats: dict[str, AnswerRecord] = {}
         self._memo: dict[str, Any] = {}
@@ -82,6 +86,8 @@ class EvalSession:
 
     @cached_property
     def dataset(self) -> Dataset:
+        if self._dataset is not None:
+            return self._dataset
         return load_dataset(self.config.paths, corpus_reader(self.config.pipeline, self.context))
 
     @cached_property
