@@ -1,7 +1,7 @@
 r"""Which system the gate evaluates: ``--rag-pipeline`` / ``rag_eval_pipeline`` plus the
 optional ``--rag-pipeline-config`` TOML file, read and checked once at start-up.
 
-    pipeline = "http"            # rag_app (default) | http | dify | "package.module:factory"
+    pipeline = "http"            # rag_app | http | dify | "package.module:factory" (no default)
     gold = "corpus"              # corpus | ids | text (see rag_eval.adapters.gold)
     id_map = "ids.csv"           # service id -> gold chunk_id / doc_id, relative to this file
     stages = [["dense", "sparse"], "hybrid", "final"]   # the system's stages (rag_eval.stages)
@@ -15,7 +15,9 @@ optional ``--rag-pipeline-config`` TOML file, read and checked once at start-up.
     [info]                       # http, optional: the service's self-description for run.system
     [dify]                       # dify: see rag_eval.adapters.dify
 
-The command line wins over the file's ``pipeline``.
+The command line wins over the file's ``pipeline``, and the file over the ini key
+``rag_eval_pipeline``. There is no default system: this repository's pyproject names
+``rag_app`` in its own ini.
 """
 
 from __future__ import annotations
@@ -75,8 +77,13 @@ class PipelineSpec:
         return out
 
 
-def load_spec(pipeline: str | None, config: str | Path | None, env: Mapping[str, str] = os.environ) -> PipelineSpec:
-    """Parse and check everything that can be checked without calling the system."""
+def load_spec(
+    pipeline: str | None, config: str | Path | None, env: Mapping[str, str] = os.environ, default: str | None = None
+) -> PipelineSpec:
+    """Parse and check everything that can be checked without calling the system.
+
+    Which system: ``pipeline`` (the command line), else the file's ``pipeline``, else
+    ``default`` (the ini key rag_eval_pipeline); the framework itself has no default."""
     data: dict[str, Any] = {}
     path = Path(config) if config else None
     if path is not None:
@@ -87,7 +94,13 @@ def load_spec(pipeline: str | None, config: str | Path | None, env: Mapping[str,
         except tomllib.TOMLDecodeError as exc:
             raise AdapterConfigError(f"--rag-pipeline-config {path}: not valid TOML ({exc})") from None
     source = str(path) if path else "--rag-pipeline"
-    choice = str(pipeline or data.get("pipeline") or "rag_app").strip()
+    choice = str(pipeline or data.get("pipeline") or default or "").strip()
+    if not choice:
+        raise AdapterConfigError(
+            "no system under test: name it with --rag-pipeline, the ini key rag_eval_pipeline (e.g. "
+            "rag_eval_pipeline = \"rag_app\" in [tool.pytest.ini_options]) or pipeline = ... in --rag-pipeline-config; "
+            f"valid: {', '.join(BUILTIN)}, or 'package.module:factory' for your own Python object"
+        )
     kind = "python" if ":" in choice else choice
     if kind not in KEYS_BY_KIND:
         raise AdapterConfigError(

@@ -95,7 +95,7 @@ def _add_pipeline_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rag-pipeline",
         default=None,
-        help="rag_app (default, in process), http, dify, or package.module:factory for your own object",
+        help="the system under test (no default): rag_app (in process), http, dify, or package.module:factory for your own object",
     )
     group.addoption("--rag-pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
     parser.addini("rag_eval_pipeline", "default --rag-pipeline", default="")
@@ -191,7 +191,7 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
         if folder not in sys.path:
             sys.path.insert(0, folder)
     try:
-        return load_spec(config.getoption("rag_pipeline") or config.getini("rag_eval_pipeline") or None, path)
+        return load_spec(config.getoption("rag_pipeline"), path, default=config.getini("rag_eval_pipeline") or None)
     except AdapterConfigError as exc:
         ini = [key for key, option in (("rag_eval_pipeline_config", "rag_pipeline_config"), ("rag_eval_pipeline", "rag_pipeline"))
                if config.getini(key) and not config.getoption(option)]

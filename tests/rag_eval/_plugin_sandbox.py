@@ -76,6 +76,7 @@ PYTEST_INI = """\
 [pytest]
 addopts = -p no:deepeval -p no:cacheprovider
 asyncio_default_fixture_loop_scope = function
+rag_eval_pipeline = rag_app
 """
 
 PLUGIN_LINE = ""  # the plugin registers itself through its pytest11 entry point

@@ -195,3 +195,14 @@ def test_a_retrieval_only_object_skips_the_answer_tiers_with_a_reason(sandbox: S
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.stdout.fnmatch_lines(["*retrieval-only: it has no chat endpoint or method*"])
     assert sandbox.cases("deterministic") == {}  # the tier does not apply: no case recorded, no gate
+
+
+def test_there_is_no_default_system_and_the_ini_default_yields_to_the_file(module, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    module(GOOD)
+    with pytest.raises(AdapterConfigError, match="no system under test: name it with --rag-pipeline, the ini key rag_eval_pipeline"):
+        load_spec(None, None)
+    assert load_spec(None, None, default="rag_app").kind == "rag_app"
+    config = tmp_path / "pipe.toml"
+    config.write_text(f'pipeline = "{MODULE}:make"\n', encoding="utf-8")
+    assert load_spec(None, config, default="rag_app").target == f"{MODULE}:make"  # the file names its system
+    assert load_spec("rag_app", None, default="http").kind == "rag_app"  # the command line wins

@@ -232,3 +232,10 @@ def test_golden_case_without_a_tier_marker_is_a_collection_error(sandbox: Sandbo
     (sandbox.root / "test_untiered.py").write_text("def test_x(golden_case, rag_eval):\n    pass\n")
     result = sandbox.run("test_untiered.py")
     assert_clean_error(result, "*test_untiered.py::test_x: a test using golden_case needs exactly one tier marker*")
+
+
+def test_a_run_that_names_no_system_stops_and_says_how(sandbox: Sandbox) -> None:
+    (sandbox.root / "pytest.ini").write_text("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n", encoding="utf-8")
+    result = sandbox.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*rag-eval pipeline: no system under test: name it with --rag-pipeline*rag_eval_pipeline*"])

@@ -56,7 +56,7 @@ def test_a_service_echoing_its_header_credential_leaks_it_nowhere(
     pytester: pytest.Pytester, service: ScriptedJSONServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("SVC_AUTH", TOKEN)
-    pytester.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n")
+    pytester.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\n")
     (pytester.path / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in GOLDEN), encoding="utf-8")
     (pytester.path / "svc.toml").write_text(
         'pipeline = "http"\ngold = "ids"\n'

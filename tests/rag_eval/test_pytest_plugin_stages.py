@@ -50,7 +50,7 @@ GOLDEN = [{"id": f"q{i:02d}", "question": f"which paragraph is d{i:02d}", "evide
 @pytest.fixture
 def repo(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(mysys=SYSTEM)
-    pytester.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n")
+    pytester.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\n")
     (pytester.path / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in GOLDEN), encoding="utf-8")
     return pytester
 
@@ -151,15 +151,15 @@ def test_own_stage_names_over_http(repo: pytest.Pytester, service: str) -> None:
 
 
 def test_an_ini_default_that_points_nowhere_names_the_ini_key(repo: pytest.Pytester) -> None:
-    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_dataset = evals/missing\n")
+    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\nrag_eval_dataset = evals/missing\n")
     result = repo.runpytest_subprocess("-m", "retrieval")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ini rag_eval_dataset (in tox.ini)*missing: not a folder*"])
-    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_golden_set = golden.jsonl\n"
+    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\nrag_eval_golden_set = golden.jsonl\n"
                  "rag_eval_pipeline_config = nowhere.toml\n")
     result = repo.runpytest_subprocess("-m", "retrieval")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*rag-eval pipeline (set by ini rag_eval_pipeline_config in tox.ini)*nowhere.toml: no such file*"])
+    result.stderr.fnmatch_lines(["*rag-eval pipeline (set by ini rag_eval_pipeline_config, rag_eval_pipeline in tox.ini)*nowhere.toml: no such file*"])
 
 
 def test_a_user_conftest_defining_dataset_still_works(repo: pytest.Pytester) -> None:
@@ -172,7 +172,7 @@ def test_a_user_conftest_defining_dataset_still_works(repo: pytest.Pytester) -> 
 
 
 def test_rag_set_corpus_path_is_refused_not_silently_ignored(pytester: pytest.Pytester) -> None:
-    pytester.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n")
+    pytester.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\n")
     (pytester.path / "golden.jsonl").write_text(json.dumps(GOLDEN[0]) + "\n", encoding="utf-8")
     result = pytester.runpytest_subprocess("--rag-golden-set", "golden.jsonl", "--rag-set", "corpus_path=/nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
