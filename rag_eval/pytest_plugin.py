@@ -23,7 +23,7 @@ import pytest
 from rag_eval.errors import ConfigError, RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
-from rag_eval.gates.gate import GateResult, run_gates, verdict
+from rag_eval.gates.gate import run_gates
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.dialogue.model import DialogueItem
@@ -32,7 +32,6 @@ from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.results.case import USER_PROPERTY, CaseResult
 from rag_eval.results.build import (
-    build_results,
     file_sha256_or_none,
     git_commit,
     judge_warnings,
@@ -46,12 +45,13 @@ from rag_eval.results.finalize import (
     Line,
     Outputs,
     Written,
-    apply_baseline,
     baseline_lines,
+    conclude,
     summary_lines,
     write_outputs,
 )
-from rag_eval.gates.regression import RegressionGateResult
+from rag_eval.gates.result import GateResult
+from rag_eval.results.model import RunResults
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, SystemContext, corpus_reader, load_spec
 from rag_eval.redact import Redactor
 from rag_eval.session import EvalConfig, EvalSession, index_build, run_redactor
@@ -84,7 +84,7 @@ class ControllerState:
     baseline: Baseline | None = None
     cases: dict[str, CaseResult] = field(default_factory=dict)
     gates: list[GateResult] = field(default_factory=list)
-    regression: list[RegressionGateResult] = field(default_factory=list)
+    regression: list[GateResult] = field(default_factory=list)
     baseline_lines: list[str] = field(default_factory=list)
     passed: bool = True
     written: Written | None = None
@@ -928,18 +928,17 @@ def _finish(session: pytest.Session, complete: bool) -> None:
     # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
     gates = run_gates(state.thresholds, cases) if not sharded else []
     state.gates = gates
-    state.passed = verdict(gates) and complete
     run = {**_run_info(session.config, state), "complete": complete}
-    results = build_results(run, cases, gates, state.passed, items=_golden_of(session.config, cases))
-    if state.warm_build and run.get("workers"):  # the index was built (or loaded) by the controller
-        results["run"]["system"].update({k: str(v) for k, v in state.warm_build.items()})
-    if not complete:
-        results["verdict"] = "incomplete"
-    elif sharded:
-        results["verdict"] = "shard"
-    else:
-        state.regression = apply_baseline(results, state.thresholds, state.baseline)
-        state.passed = state.passed and all(g.passed for g in state.regression)
+    # the index was built (or loaded) by the controller: its build is part of run.system
+    system = {k: str(v) for k, v in state.warm_build.items()} if state.warm_build and run.get("workers") else None
+    done = conclude(
+        run, cases, gates, state.thresholds, state.baseline, _golden_of(session.config, cases),
+        complete=complete, sharded=sharded, system=system,
+    )
+    results = done.results
+    state.passed = done.passed
+    state.regression = list(done.comparison.gates)
+    if complete and not sharded:
         state.baseline_lines = baseline_lines(results)
     state.written = write_outputs(
         results,
@@ -956,7 +955,7 @@ def _finish(session: pytest.Session, complete: bool) -> None:
         session.testsfailed += 1
 
 
-def _junit_properties(config: pytest.Config, results: dict[str, Any], redactor: Redactor) -> None:
+def _junit_properties(config: pytest.Config, results: RunResults, redactor: Redactor) -> None:
     """With --junitxml: the verdict and each failed gate as testsuite properties, so a
     JUnit viewer shows why a run whose every case passed still failed (redacted, and
     control and bidi characters escaped: ``escape.terminal``)."""
@@ -968,14 +967,13 @@ def _junit_properties(config: pytest.Config, results: dict[str, Any], redactor: 
     if xml is None:
         return
     shown = lambda text: redactor.text(terminal(text, keep_newlines=False))  # noqa: E731
-    xml.add_global_property("rag_eval_verdict", shown(str(results.get("verdict"))))
-    for gate in results.get("gates", []):
-        if not gate.get("passed"):
-            value = gate.get("value")
-            number = "n/a" if value is None else f"{value:.4f}"
+    xml.add_global_property("rag_eval_verdict", shown(results.verdict))
+    for gate in results.gates:
+        if not gate.passed:
+            number = "n/a" if gate.value is None else f"{gate.value:.4f}"
             xml.add_global_property(
-                shown(f"rag_eval_failed_gate {gate.get('metric')}"),
-                shown(f"{number} (threshold {gate.get('threshold')}, n={gate.get('n')})"),
+                shown(f"rag_eval_failed_gate {gate.metric}"),
+                shown(f"{number} (threshold {gate.threshold}, n={gate.n})"),
             )
 
 
@@ -1063,7 +1061,7 @@ def gate_summary(config: pytest.Config, state: ControllerState) -> list[Line]:
     elif state.thresholds is None:
         out.append(Line("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case "
                         "run per selected tier; create thresholds.toml or pass --rag-thresholds)"))
-    gates: list[GateResult | RegressionGateResult] = [*state.gates, *state.regression]
+    gates: list[GateResult] = [*state.gates, *state.regression]
     out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written)
     if shard is None:
         out.append(_verdict_line(gates, state))
@@ -1088,7 +1086,7 @@ def _failing_lines(tier: str, cases: list[CaseResult]) -> list[str]:
     return out
 
 
-def _verdict_line(gates: list[GateResult | RegressionGateResult], state: ControllerState) -> Line:
+def _verdict_line(gates: list[GateResult], state: ControllerState) -> Line:
     """One line, last: the verdict, the failed gates with their numbers, where the report is."""
     failed = [g for g in gates if not g.passed]
     report = f" — report: {state.written.report}" if state.written is not None and state.written.report else ""
@@ -1096,14 +1094,6 @@ def _verdict_line(gates: list[GateResult | RegressionGateResult], state: Control
         return Line(f"rag-eval gate: no gates evaluated{report}", "warn", bold=True)
     if state.passed:
         return Line(f"rag-eval gate PASSED: {len(gates)} of {len(gates)} gates passed{report}", "pass", bold=True)
-    shown = "; ".join(_gate_short(g) for g in failed[:3]) + (f"; {len(failed) - 3} more" if len(failed) > 3 else "")
+    shown = "; ".join(g.short() for g in failed[:3]) + (f"; {len(failed) - 3} more" if len(failed) > 3 else "")
     why = f" ({shown})" if failed else " (a results, report or summary file could not be written)"
     return Line(f"rag-eval gate FAILED: {len(failed)} of {len(gates)} gates failed{why}{report}", "fail", bold=True)
-
-
-def _gate_short(g: GateResult | RegressionGateResult) -> str:
-    if isinstance(g, GateResult):
-        value = "n/a" if g.value is None else f"{g.value:.4g}"
-        sign = "<" if g.gate.op == "min" else ">"
-        return f"{g.gate.label} {value} {sign} {g.gate.threshold:g}, n={g.n}"
-    return g.line().split(" (")[0]
