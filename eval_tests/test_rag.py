@@ -7,7 +7,7 @@ import pytest
 
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.model import GoldenItem
-from rag_eval.pytest_plugin import CaseRunner
+from rag_eval.plugin.runner import CaseRunner
 
 
 @pytest.mark.retrieval

@@ -12,6 +12,7 @@ from rag_eval.errors import RagEvalError
 from rag_eval.dataset import find_paths, golden_items
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.validate import coverage_table, validate_all
+from rag_eval.tiers import golden_applies
 
 if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fast
     from rag_eval.gates.result import GateResult
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _render(args)
     try:
         if args.command == "coverage":
-            print(coverage_table(golden_items(find_paths(args.dataset, args.golden_set))))
+            print(coverage_table(golden_items(find_paths(args.dataset, args.golden_set)), golden_applies()))
             return 0
         if args.command == "corpus-hash":
             from rag_eval.adapters import PipelineSpec, SystemContext, corpus_reader
@@ -95,7 +96,7 @@ def _validate(dataset: str, golden: str | None, coverage: bool) -> int:
         n_problems += len(problems)
     if coverage:
         print()
-        print(coverage_table(items))
+        print(coverage_table(items, golden_applies()))
     print(f"{len(items)} items in {paths.golden}: {'valid' if not n_problems else f'{n_problems} problem(s)'}")
     return 1 if n_problems else 0
 

@@ -1,5 +1,5 @@
-"""One evaluation run in one process: the dataset, the system under test, and how
-each tier turns a golden item into a ``CaseResult``.
+"""One evaluation run in one process: the dataset, the system under test, the gold space,
+redaction and the answer memo; ``run_case`` hands each case to its registered tier.
 
 Built lazily: collection only reads the golden set; the index is built (or loaded
 from its fingerprinted cache) when the first case runs, once per process.
@@ -7,20 +7,17 @@ from its fingerprinted cache) when the first case runs, once per process.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
-import traceback
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar, cast
 
 from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
-from rag_eval.dialogue.model import DialogueItem
 from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
-from rag_eval.evaluate.deterministic import DeterministicCaseConfig, evaluate_deterministic
-from rag_eval.evaluate.retrieval import RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
 from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
@@ -29,10 +26,14 @@ from rag_eval.stages import StageSpec, infer_stages
 from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval
 from rag_eval.redact import Redactor, run_secrets
 from rag_eval.results.case import CaseResult
-from rag_eval.evaluate.judge import JudgeCaseConfig
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.gates.thresholds import Thresholds
+from rag_eval import tiers
+from rag_eval.tiers import Item, Tier
+
+if TYPE_CHECKING:
+    from rag_eval.judge.tier import JudgeRunner
 
 
 @dataclass(frozen=True)
@@ -59,11 +60,25 @@ class EvalConfig:
     pipeline: PipelineSpec = PipelineSpec("rag_app")  # which system, and how gold meets its ids
 
 
+Record = TypeVar("Record", Retrieval, Answer, DialogueTurn)
+T = TypeVar("T")
+JUDGE_RUNNER = "judge.runner"  # the session memo of the process's one JudgeRunner
+
+
 class EvalSession:
-    def __init__(self, config: EvalConfig, system_factory: Callable[[], SystemUnderTest] | None = None):
+    """The system, the gold space, redaction and the answer memo of one process; the
+    tiers (``rag_eval.tiers``) run the cases on it."""
+
+
+    def __init__(
+        self, config: EvalConfig, system_factory: Callable[[], SystemUnderTest] | None = None, dataset: Dataset | None = None
+    ):
+        """``dataset``: already loaded (the plugin loads it at collection), else loaded on first use."""
         self.config = config
+        self._dataset = dataset
         self._factory = system_factory or (lambda: build_system(config.pipeline, self.context))
-        self._chats: dict[str, Any] = {}
+        self._chats: dict[str, AnswerRecord] = {}
+        self._memo: dict[str, Any] = {}
 
     @cached_property
     def context(self) -> SystemContext:
@@ -71,6 +86,8 @@ class EvalSession:
 
     @cached_property
     def dataset(self) -> Dataset:
+        if self._dataset is not None:
+            return self._dataset
         return load_dataset(self.config.paths, corpus_reader(self.config.pipeline, self.context))
 
     @cached_property
@@ -151,122 +168,65 @@ class EvalSession:
         raw = self.system.chat(item.question, self.top_k, item.history)
         return self.gold_space.chat_result(item.question, redacted(as_answer(raw), self.redactor))
 
-    def _rules(self, tier: str) -> tuple[dict[str, Any], dict[str, float]]:
-        if self.config.thresholds is None:
-            return {}, {}
-        rules = self.config.thresholds.case_rules(tier)
-        return dict(rules.options), dict(rules.floors)
+    def redacted(self, record: Record) -> Record:
+        """A system's record with every secret of the run removed (see :func:`redacted`)."""
+        return redacted(record, self.redactor)
 
-    def retrieval_config(self) -> RetrievalCaseConfig:
-        options, floors = self._rules("retrieval")
-        extra = self.config.thresholds.metric_names("retrieval") if self.config.thresholds else set()
-        base = RetrievalCaseConfig()
-        metrics = tuple(dict.fromkeys(base.metrics + tuple(sorted(extra))))
-        return RetrievalCaseConfig(
-            require=options.get("require", base.require),
-            metrics=metrics,
-            case_min=floors,
-            negative=options.get("negative", base.negative),
-        )
-
-    def run_case(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:
-        """Run one case; any exception becomes an ``error`` outcome, never a pass.
-
-        A ``DialogueItem`` runs in the ``dialogue`` tier (one replay) or the ``passk`` tier
-        (k independent replays); see ``rag_eval.session_dialogue``."""
+    # --- the tiers ------------------------------------------------------------------------
+    def run_case(self, tier: str, item: Item) -> CaseResult:
+        """Run one case in a registered tier; any exception becomes an ``error`` outcome, never a pass."""
         t0 = time.perf_counter()
         try:
-            if isinstance(item, DialogueItem):
-                result = self.dialogues.run(tier, item, t0)
-            elif tier == "retrieval":
-                result = self._retrieval(item, t0)
-            elif tier == "deterministic":
-                result = self._deterministic(item, t0)
-            elif tier == "judge":
-                result = self._judge(item)
-            elif tier == "passk":
-                result = self._passk(item, t0)
-            else:
-                raise ValueError(f"unknown tier {tier!r}")
+            return tiers.get(tier).run(self, item)
         except Exception as exc:  # noqa: BLE001 - every failure of the system is recorded, not raised
-            return CaseResult(
-                id=item.id,
-                tier=tier,
-                outcome="error",
-                failed_stage="error",
-                message=self.redactor.text(f"{type(exc).__name__}: {exc}"),
-                tags=dict(item.tags),
-                split=item.split,
-                negative=getattr(item, "is_negative", False),
-                duration=time.perf_counter() - t0,
-                details={"traceback": self.redactor.text(traceback.format_exc(limit=8))[-4000:], "system": self._safe_info()},
-            )
-        return result
+            return tiers.errored(item, tier, exc, self, t0)
 
-    @cached_property
-    def dialogues(self) -> Any:
-        """The dialogue tier of this session (``rag_eval.session_dialogue.DialogueTier``)."""
-        from rag_eval.session_dialogue import DialogueTier
+    def skip_reason(self, tier: str, item: Item) -> str | None:
+        """Why a case of this tier does not run on this system (its test is skipped), or None."""
+        return tiers.get(tier).skip_reason(self, item)
 
-        return DialogueTier(self)
+    def tier_options(self, tier: Tier) -> Any:
+        """The tier's ``[<tier>.case]`` options with their defaults, read once per session."""
+        return self.memo(f"options.{tier.name}", lambda: tier.options(self.config))
 
-    def dialogue_skip_reason(self) -> str | None:
-        """Why the dialogue tier cannot run (the system has no dialogue call), or None."""
-        return self.dialogues.skip_reason()
+    def memo(self, key: str, build: Callable[[], T]) -> T:
+        """A value the session keeps for its tiers (a client, options), built on first use."""
+        if key not in self._memo:
+            self._memo[key] = build()
+        return cast(T, self._memo[key])
 
-    def _safe_info(self) -> dict[str, Any]:
+    def memoized(self, key: str) -> Any:
+        """What :meth:`memo` keeps under ``key``, or None when it was never built."""
+        return self._memo.get(key)
+
+    def safe_info(self) -> dict[str, Any]:
+        """The system's description, or {} when the system itself failed to start."""
         try:
             return self.system_info
         except Exception:  # noqa: BLE001 - the system itself failed to start
             return {}
 
-    def _retrieval(self, item: GoldenItem, t0: float) -> CaseResult:
-        result = self.retrieve(item.question)
-        gold = self.gold(item, _returned(result.trace))
-        case = evaluate_retrieval(
-            item,
-            gold,
-            result,
-            doc_of=self.doc_of,
-            kind_of=self.kind_of,
-            config=self.retrieval_config(),
-            spec=self.stage_spec(result.trace),
-            duration=time.perf_counter() - t0,
-        )
+    def with_system(self, case: CaseResult) -> CaseResult:
+        """The case with the system's short description under ``details.system``."""
         return _with_system(case, self.system_info)
 
-    def _deterministic(self, item: GoldenItem, t0: float) -> CaseResult:
-        reason = self.answer_skip_reason()
-        if reason is not None:
-            return CaseResult(
-                id=item.id, tier="deterministic", outcome="skip", message=reason, tags=dict(item.tags),
-                split=item.split, negative=item.is_negative, duration=time.perf_counter() - t0,
-            )
-        options, _ = self._rules("deterministic")
-        chat = self.chat(item)
-        gold = self.gold(item, _returned(chat.trace))
-        case = evaluate_deterministic(
-            item,
-            gold,
-            chat,
-            doc_of=self.doc_of,
-            kind_of=self.kind_of,
-            config=DeterministicCaseConfig(skip_checks=tuple(options.get("skip_checks", ()))),
-            spec=self.stage_spec(chat.trace),
-            citations=self.config.pipeline.citations,
-            duration=time.perf_counter() - t0,
-        )
-        return _with_system(case, self.system_info)
-
-
+    # --- the judge (judge tier, passk with condition "judge", dialogue hints) --------------
     def judge_skip_reason(self) -> str | None:
         """Why the judge tier cannot run here (one sentence naming what to set), or None."""
         if self.config.judge is None:
             return "judge not configured"
         return self.answer_skip_reason() or self.config.judge.missing_reason()
 
-    @cached_property
-    def judge_runner(self) -> Any:
+    def judge_ready(self) -> bool:
+        """Whether the judge is configured (dialogue hints are judged then)."""
+        judge = self.config.judge
+        return judge is not None and judge.missing_reason() is None
+
+    @property
+    def judge_runner(self) -> JudgeRunner:
+        return self.memo(JUDGE_RUNNER, self._judge_runner)
+
+    def _judge_runner(self) -> JudgeRunner:
         from rag_eval.judge.tier import JudgeRunner  # the openai client only when judging
 
         assert self.config.judge is not None
@@ -274,59 +234,17 @@ class EvalSession:
             self.config.judge, self.config.judge_ledger, self.config.geval_criteria, self.config.deepeval_metrics
         )
 
-    def chat(self, item: GoldenItem) -> Any:
+    def judge_usage(self, case_id: str, tier: str) -> dict[str, Any] | None:
+        """The judge's usage for one case, or None when this process never judged."""
+        runner = self.memoized(JUDGE_RUNNER)
+        return None if runner is None else dict(runner.usage_for(case_id, tier))
+
+    def chat(self, item: GoldenItem) -> AnswerRecord:
         """The system's answer to an item, once per process: the deterministic and the
         judge tier grade the same answer instead of paying for a second generation."""
         if item.id not in self._chats:
             self._chats[item.id] = self.answer(item)
         return self._chats[item.id]
-
-    def _judge(self, item: GoldenItem) -> CaseResult:
-        chat = self.chat(item)
-        _, floors = self._rules("judge")
-        case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors))
-        return _with_system(case, self.system_info)
-
-
-    def passk_settings(self) -> tuple[int, int, str]:
-        options, _ = self._rules("passk")
-        n = self.config.passk_n or int(options.get("n", 5))
-        k = self.config.passk_k or int(options.get("k", 3))
-        if n < k:
-            raise ValueError(f"passk: n = {n} trials < k = {k}: pass@k needs at least k trials (configuration error)")
-        return n, k, str(options.get("condition", "deterministic"))
-
-    def passk_skip_reason(self, item: GoldenItem | DialogueItem | None = None) -> str | None:
-        if isinstance(item, DialogueItem):
-            return self.dialogue_skip_reason()
-        _, _, condition = self.passk_settings()
-        return self.answer_skip_reason() or (self.judge_skip_reason() if condition == "judge" else None)
-
-    def _passk(self, item: GoldenItem, t0: float) -> CaseResult:
-        """n independent trials of the stochastic stages; one trial when nothing is stochastic."""
-        from rag_eval.evaluate.passk import TrialOutcome, passk_case
-
-        n, k, condition = self.passk_settings()
-        _, floors = self._rules("passk")
-        deterministic = bool(self.system_info.get("generator_deterministic")) and condition == "deterministic"
-        trials: list[TrialOutcome] = []
-        for trial in range(1 if deterministic else n):
-            # A fresh generation per trial (no memo, no shared cache entry: the judge keys its
-            # cache by trial index), so trials are independent draws.
-            chat = self.answer(item)
-            if condition == "judge":
-                case = self.judge_runner.run(item, chat, JudgeCaseConfig(floors), trial=trial, tier="passk")
-            else:
-                case = evaluate_deterministic(
-                    item, self.gold(item, _returned(chat.trace)), chat, self.doc_of, self.kind_of, DeterministicCaseConfig(),
-                    spec=self.stage_spec(chat.trace), citations=self.config.pipeline.citations,
-                )
-            trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
-        usage = self.judge_runner.usage_for(item.id, "passk") if condition == "judge" else None
-        case = passk_case(
-            item, trials, n=n, k=k, deterministic=deterministic, duration=time.perf_counter() - t0, usage=usage
-        )
-        return _with_system(case, self.system_info)
 
 
 def run_redactor(pipeline: PipelineSpec, env: Mapping[str, str] = os.environ) -> Redactor:
@@ -334,9 +252,6 @@ def run_redactor(pipeline: PipelineSpec, env: Mapping[str, str] = os.environ) ->
     plus the HTTP adapter's header values (the Dify key is one of them)."""
     extra = pipeline.http.secrets if pipeline.http is not None else ()
     return Redactor(run_secrets(env, extra))
-
-
-Record = TypeVar("Record", Retrieval, Answer, DialogueTurn)
 
 
 def redacted(record: Record, redactor: Redactor) -> Record:
@@ -350,10 +265,6 @@ def redacted(record: Record, redactor: Redactor) -> Record:
     return record if clean == data else type(record).from_dict(clean)
 
 
-def _returned(trace: Trace) -> list[str]:  # noqa: D103 - every id the system gave for a case
-    return [h.chunk_id for s in trace.stages for h in s.hits]
-
-
 INDEX_BUILD_KEYS = ("index_built", "embeddings_computed", "embeddings_cached")
 
 
@@ -363,8 +274,6 @@ def index_build(info: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
-    from dataclasses import replace
-
     short = {
         k: info.get(k)
         for k in (
@@ -374,4 +283,4 @@ def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
     }
     # what this process's index build did (rag_app): only where the system says so
     short.update(index_build(info))
-    return replace(case, details={**case.details, "system": short})
+    return dataclasses.replace(case, details={**case.details, "system": short})

@@ -73,7 +73,7 @@ def test_the_wheel_ships_templates_and_schema_inside_rag_eval(wheel: Path) -> No
     assert "rag_eval/results.schema.json" in names
     assert not any(n.startswith("report_templates/") for n in names)  # no generic top-level package
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "rag_eval = rag_eval.pytest_plugin" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "rag_eval = rag_eval.plugin.hooks" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 @pytest.mark.slow  # a fresh venv and a core install from the package index: about a minute

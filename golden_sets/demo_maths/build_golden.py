@@ -1165,6 +1165,7 @@ def check(path: Path, docs, raw_items: list[dict[str, Any]]) -> list[str]:
     from rag_eval.golden.load import load_golden_set
     from rag_eval.golden.resolve import ChunkLookup
     from rag_eval.golden.validate import coverage_table, validate_all
+    from rag_eval.tiers import golden_applies
     from rag_eval.metrics.deterministic import _loose, _looser
 
     try:
@@ -1272,7 +1273,7 @@ def check(path: Path, docs, raw_items: list[dict[str, Any]]) -> list[str]:
         if longest >= 14:
             problems.append(f"{qid}: question copies {longest} consecutive characters of the corpus")
 
-    print(coverage_table(items))
+    print(coverage_table(items, golden_applies()))
     print()
     print(_split_table(items))
     return problems

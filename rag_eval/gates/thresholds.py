@@ -27,118 +27,26 @@ valid names, so a typo fails the run at start instead of silently gating nothing
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from rag_eval.dialogue import pooled as dialogue_rates
-from rag_eval.dialogue.model import RETRIEVAL_CHECKS as DIALOGUE_RETRIEVAL, SIMULATORS as DIALOGUE_SIMULATORS
-from rag_eval.evaluate.retrieval import NEGATIVE_MODES
-from rag_eval.judge import JUDGE_METRICS
-from rag_eval.metrics.deterministic import CHECK_NAMES
-from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
+from rag_eval import tiers
+from rag_eval.errors import ConfigError
+from rag_eval.metrics.retrieval import parse_metric_name
+from rag_eval.tiers import RATE_KEYS, CaseOption
+from rag_eval.tiers.retrieval import STAGE_NAME, retrieval_stage_of
+
+__all__ = ["RATE_KEYS", "Gate", "Thresholds", "ThresholdsError", "load_thresholds", "parse_thresholds", "retrieval_stage_of"]
 
 OPS: tuple[str, ...] = ("min", "max")
-RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
 # [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
 UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
-NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
-_STAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 class ThresholdsError(ValueError):
     """thresholds.toml is unreadable or names something unknown."""
-
-
-def retrieval_stage_of(key: str) -> str | None:
-    """The stage a retrieval metric key names (``dense.recall@10`` -> ``dense``), or None."""
-    parts = key.split(".")
-    if len(parts) > 1 and parts[0] not in ("doc", "negative") and _STAGE_NAME.match(parts[0]):
-        return parts[0]
-    return None
-
-
-def _retrieval_metric_ok(key: str) -> bool:
-    if key in RATE_KEYS or key in NEGATIVE_KEYS:
-        return True
-    parts = key.split(".")
-    if len(parts) > 1 and parts[0] != "doc" and _STAGE_NAME.match(parts[0]):
-        parts = parts[1:]  # a stage of the system's own: checked against its stages at start-up
-    if parts and parts[0] == "doc":
-        parts = parts[1:]
-    if len(parts) != 1:
-        return False
-    try:
-        spec = parse_metric_name(parts[0])
-    except ValueError:
-        return False
-    # Cases record metrics under the canonical spelling ('recall@5'); a gate on 'Recall@5'
-    # would find no values and fail with "0 cases" instead of naming the typo.
-    return spec.name == parts[0]
-
-
-def _deterministic_metric_ok(key: str) -> bool:
-    return key in RATE_KEYS or (key.startswith("check.") and key[6:] in CHECK_NAMES)
-
-
-def _judge_metric_ok(key: str) -> bool:
-    return key in RATE_KEYS or key in JUDGE_METRICS
-
-
-PASSK_KEYS: tuple[str, ...] = (
-    "trial_pass_rate",
-    "wilson_low",
-    "wilson_high",
-    "flaky",
-    "stable_pass",
-    "stable_fail",
-    "flaky_count",
-)
-PASSK_CONDITIONS: tuple[str, ...] = ("deterministic", "judge")
-
-
-def _passk_metric_ok(key: str) -> bool:
-    """pass@k / pass^k for any k, the stability keys, and judge metrics as trial floors."""
-    name, at, k = key.partition("@") if "@" in key else key.partition("^")
-    if at and name == "pass" and k.isdigit() and int(k) >= 1:
-        return True
-    return key in RATE_KEYS or key in PASSK_KEYS or key in JUDGE_METRICS
-
-
-def _dialogue_metric_ok(key: str) -> bool:
-    """The dialogue rates (clarification_failure_<L> / past_<L>_rounds for any limit L) and the case rates."""
-    return key in RATE_KEYS or dialogue_rates.is_rate(key)
-
-
-METRIC_VALIDATORS: dict[str, Callable[[str], bool]] = {
-    "retrieval": _retrieval_metric_ok,
-    "deterministic": _deterministic_metric_ok,
-    "judge": _judge_metric_ok,
-    "passk": _passk_metric_ok,
-    "dialogue": _dialogue_metric_ok,
-}
-VALID_NAMES_TEXT: dict[str, str] = {
-    "retrieval": (
-        f"[<stage>.][doc.]<metric> with stage one of the system's stages and metric in "
-        f"{', '.join(VALID_METRIC_NAMES)} (e.g. 'recall@5', 'bm25.doc.mrr@10', 'dense.recall@10'); or "
-        f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
-    ),
-    "deterministic": f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}",
-    "judge": f"{', '.join(JUDGE_METRICS + RATE_KEYS)}",
-    "passk": f"pass@<k>, pass^<k>, {', '.join(PASSK_KEYS + RATE_KEYS)}; as [passk.case] floors: {', '.join(JUDGE_METRICS)}",
-    "dialogue": (
-        f"{', '.join(dialogue_rates.FIXED_RATES)}, clarification_failure_<limit>, past_<limit>_rounds "
-        f"(e.g. clarification_failure_3), or {', '.join(RATE_KEYS)}"
-    ),
-}
-
-
-def register_tier(tier: str, validator: Callable[[str], bool], valid_text: str) -> None:
-    """Later tiers (judge, passk) add their metric names here."""
-    METRIC_VALIDATORS[tier] = validator
-    VALID_NAMES_TEXT[tier] = valid_text
 
 
 @dataclass(frozen=True)
@@ -227,19 +135,6 @@ class Thresholds:
         return base
 
 
-CASE_OPTIONS: dict[str, dict[str, tuple[str, ...]]] = {
-    "retrieval": {"require": (), "negative": NEGATIVE_MODES},  # require: any stage name
-    "deterministic": {"skip_checks": CHECK_NAMES},
-    "judge": {},
-    "passk": {"condition": PASSK_CONDITIONS},
-    "dialogue": {"retrieval": DIALOGUE_RETRIEVAL, "simulator": DIALOGUE_SIMULATORS},
-}
-# Whole-number options: [passk.case] n = 5 trials, k = 3; [dialogue.case] clarification_limit = 3.
-INT_OPTIONS: dict[str, tuple[str, ...]] = {"passk": ("n", "k"), "dialogue": ("clarification_limit",)}
-# Options that hold a list of names; every other option holds exactly one name.
-LIST_OPTIONS: frozenset[str] = frozenset({"skip_checks"})
-
-
 def load_thresholds(path: str | Path) -> Thresholds:
     path = Path(path)
     if not path.is_file():
@@ -283,10 +178,10 @@ def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thr
 
 
 def _check_tier(table: str, path: str, top_level: bool = False) -> None:
-    if table not in METRIC_VALIDATORS:
+    if table not in tiers.names():
         # [regression] exists only at the top: a baseline comparison has no tag scope.
         others = ["defaults", "tag", "regression"] if top_level else ["defaults", "tag"]
-        valid = ", ".join(sorted(METRIC_VALIDATORS) + others)
+        valid = ", ".join(sorted(tiers.names()) + others)
         raise ThresholdsError(f"{path}: unknown table [{table}]; valid tables: {valid}")
 
 
@@ -308,9 +203,9 @@ def _tier(
 
 
 def _check_metric(tier: str, key: str, path: str, table: str) -> None:
-    if not METRIC_VALIDATORS[tier](key):
+    if not tiers.get(tier).metric_ok(key):
         raise ThresholdsError(
-            f"{path}: unknown metric {key!r} in {table}; valid names for {tier}: {VALID_NAMES_TEXT[tier]}"
+            f"{path}: unknown metric {key!r} in {table}; valid names for {tier}: {tiers.get(tier).valid_names}"
         )
 
 
@@ -330,44 +225,28 @@ def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tu
     return ops[0], float(value), _int(spec.get("min_cases", min_cases), path, f"{table} {key}.min_cases")
 
 
-def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
+def _case_rules(tier_name: str, spec: Any, path: str, table: str) -> CaseRules:
+    """``[<tier>.case]``: the options the tier declares (``Tier.case_options``), checked with
+    the tier's own check, and per-case metric floors where the tier takes them."""
     if not isinstance(spec, dict):
         raise ThresholdsError(f"{path}: {table} must be a table")
-    allowed = CASE_OPTIONS.get(tier, {})
+    tier = tiers.get(tier_name)
+    declared = {o.name: o for o in tier.case_options}
+    named = [o.name for o in tier.case_options if o.kind != "int"]
     options: dict[str, Any] = {}
     floors: dict[str, float] = {}
     for key, value in spec.items():
-        if key in allowed:
-            options[key] = _case_option(value, allowed[key], path, table, key)
+        if key in declared:
+            options[key] = _case_option(value, declared[key], path, table)
             continue
-        if key in INT_OPTIONS.get(tier, ()):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ThresholdsError(f"{path}: {table} {key} must be a whole number >= 1, got {value!r}")
-            options[key] = value
-            continue
-        if not METRIC_VALIDATORS[tier](key) or key in RATE_KEYS:
+        if not tier.metric_ok(key) or key in RATE_KEYS:
             raise ThresholdsError(
-                f"{path}: unknown key {key!r} in {table}; valid: {', '.join(allowed) or '(no options)'} "
-                f"or a per-case metric floor ({VALID_NAMES_TEXT[tier]})"
+                f"{path}: unknown key {key!r} in {table}; valid: {', '.join(named) or '(no options)'} "
+                f"or a per-case metric floor ({tier.valid_names})"
             )
-        if tier == "deterministic":
-            # Every check already decides the case; a floor on a 0/1 check would gate nothing new.
-            raise ThresholdsError(
-                f"{path}: {table} {key}: a deterministic case fails whenever one of its checks fails; "
-                "per-case floors do not apply here (use skip_checks to leave a check out)"
-            )
-        if tier == "dialogue":
-            # A dialogue case passes when its verdict finds no failing step; its rates are pooled over dialogues.
-            raise ThresholdsError(
-                f"{path}: {table} {key}: a dialogue case fails at its earliest failing step (clarification, retrieval, "
-                "hint, interception); dialogue rates are gated over the run in [dialogue], not per case"
-            )
-        if key in NEGATIVE_KEYS:
-            # Negatives carry no floors (only negatives have these metrics): it would gate nothing.
-            raise ThresholdsError(
-                f"{path}: {table} {key}: negatives are checked per case with "
-                f"negative = one of {', '.join(NEGATIVE_MODES)}, not with a floor"
-            )
+        refusal = tier.refuse_floor(key)
+        if refusal is not None:
+            raise ThresholdsError(f"{path}: {table} {key}: {refusal}")
         if isinstance(value, dict) and "min_cases" in value:
             raise ThresholdsError(
                 f"{path}: {table} {key}: min_cases applies to aggregate gates, not to per-case floors; remove it"
@@ -376,34 +255,39 @@ def _case_rules(tier: str, spec: Any, path: str, table: str) -> CaseRules:
         if op != "min":
             raise ThresholdsError(f"{path}: {table} {key}: per-case thresholds are floors; use min")
         floors[key] = threshold
-    if "n" in options and "k" in options and options["n"] < options["k"]:
-        raise ThresholdsError(
-            f"{path}: {table} n = {options['n']} < k = {options['k']}: pass@k needs at least k trials; "
-            "this is a configuration error, not a number"
-        )
+    try:
+        tier.check_options(options, f"{path}: {table} ")
+    except ConfigError as exc:
+        raise ThresholdsError(str(exc)) from None
     return CaseRules(options, floors)
 
 
-def _case_option(value: Any, valid: tuple[str, ...], path: str, table: str, key: str) -> str | list[str]:
-    """One name for a scalar option; a list of names (or one name) for a list option.
+def _case_option(value: Any, option: CaseOption, path: str, table: str) -> int | str | list[str]:
+    """A whole number for an ``int`` option; one name for a ``name`` or ``stage`` option; a
+    list of names (or one name) for a ``names`` option.
 
     A string where a list is expected would otherwise be iterated character by character
     (``skip_checks = "numbers_grounded"`` skipping nothing), and a list where one name is
     expected would reach the evaluator as an unhashable stage name.
     """
-    if key in LIST_OPTIONS:
+    key, valid = option.name, option.choices
+    if option.kind == "int":
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ThresholdsError(f"{path}: {table} {key} must be a whole number >= 1, got {value!r}")
+        return value
+    if option.kind == "names":
         values = value if isinstance(value, list) else [value]
     elif isinstance(value, list):
-        names = "a stage of the system's" if key == "require" else f"one of {', '.join(valid)}"
+        names = "a stage of the system's" if option.kind == "stage" else f"one of {', '.join(valid)}"
         raise ThresholdsError(f"{path}: {table} {key} takes one name, not a list; {names}")
     else:
         values = [value]
-    if key == "require":  # a stage of the system's own, checked against its stages at start-up
-        valid = tuple(v for v in values if isinstance(v, str) and _STAGE_NAME.match(v))
+    if option.kind == "stage":  # a stage of the system's own, checked against its stages at start-up
+        valid = tuple(v for v in values if isinstance(v, str) and STAGE_NAME.match(v))
     bad = [v for v in values if not isinstance(v, str) or v not in valid]
     if bad:
         raise ThresholdsError(f"{path}: {table} {key} = {bad[0]!r} is not one of {', '.join(valid)}")
-    return list(values) if key in LIST_OPTIONS else values[0]
+    return list(values) if option.kind == "names" else values[0]
 
 
 def _tag_gates(body: Any, path: str, min_cases: int) -> list[Gate]:
@@ -463,16 +347,16 @@ def _regression(body: Any, path: str) -> RegressionRules:
 def _check_regression_metric(key: str, path: str) -> None:
     """A results ``metrics`` key: '<tier>.<metric>' with the metric valid for its tier."""
     tier, _, metric = key.partition(".")
-    if tier not in METRIC_VALIDATORS:
+    if tier not in tiers.names():
         raise ThresholdsError(
             f"{path}: unknown key {key!r} in [regression]; valid: no_new_failures, or <tier>.<metric> as the "
-            f"results file's metrics name it (e.g. 'retrieval.recall@5') with tier in {', '.join(sorted(METRIC_VALIDATORS))}"
+            f"results file's metrics name it (e.g. 'retrieval.recall@5') with tier in {', '.join(sorted(tiers.names()))}"
         )
-    if metric in NOT_IN_RESULTS or not METRIC_VALIDATORS[tier](metric):
+    if metric in NOT_IN_RESULTS or not tiers.get(tier).metric_ok(metric):
         not_here = f" except {', '.join(NOT_IN_RESULTS)}" if metric in NOT_IN_RESULTS else ""
         raise ThresholdsError(
             f"{path}: unknown metric {key!r} in [regression]; valid names for {tier}: {tier}.<name> with name in "
-            f"{VALID_NAMES_TEXT[tier]}{not_here}"
+            f"{tiers.get(tier).valid_names}{not_here}"
         )
 
 

@@ -7,7 +7,7 @@ and its file:line, so a golden set is reviewed like code.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from rag_eval.golden.model import SCENARIOS, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, SpanNotFound, resolve
@@ -113,23 +113,16 @@ def check_split_leak(items: Sequence[GoldenItem], lookup: ChunkLookup | None = N
     ]
 
 
-TIER_APPLIES: dict[str, Callable[[GoldenItem], bool]] = {
-    "retrieval": lambda i: True,
-    "deterministic": lambda i: True,
-    "judge": lambda i: not i.is_negative,
-    "passk": lambda i: True,
-}
-
-
-def coverage_table(items: Sequence[GoldenItem]) -> str:
-    """Cases per scenario × tier (and per split), as an aligned text table."""
+def coverage_table(items: Sequence[GoldenItem], tiers: Mapping[str, Callable[[GoldenItem], bool]]) -> str:
+    """Cases per scenario × tier (and per split), as an aligned text table; ``tiers``: each
+    tier's name and which items it takes (``rag_eval.tiers.golden_applies()``)."""
     scenarios = [s for s in SCENARIOS if any(i.scenario == s for i in items)]
     scenarios += sorted({i.scenario for i in items} - set(scenarios))
-    header = ["scenario", *TIER_APPLIES, "tune", "holdout"]
+    header = ["scenario", *tiers, "tune", "holdout"]
     rows = [header]
     for s in scenarios + ["total"]:
         scoped = [i for i in items if s == "total" or i.scenario == s]
-        row = [s] + [str(sum(1 for i in scoped if fn(i))) for fn in TIER_APPLIES.values()]
+        row = [s] + [str(sum(1 for i in scoped if fn(i))) for fn in tiers.values()]
         row += [str(sum(1 for i in scoped if i.split == sp)) for sp in ("tune", "holdout")]
         rows.append(row)
     widths = [max(len(r[c]) for r in rows) for c in range(len(header))]

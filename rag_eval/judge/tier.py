@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from rag_eval.citations import chunk_label
 from rag_eval.citations import numbered_chunks
 from rag_eval.records import AnswerRecord
-from rag_eval.evaluate.judge import JudgeCaseConfig, judge_case, judge_failure
+from rag_eval.tiers.judge_case import JudgeCaseConfig, judge_case, judge_failure
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.client import CachedChatClient, JudgeCallError

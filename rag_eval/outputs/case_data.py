@@ -24,7 +24,7 @@ _KNOWN_DETAILS = frozenset({
     "stages", "gold", "gold_ranks", "degraded", "degradation_reason", "system", "answer", "refused", "generator",
     "sources", "context", "checks", "usage", "judge", "judge_model", "engine", "judge_calls", "judge_mode",
     "trials", "n", "k", "c", "class", "trials_run", "deterministic_generator", "traceback",
-    # the dialogue tier (rag_eval.evaluate.dialogue): shown as the transcript view
+    # the dialogue tier (rag_eval.tiers.dialogue_case): shown as the transcript view
     "transcript", "verdict", "evidence", "clarification_limit", "simulator", "calls", "dialogue_rates",
     "hint_verdict", "dialogue", "not_finished",
 })

@@ -1,4 +1,4 @@
-"""A tiny offline evaluation project for pytester runs of ``rag_eval.pytest_plugin``.
+"""A tiny offline evaluation project for pytester runs of the plugin (``rag_eval.plugin``).
 
 Each test gets its own sandbox (pytester's temporary directory) holding:
 
@@ -225,7 +225,7 @@ def _warm(cache_dir: Path) -> Path:
     first imported during the run; without this, each run would re-import chromadb and
     re-initialise jieba (~5 s). Modules imported before the run are kept.
     """
-    from rag_eval import golden, pytest_plugin, session  # noqa: F401 - imported to keep them loaded
+    from rag_eval import golden, plugin, session  # noqa: F401 - imported to keep them loaded
     from rag_eval.adapters.rag_app import RagAppSystem
     from rag_eval.golden import validate  # noqa: F401
 
@@ -245,5 +245,5 @@ def assert_clean_error(result: pytest.RunResult, *patterns: str) -> None:
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines([*patterns])
     out = result.stdout.str()
-    for frame_marker in ("site-packages", "pytest_plugin.py:", "UsageError"):
+    for frame_marker in ("site-packages", "rag_eval/plugin/", "UsageError"):
         assert frame_marker not in out, out

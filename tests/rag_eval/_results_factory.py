@@ -23,7 +23,7 @@ import functools
 import random
 from typing import Any, Mapping
 
-from rag_eval.evaluate.retrieval import loss_stage
+from rag_eval.tiers.retrieval_case import loss_stage
 from rag_eval.stages import StageSpec
 from rag_eval.gates.gate import evaluate_gate
 from rag_eval.metrics.passk import summarize

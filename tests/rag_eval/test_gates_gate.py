@@ -304,10 +304,10 @@ def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() ->
     run = results(cases, thresholds)  # the results file, as build_results writes it
     ordered = sorted(cases, key=lambda c: (c.tier, c.id))  # the plugin gates in this order
     terminal = {g.metric: g for g in evaluate_gates(parse_thresholds(thresholds, "thresholds.toml"), ordered, {"retrieval", "deterministic"})}
-    view = {g.metric: g for g in build_view(run).gates}
+    view = {g.gate.metric: g for g in build_view(run).gates}
     markdown = render_markdown(run)
     sections = dict(re.findall(r"### Failing cases of (.+?)\n\n((?:- .*\n)+)", markdown))
-    assert set(terminal) == set(view) and len(view) == 6 and all(not g.passed for g in view.values())
+    assert set(terminal) == set(view) and len(view) == 6 and all(not g.gate.passed for g in view.values())
     for label, row in view.items():
         listed = tuple(f"{t}::{i}" for t, i in re.findall(r"^- \*\*(\w+)\*\* `([^`]+)`", sections[escape(label)], re.M))
         assert listed == row.case_keys, label  # the summary: every case, the report's order

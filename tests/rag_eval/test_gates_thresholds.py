@@ -17,8 +17,9 @@ from rag_eval.gates.thresholds import (
     ThresholdsError,
     load_thresholds,
     parse_thresholds,
-    register_tier,
 )
+from rag_eval import tiers
+from rag_eval.tiers import CaseOption, Tier
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -358,29 +359,37 @@ def test_tag_table_shape_errors(tmp_path: Path) -> None:
     assert """[tag."scenario=negative"] must hold tier tables""" in error_of(tmp_path, '[tag]\n"scenario=negative" = 1\n')
 
 
-# --------------------------------------------------------------------------- register_tier, metric_names
+# --------------------------------------------------------------------------- a registered tier, metric_names
+
+
+class _Latency(Tier):
+    name = "latency"
+    marker = "latency tier (test)"
+    case_options = (CaseOption("unit", "name", ("ms", "s"), "ms"),)
+    valid_names = "p50, p95, pass_rate"
+
+    def metric_ok(self, key: str) -> bool:
+        return key in ("p50", "p95", "pass_rate")
 
 
 @pytest.fixture
-def judge_tier() -> Iterator[None]:
-    saved = dict(th.METRIC_VALIDATORS), dict(th.VALID_NAMES_TEXT)
-    register_tier("judge", lambda key: key in ("faithfulness", "pass_rate"), "faithfulness, pass_rate")
+def latency_tier() -> Iterator[None]:
+    tiers.register(_Latency())
     yield
-    th.METRIC_VALIDATORS.clear()
-    th.METRIC_VALIDATORS.update(saved[0])
-    th.VALID_NAMES_TEXT.clear()
-    th.VALID_NAMES_TEXT.update(saved[1])
+    tiers.unregister("latency")
 
 
-@pytest.mark.usefixtures("judge_tier")
-def test_register_tier_accepts_its_metrics_and_lists_its_names(tmp_path: Path) -> None:
-    t = load_thresholds(write(tmp_path, "[judge]\nfaithfulness = 0.8\n[judge.case]\nfaithfulness = 0.5\n"))
-    assert only_gate(t).label == "judge.faithfulness"
-    assert t.case_rules("judge").floors == {"faithfulness": 0.5}
-    msg = error_of(tmp_path, "[judge]\ncoverage = 0.8\n")
-    assert "unknown metric 'coverage' in [judge]; valid names for judge: faithfulness, pass_rate" in msg
-    msg = error_of(tmp_path, "[jugde]\nx = 1\n")
-    assert "valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag" in msg
+@pytest.mark.usefixtures("latency_tier")
+def test_a_registered_tier_gets_its_tables_metrics_and_options(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[latency]\np95 = { max = 2.0 }\n[latency.case]\nunit = "s"\np50 = 0.5\n'))
+    assert only_gate(t).label == "latency.p95"
+    assert t.case_rules("latency").floors == {"p50": 0.5}
+    assert dict(t.case_rules("latency").options) == {"unit": "s"}
+    msg = error_of(tmp_path, "[latency]\np99 = 0.8\n")
+    assert "unknown metric 'p99' in [latency]; valid names for latency: p50, p95, pass_rate" in msg
+    assert "[latency.case] unit = 'h' is not one of ms, s" in error_of(tmp_path, '[latency.case]\nunit = "h"\n')
+    msg = error_of(tmp_path, "[latncy]\nx = 1\n")
+    assert "valid tables: deterministic, dialogue, judge, latency, passk, retrieval, defaults, tag" in msg
 
 
 def test_unregistered_tier_is_unknown(tmp_path: Path) -> None:

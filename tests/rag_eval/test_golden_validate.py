@@ -15,6 +15,7 @@ from rag_eval.golden import validate
 from rag_eval.golden.load import parse_item
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup
+from rag_eval.tiers import golden_applies
 
 BOOK = """---
 book: 测试册
@@ -200,7 +201,7 @@ def test_coverage_table() -> None:
         item(3, gold_doc_ids=["en"], split="tune"),
         item(4, split="tune"),  # negative: no judge case
     ]
-    rows = [line.split() for line in validate.coverage_table(items).splitlines()]
+    rows = [line.split() for line in validate.coverage_table(items, golden_applies()).splitlines()]
     assert rows == [
         ["scenario", "retrieval", "deterministic", "judge", "passk", "tune", "holdout"],
         ["standard", "2", "2", "2", "2", "2", "0"],
@@ -208,7 +209,7 @@ def test_coverage_table() -> None:
         ["negative", "1", "1", "0", "1", "1", "0"],
         ["total", "4", "4", "3", "4", "3", "1"],
     ]
-    lines = validate.coverage_table(items).splitlines()
+    lines = validate.coverage_table(items, golden_applies()).splitlines()
     column = lines[0].index("retrieval")  # aligned: every row's second cell starts there
     assert all(line[column - 2 : column] == "  " and line[column] != " " for line in lines)
 

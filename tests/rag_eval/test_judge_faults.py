@@ -262,6 +262,6 @@ def test_a_server_without_usage_is_said_so(openai_server: ScriptedOpenAIServer, 
 
 
 def _cfg() -> Any:
-    from rag_eval.evaluate.judge import JudgeCaseConfig
+    from rag_eval.tiers.judge_case import JudgeCaseConfig
 
     return JudgeCaseConfig()

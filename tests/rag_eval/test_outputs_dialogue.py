@@ -16,7 +16,7 @@ import pytest
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.dialogue.model import DialogueItem, ExpectedTurn
 from rag_eval.dialogue.replay import replay
-from rag_eval.evaluate.dialogue import GoldCheck, dialogue_case
+from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
 from rag_eval.gates.gate import evaluate_gates
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.html import render_html

@@ -194,7 +194,7 @@ def test_the_judge_tier_reports_its_progress_also_under_xdist(
 ) -> None:
     """'judge: 7/7 cases, 3.1 cases/s' on the controller; under xdist the total comes from a
     worker (the controller collects nothing). Quiet under -q."""
-    monkeypatch.setattr("rag_eval.pytest_plugin.JUDGE_PROGRESS_MIN", 1)  # the sandbox has 7 judge cases, not 20
+    monkeypatch.setattr("rag_eval.plugin.terminal.JUDGE_PROGRESS_MIN", 1)  # the sandbox has 7 judge cases, not 20
     sandbox.write_thresholds(THRESHOLDS)
     result = sandbox.run("-m", "judge", *workers, "--rag-judge-cache", str(tmp_path / "cache"))
     assert result.ret == pytest.ExitCode.OK

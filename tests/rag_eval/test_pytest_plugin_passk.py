@@ -88,7 +88,7 @@ def test_n_below_k_is_a_configuration_error(sandbox: Sandbox) -> None:
     sandbox.write_thresholds("[passk.case]\nn = 5\nk = 3\n")
     override = sandbox.run("-m", "passk", "--rag-passk-n", "2")
     assert override.ret == pytest.ExitCode.USAGE_ERROR
-    override.stderr.fnmatch_lines(["*n = 2 trials < k = 3 (from --rag-passk-n/--rag-passk-k or [[]passk.case[]])*"])
+    override.stderr.fnmatch_lines(["*passk (from --rag-passk-n/--rag-passk-k or [[]passk.case[]]): n = 2 < k = 3*"])
 
 
 def test_an_llm_generator_is_sampled_n_times(

@@ -9,7 +9,7 @@ import pytest
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.contract import Retrieval, RetrievedItem
 from rag_eval.errors import ConfigError
-from rag_eval.evaluate.retrieval import RetrievalCaseConfig, evaluate_retrieval
+from rag_eval.tiers.retrieval_case import RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.stages import StageSpec, parse_stages
 

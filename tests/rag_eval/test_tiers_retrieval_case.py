@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval.evaluate.retrieval import (
+from rag_eval.tiers.retrieval_case import (
     DEFAULT_METRICS,
     RetrievalCaseConfig,
     evaluate_retrieval,

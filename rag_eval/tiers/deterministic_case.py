@@ -7,7 +7,7 @@ from typing import Mapping
 
 from rag_eval.records import AnswerRecord
 from rag_eval.citations import DEFAULT_FORMAT, CitationFormat
-from rag_eval.evaluate.retrieval import gold_ranks, loss_stage, scored_stages
+from rag_eval.tiers.retrieval_case import gold_ranks, loss_stage, scored_stages
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import AnswerView, run_all

@@ -9,7 +9,7 @@ from typing import Any
 from rag_app.generation.sources import REFUSAL_TEXT, build_sources
 from rag_eval.records import AnswerRecord as ChatResult, Chunk, Hit, StageResult, Trace, Usage
 from rag_eval.stages import StageSpec
-from rag_eval.evaluate.deterministic import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
+from rag_eval.tiers.deterministic_case import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import CHECK_NAMES

@@ -1,1 +1,0 @@
-"""Per-tier case evaluation: one golden item + the system output → a CaseResult."""

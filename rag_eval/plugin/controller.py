@@ -1,0 +1,264 @@
+"""The controller (the process that runs pytest's session, not an xdist worker): takes
+each case from its test report, warms the system before the cases, and at the end of the
+loop aggregates, gates and writes the results, once.
+
+An object registered as a plugin rather than module-level hooks because
+``pytest_runtest_logreport`` gets no config: the state must be bound to this run, not to
+a global that a second run in the same process (pytester, an IDE) would overwrite.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, cast
+
+import pytest
+
+from rag_eval import tiers
+from rag_eval.errors import RagEvalError
+from rag_eval.escape import terminal
+from rag_eval.gates.gate import run_gates
+from rag_eval.gates.result import GateResult
+from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
+from rag_eval.plugin.run import DatasetInputError, Run
+from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
+from rag_eval.plugin.terminal import Progress
+from rag_eval.redact import Redactor
+from rag_eval.results.baseline import BaselineError
+from rag_eval.results.build import file_sha256_or_none, git_commit, now_iso
+from rag_eval.results.case import USER_PROPERTY, CaseResult
+from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude, write_outputs
+from rag_eval.results.model import RunResults
+from rag_eval.session import index_build, run_redactor
+
+CONTROLLER_PLUGIN = "rag_eval_controller"
+
+
+class Controller:
+    """What the controller accumulates during the run, and the hooks that feed it."""
+
+    def __init__(self, run: Run, config: pytest.Config) -> None:
+        self.run = run
+        self.pytest_config = config
+        self.baseline = _baseline(run)
+        self.redactor: Redactor = run_redactor(run.config.eval.pipeline)  # every secret of the run: every output
+        self.cases: dict[str, CaseResult] = {}
+        self.gates: list[GateResult] = []
+        self.regression: list[GateResult] = []
+        self.baseline_lines: list[str] = []
+        self.passed = True
+        self.written: Written | None = None
+        # What the controller's warm-up build did (index_built, embeddings_computed, ...): under
+        # xdist the workers only load the index it built, so their cases would say "not built".
+        self.warm_build: dict[str, Any] = {}
+        self.short: dict[str, str] = {}  # nodeid -> the one-line stand-in of its case
+        self.progress = Progress(config)
+        self.warmed = False  # under xdist: the system was warmed when the first worker collected
+
+    # --- hooks (registered on the controller only) ------------------------------------------
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.progress.total = progress_count(session)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist, on the controller, when the first worker has collected: warm the
+        system here (the index build with its progress on the terminal) if the collection
+        holds a case. xdist schedules no test before every worker has collected and this
+        returns, so the workers load the index built here instead of each building it."""
+        if self.warmed or self.pytest_config.option.collectonly:
+            return
+        self.warmed = True
+        if _holds_a_case(ids, self._case_ids()):
+            self.warm_system()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Take the case from the call report, then leave a one-line stand-in on every
+        report: the full case (kilobytes of stages, context and answer) would otherwise stay
+        in memory with pytest's reports and land in --junitxml as a property of every test
+        (1.2 MB for the 97 demo retrieval cases). Runs first, before junitxml reads it.
+        With pytest-json-report's --json-report the full case stays: that report is where
+        a tool that reads it expects the per-case data."""
+        for i, prop in enumerate(report.user_properties):
+            name, value = prop  # a tuple here, a list after xdist's JSON round trip
+            if name == PROGRESS_TOTAL_PROPERTY and isinstance(value, int) and not self.progress.total:
+                self.progress.total = value  # a worker's count (xdist): the controller collected nothing
+            if name != USER_PROPERTY:
+                continue
+            if report.when == "call":
+                # our own json.dumps string (CaseRunner.run); a dict is taken as it is
+                case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
+                self.cases[case.key] = case
+                if case.tier in tiers.names() and tiers.get(case.tier).progress:
+                    self.progress.case_done()
+                stage = f" at {case.failed_stage}" if case.failed_stage else ""
+                self.short[report.nodeid] = terminal(f"{case.key}: {case.outcome}{stage} (details in the results file)", False)
+            short = self.short.get(report.nodeid)
+            if short is not None and not self.run.config.keep_full:
+                report.user_properties[i] = (USER_PROPERTY, short)
+
+    # --- before and after the loop ------------------------------------------------------------
+    def warm(self, session: pytest.Session) -> None:
+        """Before any case of a serial run: let the system prepare (rag_app builds or loads
+        its index) with its progress shown on the terminal — a cold build of a large corpus
+        takes minutes, and inside a captured test it would print nothing. Under xdist the
+        controller collects nothing: ``pytest_xdist_node_collection_finished`` warms instead,
+        and the workers then load the built index from its fingerprinted cache."""
+        if self.pytest_config.option.collectonly:
+            return
+        if any(isinstance(i, GoldenCase) or CASE_FIXTURES & set(getattr(i, "fixturenames", ())) for i in session.items):
+            self.warm_system()
+
+    def warm_system(self) -> None:
+        system = self.run.session().system
+        warm = getattr(system, "warm", None)
+        if not callable(warm):
+            return
+        capman = self.pytest_config.pluginmanager.getplugin("capturemanager")
+        show = self.pytest_config.get_verbosity() >= 0
+        try:
+            if capman is not None:
+                with capman.global_and_fixture_disabled():
+                    warm(show)
+            else:
+                warm(show)
+        except RagEvalError as exc:
+            pytest.exit(f"rag-eval: the system could not start: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        describe = getattr(system, "describe", None)
+        if callable(describe):
+            self.warm_build = index_build(describe())
+
+    def finish(self, session: pytest.Session, complete: bool) -> None:
+        """Aggregate, gate and write the outputs; a failed gate fails the session."""
+        if self.pytest_config.option.collectonly:
+            return
+        sharded = self.run.config.shard is not None
+        if not self.cases and not sharded:  # a shard that owns no selected item still writes its (empty) file
+            return
+        results = self._results(complete, sharded)
+        cfg = self.run.config
+        self.written = write_outputs(
+            results,
+            Outputs(
+                results=cfg.results_path,
+                report=cfg.report_path,
+                summary=cfg.summary_path if complete else None,
+                artifact_url=cfg.artifact_url,
+                redactor=self.redactor,
+            ),
+        )
+        _junit_properties(self.pytest_config, results, self.redactor)
+        if complete and (not self.passed or self.written.problems):
+            session.testsfailed += 1
+
+    def _results(self, complete: bool, sharded: bool) -> RunResults:
+        # Gate in one fixed order (not completion order): float sums and worst-case lists then
+        # match across serial, -n N and merged sharded runs exactly.
+        cases = self.sorted_cases()
+        thresholds = self.run.config.thresholds
+        # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
+        self.gates = run_gates(thresholds, cases) if not sharded else []
+        info = {**self._run_info(), "complete": complete}
+        # the index was built (or loaded) by the controller: its build is part of run.system
+        system = {k: str(v) for k, v in self.warm_build.items()} if self.warm_build and info.get("workers") else None
+        done = conclude(
+            info, cases, self.gates, thresholds, self.baseline, self._golden_of(cases),
+            complete=complete, sharded=sharded, system=system,
+        )
+        self.passed = done.passed
+        self.regression = list(done.comparison.gates)
+        if complete and not sharded:
+            self.baseline_lines = baseline_lines(done.results)
+        return done.results
+
+    def sorted_cases(self) -> list[CaseResult]:
+        return sorted(self.cases.values(), key=lambda c: (c.tier, c.id))
+
+    def _case_ids(self) -> set[str]:
+        """The golden and dialogue ids of the run: the parameters of its case items."""
+        return {i.id for i in self.run.dataset().items} | {d.id for d in self.run.dialogues()}
+
+    def _golden_of(self, cases: list[CaseResult]) -> dict[str, dict[str, Any]]:
+        """The golden items behind the cases, so a results file is readable on its own (reports, merges)."""
+        ids = {c.id for c in cases}
+        dialogues = {i.id: i.to_dict() for i in self.run.dialogues() if i.id in ids}
+        return {**dialogues, **{i.id: i.to_dict() for i in self.run.dataset().items if i.id in ids}}
+
+    def _run_info(self) -> dict[str, Any]:
+        cfg = self.run.config
+        paths = self.run.paths()
+        dataset = self.run.dataset()
+        thresholds = cfg.thresholds
+        return {
+            "time": now_iso(),
+            **git_commit(self.pytest_config.rootpath),
+            "dataset": str(paths.root),
+            "dataset_fingerprint": dataset.fingerprint,
+            "corpus_hash": dataset.corpus_hash,
+            "golden_set": str(paths.golden),
+            "golden_sha256": file_sha256_or_none(paths.golden),
+            "split": cfg.split,
+            "tags": list(cfg.tags),
+            "shard": cfg.shard.to_dict() if cfg.shard else None,
+            "overrides": dict(cfg.eval.settings_overrides),
+            "thresholds": thresholds.path if thresholds else None,
+            "thresholds_sha256": thresholds.sha256 if thresholds else None,
+            "workers": getattr(self.pytest_config.option, "numprocesses", None) or 0,
+        }
+
+
+def _baseline(run: Run) -> Baseline | None:
+    """Load --rag-baseline at start-up, so a wrong or incomparable file stops the run before it costs anything."""
+    cfg = run.config
+    if cfg.baseline_path is None:
+        return None
+    try:
+        dataset = run.dataset()
+    except DatasetInputError as exc:
+        raise pytest.UsageError(f"rag-eval: {exc}") from None
+    current = {
+        "dataset_fingerprint": dataset.fingerprint,
+        "dataset": str(dataset.paths.root),
+        "golden_sha256": dataset.golden_sha256,
+        "split": cfg.split,
+        "tags": list(cfg.tags),
+    }
+    try:
+        return Baseline.load(Path(cfg.baseline_path), current, cfg.baseline_mismatch)
+    except BaselineError as exc:
+        raise pytest.UsageError(f"--rag-baseline: {exc}") from None
+
+
+def _holds_a_case(nodeids: Iterable[str], case_ids: set[str]) -> bool:
+    """Whether a worker's collection holds a case: ``test_rag.py::test_retrieval[q-1]``
+    or an auto-collected ``retrieval[q-1]``, parametrized by a golden or dialogue id."""
+    for nodeid in nodeids:
+        head, bracket, param = nodeid.rpartition("[")
+        if bracket and param.endswith("]") and param[:-1] in case_ids:
+            return True
+    return False
+
+
+def _junit_properties(config: pytest.Config, results: RunResults, redactor: Redactor) -> None:
+    """With --junitxml: the verdict and each failed gate as testsuite properties, so a
+    JUnit viewer shows why a run whose every case passed still failed (redacted, and
+    control and bidi characters escaped: ``escape.terminal``)."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - pytest moved its private module
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    shown = lambda text: redactor.text(terminal(text, keep_newlines=False))  # noqa: E731
+    xml.add_global_property("rag_eval_verdict", shown(results.verdict))
+    for gate in results.gates:
+        if not gate.passed:
+            number = "n/a" if gate.value is None else f"{gate.value:.4f}"
+            xml.add_global_property(
+                shown(f"rag_eval_failed_gate {gate.metric}"),
+                shown(f"{number} (threshold {gate.threshold}, n={gate.n})"),
+            )
+
+

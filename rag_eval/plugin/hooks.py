@@ -1,0 +1,130 @@
+"""pytest wiring: golden items become cases; thresholds.toml gates the run.
+
+Hooks only: each reads the run's one state object (:class:`rag_eval.plugin.run.Run`,
+one ``StashKey``) and hands on. Workers compute cases and send each ``CaseResult`` to the
+controller on the test report (``user_properties``, JSON primitives only); aggregation,
+gating and writing results happen once, on the controller
+(:class:`rag_eval.plugin.controller.Controller`), so ``pytest -n 2`` gives exactly the
+numbers of a serial run. The only package of rag_eval that imports pytest.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any, Iterator
+
+import pytest
+
+from rag_eval import tiers
+from rag_eval.plugin.collect import add_golden_set_cases, parametrize, progress_count, runner
+from rag_eval.plugin.controller import CONTROLLER_PLUGIN, Controller
+from rag_eval.plugin.options import add_options, read_config
+from rag_eval.plugin.run import RUN, Run, run_of
+from rag_eval.plugin.runner import CaseRunner
+from rag_eval.plugin.terminal import write_summary
+from rag_eval.session import EvalSession
+
+GOLDEN_MARKER = "golden set validation: schema, ids, gold traceability, split hygiene"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for tier in tiers.all_tiers():
+        config.addinivalue_line("markers", f"{tier.name}: {tier.marker}")
+    config.addinivalue_line("markers", f"golden: {GOLDEN_MARKER}")
+    run_config = read_config(config)
+    if run_config is None:
+        return  # inert: a user's unrelated test run gets no extra output, files or gates
+    run = Run(run_config)
+    config.stash[RUN] = run
+    if not hasattr(config, "workerinput"):
+        run.controller = Controller(run, config)
+        config.pluginmanager.register(run.controller, CONTROLLER_PLUGIN)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist, on the controller: hand the run's ledger folder to each worker."""
+    run = run_of(node.config)
+    if run is None:
+        return
+    ledger = run.config.eval.judge_ledger
+    node.workerinput["rag_eval_judge_ledger"] = str(ledger) if ledger else ""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    parametrize(metafunc)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    add_golden_set_cases(session, config, items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On a worker: how many slow (judge) cases it collected (the controller collects none)."""
+    run = run_of(session.config)
+    if run is not None and hasattr(session.config, "workerinput"):
+        run.progress_total = progress_count(session)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
+    """After all cases ran (on the controller): aggregate, gate, write results.
+
+    A failed gate increments ``session.testsfailed`` so pytest exits 1 even when every
+    case passed (as pytest-cov does for --cov-fail-under).
+    """
+    run = run_of(session.config)
+    controller = run.controller if run is not None else None
+    if controller is not None:
+        controller.warm(session)
+    try:
+        result = yield
+    except BaseException:
+        # -x, --maxfail or Ctrl-C stopped the loop: keep what was computed, marked incomplete.
+        if controller is not None:
+            controller.finish(session, complete=False)
+        raise
+    if controller is not None:
+        controller.finish(session, complete=True)
+    return result
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A shard that owns none of the selected items is a valid, empty part of the run
+    (it wrote its empty file): exit 0, not 5, so a CI matrix job does not fail for it."""
+    run = run_of(session.config)
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and run is not None and run.config.shard is not None:
+        session.exitstatus = pytest.ExitCode.OK
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The gate's summary, printed after pytest's own summary and stats line."""
+    run = run_of(config)
+    if run is None:
+        return
+    ledger = run.config.eval.judge_ledger
+    if ledger is not None and not hasattr(config, "workerinput"):
+        shutil.rmtree(ledger, ignore_errors=True)  # the run's budget ledger: nothing to keep
+    if run.controller is not None:
+        write_summary(config, run.controller)
+
+
+@pytest.fixture(scope="session")
+def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
+    """The per-process evaluation session (dataset, system under test, tiers)."""
+    run = run_of(pytestconfig)
+    if run is None:
+        pytest.fail("rag-eval is not configured: give --rag-golden-set FILE or --rag-dataset DIR", pytrace=False)
+    return run.session()
+
+
+@pytest.fixture
+def rag_eval(rag_eval_session: EvalSession, request: pytest.FixtureRequest) -> CaseRunner:
+    return runner(request.config, request.node)

@@ -1,0 +1,346 @@
+"""The plugin's options and ini keys, read, checked and defaulted once into a frozen
+:class:`RunConfig` at ``pytest_configure``: a bad value is a usage error there, naming
+the option or ini key and the fix."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_eval import tiers
+from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
+from rag_eval.dataset import DatasetPaths
+from rag_eval.errors import ConfigError
+from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
+from rag_eval.judge.config import JudgeConfig
+from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
+from rag_eval.session import EvalConfig
+from rag_eval.shard import Shard
+
+CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
+
+# --rag-top-k means the call's top_k for any system (rag_app: its rerank_top_n setting);
+# every other rag_app setting goes through --rag-set NAME=VALUE.
+SHORTCUTS: dict[str, tuple[str, type]] = {"rag_top_k": ("rerank_top_n", int)}
+
+
+def _add_output_options(parser: pytest.Parser) -> None:
+    out = parser.getgroup("rag_eval_outputs", "RAG evaluation: report, summary and baseline")
+    out.addoption("--rag-report", default=None, metavar="PATH", help="where to write the HTML report (default: beside --rag-results, same name, .html)")
+    out.addoption("--rag-no-report", action="store_true", help="do not write the HTML report (e.g. on shards)")
+    out.addoption("--rag-summary-md", default=None, metavar="PATH", help="append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
+    out.addoption("--rag-artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
+    out.addoption("--rag-baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
+    out.addoption(
+        "--rag-baseline-mismatch",
+        choices=MISMATCH_MODES,
+        default="error",
+        help="a baseline of another dataset: error (default) stops the run; warn runs without the comparison and says why",
+    )
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Every option and ini key of the plugin (``pytest_addoption``)."""
+    _add_output_options(parser)
+    group = parser.getgroup("rag_eval", "RAG evaluation gate")
+    group.addoption("--rag-dataset", help="folder with a golden set (golden.jsonl or qa.jsonl) and optionally a corpus (corpus/, corpus.jsonl or *.md)")
+    group.addoption("--rag-golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --rag-dataset)")
+    group.addoption("--rag-thresholds", help="gates file (default: thresholds.toml)")
+    group.addoption("--rag-results", default=None, metavar="PATH", help="where to write the results JSON (default: ini rag_eval_results, reports/eval-results.json)")
+    group.addoption("--rag-split", choices=("tune", "holdout", "all"), default="all", help="golden split to run")
+    group.addoption("--rag-shard", default=None, metavar="I/N", help="run shard I of N (a stable partition by golden id); merge with `python -m rag_eval merge`")
+    group.addoption("--rag-tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
+    group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
+    group.addoption("--rag-top-k", type=int, help="how many items to ask the system for (rag_app: rerank_top_n)")
+    parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the rootdir); the plugin is inert without a dataset or golden set", default="")
+    parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the rootdir)", default="")
+    parser.addini("rag_eval_results", "default --rag-results (relative to the rootdir)", default="reports/eval-results.json")
+    parser.addini("rag_eval_thresholds", "default --rag-thresholds", default="thresholds.toml")
+    group.addoption("--rag-dialogues", default=None, metavar="PATH", help="dialogue set JSONL (default: dialogues.jsonl beside the golden set)")
+    group.addoption(
+        "--rag-case-failures",
+        choices=CASE_FAILURE_MODES,
+        default=None,
+        help="gate (default): a failing case is reported as xfail and the gates decide the exit code; "
+        "strict: every failing or erroring case fails its test",
+    )
+    parser.addini("rag_eval_case_failures", "default --rag-case-failures (gate or strict)", default="gate")
+    judge = parser.getgroup("rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)")
+    judge.addoption("--rag-judge-engine", choices=("native", "deepeval"), default="native", help="native: one call per case (default); deepeval: deepeval's metrics on the same client")
+    judge.addoption("--rag-fresh", action="store_true", help="ignore the judge response cache (answers are still stored)")
+    judge.addoption("--rag-judge-cache", default=None, help="judge response cache folder (default .rag_cache/judge; keep it between CI runs)")
+    judge.addoption("--rag-judge-prices", default=None, metavar="TOML", help='[prices."model"] prompt = USD per 1M tokens, completion = ...')
+    judge.addoption("--rag-judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent")
+    judge.addoption("--rag-judge-budget-tokens", type=int, default=None, help="stop issuing judge calls once this many tokens are used")
+    judge.addoption(
+        "--rag-deepeval-metrics",
+        default=",".join(DEEPEVAL_DEFAULT_METRICS),
+        help="with --rag-judge-engine deepeval: which of its metrics to run (comma-separated)",
+    )
+    passk = parser.getgroup("rag_eval_passk", "RAG evaluation: repeated trials")
+    passk.addoption("--rag-passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
+    passk.addoption("--rag-passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
+    judge.addoption("--rag-geval-criteria", default=None, help="with --rag-judge-engine deepeval: also run a GEval rubric with these criteria")
+    _add_pipeline_options(parser)
+
+
+def _add_pipeline_options(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rag_eval_pipeline", "RAG evaluation: the system under test (docs/adapters.md)")
+    group.addoption(
+        "--rag-pipeline",
+        default=None,
+        help="rag_app (default, in process), http, dify, or package.module:factory for your own object",
+    )
+    group.addoption("--rag-pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
+    parser.addini("rag_eval_pipeline", "default --rag-pipeline", default="")
+    parser.addini("rag_eval_pipeline_config", "default --rag-pipeline-config (relative to the rootdir)", default="")
+
+@dataclass(frozen=True)
+class InputSource:
+    """Where the dataset and golden set come from, so that a bad one names its source."""
+
+    dataset: Path | None
+    golden: Path | None
+    where: str  # "--rag-dataset" or "ini rag_eval_dataset (pyproject.toml)"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Every option and ini key of a configured run, parsed and defaulted once."""
+
+    inputs: InputSource
+    eval: EvalConfig  # what the session measures (pipeline, thresholds, judge, passk overrides)
+    split: str
+    tags: tuple[str, ...]  # KEY=VALUE, checked
+    shard: Shard | None
+    strict: bool  # --rag-case-failures strict: a failing case fails its test
+    dialogues: str | None  # --rag-dialogues
+    results_path: Path
+    report_path: Path | None
+    summary_path: Path | None
+    artifact_url: str | None
+    baseline_path: Path | None
+    baseline_mismatch: Mismatch
+    keep_full: bool  # --json-report asked for the cases on the reports
+
+    @property
+    def thresholds(self) -> Thresholds | None:
+        return self.eval.thresholds
+
+    @property
+    def tag_filter(self) -> dict[str, str]:
+        return dict(t.partition("=")[::2] for t in self.tags)
+
+
+def read_config(config: pytest.Config) -> RunConfig | None:
+    """The run's configuration, or None: without a dataset or golden set the plugin is inert."""
+    inputs = _inputs(config)
+    if inputs is None:
+        return None
+    root = config.rootpath
+    spec = _pipeline_spec(config)
+    cfg = EvalConfig(
+        paths=DatasetPaths(inputs.dataset or Path(), None, inputs.golden or Path()),  # resolved lazily (Run.paths)
+        settings_overrides=_overrides(config, spec),
+        thresholds=_load_thresholds(config, root),
+        project_root=root,
+        judge=_judge_config(config, root),
+        judge_ledger=_judge_ledger(config),
+        geval_criteria=config.getoption("rag_geval_criteria"),
+        deepeval_metrics=_deepeval_metrics(config),
+        passk_n=_positive(config, "passk_n"),
+        passk_k=_positive(config, "passk_k"),
+        pipeline=spec,
+    )
+    _check_tier_options(cfg)
+    results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
+    report = config.getoption("rag_report")
+    baseline = config.getoption("rag_baseline")
+    return RunConfig(
+        inputs=inputs,
+        eval=cfg,
+        split=config.getoption("rag_split"),
+        tags=_checked_tags(config),
+        shard=_parse_shard(config),
+        strict=_strict(config),
+        dialogues=config.getoption("rag_dialogues"),
+        results_path=results,
+        # the report follows the results file it renders (same folder and stem)
+        report_path=None if config.getoption("rag_no_report") else (_rooted(root, report) if report else results.with_suffix(".html")),
+        summary_path=Path(config.getoption("rag_summary_md")) if config.getoption("rag_summary_md") else None,
+        artifact_url=config.getoption("rag_artifact_url"),
+        baseline_path=Path(baseline) if baseline is not None else None,
+        baseline_mismatch=config.getoption("rag_baseline_mismatch"),
+        keep_full=bool(getattr(config.option, "json_report", False)),
+    )
+
+
+def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
+    """Read and check the adapter configuration once, before any case: a bad one is a usage error."""
+    ini_config = config.getini("rag_eval_pipeline_config")
+    path = config.getoption("rag_pipeline_config") or (str(config.rootpath / ini_config) if ini_config else None)
+    # `--rag-pipeline mypipe:make` names a module of the user's repository: importable from
+    # the rootdir and the invocation dir, as under `python -m pytest`.
+    for folder in (str(config.invocation_params.dir), str(config.rootpath)):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        return load_spec(config.getoption("rag_pipeline") or config.getini("rag_eval_pipeline") or None, path)
+    except AdapterConfigError as exc:
+        ini = [key for key, option in (("rag_eval_pipeline_config", "rag_pipeline_config"), ("rag_eval_pipeline", "rag_pipeline"))
+               if config.getini(key) and not config.getoption(option)]
+        source = f" (set by ini {', '.join(ini)} in {config.inipath.name if config.inipath else 'the ini file'})" if ini else ""
+        raise pytest.UsageError(f"rag-eval pipeline{source}: {exc}") from None
+
+def _inputs(config: pytest.Config) -> InputSource | None:
+    """The configured inputs, or None: the plugin is then inert (a user's unrelated test
+    run gets no extra output, files or gates)."""
+    root = config.rootpath
+    ini_file = config.inipath.name if config.inipath else "the ini file"
+    dataset, golden = config.getoption("rag_dataset"), config.getoption("rag_golden_set")
+    where = "--rag-dataset"
+    if not dataset and config.getini("rag_eval_dataset"):
+        dataset = str(root / str(config.getini("rag_eval_dataset")))
+        where = f"ini rag_eval_dataset (in {ini_file})"
+    if not golden and config.getini("rag_eval_golden_set"):
+        golden = str(root / str(config.getini("rag_eval_golden_set")))
+        if not dataset:
+            where = f"ini rag_eval_golden_set (in {ini_file})"
+    if not dataset and not golden:
+        return None
+    return InputSource(Path(dataset) if dataset else None, Path(golden) if golden else None, where)
+
+def _rooted(root: Path, path: str) -> Path:
+    p = Path(path)
+    return p if p.is_absolute() else root / p
+
+def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
+    from rag_eval.judge.config import load_prices
+
+    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / "judge")
+    try:
+        prices = load_prices(config.getoption("rag_judge_prices")) if config.getoption("rag_judge_prices") else None
+        return JudgeConfig.from_env(
+            cache_dir=cache,
+            fresh=config.getoption("rag_fresh"),
+            prices=prices,
+            budget_usd=config.getoption("rag_judge_budget_usd"),
+            budget_tokens=config.getoption("rag_judge_budget_tokens"),
+            engine=config.getoption("rag_judge_engine"),
+        )
+    except (ConfigError, ValueError, OSError) as exc:
+        raise pytest.UsageError(f"judge configuration: {exc}") from None
+
+def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in str(config.getoption("rag_deepeval_metrics")).split(",") if n.strip())
+    unknown = [n for n in names if n not in DEEPEVAL_ENGINE_METRICS]
+    if unknown or not names:
+        raise pytest.UsageError(
+            f"--rag-deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_ENGINE_METRICS)}"
+        )
+    return names
+
+def _check_tier_options(cfg: EvalConfig) -> None:
+    """Every tier's options read and checked once, at start-up: a contradiction (passk's
+    n < k) is a configuration error, never a number."""
+    for tier in tiers.all_tiers():
+        try:
+            tier.options(cfg)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+def _positive(config: pytest.Config, option: str) -> int | None:
+    value = config.getoption(f"rag_{option}")
+    if value is not None and value < 1:
+        raise pytest.UsageError(f"--rag-{option.replace('_', '-')} must be at least 1, got {value}")
+    return value
+
+def _judge_ledger(config: pytest.Config) -> Path | None:
+    """One spending ledger for the whole run, so a judge budget holds across xdist workers."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        path = workerinput.get("rag_eval_judge_ledger")
+        return Path(path) if path else None
+    if config.getoption("rag_judge_budget_usd") is None and config.getoption("rag_judge_budget_tokens") is None:
+        return None
+    return Path(tempfile.mkdtemp(prefix="rag-eval-judge-ledger-"))
+
+def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
+    explicit = config.getoption("rag_thresholds")
+    path = Path(explicit) if explicit else root / config.getini("rag_eval_thresholds")
+    if not explicit and not path.is_file():
+        return None  # the ini default (thresholds.toml) may be absent: the built-in gates apply
+    if not path.is_file():
+        raise pytest.UsageError(
+            f"--rag-thresholds {explicit}: no such file (resolved to {path.resolve()}); give an existing thresholds "
+            "file, or leave the option out for the built-in gates"
+        )
+    try:
+        return load_thresholds(path)
+    except ThresholdsError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _parse_shard(config: pytest.Config) -> Shard | None:
+    """--rag-shard, parsed once at start-up (a bad value is a usage error there)."""
+    text = config.getoption("rag_shard")
+    try:
+        return Shard.parse(str(text)) if text is not None else None
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _checked_tags(config: pytest.Config) -> tuple[str, ...]:
+    for item in config.getoption("rag_tag"):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or not value.strip():
+            raise pytest.UsageError(f"--rag-tag expects KEY=VALUE (e.g. --rag-tag scenario=negative), got {item!r}")
+    return tuple(config.getoption("rag_tag"))
+
+
+def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
+    """``--rag-set NAME=VALUE`` and the shortcut options: rag_app settings, checked by its
+    adapter; refused for any other pipeline, where they would do nothing."""
+    out: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for item in config.getoption("rag_set"):
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise pytest.UsageError(f"--rag-set expects NAME=VALUE (e.g. --rag-set reranker=none), got {item!r}")
+        out[name.strip()] = value.strip()
+        where[name.strip()] = f"--rag-set {item}"
+    for option, (setting, _) in SHORTCUTS.items():
+        value = config.getoption(option)
+        if value is not None:
+            out[setting] = value
+            where[setting] = f"--{option.replace('_', '-')} {value}"
+    if not out:
+        return out
+    # --rag-top-k means the call's top_k for every system (see EvalSession.top_k); the rest are rag_app's.
+    foreign = {k: w for k, w in where.items() if k != "rerank_top_n"}
+    if foreign and spec.kind != "rag_app" and spec.gold != "corpus":  # corpus gold is chunked by rag_app's settings
+        raise pytest.UsageError(
+            f"{', '.join(foreign.values())}: these change rag_app's settings, but the pipeline is {spec.where}; "
+            "configure your own system in its own code or in [options] of the pipeline configuration"
+        )
+    if spec.kind != "rag_app" and not foreign:
+        return out
+    from rag_eval.adapters.rag_app import check_overrides
+
+    try:
+        check_overrides(out, where)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return out
+
+def _strict(config: pytest.Config) -> bool:
+    mode = config.getoption("rag_case_failures") or config.getini("rag_eval_case_failures")
+    if mode not in CASE_FAILURE_MODES:
+        raise pytest.UsageError(f"rag_eval_case_failures = {mode!r}; valid: {', '.join(CASE_FAILURE_MODES)}")
+    return mode == "strict"

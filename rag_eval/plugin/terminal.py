@@ -1,0 +1,133 @@
+"""The plugin's terminal lines: the slow tiers' progress and the gate summary, the one
+terminal writer of the gate's verdict (every line redacted there)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from rag_eval import tiers
+from rag_eval.escape import terminal
+from rag_eval.gates.result import GateResult
+from rag_eval.results.build import judge_warnings, usage_totals
+from rag_eval.results.case import CaseResult
+from rag_eval.results.finalize import Line, summary_lines
+
+if TYPE_CHECKING:
+    from rag_eval.plugin.controller import Controller
+
+JUDGE_PROGRESS_MIN = 20  # below this many slow (judge) cases pytest's own progress is enough
+FAILING_SHOWN = 5  # per tier in the terminal; the report lists every case
+
+
+class Progress:
+    """'judge: 40/83 cases, 1.9 cases/s, ETA 23 s' about ten times over the slow tiers
+    (``Tier.progress``: one model call per case), not under -q."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.total = 0  # the selected slow cases (under xdist: a worker's count, with its first case)
+        self.done = 0
+        self.t0 = 0.0
+
+    def case_done(self) -> None:
+        self.done += 1
+        if self.done == 1:  # before the total is known (under xdist it comes with the first case)
+            self.t0 = time.monotonic()
+        if self.config.get_verbosity() < 0 or self.total < JUDGE_PROGRESS_MIN:
+            return
+        step = max(1, self.total // 10)
+        if self.done % step and self.done != self.total:
+            return
+        elapsed = time.monotonic() - self.t0
+        rate = (self.done - 1) / elapsed if elapsed > 0 and self.done > 1 else 0.0
+        eta = f", ETA {(self.total - self.done) / rate:.0f} s" if rate else ""
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            writer = getattr(tr, "_tw", None)  # under xdist pytest writes the outcome letters without a path
+            if writer is not None and writer.width_of_current_line:
+                writer.line()
+            label = "/".join(t.name for t in tiers.all_tiers() if t.progress)
+            tr.write_line(f"{label}: {self.done}/{self.total} cases, {rate:.1f} cases/s{eta}")
+
+
+def write_summary(config: pytest.Config, controller: Controller) -> None:
+    """The gate's summary, after pytest's own summary and stats line, so that the verdict
+    is the last thing the run prints (a CI log reader scrolls to the end)."""
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if not controller.cases or tr is None or config.option.collectonly:
+        return
+    for line in gate_summary(config, controller):
+        # the one terminal writer of the gate summary: every line redacted here
+        tr.write_line(controller.redactor.text(line.text), red=line.tone == "fail", green=line.tone == "pass",
+                      yellow=line.tone == "warn", bold=line.bold)
+
+
+def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
+    cases = state.sorted_cases()
+    out = [Line(""), Line("=" * 30 + " rag-eval gate " + "=" * 30, bold=True)]
+    out += _tier_lines(cases, quiet=config.get_verbosity() < 0)
+    usage = usage_totals(cases)
+    for registered in tiers.all_tiers():
+        out += [Line(text) for text in registered.terminal_lines(cases, usage)]
+    out += [Line(f"WARNING: {terminal(w)}", "warn", bold=True) for w in judge_warnings(cases)]
+    shard = state.run.config.shard
+    if shard is not None:
+        out.append(Line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`"))
+    elif state.run.config.thresholds is None:
+        out.append(Line("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case "
+                        "run per selected tier; create thresholds.toml or pass --rag-thresholds)"))
+    gates: list[GateResult] = [*state.gates, *state.regression]
+    out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written)
+    if shard is None:
+        out.append(_verdict_line(gates, state))
+    return out
+
+
+def _tier_lines(cases: list[CaseResult], quiet: bool) -> list[Line]:
+    """Each tier's outcome counts, and (not under -q) its failing cases."""
+    out: list[Line] = []
+    counts: dict[str, dict[str, int]] = {}
+    for c in cases:
+        row = counts.setdefault(c.tier, {"pass": 0, "fail": 0, "error": 0, "skip": 0})
+        row[c.outcome] += 1
+    for tier, row in sorted(counts.items()):
+        measured = sum(1 for c in cases if c.tier == tier and c.details.get("measured_only"))
+        apart = f" ({measured} negatives measured, not judged)" if measured else ""
+        out.append(Line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v) + apart))
+        if not quiet:
+            out += [Line(t) for t in _failing_lines(tier, [c for c in cases if c.tier == tier])]
+    return out
+
+
+def _failing_lines(tier: str, cases: list[CaseResult]) -> list[str]:
+    """A count per stage, then the first few cases with their diagnosis (all in the report)."""
+    bad = [c for c in cases if c.outcome in ("fail", "error")]
+    if not bad:
+        return []
+    by_stage: dict[str, int] = {}
+    for c in bad:
+        by_stage[c.failed_stage or "unattributed"] = by_stage.get(c.failed_stage or "unattributed", 0) + 1
+    stages = ", ".join(f"{k} {v}" for k, v in sorted(by_stage.items(), key=lambda kv: (-kv[1], kv[0])))
+    out = [f"  {tier} failing or erroring: {len(bad)} — by stage: {stages}"]
+    for c in bad[:FAILING_SHOWN]:
+        message = c.message if len(c.message) <= 240 else c.message[:239] + "…"
+        out.append(f"    {c.id} ({c.failed_stage or c.outcome}): {terminal(message, keep_newlines=False)}")
+    if len(bad) > FAILING_SHOWN:
+        out.append(f"    … and {len(bad) - FAILING_SHOWN} more (every case is in the report)")
+    return out
+
+
+def _verdict_line(gates: list[GateResult], state: Controller) -> Line:
+    """One line, last: the verdict, the failed gates with their numbers, where the report is."""
+    failed = [g for g in gates if not g.passed]
+    report = f" — report: {state.written.report}" if state.written is not None and state.written.report else ""
+    if not gates:
+        return Line(f"rag-eval gate: no gates evaluated{report}", "warn", bold=True)
+    if state.passed:
+        return Line(f"rag-eval gate PASSED: {len(gates)} of {len(gates)} gates passed{report}", "pass", bold=True)
+    shown = "; ".join(g.short() for g in failed[:3]) + (f"; {len(failed) - 3} more" if len(failed) > 3 else "")
+    why = f" ({shown})" if failed else " (a results, report or summary file could not be written)"
+    return Line(f"rag-eval gate FAILED: {len(failed)} of {len(gates)} gates failed{why}{report}", "fail", bold=True)

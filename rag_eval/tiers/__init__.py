@@ -1,0 +1,75 @@
+"""The tier registry: each tier is one :class:`Tier` registered under its name.
+
+    from rag_eval.tiers import Tier, register
+
+    class Latency(Tier):
+        name = "latency"
+        marker = "latency tier: ..."
+        def run(self, session, item): ...
+
+    register(Latency())
+
+The five built-in tiers (retrieval, deterministic, judge, passk, dialogue) register
+themselves on import of this package, in that order: the order of collection, of the
+plugin's markers and of the coverage table. Nothing outside this package names a tier.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from rag_eval.golden.model import GoldenItem
+from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, errored, floors, skipped
+
+__all__ = [
+    "RATE_KEYS", "CaseOption", "Item", "Tier", "all_tiers", "as_golden", "case_options", "errored", "floors", "get",
+    "golden_applies", "names", "register", "skipped", "unregister",
+]
+
+_REGISTRY: dict[str, Tier] = {}
+
+
+def register(tier: Tier) -> Tier:
+    """Add a tier (a sixth one from a conftest or a plugin); its name must be new."""
+    if not tier.name or not tier.name.isidentifier():
+        raise ValueError(f"a tier's name must be an identifier (it is a pytest marker), got {tier.name!r}")
+    if tier.name in _REGISTRY and _REGISTRY[tier.name] is not tier:
+        raise ValueError(f"tier {tier.name!r} is already registered ({_REGISTRY[tier.name]!r})")
+    _REGISTRY[tier.name] = tier
+    return tier
+
+
+def unregister(name: str) -> None:
+    """Remove a tier registered by :func:`register` (tests that add one clean up with this)."""
+    _REGISTRY.pop(name, None)
+
+
+def get(name: str) -> Tier:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown tier {name!r}; registered: {', '.join(_REGISTRY)}") from None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def all_tiers() -> tuple[Tier, ...]:
+    return tuple(_REGISTRY.values())
+
+
+def golden_applies() -> dict[str, Callable[[GoldenItem], bool]]:
+    """Each tier that runs on golden items, with which items it takes (the coverage table)."""
+    return {t.name: t.applies for t in _REGISTRY.values() if GoldenItem in t.items}
+
+
+# The built-in tiers, registered in collection order (they import only tiers.base).
+from rag_eval.tiers.retrieval import RETRIEVAL  # noqa: E402
+from rag_eval.tiers.deterministic import DETERMINISTIC  # noqa: E402
+from rag_eval.tiers.judge import JUDGE  # noqa: E402
+from rag_eval.tiers.dialogue import DIALOGUE  # noqa: E402
+from rag_eval.tiers.passk import PASSK  # noqa: E402
+
+for _tier in (RETRIEVAL, DETERMINISTIC, JUDGE, PASSK, DIALOGUE):
+    register(_tier)

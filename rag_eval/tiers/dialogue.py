@@ -1,0 +1,209 @@
+"""The dialogue tier: replay each dialogue item against the system's dialogue call
+(clarification, retrieval, hints, interception).
+
+``run`` replays a dialogue item once; the passk tier asks :meth:`DialogueTier.replays`
+for k independent replays, each with a fresh student and no shared memory or cache
+entry. The scripted student plays unless ``[dialogue.case] simulator = "llm"``: then the
+LLM student words the replies through the ``RAG_SIMULATOR_*`` endpoint on the judge's
+client (cache, budget, redaction; ``rag_eval.dialogue.llm``). ``hint_success`` is
+judged when the judge is configured (``RAG_JUDGE_*``), on the same client as the judge
+tier. The cases themselves: ``rag_eval.tiers.dialogue_case``.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from rag_eval.dialogue import pooled as dialogue_rates
+from rag_eval.dialogue.llm import LLMHintJudge, simulator_config, simulator_missing, student_completion
+from rag_eval.dialogue.metrics import HintVerdict, judge_hints
+from rag_eval.dialogue.model import RETRIEVAL_CHECKS, SIMULATORS, DialogueItem
+from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
+from rag_eval.dialogue.replay import replay
+from rag_eval.dialogue.simulator import LLMStudent, ScriptedStudent, Simulator
+from rag_eval.dialogue.transcript import Transcript
+from rag_eval.dialogue.verdict import verdict
+from rag_eval.errors import ConfigError
+from rag_eval.tiers.dialogue_case import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
+from rag_eval.results.case import CaseResult
+from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, case_options, skipped
+
+if TYPE_CHECKING:
+    from rag_eval.judge.client import CachedChatClient
+    from rag_eval.session import EvalConfig, EvalSession
+
+STUDENT_CLIENT = "dialogue.student_client"  # the session memo of the LLM student's client
+
+
+def _dialogue(item: Item) -> DialogueItem:
+    if not isinstance(item, DialogueItem):
+        raise TypeError(f"{item.id}: the dialogue tier runs on dialogue items, not on {type(item).__name__}")
+    return item
+
+
+class DialogueTier(Tier):
+    name = "dialogue"
+    marker = "dialogue tier: replay each dialogue item (clarification, retrieval, hints, interception)"
+    items = (DialogueItem,)
+    case_options = (
+        CaseOption("retrieval", "name", RETRIEVAL_CHECKS, "chunk"),
+        CaseOption("simulator", "name", SIMULATORS, "scripted"),
+        CaseOption("clarification_limit", "int", (), None),
+    )
+    valid_names = (
+        f"{', '.join(dialogue_rates.FIXED_RATES)}, clarification_failure_<limit>, past_<limit>_rounds "
+        f"(e.g. clarification_failure_3), or {', '.join(RATE_KEYS)}"
+    )
+    # A dialogue case passes when its verdict finds no failing step; its rates are pooled over dialogues.
+    floor_refusal = (
+        "a dialogue case fails at its earliest failing step (clarification, retrieval, "
+        "hint, interception); dialogue rates are gated over the run in [dialogue], not per case"
+    )
+
+    def metric_ok(self, key: str) -> bool:
+        """The dialogue rates (clarification_failure_<L> / past_<L>_rounds for any limit L) and the case rates."""
+        return key in RATE_KEYS or dialogue_rates.is_rate(key)
+
+    def options(self, config: EvalConfig) -> DialogueCaseConfig:
+        given = case_options(config, self.name)
+        cfg = DialogueCaseConfig(
+            clarification_limit=given.get("clarification_limit"),
+            retrieval=str(given.get("retrieval", "chunk")),
+            simulator=str(given.get("simulator", "scripted")),
+        )
+        if cfg.retrieval not in RETRIEVAL_CHECKS or cfg.simulator not in SIMULATORS:  # thresholds.py checks these
+            raise ConfigError(f"[dialogue.case]: retrieval {cfg.retrieval!r} / simulator {cfg.simulator!r} not valid")
+        return cfg
+
+    def skip_reason(self, session: EvalSession, item: Item) -> str | None:
+        """Why the tier cannot run (the system has no dialogue call), or None: one reason for every case."""
+        system = session.system
+        converses = getattr(system, "converses", None)
+        if converses is None:
+            converses = callable(getattr(system, "dialogue", None))
+        if converses:
+            return None
+        return (
+            f"the system under test ({session.config.pipeline.where}) has no dialogue call "
+            f"(`{DIALOGUE_SIGNATURE}`), so the dialogue tier does not apply"
+        )
+
+    # --- cases --------------------------------------------------------------------------
+    def run(self, session: EvalSession, item: Item) -> CaseResult:
+        t0 = time.perf_counter()
+        dialogue = _dialogue(item)
+        reason = self.skip_reason(session, dialogue)
+        if reason is not None:
+            return skipped(dialogue, self.name, reason, t0)
+        cfg: DialogueCaseConfig = session.tier_options(self)
+        transcript, name = self._replay(session, dialogue, self.name, 0)
+        hint = self._hint(session, dialogue, transcript, self.name, 0)
+        case = dialogue_case(
+            dialogue, transcript, limit=cfg.limit_for(dialogue), check=self._check(session, dialogue), hint=hint,
+            judged=session.judge_ready(), simulator=name, duration=time.perf_counter() - t0,
+            extra=self._usage(session, dialogue.id, self.name),
+        )
+        return session.with_system(case)
+
+    def replays(self, session: EvalSession, item: DialogueItem, tier: str, k: int) -> CaseResult:
+        """k independent replays (the passk tier's case of a dialogue item)."""
+        t0 = time.perf_counter()
+        reason = self.skip_reason(session, item)
+        if reason is not None:
+            return skipped(item, tier, reason, t0)
+        cfg: DialogueCaseConfig = session.tier_options(self)
+        judged = session.judge_ready()
+        transcripts: list[Transcript] = []
+        verdicts = []
+        name = "scripted"
+        for trial in range(k):  # independent: a fresh student, its own cache entries (trial index)
+            transcript, name = self._replay(session, item, tier, trial)
+            check = self._check(session, item)
+            if check is not None and transcript.finished:
+                check.mark(transcript)
+            hint = self._hint(session, item, transcript, tier, trial)
+            transcripts.append(transcript)
+            verdicts.append(verdict(transcript, retrieval_check=check, hint=hint if judged else None))
+        extra = {"simulator": name, "clarification_limit": cfg.limit_for(item), **self._usage(session, item.id, tier)}
+        case = dialogue_passk_case(item, transcripts, verdicts, k=k, duration=time.perf_counter() - t0, extra=extra)
+        return session.with_system(case)
+
+    # --- parts --------------------------------------------------------------------------
+    def student_client(self, session: EvalSession) -> CachedChatClient:
+        return session.memo(STUDENT_CLIENT, lambda: _student_client(session))
+
+    def _student(self, session: EvalSession, item: DialogueItem, tier: str, trial: int) -> tuple[Simulator, str]:
+        if session.tier_options(self).simulator == "scripted":
+            return ScriptedStudent(), "scripted"
+        client = self.student_client(session)
+        model = client.client.endpoint.model
+        complete = student_completion(client, model, case_id=item.id, tier=tier, trial=trial)
+        return LLMStudent(complete), f"llm:{model}"
+
+    def _check(self, session: EvalSession, item: DialogueItem) -> GoldCheck | None:
+        level = session.tier_options(self).retrieval
+        return None if level == "off" else GoldCheck(session.gold_space, item, level)
+
+    def _hint(self, session: EvalSession, item: DialogueItem, transcript: Transcript, tier: str, trial: int) -> HintVerdict | None:
+        if not session.judge_ready():
+            return None
+        runner = session.judge_runner
+        judge = LLMHintJudge(runner.client, runner.config.model, forbidden=item.forbidden, case_id=item.id,
+                             tier=tier, trial=trial)
+        return judge_hints([transcript], judge).get(item.id)
+
+    def _replay(self, session: EvalSession, item: DialogueItem, tier: str, trial: int) -> tuple[Transcript, str]:
+        simulator, name = self._student(session, item, tier, trial)
+        system = _Redacting(session.system, session.redacted)
+        return replay(system, item, simulator, limit=session.tier_options(self).limit_for(item)), name
+
+    def _usage(self, session: EvalSession, case_id: str, tier: str) -> dict[str, Any]:
+        """The model calls of this case (LLM student and hint judge), summed, under ``usage``."""
+        parts = []
+        student = session.memoized(STUDENT_CLIENT)
+        if session.tier_options(self).simulator == "llm" and student is not None:
+            parts.append(student.usage_for(case_id, tier))
+        judge = session.judge_usage(case_id, tier) if session.judge_ready() else None
+        if judge is not None:
+            parts.append(judge)
+        total: dict[str, Any] = {}
+        for part in parts:
+            for key, value in part.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    total[key] = total.get(key, 0) + value
+        return {"usage": total} if total.get("calls") else {}
+
+
+def _student_client(session: EvalSession) -> CachedChatClient:
+    from rag_eval.judge.client import CachedChatClient  # the openai client only when an LLM student plays
+    from rag_eval.judge.config import JudgeConfig
+
+    base = session.config.judge
+    if base is None:
+        root = session.config.project_root
+        base = JudgeConfig.from_env(cache_dir=(root or Path(".")) / ".rag_cache" / "judge")
+    cfg = simulator_config(base)
+    missing = simulator_missing(cfg)
+    if missing:
+        raise ConfigError(f"[dialogue.case] simulator = \"llm\": {missing} (or set simulator = \"scripted\")")
+    return CachedChatClient.from_config(cfg, ledger_dir=session.config.judge_ledger, redactor=session.redactor)
+
+
+class _Redacting:
+    """The system as the replay sees it: every turn it returns, with the run's secrets
+    removed (the session boundary, as for retrievals and answers)."""
+
+    def __init__(self, system: Any, clean: Callable[[DialogueTurn], DialogueTurn]) -> None:
+        self._system = system
+        self._clean = clean
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._system, name)
+
+    def dialogue(self, turns: Any, context: Any) -> DialogueTurn:
+        return self._clean(as_dialogue_turn(self._system.dialogue(turns, context)))
+
+
+DIALOGUE = DialogueTier()

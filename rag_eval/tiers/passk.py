@@ -1,0 +1,132 @@
+"""The passk tier: n independent trials per case → pass@k, pass^k and stability (the case:
+``rag_eval.tiers.passk_case``). A dialogue item runs k independent replays instead
+(``rag_eval.tiers.dialogue``)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from rag_eval.dialogue.model import DialogueItem
+from rag_eval.errors import ConfigError
+from rag_eval.tiers.deterministic_case import DeterministicCaseConfig
+from rag_eval.tiers.judge_case import JudgeCaseConfig
+from rag_eval.tiers.passk_case import TrialOutcome, passk_case
+from rag_eval.golden.model import GoldenItem
+from rag_eval.judge import JUDGE_METRICS
+from rag_eval.results.case import CaseResult
+from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
+from rag_eval.tiers.deterministic import check_answer
+from rag_eval.tiers.dialogue import DIALOGUE
+
+if TYPE_CHECKING:
+    from rag_eval.session import EvalConfig, EvalSession
+
+PASSK_KEYS: tuple[str, ...] = (
+    "trial_pass_rate",
+    "wilson_low",
+    "wilson_high",
+    "flaky",
+    "stable_pass",
+    "stable_fail",
+    "flaky_count",
+)
+PASSK_CONDITIONS: tuple[str, ...] = ("deterministic", "judge")
+DEFAULT_N, DEFAULT_K = 5, 3
+
+
+def check_trials(n: int, k: int, where: str) -> None:
+    """n < k is a configuration error, said at start-up, never a number."""
+    if n < k:
+        raise ConfigError(
+            f"{where}n = {n} < k = {k}: pass@k needs at least k trials; this is a configuration error, not a number"
+        )
+
+
+@dataclass(frozen=True)
+class PasskOptions:
+    """``[passk.case]`` with the command line's ``--rag-passk-n`` / ``--rag-passk-k`` applied."""
+
+    n: int = DEFAULT_N
+    k: int = DEFAULT_K
+    condition: str = "deterministic"  # what one trial's pass means: the deterministic checks or the judge
+    floors: Mapping[str, float] = field(default_factory=dict)  # judge floors of a trial (condition = "judge")
+
+
+class PasskTier(Tier):
+    name = "passk"
+    marker = "repeated trials: pass@k, pass^k and stability per case"
+    items = (GoldenItem, DialogueItem)
+    case_options = (
+        CaseOption("condition", "name", PASSK_CONDITIONS, "deterministic"),
+        CaseOption("n", "int", (), DEFAULT_N),
+        CaseOption("k", "int", (), DEFAULT_K),
+    )
+    valid_names = (
+        f"pass@<k>, pass^<k>, {', '.join(PASSK_KEYS + RATE_KEYS)}; as [passk.case] floors: {', '.join(JUDGE_METRICS)}"
+    )
+
+    def metric_ok(self, key: str) -> bool:
+        """pass@k / pass^k for any k, the stability keys, and judge metrics as trial floors."""
+        name, at, k = key.partition("@") if "@" in key else key.partition("^")
+        if at and name == "pass" and k.isdigit() and int(k) >= 1:
+            return True
+        return key in RATE_KEYS or key in PASSK_KEYS or key in JUDGE_METRICS
+
+    def check_options(self, options: Mapping[str, Any], where: str) -> None:
+        if "n" in options and "k" in options:
+            check_trials(int(options["n"]), int(options["k"]), where)
+
+    def options(self, config: EvalConfig) -> PasskOptions:
+        given = case_options(config, self.name)
+        n = config.passk_n or int(given.get("n", DEFAULT_N))
+        k = config.passk_k or int(given.get("k", DEFAULT_K))
+        check_trials(n, k, "passk (from --rag-passk-n/--rag-passk-k or [passk.case]): ")
+        return PasskOptions(n, k, str(given.get("condition", "deterministic")), floors(config, self.name))
+
+    def skip_reason(self, session: EvalSession, item: Item) -> str | None:
+        if isinstance(item, DialogueItem):
+            return DIALOGUE.skip_reason(session, item)
+        condition = session.tier_options(self).condition
+        reason = session.answer_skip_reason() or (session.judge_skip_reason() if condition == "judge" else None)
+        return None if reason is None else f"passk condition 'judge': {reason}"
+
+    def terminal_lines(self, cases: Sequence[CaseResult], usage: Mapping[str, Mapping[str, float]]) -> list[str]:
+        one = [c for c in cases if c.tier == self.name and c.details.get("deterministic_generator")]
+        if not one:
+            return []
+        return [
+            f"passk: the generator is deterministic, so each of {len(one)} cases ran one trial "
+            f"standing for n={one[0].details.get('n')} (no pretend repeats)"
+        ]
+
+    def run(self, session: EvalSession, item: Item) -> CaseResult:
+        if isinstance(item, DialogueItem):  # k independent replays
+            return DIALOGUE.replays(session, item, self.name, session.tier_options(self).k)
+        return self._trials(session, as_golden(item))
+
+    def _trials(self, session: EvalSession, item: GoldenItem) -> CaseResult:
+        """n independent trials of the stochastic stages; one trial when nothing is stochastic."""
+        t0 = time.perf_counter()
+        opts: PasskOptions = session.tier_options(self)
+        judged = opts.condition == "judge"
+        deterministic = bool(session.system_info.get("generator_deterministic")) and not judged
+        trials: list[TrialOutcome] = []
+        for trial in range(1 if deterministic else opts.n):
+            # A fresh generation per trial (no memo, no shared cache entry: the judge keys its
+            # cache by trial index), so trials are independent draws.
+            chat = session.answer(item)
+            if judged:
+                case = session.judge_runner.run(item, chat, JudgeCaseConfig(opts.floors), trial=trial, tier=self.name)
+            else:
+                case = check_answer(session, item, chat, DeterministicCaseConfig())
+            trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
+        usage = session.judge_runner.usage_for(item.id, self.name) if judged else None
+        case = passk_case(
+            item, trials, n=opts.n, k=opts.k, deterministic=deterministic, duration=time.perf_counter() - t0, usage=usage
+        )
+        return session.with_system(case)
+
+
+PASSK = PasskTier()

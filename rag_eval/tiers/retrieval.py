@@ -1,0 +1,105 @@
+"""The retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item
+(the case itself: ``rag_eval.tiers.retrieval_case``)."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+
+from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
+from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
+from rag_eval.records import Trace
+from rag_eval.results.case import CaseResult
+from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
+
+if TYPE_CHECKING:
+    from rag_eval.session import EvalConfig, EvalSession
+
+NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
+STAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+def retrieval_stage_of(key: str) -> str | None:
+    """The stage a retrieval metric key names (``dense.recall@10`` -> ``dense``), or None."""
+    parts = key.split(".")
+    if len(parts) > 1 and parts[0] not in ("doc", "negative") and STAGE_NAME.match(parts[0]):
+        return parts[0]
+    return None
+
+
+def retrieval_metric_ok(key: str) -> bool:
+    if key in RATE_KEYS or key in NEGATIVE_KEYS:
+        return True
+    parts = key.split(".")
+    if len(parts) > 1 and parts[0] != "doc" and STAGE_NAME.match(parts[0]):
+        parts = parts[1:]  # a stage of the system's own: checked against its stages at start-up
+    if parts and parts[0] == "doc":
+        parts = parts[1:]
+    if len(parts) != 1:
+        return False
+    try:
+        spec = parse_metric_name(parts[0])
+    except ValueError:
+        return False
+    # Cases record metrics under the canonical spelling ('recall@5'); a gate on 'Recall@5'
+    # would find no values and fail with "0 cases" instead of naming the typo.
+    return spec.name == parts[0]
+
+
+class RetrievalTier(Tier):
+    name = "retrieval"
+    marker = "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item"
+    case_options = (
+        CaseOption("require", "stage", (), None),  # checked against the system's stages at start-up
+        CaseOption("negative", "name", NEGATIVE_MODES, "measure"),
+    )
+    valid_names = (
+        f"[<stage>.][doc.]<metric> with stage one of the system's stages and metric in "
+        f"{', '.join(VALID_METRIC_NAMES)} (e.g. 'recall@5', 'bm25.doc.mrr@10', 'dense.recall@10'); or "
+        f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
+    )
+
+    def metric_ok(self, key: str) -> bool:
+        return retrieval_metric_ok(key)
+
+    def refuse_floor(self, key: str) -> str | None:
+        if key in NEGATIVE_KEYS:  # only negatives have these metrics, and negatives carry no floors
+            return f"negatives are checked per case with negative = one of {', '.join(NEGATIVE_MODES)}, not with a floor"
+        return None
+
+    def options(self, config: EvalConfig) -> RetrievalCaseConfig:
+        given = case_options(config, self.name)
+        base = RetrievalCaseConfig()
+        # a gate on e.g. recall@7 needs recall@7 computed
+        extra = config.thresholds.metric_names(self.name) if config.thresholds is not None else set()
+        return RetrievalCaseConfig(
+            require=given.get("require", base.require),
+            metrics=tuple(dict.fromkeys(base.metrics + tuple(sorted(extra)))),
+            case_min=floors(config, self.name),
+            negative=given.get("negative", base.negative),
+        )
+
+    def run(self, session: EvalSession, item: Item) -> CaseResult:
+        t0 = time.perf_counter()
+        golden = as_golden(item)
+        result = session.retrieve(golden.question)
+        gold = session.gold(golden, returned_ids(result.trace))
+        case = evaluate_retrieval(
+            golden,
+            gold,
+            result,
+            doc_of=session.doc_of,
+            kind_of=session.kind_of,
+            config=session.tier_options(self),
+            spec=session.stage_spec(result.trace),
+            duration=time.perf_counter() - t0,
+        )
+        return session.with_system(case)
+
+
+def returned_ids(trace: Trace) -> list[str]:
+    """Every id the system gave for a case (the ids and text gold modes resolve against them)."""
+    return [h.chunk_id for s in trace.stages for h in s.hits]
+
+RETRIEVAL = RetrievalTier()
