@@ -26,6 +26,11 @@ class Document:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""  # file the document came from, for error messages
 
+    @property
+    def id(self) -> str:
+        """The doc id, under the name the one JSONL reader (``golden.load.read_items``) keys on."""
+        return self.doc_id
+
 
 @dataclass(frozen=True)
 class Chunk:

@@ -34,17 +34,30 @@ def test_a_byte_order_mark_is_no_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "said"),
     [
-        ("{not json", "not JSON"),
-        ('["a"]', "expected an object"),
-        ('{"text": "x"}', "'doc_id' is missing"),
-        ('{"doc_id": "a"}', "'text' is missing"),
+        ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at column 2)"),
+        ('["a"]', 'expected an object like {"doc_id"'),
+        ('{"text": "x"}', "'doc_id' is missing or not a string; expected {\"doc_id\""),
+        ('{"doc_id": "a"}', "'text' is missing or not a string; expected {\"doc_id\""),
     ],
 )
-def test_a_bad_line_is_named_by_file_and_line_with_the_expected_shape(tmp_path: Path, line: str, said: str) -> None:
+def test_a_bad_line_is_named_by_file_and_line(tmp_path: Path, line: str, said: str) -> None:
     f = write(tmp_path / "corpus.jsonl", '{"doc_id": "ok", "text": "x"}\n' + line + "\n")
     with pytest.raises(CorpusError) as exc:
         load_documents(f)
-    assert f"{f}:2: " in str(exc.value) and said in str(exc.value) and '"doc_id"' in str(exc.value)
+    assert str(exc.value).startswith(f"{f}:2: {said}")
+
+
+def test_every_bad_line_is_told_at_once_and_an_id_twice_in_one_file_names_the_first_line(tmp_path: Path) -> None:
+    f = write(tmp_path / "corpus.jsonl", '{"doc_id": "a", "text": "x"}\n{bad\n{"doc_id": "a", "text": "y"}\n')
+    with pytest.raises(CorpusError) as exc:
+        load_documents(f)
+    lines = str(exc.value).splitlines()
+    assert [ln.split(": ", 1)[0] for ln in lines] == [f"{f}:2", f"{f}:3"]
+    assert "duplicate id 'a' (first at line 1)" in lines[1]
+
+
+def test_an_empty_corpus_file_holds_no_document(tmp_path: Path) -> None:
+    assert load_documents(write(tmp_path / "corpus.jsonl", "\n  \n")) == ()
 
 
 def test_a_folder_of_markdown_takes_front_matter_or_the_first_heading(tmp_path: Path) -> None:
