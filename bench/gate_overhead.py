@@ -121,7 +121,7 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("pytest.fail / failure repr (repr_failure)", "_pytest/python.py", "repr_failure"),
     ("short test summary (-ra)", "_pytest/terminal.py", "short_test_summary"),
     ("Controller.finish (aggregate + gate + write)", "rag_eval/plugin/controller.py", "finish"),
-    ("  build_results", "rag_eval/results/build.py", "build_results"),
+    ("  build_run_results", "rag_eval/results/build.py", "build_run_results"),
     ("  write_results (json.dumps)", "rag_eval/results/build.py", "write_results"),
 )
 PIPELINE_PACKAGES: tuple[str, ...] = ("rag_app/", "chromadb/", "numpy/", "rank_bm25", "bm25s/", "jieba/")

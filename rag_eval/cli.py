@@ -15,8 +15,7 @@ from rag_eval.golden.validate import coverage_table, validate_all
 from rag_eval.tiers import golden_applies
 
 if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fast
-    from rag_eval.gates.gate import GateResult
-    from rag_eval.gates.regression import RegressionGateResult
+    from rag_eval.gates.result import GateResult
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,7 +133,7 @@ def _merge(args: argparse.Namespace) -> int:
     """Exit 0 when every gate passed, 1 when one failed (or an output could not be
     written), 2 when the shards cannot be merged or the baseline cannot be used."""
     from rag_eval.results.baseline import BaselineError
-    from rag_eval.results.finalize import Baseline, Outputs, apply_baseline, baseline_lines, summary_lines, write_outputs
+    from rag_eval.results.finalize import Baseline, Outputs, baseline_lines, summary_lines, write_outputs
     from rag_eval.results.merge import MergeError, merge, read_shards
 
     try:
@@ -142,16 +141,15 @@ def _merge(args: argparse.Namespace) -> int:
     except MergeError as exc:
         print(f"error: cannot merge: {exc}", file=sys.stderr)
         return 2
-    results = merged.results
     baseline = None
     if args.baseline:
         try:
-            baseline = Baseline.load(Path(args.baseline), results["run"], args.baseline_mismatch)
+            baseline = Baseline.load(Path(args.baseline), merged.run, args.baseline_mismatch)
         except BaselineError as exc:
             print(f"error: --rag-baseline: {exc}", file=sys.stderr)
             return 2
-    regression = apply_baseline(results, merged.thresholds, baseline)
-    passed = merged.passed and all(g.passed for g in regression)
+    done = merged.conclude(baseline)
+    results, regression, passed = done.results, done.comparison.gates, done.passed
     out = Path(args.out)
     report = None if args.no_report else Path(args.report) if args.report else out.with_suffix(".html")
     summary = Path(args.summary_md) if args.summary_md else None
@@ -164,8 +162,8 @@ def _merge(args: argparse.Namespace) -> int:
     if merged.thresholds is None:
         print("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case run per "
               "selected tier; the shards ran without one; pass --rag-thresholds PATH)")
-    gates: list[GateResult | RegressionGateResult] = [*merged.gates, *regression]
-    note = f" (merged {len(args.files)} shards, {len(results['cases'])} cases)"
+    gates: list[GateResult] = [*merged.gates, *regression]
+    note = f" (merged {len(args.files)} shards, {len(results.cases)} cases)"
     for line in summary_lines(gates, passed, baseline, bool(regression), baseline_lines(results), written, note):
         print(line.text, file=sys.stderr if line.text.startswith("ERROR:") else sys.stdout)
     return 0 if passed and not written.problems else 1

@@ -4,17 +4,18 @@ The framework needs a corpus only for gold given as quoted spans resolved to chu
 (``gold = "corpus"``, which asks the system's adapter to chunk it) and for the golden
 set's traceability checks. This reader takes the shared layout: ``corpus.jsonl`` (one
 ``{"doc_id", "title", "text", ...}`` per line) or a folder of ``*.md`` documents (the
-file stem, or a ``doc_id:`` front matter line, is the doc id). Errors name file:line.
+file stem, or a ``doc_id:`` front matter line, is the doc id). Errors name file:line; a
+.jsonl is read by the one JSONL reader of golden sets (``golden.load.read_items``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from rag_eval.errors import ConfigError
+from rag_eval.golden.load import GoldenSetError, read_items
 from rag_eval.records import Document
 
 # The format tag of the hash golden items record (corpus.sha256); its original name is
@@ -23,8 +24,9 @@ _HASH_VERSION = b"rag_app.corpus_hash.v1"
 _EXAMPLE = '{"doc_id": "d1", "title": "...", "text": "..."}'
 
 
-class CorpusError(ConfigError):
-    """A corpus file cannot be read; the message names file and line."""
+class CorpusError(ConfigError, GoldenSetError):
+    """A corpus file cannot be read; the message names file and line (a GoldenSetError too,
+    so the one JSONL reader, ``golden.load.read_items``, collects it with the others)."""
 
 
 def load_documents(path: Path) -> tuple[Document, ...]:
@@ -45,26 +47,23 @@ def load_documents(path: Path) -> tuple[Document, ...]:
 
 
 def _jsonl(path: Path) -> list[Document]:
-    out: list[Document] = []
-    for n, line in enumerate(path.read_text(encoding="utf-8-sig").split("\n"), 1):
-        if not line.strip():
-            continue
-        where = f"{path}:{n}"
-        try:
-            raw = json.loads(line)
-        except ValueError as exc:
-            raise CorpusError(f"{where}: not JSON ({exc}); one object a line like {_EXAMPLE}") from None
-        if not isinstance(raw, dict):
-            raise CorpusError(f"{where}: expected an object like {_EXAMPLE}")
-        doc_id = raw.get("doc_id", raw.get("id"))
-        text = raw.get("text")
-        if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":
-            raise CorpusError(f"{where}: 'doc_id' is missing or not a string; expected {_EXAMPLE}")
-        if not isinstance(text, str):
-            raise CorpusError(f"{where}: 'text' is missing or not a string; expected {_EXAMPLE}")
-        meta = {k: v for k, v in raw.items() if k not in ("doc_id", "id", "title", "text")}
-        out.append(Document(str(doc_id), str(raw.get("title") or ""), text, meta, where))
-    return out
+    """Every document of a corpus.jsonl, through the one JSONL reader (every bad line at once)."""
+    if not path.read_text(encoding="utf-8-sig").strip():
+        return []  # an empty corpus file holds no document (read_items refuses an empty golden set)
+    return read_items(path, _document, CorpusError, "corpus")
+
+
+def _document(raw: Any, where: str) -> Document:
+    if not isinstance(raw, dict):
+        raise CorpusError(f"{where}: expected an object like {_EXAMPLE}")
+    doc_id = raw.get("doc_id", raw.get("id"))
+    text = raw.get("text")
+    if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":
+        raise CorpusError(f"{where}: 'doc_id' is missing or not a string; expected {_EXAMPLE}")
+    if not isinstance(text, str):
+        raise CorpusError(f"{where}: 'text' is missing or not a string; expected {_EXAMPLE}")
+    meta = {k: v for k, v in raw.items() if k not in ("doc_id", "id", "title", "text")}
+    return Document(str(doc_id), str(raw.get("title") or ""), text, meta, where)
 
 
 def _markdown(path: Path) -> Document:

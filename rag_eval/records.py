@@ -26,6 +26,11 @@ class Document:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""  # file the document came from, for error messages
 
+    @property
+    def id(self) -> str:
+        """The doc id, under the name the one JSONL reader (``golden.load.read_items``) keys on."""
+        return self.doc_id
+
 
 @dataclass(frozen=True)
 class Chunk:
@@ -33,7 +38,10 @@ class Chunk:
 
     ``kind`` is free (``child`` / ``parent`` where a system distinguishes them);
     ``char_start``/``char_end`` are offsets into ``Document.text`` when the unit comes
-    from a known local corpus, so quoted gold can be located in it.
+    from a known local corpus, so quoted gold can be located in it. ``book``, ``section``
+    and ``pages_label`` are display labels, data the system's adapter supplies (item
+    metadata ``book``/``title``, ``section``, ``pages_label``): prompts and checks show
+    them as given, and the framework builds none of its own.
     """
 
     chunk_id: str
@@ -48,6 +56,7 @@ class Chunk:
     char_start: int = 0
     char_end: int = 0
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    pages_label: str = ""  # the pages as the system labels them (rag_app: 第3-4页); shown as given
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -58,13 +67,6 @@ class Chunk:
     def from_dict(cls, d: Mapping[str, Any]) -> Chunk:
         return cls(**{**d, "metadata": dict(d.get("metadata") or {})})
 
-    @property
-    def pages_label(self) -> str:
-        if self.page_start is None:
-            return ""
-        if self.page_end is None or self.page_end == self.page_start:
-            return f"第{self.page_start}页"
-        return f"第{self.page_start}-{self.page_end}页"
 
 
 @dataclass(frozen=True)

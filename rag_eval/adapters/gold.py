@@ -294,7 +294,8 @@ class GoldSpace:
             page_end=_page(meta.get("page_end")),
             char_start=0,
             char_end=len(item.text),
-            metadata={k: v for k, v in meta.items() if k not in ("doc_id", "kind", "parent_id", "book", "section")},
+            metadata={k: v for k, v in meta.items() if k not in ("doc_id", "kind", "parent_id", "book", "section", "pages_label")},
+            pages_label=str(meta.get("pages_label") or ""),
         )
 
     def _check_corpus_ids(self, ids: Sequence[str]) -> None:

@@ -31,7 +31,8 @@ except ImportError as exc:  # the demo's dependencies are an extra
         f"the rag_app pipeline needs the demo extra ({exc.name} is not installed): pip install 'rag-eval-gate[demo]'"
     ) from None
 
-CHUNK_METADATA: tuple[str, ...] = ("doc_id", "kind", "parent_id", "book", "section", "page_start", "page_end")
+# What each item carries to the framework; pages_label is rag_app's own display label (第3-4页).
+CHUNK_METADATA: tuple[str, ...] = ("doc_id", "kind", "parent_id", "book", "section", "page_start", "page_end", "pages_label")
 #: rag_app's stages: two retrievers side by side, RRF fusion, the reranker, the truncated context.
 STAGES = StageSpec((("vector", "bm25"), ("fused",), ("reranked",), ("context",)), final="context", thresholded="vector")
 
@@ -156,7 +157,7 @@ def document_record(doc: Document) -> EvalDocument:
 def chunk_record(c: Chunk) -> EvalChunk:
     return EvalChunk(
         c.chunk_id, c.doc_id, c.text, c.kind, c.parent_id, c.book, c.section, c.page_start, c.page_end,
-        c.char_start, c.char_end, dict(c.metadata),
+        c.char_start, c.char_end, dict(c.metadata), c.pages_label,
     )
 
 

@@ -2,65 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select, worst_value
+from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.results.case import CaseResult
-from rag_eval.gates.thresholds import RATE_KEYS, Gate, Thresholds
+from rag_eval.gates.result import GateResult
+from rag_eval.gates.thresholds import Gate, Thresholds
 
 WORST_SHOWN = 3
-
-
-@dataclass(frozen=True)
-class GateResult:
-    gate: Gate
-    value: float | None
-    n: int
-    errors: int
-    passed: bool
-    reason: str
-    worst: tuple[str, ...]
-    numerator: float | None = None  # dialogue rates: the sums the value is the ratio of
-    denominator: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        ratio = {} if self.denominator is None else {"numerator": self.numerator, "denominator": self.denominator}
-        return {
-            **ratio,
-            "metric": self.gate.label,
-            "tier": self.gate.tier,
-            "key": self.gate.metric,
-            "tags": dict(self.gate.tags),
-            "op": self.gate.op,
-            "threshold": self.gate.threshold,
-            "value": self.value,
-            "n": self.n,
-            "errors": self.errors,
-            "min_cases": self.gate.min_cases,
-            "passed": self.passed,
-            "reason": self.reason,
-            "worst_cases": list(self.worst),
-        }
-
-    def line(self) -> str:
-        """One terminal line: metric, value, threshold, n, verdict and the worst cases."""
-        value = "n/a" if self.value is None else f"{self.value:.4f}"
-        sign = ">=" if self.gate.op == "min" else "<="
-        verdict = "PASS" if self.passed else "FAIL"
-        err = ""
-        plural = "s" if self.errors != 1 else ""
-        if self.denominator is not None:
-            err = f", {self.numerator:g}/{self.denominator}" + (
-                f", {self.errors} not finished (left out; see error_rate)" if self.errors else "")
-        elif self.errors and self.gate.metric in RATE_KEYS:
-            err = f", {self.errors} error{plural}"
-        elif self.errors:
-            err = f", incl. {self.errors} error{plural} counted as {worst_value(self.gate.metric):g}"
-        tail = f"  worst: {', '.join(self.worst)}" if self.worst and not self.passed else ""
-        why = f" ({self.reason})" if self.reason and not self.passed else ""
-        return f"{verdict} {self.gate.label} = {value} (need {sign} {self.gate.threshold:g}; n={self.n}{err}){why}{tail}"
 
 
 # The built-in gate of a tier that was selected but measured nothing: its run cases must be >= 1.
@@ -104,7 +54,7 @@ def unmeasured_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult])
             + (' (set [defaults] unmeasured = "pass" to allow it)' if thresholds is not None else "")
         )
         worst = tuple(c.id for c in sorted(of_tier, key=lambda c: c.id)[:WORST_SHOWN])
-        out.append(GateResult(gate, 0.0, 0, 0, False, reason, worst))
+        out.append(GateResult.of(gate, 0.0, 0, 0, False, reason, worst))
     return out
 
 
@@ -125,12 +75,12 @@ def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
     value, n, errors = mv.value, mv.n, mv.errors
     ratio = (mv.numerator, mv.denominator)
     if value is None or n == 0:
-        return GateResult(gate, None, n, errors, False, "no cases measured: a gate over 0 cases fails", worst, *ratio)
+        return GateResult.of(gate, None, n, errors, False, "no cases measured: a gate over 0 cases fails", worst, *ratio)
     if n < gate.min_cases:
-        return GateResult(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst,
+        return GateResult.of(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst,
                           *ratio)
     ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
-    return GateResult(gate, value, n, errors, ok, "", worst, *ratio)
+    return GateResult.of(gate, value, n, errors, ok, "", worst, *ratio)
 
 
 def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:

@@ -9,89 +9,22 @@ evaluated (an empty list); the caller says so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.results.baseline import case_transitions, metric_of
 from rag_eval.results.file import case_key
+from rag_eval.gates.result import NO_NEW_FAILURES, REGRESSION_TIER as TIER, GateResult
 from rag_eval.gates.thresholds import MaxDrop, Thresholds
 
-TIER = "regression"
-NO_NEW_FAILURES = "no_new_failures"
-SHOWN_IN_LINE = 10
 # Means of the same cases can differ in the last bits (sum order); a drop of 1e-12 is
 # no regression, and ``max_drop = 0.0`` must not flap on it.
 EPSILON = 1e-9
 
 
-@dataclass(frozen=True)
-class RegressionGateResult:
-    """One regression gate's outcome, shaped like ``GateResult`` so reports treat both alike.
-
-    ``threshold`` is the bound the value had to meet (baseline - max_drop, or 0 new
-    failures); None when the baseline has no value to derive it from.
-    """
-
-    metric: str
-    key: str
-    op: str
-    threshold: float | None
-    value: float | None
-    n: int
-    errors: int
-    passed: bool
-    reason: str
-    worst: tuple[str, ...]
-    baseline: float | None = None
-    baseline_n: int = 0
-    max_drop: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        # The keys of GateResult.to_dict(), no more: a results reader needs no second shape.
-        return {
-            "metric": self.metric,
-            "tier": TIER,
-            "key": self.key,
-            "tags": {},
-            "op": self.op,
-            "threshold": self.threshold,
-            "value": self.value,
-            "n": self.n,
-            "errors": self.errors,
-            "min_cases": 1,
-            "passed": self.passed,
-            "reason": self.reason,
-            "worst_cases": list(self.worst),
-        }
-
-    def line(self) -> str:
-        """One terminal line, as ``GateResult.line()``: label, value, bound, n, verdict."""
-        verdict = "PASS" if self.passed else "FAIL"
-        sign = ">=" if self.op == "min" else "<="
-        plural = "s" if self.errors != 1 else ""
-        err = f", {self.errors} error{plural}" if self.errors else ""
-        why = f" ({self.reason})" if self.reason and not self.passed else ""
-        if self.key == NO_NEW_FAILURES:
-            value = "n/a" if self.value is None else f"{self.value:g}"
-            shown = self.worst[:SHOWN_IN_LINE]
-            more = f" … and {len(self.worst) - len(shown)} more" if len(self.worst) > len(shown) else ""
-            tail = f"  newly failing: {', '.join(shown)}{more}" if shown and not self.passed else ""
-            return f"{verdict} {self.metric} = {value} (need {sign} 0; n={self.n}{err}){why}{tail}"
-        value = "n/a" if self.value is None else f"{self.value:.4f}"
-        if self.threshold is None or self.baseline is None:
-            need = "no baseline value"
-        elif self.passed:  # a failure's reason already tells the baseline and the drop
-            pm = "+" if self.op == "max" else "-"
-            need = f"need {sign} {self.threshold:.4f} = baseline {self.baseline:.4f} {pm} {self.max_drop:g}"
-        else:
-            need = f"need {sign} {self.threshold:.4f}"
-        return f"{verdict} {self.metric} = {value} ({need}; n={self.n}{err}, baseline n={self.baseline_n}){why}"
-
-
 def evaluate_regression(
     thresholds: Thresholds, current_results: Mapping[str, Any], baseline: Mapping[str, Any] | None
-) -> list[RegressionGateResult]:
+) -> list[GateResult]:
     """The [regression] gates of ``thresholds`` over two results dicts.
 
     ``baseline`` is the loaded baseline results file (``baseline.load_baseline``), already
@@ -102,7 +35,7 @@ def evaluate_regression(
     rules = thresholds.regression
     if baseline is None or not rules:
         return []
-    out: list[RegressionGateResult] = []
+    out: list[GateResult] = []
     if rules.no_new_failures:
         out.append(no_new_failures(current_results, baseline))
     active = _active_tiers(current_results)
@@ -110,7 +43,7 @@ def evaluate_regression(
     return out
 
 
-def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> RegressionGateResult:
+def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> GateResult:
     """Cases that passed on the baseline and fail or error now; n = baseline passes that ran now."""
     newly = case_transitions(current, baseline)["pass_to_fail"]
     now = {case_key(c): c["outcome"] for c in current["cases"]}
@@ -118,19 +51,19 @@ def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> 
     errors = sum(1 for t in newly if t["now"] == "error")
     keys = tuple(t["key"] for t in newly)
     if n == 0:
-        return RegressionGateResult(
+        return GateResult.regression(
             f"{TIER}.{NO_NEW_FAILURES}", NO_NEW_FAILURES, "max", 0.0, float(len(keys)), 0, errors, False,
             "no case that passed on the baseline ran now: a gate over 0 cases fails", keys,
         )
     cases = "1 case that passed on the baseline fails" if len(keys) == 1 else f"{len(keys)} cases that passed on the baseline fail"
     reason = f"{cases} now"
-    return RegressionGateResult(
+    return GateResult.regression(
         f"{TIER}.{NO_NEW_FAILURES}", NO_NEW_FAILURES, "max", 0.0, float(len(keys)), n, errors, not keys,
         reason if keys else "", keys,
     )
 
 
-def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, Any]) -> RegressionGateResult:
+def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, Any]) -> GateResult:
     """``value >= baseline - max_drop``; for a lower-is-better metric (error_rate, …),
     ``value <= baseline + max_drop``: a drop means getting worse either way."""
     label = f"{TIER}.max_drop {rule.metric}"
@@ -140,8 +73,8 @@ def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, A
     lower_better = lower_is_better(rule.metric.split(".", 1)[1])
     op = "max" if lower_better else "min"
 
-    def result(threshold: float | None, passed: bool, reason: str) -> RegressionGateResult:
-        return RegressionGateResult(
+    def result(threshold: float | None, passed: bool, reason: str) -> GateResult:
+        return GateResult.regression(
             label, rule.metric, op, threshold, value, n, errors, passed, reason, (), base, base_n, rule.max_drop
         )
 

@@ -60,7 +60,7 @@ def read_items(
     items: list[ItemT] = []
     errors: list[str] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8-sig") as fh:  # a byte-order mark (Windows editors) is no error
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
                 continue

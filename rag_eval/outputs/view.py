@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_eval.gates.gate import row_pulling_down
+from rag_eval.gates.result import GateResult
 from rag_eval.results.baseline import tier_notes
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
@@ -52,39 +53,32 @@ QUESTION_SHOWN = 140  # characters of the question in a case-list row; the full 
 
 @dataclass(frozen=True)
 class GateRow:
+    """A gate as the report shows it: its result (the one gate-result type, either kind),
+    every case pulling it the wrong way, and the baseline's value of the same gate."""
+
     index: int
-    metric: str
-    tier: str
-    op: str
-    threshold: float | None
-    value: float | None
-    n: int
-    errors: int
-    passed: bool
-    reason: str
+    gate: GateResult
     case_keys: tuple[str, ...]  # every case ("tier::id") pulling the gate the wrong way
     case_ids: tuple[str, ...]  # the golden ids of those cases, for the case-list filter
     baseline: float | None = None
     delta: float | None = None
     baseline_n: int | None = None
-    numerator: float | None = None  # dialogue rates: the value is numerator / denominator over the dialogues
-    denominator: int | None = None
 
     @property
     def value_text(self) -> str:
-        return fmt_number(self.value)
+        return fmt_number(self.gate.value)
 
     @property
     def ratio_text(self) -> str:
         """``numerator/denominator`` of a dialogue rate, else empty."""
-        if self.denominator is None:
+        if self.gate.denominator is None:
             return ""
-        return f"{fmt_number(self.numerator)}/{self.denominator}"
+        return f"{fmt_number(self.gate.numerator)}/{self.gate.denominator}"
 
     @property
     def threshold_text(self) -> str:
-        sign = {"min": "≥", "max": "≤"}.get(self.op, self.op)
-        return f"{sign} {fmt_number(self.threshold)}"
+        sign = {"min": "≥", "max": "≤"}.get(self.gate.op, self.gate.op)
+        return f"{sign} {fmt_number(self.gate.threshold)}"
 
     @property
     def delta_text(self) -> str:
@@ -253,29 +247,19 @@ def _gates(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> tu
     objects = [CaseResult.from_dict(c) for c in cases]
     base = {str(b.get("metric")): b for b in as_mapping(results.get("baseline")).get("gates") or () if isinstance(b, Mapping)}
     out = []
-    for i, g in enumerate(raw):
-        tier = str(g.get("tier", ""))
-        keys = row_pulling_down(g, objects)  # the terminal's and the summary's rule, every case
-        b = as_mapping(base.get(str(g.get("metric"))))
+    for i, row in enumerate(raw):
+        g = GateResult.from_dict(row)
+        keys = row_pulling_down(row, objects)  # the terminal's and the summary's rule, every case
+        b = as_mapping(base.get(g.metric))
         out.append(
             GateRow(
                 index=i,
-                metric=str(g.get("metric", "?")),
-                tier=tier,
-                op=str(g.get("op", "")),
-                threshold=_float(g.get("threshold")),
-                value=_float(g.get("value")),
-                n=int(g.get("n") or 0),
-                errors=int(g.get("errors") or 0),
-                passed=bool(g.get("passed")),
-                reason=str(g.get("reason") or ""),
+                gate=g,
                 case_keys=keys,
                 case_ids=tuple(dict.fromkeys(k.split("::", 1)[-1] for k in keys)),
                 baseline=_float(b.get("baseline")),
                 delta=_float(b.get("delta")),
                 baseline_n=int(b["baseline_n"]) if isinstance(b.get("baseline_n"), int) else None,
-                numerator=_float(g.get("numerator")),
-                denominator=int(g["denominator"]) if isinstance(g.get("denominator"), int) else None,
             )
         )
     return tuple(out)

@@ -18,17 +18,18 @@ import pytest
 from rag_eval import tiers
 from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
-from rag_eval.gates.gate import GateResult, run_gates, verdict
-from rag_eval.gates.regression import RegressionGateResult
+from rag_eval.gates.gate import run_gates
+from rag_eval.gates.result import GateResult
 from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
 from rag_eval.plugin.run import DatasetInputError, Run
 from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
 from rag_eval.plugin.terminal import Progress
 from rag_eval.redact import Redactor
 from rag_eval.results.baseline import BaselineError
-from rag_eval.results.build import build_results, file_sha256_or_none, git_commit, now_iso
+from rag_eval.results.build import file_sha256_or_none, git_commit, now_iso
 from rag_eval.results.case import USER_PROPERTY, CaseResult
-from rag_eval.results.finalize import Baseline, Outputs, Written, apply_baseline, baseline_lines, write_outputs
+from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude, write_outputs
+from rag_eval.results.model import RunResults
 from rag_eval.session import index_build, run_redactor
 
 CONTROLLER_PLUGIN = "rag_eval_controller"
@@ -44,7 +45,7 @@ class Controller:
         self.redactor: Redactor = run_redactor(run.config.eval.pipeline)  # every secret of the run: every output
         self.cases: dict[str, CaseResult] = {}
         self.gates: list[GateResult] = []
-        self.regression: list[RegressionGateResult] = []
+        self.regression: list[GateResult] = []
         self.baseline_lines: list[str] = []
         self.passed = True
         self.written: Written | None = None
@@ -151,27 +152,25 @@ class Controller:
         if complete and (not self.passed or self.written.problems):
             session.testsfailed += 1
 
-    def _results(self, complete: bool, sharded: bool) -> dict[str, Any]:
+    def _results(self, complete: bool, sharded: bool) -> RunResults:
         # Gate in one fixed order (not completion order): float sums and worst-case lists then
         # match across serial, -n N and merged sharded runs exactly.
         cases = self.sorted_cases()
         thresholds = self.run.config.thresholds
         # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
         self.gates = run_gates(thresholds, cases) if not sharded else []
-        self.passed = verdict(self.gates) and complete
         info = {**self._run_info(), "complete": complete}
-        results = build_results(info, cases, self.gates, self.passed, items=self._golden_of(cases))
-        if self.warm_build and info.get("workers"):  # the index was built (or loaded) by the controller
-            results["run"]["system"].update({k: str(v) for k, v in self.warm_build.items()})
-        if not complete:
-            results["verdict"] = "incomplete"
-        elif sharded:
-            results["verdict"] = "shard"
-        else:
-            self.regression = apply_baseline(results, thresholds, self.baseline)
-            self.passed = self.passed and all(g.passed for g in self.regression)
-            self.baseline_lines = baseline_lines(results)
-        return results
+        # the index was built (or loaded) by the controller: its build is part of run.system
+        system = {k: str(v) for k, v in self.warm_build.items()} if self.warm_build and info.get("workers") else None
+        done = conclude(
+            info, cases, self.gates, thresholds, self.baseline, self._golden_of(cases),
+            complete=complete, sharded=sharded, system=system,
+        )
+        self.passed = done.passed
+        self.regression = list(done.comparison.gates)
+        if complete and not sharded:
+            self.baseline_lines = baseline_lines(done.results)
+        return done.results
 
     def sorted_cases(self) -> list[CaseResult]:
         return sorted(self.cases.values(), key=lambda c: (c.tier, c.id))
@@ -241,7 +240,7 @@ def _holds_a_case(nodeids: Iterable[str], case_ids: set[str]) -> bool:
     return False
 
 
-def _junit_properties(config: pytest.Config, results: dict[str, Any], redactor: Redactor) -> None:
+def _junit_properties(config: pytest.Config, results: RunResults, redactor: Redactor) -> None:
     """With --junitxml: the verdict and each failed gate as testsuite properties, so a
     JUnit viewer shows why a run whose every case passed still failed (redacted, and
     control and bidi characters escaped: ``escape.terminal``)."""
@@ -253,14 +252,13 @@ def _junit_properties(config: pytest.Config, results: dict[str, Any], redactor: 
     if xml is None:
         return
     shown = lambda text: redactor.text(terminal(text, keep_newlines=False))  # noqa: E731
-    xml.add_global_property("rag_eval_verdict", shown(str(results.get("verdict"))))
-    for gate in results.get("gates", []):
-        if not gate.get("passed"):
-            value = gate.get("value")
-            number = "n/a" if value is None else f"{value:.4f}"
+    xml.add_global_property("rag_eval_verdict", shown(results.verdict))
+    for gate in results.gates:
+        if not gate.passed:
+            number = "n/a" if gate.value is None else f"{gate.value:.4f}"
             xml.add_global_property(
-                shown(f"rag_eval_failed_gate {gate.get('metric')}"),
-                shown(f"{number} (threshold {gate.get('threshold')}, n={gate.get('n')})"),
+                shown(f"rag_eval_failed_gate {gate.metric}"),
+                shown(f"{number} (threshold {gate.threshold}, n={gate.n})"),
             )
 
 

@@ -10,8 +10,7 @@ import pytest
 
 from rag_eval import tiers
 from rag_eval.escape import terminal
-from rag_eval.gates.gate import GateResult
-from rag_eval.gates.regression import RegressionGateResult
+from rag_eval.gates.result import GateResult
 from rag_eval.results.build import judge_warnings, usage_totals
 from rag_eval.results.case import CaseResult
 from rag_eval.results.finalize import Line, summary_lines
@@ -80,7 +79,7 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
     elif state.run.config.thresholds is None:
         out.append(Line("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case "
                         "run per selected tier; create thresholds.toml or pass --rag-thresholds)"))
-    gates: list[GateResult | RegressionGateResult] = [*state.gates, *state.regression]
+    gates: list[GateResult] = [*state.gates, *state.regression]
     out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written)
     if shard is None:
         out.append(_verdict_line(gates, state))
@@ -121,7 +120,7 @@ def _failing_lines(tier: str, cases: list[CaseResult]) -> list[str]:
     return out
 
 
-def _verdict_line(gates: list[GateResult | RegressionGateResult], state: Controller) -> Line:
+def _verdict_line(gates: list[GateResult], state: Controller) -> Line:
     """One line, last: the verdict, the failed gates with their numbers, where the report is."""
     failed = [g for g in gates if not g.passed]
     report = f" — report: {state.written.report}" if state.written is not None and state.written.report else ""
@@ -129,14 +128,6 @@ def _verdict_line(gates: list[GateResult | RegressionGateResult], state: Control
         return Line(f"rag-eval gate: no gates evaluated{report}", "warn", bold=True)
     if state.passed:
         return Line(f"rag-eval gate PASSED: {len(gates)} of {len(gates)} gates passed{report}", "pass", bold=True)
-    shown = "; ".join(_gate_short(g) for g in failed[:3]) + (f"; {len(failed) - 3} more" if len(failed) > 3 else "")
+    shown = "; ".join(g.short() for g in failed[:3]) + (f"; {len(failed) - 3} more" if len(failed) > 3 else "")
     why = f" ({shown})" if failed else " (a results, report or summary file could not be written)"
     return Line(f"rag-eval gate FAILED: {len(failed)} of {len(gates)} gates failed{why}{report}", "fail", bold=True)
-
-
-def _gate_short(g: GateResult | RegressionGateResult) -> str:
-    if isinstance(g, GateResult):
-        value = "n/a" if g.value is None else f"{g.value:.4g}"
-        sign = "<" if g.gate.op == "min" else ">"
-        return f"{g.gate.label} {value} {sign} {g.gate.threshold:g}, n={g.n}"
-    return g.line().split(" (")[0]

@@ -9,10 +9,11 @@ import subprocess
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rag_eval.gates.aggregate import aggregate_all, outcome_counts
-from rag_eval.dialogue.pooled import dialogue_block
-from rag_eval.gates.gate import GateResult
+from rag_eval.dialogue.pooled import RATES_KEY, dialogue_block
+from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
+from rag_eval.gates.result import GateResult
 from rag_eval.results.case import CaseResult
+from rag_eval.results.model import RunResults, Verdict
 
 from rag_eval.results.file import RESULTS_VERSION  # noqa: E402 - re-exported: the version the gate writes
 
@@ -70,6 +71,50 @@ def judge_warnings(cases: Sequence[CaseResult]) -> list[str]:
     )
 
 
+def build_run_results(
+    run: Mapping[str, Any],
+    cases: Sequence[CaseResult],
+    gates: Sequence[GateResult],
+    verdict: Verdict,
+    items: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    metrics: Mapping[str, MetricValue] | None = None,
+    system: Mapping[str, str] | None = None,
+    baseline: Mapping[str, Any] | None = None,
+    baseline_refused: str | None = None,
+) -> RunResults:
+    """The results of a run, built once: run metadata, aggregates, gates, per-case
+    results and, under ``items``, the golden items the cases came from (question,
+    evidence, key facts).
+
+    ``gates`` are every gate evaluated (regression gates last) and ``verdict`` the
+    run's; ``baseline`` / ``baseline_refused`` the comparison's diff or why none was
+    made (``finalize.conclude`` computes all three). ``metrics`` are the cases'
+    aggregates when the caller has them already; ``system`` adds to what the cases
+    reported about the system (the controller's index build)."""
+    ordered = sorted(cases, key=lambda c: (c.tier, c.id))
+    measured = aggregate_all(ordered) if metrics is None else metrics
+    info = {
+        **run,
+        "system": {**system_summary(ordered), **(system or {})},
+        "outcomes": outcome_counts(ordered),
+        "usage": usage_totals(ordered),
+        "warnings": judge_warnings(ordered),
+    }
+    if baseline_refused is not None:
+        info["baseline_refused"] = baseline_refused
+    return RunResults(
+        run=info,
+        verdict=verdict,
+        metrics=dict(sorted(measured.items())),
+        gates=tuple(gates),
+        cases=tuple(ordered),
+        items={k: dict(v) for k, v in sorted((items or {}).items())},
+        dialogue_rates=dialogue_block(ordered).get(RATES_KEY),
+        baseline=baseline,
+    )
+
+
 def build_results(
     run: Mapping[str, Any],
     cases: Sequence[CaseResult],
@@ -77,27 +122,8 @@ def build_results(
     passed: bool,
     items: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The results file: run metadata, aggregates, gates, per-case results and, under
-    ``items``, the golden items the cases came from (question, evidence, key facts)."""
-    ordered = sorted(cases, key=lambda c: (c.tier, c.id))
-    metrics = aggregate_all(ordered)
-    return {
-        "version": RESULTS_VERSION,
-        "run": {
-            **run,
-            "system": system_summary(ordered),
-            "outcomes": outcome_counts(ordered),
-            "usage": usage_totals(ordered),
-            "warnings": judge_warnings(ordered),
-        },
-        "verdict": "pass" if passed else "fail",
-        "metrics": {k: v.value for k, v in sorted(metrics.items())},
-        "metrics_n": {k: v.to_dict() for k, v in sorted(metrics.items())},
-        "gates": [g.to_dict() for g in gates],
-        **dialogue_block(ordered),
-        "cases": [c.to_dict() for c in ordered],
-        "items": {k: dict(v) for k, v in sorted((items or {}).items())},
-    }
+    """The results dict of a complete run without a baseline (``build_run_results``)."""
+    return build_run_results(run, cases, gates, "pass" if passed else "fail", items).to_dict()
 
 
 def write_results(path: Path, results: Mapping[str, Any]) -> None:

@@ -1,6 +1,7 @@
 """The end of a run, shared by the pytest plugin and ``python -m rag_eval merge``:
-compare with a baseline, add the regression gates, write the results, the HTML report
-and the Markdown summary.
+compare with a baseline, evaluate the regression gates, decide the verdict, build the
+results once (``conclude``), then write the results, the HTML report and the Markdown
+summary.
 
 Every output passes one redactor (``Outputs.redactor``: the run's secrets) here, in the
 one write path, so no file holds a key that a server, a model or a system echoed.
@@ -16,12 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
+from rag_eval.gates.aggregate import MetricValue, aggregate_all
+from rag_eval.gates.gate import verdict
+from rag_eval.gates.regression import evaluate_regression
+from rag_eval.gates.result import GateResult
+from rag_eval.gates.thresholds import Thresholds
 from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
-from rag_eval.gates.regression import RegressionGateResult, evaluate_regression
-from rag_eval.results.file import run_of
-from rag_eval.results.build import write_results
-from rag_eval.gates.thresholds import Thresholds
+from rag_eval.results.build import build_run_results, write_results
+from rag_eval.results.case import CaseResult
+from rag_eval.results.model import RunResults, Verdict
 
 Mismatch = Literal["error", "warn"]
 MISMATCH_MODES: tuple[str, ...] = ("error", "warn")
@@ -55,23 +60,79 @@ class Baseline:
         return cls(path, data)
 
 
-def apply_baseline(
-    results: dict[str, Any], thresholds: Thresholds | None, baseline: Baseline | None
-) -> list[RegressionGateResult]:
-    """Add ``results["baseline"]`` (the diff) and the regression gates; update the verdict.
+@dataclass(frozen=True)
+class Comparison:
+    """What a baseline adds to a run's results: the diff the reports show (or why none
+    was made) and the [regression] gates. Empty without a baseline."""
 
-    Returns the regression gate results (empty without a usable baseline)."""
+    diff: Mapping[str, Any] | None = None
+    refused: str | None = None
+    gates: tuple[GateResult, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return all(g.passed for g in self.gates)
+
+
+def compare_run(
+    cases: Sequence[CaseResult],
+    gates: Sequence[GateResult],
+    metrics: Mapping[str, MetricValue],
+    thresholds: Thresholds | None,
+    baseline: Baseline | None,
+) -> Comparison:
+    """The comparison of a run's cases, gates and aggregates with ``baseline``."""
     if baseline is None:
-        return []
+        return Comparison()
     if baseline.data is None:
-        results["run"]["baseline_refused"] = baseline.refused
-        return []
-    results["baseline"] = compare(results, baseline.data, str(baseline.path))
-    regression = evaluate_regression(thresholds, results, baseline.data) if thresholds is not None else []
-    results["gates"] = [*results["gates"], *(g.to_dict() for g in regression)]
-    if results["verdict"] == "pass" and not all(g.passed for g in regression):
-        results["verdict"] = "fail"
-    return regression
+        return Comparison(refused=baseline.refused)
+    # The results file's shape of what the comparison reads (the baseline is a file too).
+    current = {
+        "gates": [g.to_dict() for g in gates],
+        "cases": [c.to_dict() for c in cases],
+        "metrics_n": {k: v.to_dict() for k, v in metrics.items()},
+    }
+    diff = compare(current, baseline.data, str(baseline.path))
+    regression = evaluate_regression(thresholds, current, baseline.data) if thresholds is not None else []
+    return Comparison(diff, None, tuple(regression))
+
+
+@dataclass(frozen=True)
+class Concluded:
+    """A run's results and how they came about: ``passed`` is every gate (regression
+    gates included) of a complete run; a shard passes (the merge gates it)."""
+
+    results: RunResults
+    comparison: Comparison
+    passed: bool
+
+
+def conclude(
+    run: Mapping[str, Any],
+    cases: Sequence[CaseResult],
+    gates: Sequence[GateResult],
+    thresholds: Thresholds | None,
+    baseline: Baseline | None,
+    items: Mapping[str, Mapping[str, Any]] | None = None,
+    *,
+    complete: bool = True,
+    sharded: bool = False,
+    system: Mapping[str, str] | None = None,
+) -> Concluded:
+    """Compare with the baseline, decide the verdict, then build the results once.
+
+    An incomplete run (stopped early) and a shard are not compared: their verdicts are
+    ``incomplete`` and ``shard``."""
+    ordered = sorted(cases, key=lambda c: (c.tier, c.id))
+    metrics = aggregate_all(ordered)
+    comparison = compare_run(ordered, gates, metrics, thresholds, baseline) if complete and not sharded else Comparison()
+    passed = complete and verdict(gates) and comparison.passed
+    word: Verdict = "incomplete" if not complete else "shard" if sharded else "pass" if passed else "fail"
+    results = build_run_results(
+        run, ordered, [*gates, *comparison.gates], word, items,
+        metrics=metrics, system=system, baseline=comparison.diff, baseline_refused=comparison.refused,
+    )
+    return Concluded(results, comparison, passed)
 
 
 @dataclass(frozen=True)
@@ -95,12 +156,12 @@ class Written:
     problems: tuple[str, ...]
 
 
-def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
+def write_outputs(run_results: RunResults, outputs: Outputs) -> Written:
     """Write the results JSON, then the report and the summary, all redacted.
 
     The results file is written first and a failing report or summary never removes it.
     The summary is *appended* (as ``$GITHUB_STEP_SUMMARY`` expects)."""
-    results = outputs.redactor.obj(results)
+    results = outputs.redactor.obj(run_results.to_dict())
     write_results(outputs.results, results)
     problems: list[str] = []
     report = summary = None
@@ -170,12 +231,12 @@ def summary_lines(
     return out
 
 
-def baseline_lines(results: Mapping[str, Any]) -> list[str]:
+def baseline_lines(results: RunResults) -> list[str]:
     """Terminal lines about the comparison: what was compared, and what changed."""
-    refused = run_of(results).get("baseline_refused")
+    refused = results.run.get("baseline_refused")
     if refused:
         return [f"WARNING: {refused}"]
-    diff = results.get("baseline")
+    diff = results.baseline
     if not diff:
         return []
     t = diff["transitions"]

@@ -3,7 +3,7 @@
 A shard holds part of the cases, so its numbers are not the run's: the plugin writes
 a shard's cases without gating them, and this module gates the union. Aggregates and
 gates are recomputed from the per-case data with the same functions a single run uses
-(``build_results``, ``evaluate_gates``), so N merged shards give exactly the numbers
+(``finalize.conclude``, ``evaluate_gates``), so N merged shards give exactly the numbers
 of one unsharded run. Shards of different runs (dataset, config, commit, system under
 test, thresholds) are refused rather than averaged into a number that describes
 nothing, and so are missing, duplicated and incomplete shards.
@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rag_eval.gates.gate import GateResult, run_gates, verdict
+from rag_eval.gates.gate import run_gates, verdict
+from rag_eval.gates.result import GateResult
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results
-from rag_eval.results.build import build_results, now_iso
+from rag_eval.results.build import now_iso
+from rag_eval.results.finalize import Baseline, Concluded, conclude
 from rag_eval.shard import shard_of
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 
@@ -36,7 +38,7 @@ SAME_RUN_FIELDS: tuple[str, ...] = (
 )
 # run.system fields: what each shard's cases reported about the system under test.
 SAME_SYSTEM_FIELDS: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
-# Recomputed by build_results from the merged cases, never copied from a shard.
+# Recomputed by build_run_results from the merged cases, never copied from a shard.
 DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings")
 FIX = "merge the files of one `pytest --rag-shard I/N` run (same commit, dataset, options and thresholds)"
 
@@ -47,12 +49,22 @@ class MergeError(ValueError):
 
 @dataclass(frozen=True)
 class Merged:
-    """A merged run: the results dict (as written to disk) and the gate objects behind it."""
+    """A merged run before its results are built: the union of the shards' cases, the
+    gates over it and what the results need (``conclude`` builds them, once)."""
 
-    results: dict[str, Any]
+    run: Mapping[str, Any]
+    cases: tuple[CaseResult, ...]
     gates: tuple[GateResult, ...]
-    passed: bool
+    items: Mapping[str, Mapping[str, Any]]
     thresholds: Thresholds | None  # what gated it (for regression gates against a baseline)
+
+    @property
+    def passed(self) -> bool:
+        return verdict(self.gates)
+
+    def conclude(self, baseline: Baseline | None = None) -> Concluded:
+        """The merged run's results, compared with ``baseline`` when one is given."""
+        return conclude(self.run, self.cases, self.gates, self.thresholds, baseline, self.items)
 
 
 def read_shards(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -73,7 +85,7 @@ def merge_results(
     thresholds: str | Path | None = None,
 ) -> dict[str, Any]:
     """The results dict of the merged run (see ``merge``)."""
-    return merge(shards, paths, thresholds).results
+    return merge(shards, paths, thresholds).conclude().results.to_dict()
 
 
 def merge(
@@ -98,13 +110,11 @@ def merge(
     cases = _union_cases(shards, runs, names, count)
     gate_file, overridden = _thresholds(runs[0], names, thresholds)
     gates = run_gates(gate_file, cases)  # without a file: the built-in gates, as in the plugin
-    passed = verdict(gates)
     run = _merged_run(runs, names, gate_file, overridden)
     items: dict[str, Mapping[str, Any]] = {}
     for s in shards:
         items.update(s["items"])
-    results = build_results(run, cases, gates, passed, items=items)
-    return Merged(results, tuple(gates), passed, gate_file)
+    return Merged(run, tuple(cases), tuple(gates), items, gate_file)
 
 
 def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:

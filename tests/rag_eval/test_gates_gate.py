@@ -9,10 +9,10 @@ from typing import Any, Mapping
 
 import pytest
 
+from rag_eval.gates.result import GateResult
 from rag_eval.gates.gate import (
     CASES_RUN,
     WORST_SHOWN,
-    GateResult,
     evaluate_gate,
     evaluate_gates,
     pulling_down,
@@ -215,7 +215,7 @@ def test_evaluate_gates_only_for_active_tiers_and_verdict() -> None:
     )
     cases = [case("a"), case("b", "fail")]
     results = evaluate_gates(t, cases, {"retrieval"})
-    assert [r.gate.tier for r in results] == ["retrieval"]
+    assert [r.tier for r in results] == ["retrieval"]
     assert verdict(results) is True
     both = evaluate_gates(t, cases, {"retrieval", "deterministic"})
     assert [r.passed for r in both] == [True, False]  # no deterministic cases: 0 cases fails
@@ -303,11 +303,11 @@ def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() ->
     }
     run = results(cases, thresholds)  # the results file, as build_results writes it
     ordered = sorted(cases, key=lambda c: (c.tier, c.id))  # the plugin gates in this order
-    terminal = {g.gate.label: g for g in evaluate_gates(parse_thresholds(thresholds, "thresholds.toml"), ordered, {"retrieval", "deterministic"})}
-    view = {g.metric: g for g in build_view(run).gates}
+    terminal = {g.metric: g for g in evaluate_gates(parse_thresholds(thresholds, "thresholds.toml"), ordered, {"retrieval", "deterministic"})}
+    view = {g.gate.metric: g for g in build_view(run).gates}
     markdown = render_markdown(run)
     sections = dict(re.findall(r"### Failing cases of (.+?)\n\n((?:- .*\n)+)", markdown))
-    assert set(terminal) == set(view) and len(view) == 6 and all(not g.passed for g in view.values())
+    assert set(terminal) == set(view) and len(view) == 6 and all(not g.gate.passed for g in view.values())
     for label, row in view.items():
         listed = tuple(f"{t}::{i}" for t, i in re.findall(r"^- \*\*(\w+)\*\* `([^`]+)`", sections[escape(label)], re.M))
         assert listed == row.case_keys, label  # the summary: every case, the report's order
@@ -330,19 +330,19 @@ def test_a_tier_whose_every_case_skipped_fails_with_a_thresholds_file() -> None:
     t = parse_thresholds({"retrieval": {"recall@5": 0.5}, "judge": {"faithfulness": 0.9}}, "thresholds.toml")
     cases = [*measured({"a": 1.0, "b": 1.0}), case("a", "skip", tier="judge"), case("b", "skip", tier="judge")]
     gates = run_gates(t, cases)
-    assert [(g.gate.label, g.passed) for g in gates] == [("retrieval.recall@5", True), (f"judge.{CASES_RUN}", False)]
+    assert [(g.metric, g.passed) for g in gates] == [("retrieval.recall@5", True), (f"judge.{CASES_RUN}", False)]
     unmeasured = gates[1]
     assert (unmeasured.value, unmeasured.n, unmeasured.worst) == (0.0, 0, ("a", "b"))
     assert "all 2 selected cases were skipped" in unmeasured.reason and 'unmeasured = "pass"' in unmeasured.reason
     assert "FAIL judge.cases_run = 0.0000 (need >= 1; n=0)" in unmeasured.line()
     assert not verdict(gates)
-    assert pulling_down(unmeasured.gate, cases) == ("judge::a", "judge::b")
+    assert pulling_down(unmeasured.rule(), cases) == ("judge::a", "judge::b")
 
 
 def test_unmeasured_pass_is_the_documented_opt_out() -> None:
     t = parse_thresholds({"defaults": {"unmeasured": "pass"}, "retrieval": {"recall@5": 0.5}}, "thresholds.toml")
     cases = [*measured({"a": 1.0}), case("a", "skip", tier="judge")]
-    assert [g.gate.label for g in run_gates(t, cases)] == ["retrieval.recall@5"]
+    assert [g.metric for g in run_gates(t, cases)] == ["retrieval.recall@5"]
     assert verdict(run_gates(t, cases))
 
 
@@ -355,7 +355,7 @@ def test_a_tier_with_one_measured_case_is_not_unmeasured() -> None:
 def test_without_thresholds_the_built_in_gates_are_error_rate_zero_and_one_case_run() -> None:
     cases = [*measured({"a": 1.0, "b": 0.0}), case("c", "error"), case("a", "skip", tier="judge")]
     gates = run_gates(None, cases)
-    assert [(g.gate.label, g.gate.op, g.gate.threshold, g.passed) for g in gates] == [
+    assert [(g.metric, g.op, g.threshold, g.passed) for g in gates] == [
         ("retrieval.error_rate", "max", 0.0, False),
         (f"judge.{CASES_RUN}", "min", 1.0, False),
     ]
@@ -365,7 +365,7 @@ def test_without_thresholds_the_built_in_gates_are_error_rate_zero_and_one_case_
 
 def test_without_thresholds_a_clean_run_passes_and_every_error_fails() -> None:
     clean = measured({"a": 1.0, "b": 0.0})  # a failing case is not an error: the built-in gates pass
-    assert verdict(run_gates(None, clean)) and [g.gate.label for g in run_gates(None, clean)] == ["retrieval.error_rate"]
+    assert verdict(run_gates(None, clean)) and [g.metric for g in run_gates(None, clean)] == ["retrieval.error_rate"]
     broken = [case("a", "error"), case("b", "error")]
     (only,) = run_gates(None, broken)
     assert (only.value, only.passed) == (1.0, False)

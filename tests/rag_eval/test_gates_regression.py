@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from rag_eval.gates.gate import evaluate_gate
-from rag_eval.gates.regression import RegressionGateResult, evaluate_regression, max_drop
+from rag_eval.gates.regression import evaluate_regression, max_drop
+from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Gate, Thresholds, parse_thresholds
 from tests.rag_eval._results import case, results
 
@@ -18,7 +19,7 @@ def regression(**table: Any) -> Thresholds:
     return parse_thresholds({"regression": table}, "thresholds.toml")
 
 
-def by_metric(gates: list[RegressionGateResult]) -> dict[str, RegressionGateResult]:
+def by_metric(gates: list[GateResult]) -> dict[str, GateResult]:
     return {g.metric: g for g in gates}
 
 

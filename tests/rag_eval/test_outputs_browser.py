@@ -98,7 +98,7 @@ def test_failed_gate_filters_and_a_case_expands_to_its_stage_and_gold_ranks(
 ) -> None:
     results, path = red_run
     page.goto(path.as_uri())
-    gate = next(g for g in build_view(results).gates if not g.passed and g.metric == "retrieval.recall@5")
+    gate = next(g for g in build_view(results).gates if not g.gate.passed and g.gate.metric == "retrieval.recall@5")
     page.locator(f'button.gate-filter[data-gate="{gate.index}"]').click()
     assert sorted(visible_ids(page)) == sorted(gate.case_ids)
     assert page.locator("#f-set-label").inner_text().startswith("gate retrieval.recall@5")

@@ -67,8 +67,8 @@ def test_the_transcript_payload_holds_each_turn(results: dict[str, Any]) -> None
 
 
 def test_the_gates_table_shows_numerator_and_denominator(results: dict[str, Any]) -> None:
-    gate = next(g for g in build_view(results).gates if g.metric == "dialogue.final_leak_rate")
-    assert (gate.ratio_text, gate.n) == ("4/16", 6)  # 4 of 16 final replies, over the 6 dialogues with forbidden content
+    gate = next(g for g in build_view(results).gates if g.gate.metric == "dialogue.final_leak_rate")
+    assert (gate.ratio_text, gate.gate.n) == ("4/16", 6)  # 4 of 16 final replies, over the 6 dialogues with forbidden content
     assert "(4/16)" in render_html(results)
 
 

@@ -38,7 +38,7 @@ def results() -> dict[str, Any]:
 
 
 def gate_row(view: Any, metric: str) -> Any:
-    return next(g for g in view.gates if g.metric == metric)
+    return next(g for g in view.gates if g.gate.metric == metric)
 
 
 # --------------------------------------------------------------------------- stages
@@ -109,7 +109,7 @@ def _scoped(results: dict[str, Any], tier: str, tags: dict[str, str] | None = No
 def test_a_failed_metric_gate_lists_every_case_pulling_it_down(results: dict[str, Any]) -> None:
     view = build_view(results)
     g = gate_row(view, "retrieval.recall@5")
-    assert not g.passed
+    assert not g.gate.passed
     scoped = _scoped(results, "retrieval")
     # errors count (as 0) for a positive-item metric; negatives never measure recall
     errors = {f"retrieval::{c['id']}" for c in scoped if c["outcome"] == "error" and not c["negative"]}
@@ -118,7 +118,7 @@ def test_a_failed_metric_gate_lists_every_case_pulling_it_down(results: dict[str
     assert len(g.case_keys) == len(set(g.case_keys)) > 3  # the full list, not the 3 worst
     assert g.case_keys[0] == f"retrieval::{ID_ERROR}"  # errors first
     assert g.case_ids == tuple(k.split("::")[1] for k in g.case_keys)
-    assert g.value_text == fmt_number(g.value) and g.threshold_text == "≥ 0.99"
+    assert g.value_text == fmt_number(g.gate.value) and g.threshold_text == "≥ 0.99"
 
 
 def test_rate_gates_list_failing_or_erroring_cases(results: dict[str, Any]) -> None:
@@ -132,7 +132,7 @@ def test_rate_gates_list_failing_or_erroring_cases(results: dict[str, Any]) -> N
 def test_flaky_count_and_tag_scoped_gates(results: dict[str, Any]) -> None:
     view = build_view(results)
     flaky = gate_row(view, "passk.flaky_count")
-    assert not flaky.passed and flaky.case_keys == (f"passk::{ID_FLAKY}",)
+    assert not flaky.gate.passed and flaky.case_keys == (f"passk::{ID_FLAKY}",)
     tagged = gate_row(view, "deterministic.check.must_contain [difficulty=easy]")
     easy_failing = {f"deterministic::{c['id']}" for c in _scoped(results, "deterministic", {"difficulty": "easy"})
                     if c["outcome"] == "error" or c["metrics"].get("check.must_contain", 1.0) < 0.5}
@@ -143,7 +143,7 @@ def test_flaky_count_and_tag_scoped_gates(results: dict[str, Any]) -> None:
 def test_a_gate_of_a_tier_without_cases_shows_the_cases_its_dict_names(results: dict[str, Any]) -> None:
     r = copy.deepcopy(results)
     r["gates"].append({"metric": "regression.no_new_failures", "tier": "regression", "key": "no_new_failures", "tags": {},
-                       "op": "max", "threshold": 0, "value": 2, "n": 60, "errors": 0, "passed": False,
+                       "op": "max", "threshold": 0, "value": 2, "n": 60, "errors": 0, "min_cases": 1, "passed": False,
                        "reason": "2 cases passed on the baseline and fail now",
                        "worst_cases": [f"retrieval::{ID_TRUNCATION}", f"judge::{ID_JUDGE_ERROR}"]})
     view = build_view(r)
@@ -259,7 +259,7 @@ def test_baseline_delta_and_newly_failing_rows(results: dict[str, Any]) -> None:
     assert {t.id for t in groups["pass_to_fail"].entries} == {ID_TRUNCATION}
     assert [r.id for r in view.rows if r.newly_failing] == [ID_TRUNCATION]
     g = gate_row(view, "retrieval.recall@5")
-    assert g.baseline == 0.9 and g.delta == pytest.approx(g.value - 0.9) and g.delta_text.startswith("−")
+    assert g.baseline == 0.9 and g.delta == pytest.approx(g.gate.value - 0.9) and g.delta_text.startswith("−")
     index = view.filter_index()
     assert [index["rows"][i]["id"] for i in index["transitions"]["pass_to_fail"]] == [ID_TRUNCATION]
     assert index["transitions"]["removed"] == []  # a removed case has no row

@@ -1,7 +1,7 @@
 """Every results file the suite writes validates against rag_eval/results.schema.json: one
 gate run per tier through the pytester sandbox, and a merged sharded run. Each file is
-read back with the one reader (``load_results``) and cross-checked with ``jsonschema``,
-the reference implementation of JSON Schema."""
+read back with the one reader (``load_results``), cross-checked with ``jsonschema``,
+the reference implementation of JSON Schema, and round-tripped through ``RunResults``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from rag_eval.cli import main
 from rag_eval.results.file import RESULTS_VERSION, load_results, schema
+from rag_eval.results.model import RunResults
 from tests.rag_eval._plugin_sandbox import IDS, NEGATIVE_IDS, POSITIVE_IDS, Sandbox
 from tests.support.judge_replies import native_judge_reply
 from tests.support.openai_server import ScriptedOpenAIServer
@@ -24,6 +25,8 @@ def valid(path: Path) -> dict[str, Any]:
     results = load_results(path)
     jsonschema.Draft202012Validator(schema(), format_checker=jsonschema.FormatChecker()).validate(results)
     assert results["version"] == RESULTS_VERSION == 2
+    typed = RunResults.from_dict(results)  # the typed results read back: the same file, the same object
+    assert typed.to_dict() == results and RunResults.from_dict(typed.to_dict()) == typed
     return results
 
 

@@ -160,7 +160,7 @@ def test_the_merged_run_records_where_it_came_from(thresholds: Path) -> None:
 def test_merge_returns_the_gate_objects_behind_the_results(thresholds: Path) -> None:
     merged = merge(shard_files(thresholds), NAMES)
 
-    assert [g.to_dict() for g in merged.gates] == merged.results["gates"]
+    assert [g.to_dict() for g in merged.gates] == merged.conclude().results.to_dict()["gates"]
     assert merged.passed and len(merged.gates) == 4
     assert merged.gates[0].line().startswith("PASS retrieval.recall@5 = ")
 
@@ -169,10 +169,10 @@ def test_a_failing_gate_fails_the_merged_run(thresholds: Path) -> None:
     thresholds.write_text(FAILING_THRESHOLDS, encoding="utf-8")  # before the shards record its sha256
     merged = merge(shard_files(thresholds), NAMES)
 
-    assert not merged.passed and merged.results["verdict"] == "fail"
+    assert not merged.passed and merged.conclude().results.to_dict()["verdict"] == "fail"
     recall = [c.metrics["recall@5"] for c in _cases() if "recall@5" in c.metrics] + [0.0]  # the error counts as 0
-    assert merged.results["gates"][0]["value"] == sum(recall) / len(recall)
-    assert merged.results["gates"][0]["errors"] == 1
+    assert merged.conclude().results.to_dict()["gates"][0]["value"] == sum(recall) / len(recall)
+    assert merged.conclude().results.to_dict()["gates"][0]["errors"] == 1
 
 
 def test_shards_run_without_thresholds_merge_with_the_built_in_gates(thresholds: Path) -> None:
@@ -184,10 +184,10 @@ def test_shards_run_without_thresholds_merge_with_the_built_in_gates(thresholds:
 
     # without a file: error_rate = 0 for every tier that ran, as in an unsharded run; the
     # shards hold one retrieval error in 12 cases, so the merged run fails
-    assert [(g.gate.label, g.value, g.passed) for g in merged.gates] == [
+    assert [(g.metric, g.value, g.passed) for g in merged.gates] == [
         ("deterministic.error_rate", 0.0, True), ("retrieval.error_rate", 1 / 12, False),
     ]
-    assert not merged.passed and merged.results["verdict"] == "fail"
+    assert not merged.passed and merged.conclude().results.to_dict()["verdict"] == "fail"
 
 
 def test_another_thresholds_file_is_allowed_and_recorded(thresholds: Path, tmp_path: Path) -> None:
@@ -197,10 +197,10 @@ def test_another_thresholds_file_is_allowed_and_recorded(thresholds: Path, tmp_p
 
     merged = merge(shards, NAMES, thresholds=other)
 
-    run = merged.results["run"]
+    run = merged.conclude().results.to_dict()["run"]
     assert (run["thresholds"], run["thresholds_sha256"]) == (str(other), load_thresholds(other).sha256)
     assert run["thresholds_of_shards"] == {"path": str(thresholds), "sha256": shards[0]["run"]["thresholds_sha256"]}
-    assert [g["metric"] for g in merged.results["gates"]] == ["retrieval.recall@5"]
+    assert [g["metric"] for g in merged.conclude().results.to_dict()["gates"]] == ["retrieval.recall@5"]
     assert not merged.passed
 
 

@@ -18,7 +18,8 @@ from rag_eval.results.case import CaseResult
 
 def chunk(cid: str, text: str, page: int) -> Chunk:
     doc = cid.split("::")[0]
-    return Chunk(cid, doc, text, "child", f"{doc}::p", "必修一", "1.1 集合", page, page, 0, len(text))
+    # the pages label is the system's (its adapter supplies it), shown as given
+    return Chunk(cid, doc, text, "child", f"{doc}::p", "必修一", "1.1 集合", page, page, 0, len(text), pages_label=f"第{page}页")
 
 
 GOLD_CHUNK = chunk("d1::c2", "一个集合有 n 个元素时，子集个数为 2^n，真子集个数为 2^n-1。", 3)
@@ -196,7 +197,8 @@ def test_gold_in_the_context_keeps_the_generation_blame() -> None:
 
 
 def test_parent_context_counts_as_reaching_the_context() -> None:
-    parent = Chunk("d1::p", "d1", GOLD_CHUNK.text, "parent", None, "必修一", "1.1 集合", 3, 3, 0, len(GOLD_CHUNK.text))
+    parent = Chunk("d1::p", "d1", GOLD_CHUNK.text, "parent", None, "必修一", "1.1 集合", 3, 3, 0, len(GOLD_CHUNK.text),
+                   pages_label="第3页")
     stages = {"vector": ["d1::c2"], "bm25": [], "fused": ["d1::c2"], "reranked": ["d1::c2"], "context": ["d1::p"]}
     case = run(item(must_contain=("真子集个数为",)), chat("子集有 2^n 个[1]。", [parent], stages=stages))
     assert case.failed_stage == "generation"
