@@ -210,7 +210,7 @@ class EvalSession:
         """The case with the system's short description under ``details.system``."""
         return _with_system(case, self.system_info)
 
-    # --- the judge (judge tier, passk with condition "judge", dialogue hints) --------------
+    # --- the judge (judge tier, passk judged trials, dialogue hints) ----------------------
     def judge_skip_reason(self) -> str | None:
         """Why the judge tier cannot run here (one sentence naming what to set), or None."""
         if self.config.judge is None:
