@@ -7,7 +7,7 @@ its trials stay in the details so the report can show the trial matrix.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from rag_eval.golden.model import GoldenItem
@@ -23,6 +23,52 @@ class TrialOutcome:
     message: str
     answer: str
 
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> TrialOutcome:
+        return cls(int(d["trial"]), str(d["outcome"]), d.get("failed_stage"), str(d["message"]), str(d["answer"]))
+
+
+@dataclass(frozen=True)
+class PasskDetails:
+    """A golden item's passk case's ``details`` (schema ``$defs/passkDetails``; the JSON key
+    of ``cls`` is ``class``). ``c`` and ``cls`` are absent when a trial errored."""
+
+    trials: tuple[TrialOutcome, ...]
+    n: int
+    k: int
+    trials_run: int
+    deterministic_generator: bool
+    usage: Mapping[str, Any] | None = None
+    c: int | None = None
+    cls: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "trials": [t.to_dict() for t in self.trials],
+            "n": self.n,
+            "k": self.k,
+            "trials_run": self.trials_run,
+            "deterministic_generator": self.deterministic_generator,
+        }
+        if self.usage:  # the judge calls of every trial, attributed to this passk case (run.usage sums these)
+            out["usage"] = dict(self.usage)
+        if self.c is not None:
+            out["c"] = self.c
+        if self.cls is not None:
+            out["class"] = self.cls
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PasskDetails:
+        return cls(
+            tuple(TrialOutcome.from_dict(t) for t in d["trials"]), int(d["n"]), int(d["k"]),
+            int(d.get("trials_run", len(d["trials"]))), bool(d.get("deterministic_generator", False)),
+            d.get("usage"), d.get("c"), d.get("class"),
+        )
+
 
 def passk_case(
     item: GoldenItem,
@@ -37,15 +83,8 @@ def passk_case(
     """``deterministic``: the generator repeats itself, so one trial stands for all n
     (said in the details and the message); pass@k and pass^k then equal that outcome."""
     common: dict[str, Any] = dict(id=item.id, tier="passk", tags=dict(item.tags), split=item.split, negative=item.is_negative, duration=duration)
-    details = {
-        "trials": [asdict(t) for t in trials],
-        "n": n,
-        "k": k,
-        "trials_run": len(trials),
-        "deterministic_generator": deterministic,
-    }
-    if usage:  # the judge calls of every trial, attributed to this passk case (run.usage sums these)
-        details["usage"] = dict(usage)
+    base = PasskDetails(tuple(trials), n, k, len(trials), deterministic, dict(usage) if usage else None)
+    details = base.to_dict()
     errors = [t for t in trials if t.outcome in ("error", "skip")]
     if errors:
         return CaseResult(
@@ -71,6 +110,6 @@ def passk_case(
         failed_stage=failing.most_common(1)[0][0] if failing and summary.c < summary.n else None,
         message=message,
         metrics=summary.to_metrics(),
-        details={**details, "c": summary.c, "class": summary.cls},
+        details=replace(base, c=summary.c, cls=summary.cls).to_dict(),
         **common,
     )
