@@ -175,7 +175,7 @@ def sign_flip_test(d: Mapping[str, float], delta: float = 0.0, resamples: int = 
     return SignFlip((count + 1) / (resamples + 1), False, resamples)
 
 
-Method = Literal["bootstrap", "sign_flip"]
+Method = Literal["auto", "bootstrap", "sign_flip"]
 
 
 @dataclass(frozen=True)
@@ -184,34 +184,38 @@ class RegressionTest:
 
     bootstrap: PairedBootstrap
     p_value: float
-    method: Method
+    method: Literal["bootstrap", "sign_flip"]
     failed: bool
     pairing: Pairing
     sentence: str
 
 
 def regression_test(baseline: Mapping[str, float], current: Mapping[str, float], max_drop: float,
-                    alpha: float = 0.05, higher_is_better: bool = True, method: Method = "bootstrap",
+                    alpha: float = 0.05, higher_is_better: bool = True, method: Method = "auto",
                     confidence: float = 0.95) -> RegressionTest:
     """Fail iff H₀: drop ≤ max_drop is rejected at α (p ≤ α) by ``method`` over paired units.
 
     The difference and its interval always come from the paired bootstrap; the p-value from
     the bootstrap (rejects about when its one-sided lower bound exceeds max_drop) or from the
-    sign-flip test. Per-case pass/fail values (1.0 / 0.0) work too.
+    sign-flip test. ``auto``: the exact sign-flip test up to 20 paired units, where the
+    bootstrap's p is too small (d = 1, 1, 0 gives 1/27 ≈ 0.04 against the exact 2/8), the
+    bootstrap above. Per-case pass/fail values (1.0 / 0.0) work too.
     """
     if max_drop < 0:
         raise ValueError(f"max_drop={max_drop} must be >= 0 (the tolerated drop)")
     d, pairing = drops(baseline, current, higher_is_better)
     boot = paired_bootstrap(d, max_drop, alpha, confidence)
-    p = boot.p_value if method == "bootstrap" else sign_flip_test(d, max_drop).p_value
+    used: Literal["bootstrap", "sign_flip"] = "sign_flip" if method == "sign_flip" or (
+        method == "auto" and len(d) <= EXACT_FLIP_MAX_N) else "bootstrap"
+    p = boot.p_value if used == "bootstrap" else sign_flip_test(d, max_drop).p_value
     failed = p <= alpha
     est = boot.interval
     shown = "no paired units" if est.estimate is None else f"drop {est.estimate:.3f}" + (
         f" [{est.low:.3f}, {est.high:.3f}]" if est.low is not None and est.high is not None else f" ({est.reason})")
     verdict = "significantly more than" if failed else "not significantly more than"
-    sentence = f"{shown}, n={len(pairing.ids)}, p={p:.3g} ({method}): {verdict} {max_drop:g} at alpha={alpha:g} → " + (
+    sentence = f"{shown}, n={len(pairing.ids)}, p={p:.3g} ({used.replace('_', '-')}): {verdict} {max_drop:g} at alpha={alpha:g} → " + (
         "fail" if failed else "pass")
-    return RegressionTest(boot, p, method, failed, pairing, sentence)
+    return RegressionTest(boot, p, used, failed, pairing, sentence)
 
 
 @dataclass(frozen=True)
