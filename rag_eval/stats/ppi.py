@@ -44,60 +44,76 @@ class PPIEstimate:
     n_unlabelled: int
 
 
-def _arrays(y: Values, yhat: Values, yhat_unlabelled: Values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    ya, ha, ua = (np.asarray(v, dtype=float).ravel() for v in (y, yhat, yhat_unlabelled))
-    if ya.size != ha.size:
-        raise ValueError(f"ppi: {ya.size} human labels but {ha.size} judge scores on the labelled units; pair them one to one")
-    return ya, ha, ua
+@dataclass(frozen=True)
+class PPIRows:
+    """Row-wise PPI over R independent data sets at once (simulations): arrays of shape (R,)."""
+
+    estimate: np.ndarray[Any, Any]
+    se: np.ndarray[Any, Any]
+    lam: np.ndarray[Any, Any]
+
+
+def _rows(a: Values) -> np.ndarray[Any, Any]:
+    x = np.asarray(a, dtype=float)
+    return x.reshape(1, -1) if x.ndim == 1 else x
+
+
+def ppi_rows(y: Values, yhat: Values, yhat_unlabelled: Values, lam: float | None = None) -> PPIRows:
+    """θ̂_λ, SE and λ for each row (module doc): y and yhat of shape (R, n), yhat_unlabelled (R, N).
+
+    ``lam=None`` tunes λ per row (PPI++; 0 when a row's judge scores do not vary), else the
+    given λ for every row. The one implementation: ``ppi_mean`` is this on one row.
+    """
+    ya, ha, ua = _rows(y), _rows(yhat), _rows(yhat_unlabelled)
+    if ya.shape != ha.shape:
+        raise ValueError(f"ppi: {ya.shape[-1]} human labels but {ha.shape[-1]} judge scores on the labelled units; pair them one to one")
+    n, big_n = ya.shape[1], ua.shape[1]
+    if n < 1 or big_n < 1:
+        raise ValueError(f"ppi: needs labelled (n={n}) and unlabelled (N={big_n}) units")
+    if lam is None:
+        # Var over all n + N scores (ddof = 1) from sums, without concatenating (R, n + N) arrays
+        total, squares = ha.sum(axis=1) + ua.sum(axis=1), (ha * ha).sum(axis=1) + (ua * ua).sum(axis=1)
+        var = np.maximum(squares - total * total / (n + big_n), 0.0) / (n + big_n - 1)
+        cov = ((ya - ya.mean(axis=1, keepdims=True)) * (ha - ha.mean(axis=1, keepdims=True))).sum(axis=1) / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # a variance at rounding level of the scores' second moment means constant scores: λ = 0
+            varies = var > 1e-12 * np.maximum(squares / (n + big_n), 1e-300)
+            lams = np.where(varies, np.clip(cov / ((1.0 + n / big_n) * var), 0.0, 1.0), 0.0)
+    elif 0.0 <= lam <= 1.0:
+        lams = np.full(ya.shape[0], float(lam))
+    else:
+        raise ValueError(f"ppi: lam={lam} must be within [0, 1] (1 = classic PPI, 0 = labels only)")
+    rectifier = ya - lams[:, None] * ha
+    estimate = lams * ua.mean(axis=1) + rectifier.mean(axis=1)
+    se = np.sqrt(lams**2 * ua.var(axis=1) / big_n + rectifier.var(axis=1) / n)
+    return PPIRows(estimate=estimate, se=se, lam=lams)
 
 
 def tuned_lambda(y: Values, yhat: Values, yhat_unlabelled: Values) -> float:
     """PPI++'s power-tuned λ̂ (module doc), clipped to [0, 1]; 0 when the judge's scores do not vary."""
-    ya, ha, ua = _arrays(y, yhat, yhat_unlabelled)
-    n, big_n = ya.size, ua.size
-    if n < 1 or big_n < 1:
-        raise ValueError(f"tuned_lambda: needs labelled (n={n}) and unlabelled (N={big_n}) units")
-    scores = np.concatenate([ha, ua])
-    var = float(scores.var(ddof=1)) if scores.size > 1 else 0.0
-    if var == 0.0:
-        return 0.0
-    cov = float(((ya - ya.mean()) * (ha - ha.mean())).sum() / n)
-    return float(np.clip(cov / ((1.0 + n / big_n) * var), 0.0, 1.0))
+    return float(ppi_rows(y, yhat, yhat_unlabelled).lam[0])
 
 
-def ppi_mean(y: Values, yhat: Values, yhat_unlabelled: Values,
-             lam: float | None = None, confidence: float = 0.95) -> PPIEstimate:
+def ppi_mean(y: Values, yhat: Values, yhat_unlabelled: Values, lam: float | None = None,
+             confidence: float = 0.95) -> PPIEstimate:
     """θ̂_λ with its normal interval (module doc). ``lam=None`` tunes λ (PPI++); 1.0 is PPI; 0.0 labels only.
 
-    Fewer than 2 labels: no interval, said. An explicit λ outside [0, 1] is refused.
+    Fewer than 2 labels, or a zero SE (nothing varies): no interval, said.
     """
     check_confidence(confidence)
-    ya, ha, ua = _arrays(y, yhat, yhat_unlabelled)
-    n, big_n = int(ya.size), int(ua.size)
+    rows = ppi_rows(y, yhat, yhat_unlabelled, lam)
+    n, big_n = _rows(y).shape[1], _rows(yhat_unlabelled).shape[1]
+    estimate, se, used = float(rows.estimate[0]), float(rows.se[0]), float(rows.lam[0])
     tuned = lam is None
-    if lam is None:
-        lam = tuned_lambda(ya, ha, ua)
-    if not 0.0 <= lam <= 1.0:
-        raise ValueError(f"ppi_mean: lam={lam} must be within [0, 1] (1 = classic PPI, 0 = labels only)")
-    if n == 0 or (lam > 0 and big_n == 0):
-        raise ValueError(f"ppi_mean: needs labelled units (n={n}) and, for lam > 0, unlabelled ones (N={big_n})")
-    imputed = lam * float(ua.mean()) if lam > 0 else 0.0
-    rectifier = ya - lam * ha
-    estimate = imputed + float(rectifier.mean())
-    if n < 2:
-        interval = no_interval(estimate, n, confidence, "ppi", f"n={n} human label(s): an interval needs at least 2")
-        return PPIEstimate(interval, lam, tuned, n, big_n)
-    var_u = lam * lam * float(ua.var()) / big_n if lam > 0 else 0.0
-    se = math.sqrt(var_u + float(rectifier.var()) / n)
-    if se == 0.0:
-        interval = no_interval(estimate, n + big_n, confidence, "ppi",
-                               "every label, judge score and difference is constant: the spread is unknown, not zero")
-        return PPIEstimate(interval, lam, tuned, n, big_n)
+    method = "labels_only" if used == 0 and not tuned else ("ppi" if used == 1 and not tuned else "ppi++")
+    reason = f"n={n} human label(s): an interval needs at least 2" if n < 2 else (
+        "every label, judge score and difference is constant: the spread is unknown, not zero" if se == 0 else None)
+    if reason is not None:
+        return PPIEstimate(no_interval(estimate, n + big_n, confidence, method, reason), used, tuned, n, big_n)
     half = two_sided_z(confidence) * se
-    method = "labels_only" if lam == 0 else ("ppi" if lam == 1 and not tuned else "ppi++")
     interval = Interval(estimate=estimate, se=se, low=estimate - half, high=estimate + half,
                         n=n + big_n, confidence=confidence, method=method)
-    return PPIEstimate(interval, lam, tuned, n, big_n)
+    return PPIEstimate(interval, used, tuned, n, big_n)
 
 
 def judge_only(yhat_all: Values, confidence: float = 0.95) -> Interval:
