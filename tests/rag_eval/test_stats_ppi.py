@@ -11,6 +11,7 @@ from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
 from rag_eval.stats.distributions import two_sided_z
 from rag_eval.stats.ppi import judge_only, ppi_mean, ppi_rows, tuned_lambda
+from tests.support.ppi_sim import simulate
 
 
 def _fixture(kind: str, n: int, big_n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -88,25 +89,15 @@ R, N_LABELLED, N_UNLABELLED = 3000, 150, 1000
 MC_SD = math.sqrt(0.95 * 0.05 / R)  # ≈ 0.004: the simulation's own noise on a coverage of 0.95
 
 
-def _judges(kind: str, rng: np.random.Generator) -> tuple[float, np.ndarray, dict[str, np.ndarray]]:
-    shape = (R, N_LABELLED + N_UNLABELLED)
-    if kind == "binary":
-        y = (rng.random(shape) < 0.7).astype(float)
-        judges = {f"disagrees {int(e * 100)} %": np.where(rng.random(shape) < e, 1.0 - y, y) for e in (0.05, 0.10, 0.20)}
-        judges["biased upwards"] = np.where((y == 0) & (rng.random(shape) < 0.4), 1.0, y)
-        return 0.7, y, judges
-    y = rng.beta(5.0, 2.0, size=shape)
-    judges = {f"noise sd {e}": y + rng.normal(0.0, e, shape) for e in (0.05, 0.10, 0.20)}
-    judges["biased upwards"] = y + 0.1 + rng.normal(0.0, 0.1, shape)
-    return 5.0 / 7.0, y, judges
-
-
 @pytest.mark.parametrize("kind", ["binary", "continuous"])
 def test_coverage_against_the_generating_mean(kind: str) -> None:
-    # Coverage is measured against the GENERATING mean (0.7, or 5/7 for Beta(5, 2)), not the drawn
+    # Judges of tests/support/ppi_sim.py. Coverage is measured against the GENERATING mean (0.7, or 5/7 for Beta(5, 2)), not the drawn
     # cases' own mean, which would show ~98 % (STATISTICS.md). The band 0.94–0.96 is widened by
-    # 2.5 × the simulation's sd; bench/ppi_coverage.py measures it with 20,000 data sets.
-    mu, y, judges = _judges(kind, np.random.default_rng(2023 if kind == "binary" else 2024))
+    # 2.5 × the simulation's sd (0.004 at R = 3,000). bench/ppi_coverage.py measures it with 20,000
+    # data sets: every row is in 0.944–0.951 except PPI++ with the biased binary judge, 0.935
+    # [0.931, 0.938] — a known small-sample shortfall (BENCHMARKS.md) this band admits.
+    rng = np.random.default_rng(2023 if kind == "binary" else 2024)
+    mu, y, judges = simulate(kind, R, N_LABELLED + N_UNLABELLED, rng)
     z = two_sided_z(0.95)
     for name, h in judges.items():
         rows = {lam: ppi_rows(y[:, :N_LABELLED], h[:, :N_LABELLED], h[:, N_LABELLED:], lam) for lam in (0.0, 1.0, None)}
