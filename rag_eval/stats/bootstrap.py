@@ -26,15 +26,26 @@ _CHUNK_CELLS = 2_000_000
 UnitValues = Mapping[str, float | Sequence[float]]
 
 
-def content_seed(*parts: Mapping[str, object]) -> int:
-    """A 64-bit seed from SHA-256 of each mapping's sorted ``id → repr(value)`` pairs.
+def _canonical(value: object) -> str:
+    """One text per value: numbers as ``repr(float)``, sequences element-wise, so 1, 1.0 and
+    numpy.float64(1.0) seed alike."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return repr(float(value))
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return "(" + ",".join(_canonical(v) for v in value) + ")"
+    return repr(value)
 
-    Identical inputs → identical seed; the order the units arrive in does not matter.
+
+def content_seed(*parts: Mapping[str, object]) -> int:
+    """A 64-bit seed from SHA-256 of each mapping's sorted ``id → value`` pairs.
+
+    Identical inputs → identical seed; the order the units arrive in does not matter, nor
+    whether a value is an int, a float or a numpy scalar.
     """
     digest = hashlib.sha256()
     for part in parts:
         for key in sorted(part):
-            digest.update(f"{key}\x1f{part[key]!r}\x1e".encode("utf-8"))
+            digest.update(f"{key}\x1f{_canonical(part[key])}\x1e".encode("utf-8"))
         digest.update(b"\x1d")
     return int.from_bytes(digest.digest()[:8], "big")
 

@@ -26,6 +26,7 @@ def test_seed_is_from_content_not_order() -> None:
     assert bootstrap_mean(units) == bootstrap_mean(reordered)
     changed = dict(units, q000=1.0 - units["q000"])
     assert content_seed(changed) != content_seed(units)
+    assert content_seed({"a": 1, "b": [np.float64(0.5)]}) == content_seed({"a": 1.0, "b": (0.5,)})
 
 
 def test_estimate_is_the_mean_of_unit_values() -> None:
