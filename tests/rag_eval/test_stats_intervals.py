@@ -20,7 +20,7 @@ def test_passk_uses_the_one_wilson() -> None:
     assert passk.wilson_interval is intervals.wilson_interval
 
 
-@pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 9, 10, 29, 82, 149, 1000])
+@pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 9, 10, 29, 82, 149, 200, 201, 1000, 100_000])
 @pytest.mark.parametrize("p", [0.6, 0.9, 0.95, 0.975, 0.995, 0.025])
 def test_t_quantile_matches_scipy(df: int, p: float) -> None:
     assert t_quantile(p, df) == pytest.approx(float(sps.t.ppf(p, df)), abs=1e-8)
