@@ -41,6 +41,7 @@ from rag_eval.evaluate.retrieval import NEGATIVE_MODES
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
+from rag_eval.utf8 import NotUtf8Error, decode
 
 OPS: tuple[str, ...] = ("min", "max")
 RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
@@ -251,25 +252,14 @@ def load_thresholds(path: str | Path) -> Thresholds:
         raise ThresholdsError(f"{path}: thresholds file not found (pass --rag-thresholds PATH or create it)")
     data = path.read_bytes()
     try:
-        doc = tomllib.loads(_text(data, path))
+        doc = tomllib.loads(decode(data, str(path)))
     except tomllib.TOMLDecodeError as exc:
         raise ThresholdsError(f"{path}: not valid TOML: {exc}") from exc
     except RecursionError:
         raise ThresholdsError(f"{path}: not valid TOML: nested too deeply (arrays or inline tables)") from None
+    except NotUtf8Error as exc:
+        raise ThresholdsError(str(exc)) from None
     return parse_thresholds(doc, str(path), hashlib.sha256(data).hexdigest())
-
-
-def _text(data: bytes, path: Path) -> str:
-    """The file's text: UTF-8, a leading byte-order mark allowed (editors on Windows write
-    one); a byte that is not UTF-8 is named by line and column."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        column = len(data[data.rfind(b"\n", 0, exc.start) + 1 : exc.start].decode("utf-8")) + 1  # in characters
-        raise ThresholdsError(
-            f"{path}:{line}: byte 0x{data[exc.start]:02x} at column {column} is not UTF-8; save the file as UTF-8"
-        ) from None
 
 
 def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thresholds:

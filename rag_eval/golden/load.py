@@ -22,6 +22,7 @@ from rag_eval.golden.model import (
     KeyFact,
     Split,
 )
+from rag_eval.utf8 import NotUtf8Error, decode
 
 OWN_KEYS = frozenset(
     {
@@ -71,7 +72,7 @@ def read_items(
     with path.open("rb") as fh:
         for lineno, data in enumerate(fh, 1):
             where = f"{path}:{lineno}"
-            line = _decoded(data[3:] if lineno == 1 and data.startswith(BOM) else data, where, errors)
+            line = _decoded(data, path, lineno, errors)
             if line is None or not line.strip():
                 continue
             raw = _json(line, where, errors)
@@ -102,16 +103,12 @@ def read_items(
     return items
 
 
-BOM = b"\xef\xbb\xbf"
-
-
-def _decoded(data: bytes, where: str, errors: list[str]) -> str | None:
-    """A line's text, or None with an error naming the column of the first byte that is not UTF-8."""
+def _decoded(data: bytes, path: Path, lineno: int, errors: list[str]) -> str | None:
+    """A line's text (the file's byte-order mark dropped), or None with the error naming the bad byte's column."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        column = len(data[: exc.start].decode("utf-8")) + 1  # in characters, as an editor counts
-        errors.append(f"{where}: byte 0x{data[exc.start]:02x} at column {column} is not UTF-8; save the file as UTF-8")
+        return decode(data, str(path), lineno, bom=lineno == 1)
+    except NotUtf8Error as exc:
+        errors.append(str(exc))
         return None
 
 
