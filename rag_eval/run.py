@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
-import os
 import subprocess
 import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from rag_eval.aggregate import aggregate_all, outcome_counts
+from rag_eval.atomic import write_atomic
 from rag_eval.dialogue.pooled import dialogue_block
 from rag_eval.errors import RagEvalError
 from rag_eval.gate import GateResult
@@ -120,33 +119,18 @@ def write_results(path: Path, results: Mapping[str, Any], since: float | None = 
     process's start by default), so two runs share one ``--rag-results`` and the last
     writer wins. A failed write (ENOSPC, EACCES) leaves no temporary file behind and
     raises ``ResultsWriteError`` naming the file, the reason and the fix."""
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
     # No indent: indented output takes json's pure-Python encoder (2x slower at 5,000 cases).
     data = json.dumps(results, ensure_ascii=False).encode("utf-8")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         warnings = _written_meanwhile(path, PROCESS_START if since is None else since)
-        _write_all(tmp, data)
-        os.replace(tmp, path)
+        write_atomic(path, data)
         _OURS[str(path)] = path.stat().st_mtime_ns
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise ResultsWriteError(
             f"{path}: results not written: {exc.strerror or exc}; free space or fix the permissions there, "
             "or write them elsewhere (--rag-results PATH; merge: --out PATH)"
         ) from exc
     return warnings
-
-
-def _write_all(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-    finally:
-        os.close(fd)
 
 
 def _written_meanwhile(path: Path, since: float) -> list[str]:

@@ -495,7 +495,7 @@ def test_a_full_disk_is_a_clean_error_and_leaves_no_temporary_file(
     import errno
     import os
 
-    import rag_eval.run
+    import rag_eval.atomic
 
     paths = write(tmp_path, shard_files(thresholds))
     out = tmp_path / "out" / "merged.json"
@@ -503,7 +503,7 @@ def test_a_full_disk_is_a_clean_error_and_leaves_no_temporary_file(
     def full(fd: int, data: Any) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(rag_eval.run.os, "write", full)  # the OS call the writer makes
+    monkeypatch.setattr(rag_eval.atomic.os, "write", full)  # the OS call the writer makes
     code = main(["merge", *paths, "--out", str(out), "--rag-no-report"])
     monkeypatch.undo()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import rag_eval.run
+import rag_eval.atomic
 from rag_eval.finalize import Outputs, summary_lines, write_outputs
 from rag_eval.run import ResultsWriteError, write_results
 from rag_eval.redact import Redactor
@@ -32,7 +32,7 @@ def fail_writes(monkeypatch: pytest.MonkeyPatch, code: int, after: int = 0) -> N
             raise OSError(code, os.strerror(code))
         return real(fd, bytes(data)[:4096])  # short writes: the writer must loop
 
-    monkeypatch.setattr(rag_eval.run.os, "write", write)
+    monkeypatch.setattr(rag_eval.atomic.os, "write", write)
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EACCES, errno.EIO])
