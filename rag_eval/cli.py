@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
@@ -136,6 +137,7 @@ def _merge(args: argparse.Namespace) -> int:
     from rag_eval.finalize import Baseline, Outputs, apply_baseline, baseline_lines, summary_lines, write_outputs
     from rag_eval.merge import MergeError, merge, read_shards
 
+    started = time.time()
     try:
         merged = merge(read_shards(args.files), args.files, args.thresholds)
     except MergeError as exc:
@@ -155,9 +157,10 @@ def _merge(args: argparse.Namespace) -> int:
     report = None if args.no_report else Path(args.report) if args.report else out.with_suffix(".html")
     summary = Path(args.summary_md) if args.summary_md else None
     try:
-        written = write_outputs(results, Outputs(out, report, summary, args.artifact_url))
-    except OSError as exc:  # the results file itself: nothing was written
-        print(f"error: cannot write --out {out}: {exc.strerror or exc}", file=sys.stderr)
+        written = write_outputs(results, Outputs(out, report, summary, args.artifact_url, started=started))
+    except OSError as exc:  # the results file itself: nothing was written (no temporary file left)
+        print(f"error: {exc}" if isinstance(exc, RagEvalError) else f"error: cannot write --out {out}: {exc.strerror or exc}",
+              file=sys.stderr)
         return 2
     # The lines of the pytest terminal summary of an unsharded run.
     if merged.thresholds is None:

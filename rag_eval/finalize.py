@@ -82,6 +82,9 @@ class Outputs:
     artifact_url: str | None = None
     # every secret of the run; the default knows the environment's (python -m rag_eval merge)
     redactor: Redactor = field(default_factory=redactor_from_env)
+    # when the run started (time.time()): a results file changed since was written by another
+    # run; None: when this process loaded the writer (rag_eval.run.PROCESS_START)
+    started: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,18 @@ class Written:
     report: Path | None
     summary: Path | None
     problems: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # e.g. another run wrote the same results file meanwhile
 
 
 def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
     """Write the results JSON, then the report and the summary, all redacted.
 
-    The results file is written first and a failing report or summary never removes it.
-    The summary is *appended* (as ``$GITHUB_STEP_SUMMARY`` expects)."""
+    The results file is written first and a failing report or summary never removes it;
+    when the results file itself cannot be written, ``run.ResultsWriteError`` (an
+    OSError) says why and leaves no temporary file. The summary is *appended* (as
+    ``$GITHUB_STEP_SUMMARY`` expects)."""
     results = outputs.redactor.obj(results)
-    write_results(outputs.results, results)
+    warnings = tuple(write_results(outputs.results, results, since=outputs.started))
     problems: list[str] = []
     report = summary = None
     if outputs.report is not None:
@@ -122,7 +128,7 @@ def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
             summary = outputs.summary
         except Exception as exc:  # noqa: BLE001
             problems.append(outputs.redactor.text(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}"))
-    return Written(outputs.results, report, summary, tuple(problems))
+    return Written(outputs.results, report, summary, tuple(problems), warnings)
 
 
 class GateLine(Protocol):
@@ -165,6 +171,7 @@ def summary_lines(
         out.append(Line(verdict, "pass" if passed else "fail", bold=True))
     if written is not None:
         out.append(Line(f"results: {written.results}{results_note}"))
+        out += [Line(f"WARNING: {warning}", "warn", bold=True) for warning in written.warnings]
         out += [Line(f"{name}: {path}") for name, path in (("report", written.report), ("summary", written.summary)) if path]
         out += [Line(f"ERROR: {problem}", "fail", bold=True) for problem in written.problems]
     return out

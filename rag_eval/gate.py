@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from rag_eval.aggregate import errors_for, is_measured_only, metric_value, select, worst_value
 from rag_eval.dialogue import pooled as dialogue_rates
+from rag_eval.escape import terminal
 from rag_eval.results import CaseResult
 from rag_eval.thresholds import RATE_KEYS, Gate, Thresholds
 
@@ -58,7 +60,9 @@ class GateResult:
             err = f", {self.errors} error{plural}"
         elif self.errors:
             err = f", incl. {self.errors} error{plural} counted as {worst_value(self.gate.metric):g}"
-        tail = f"  worst: {', '.join(self.worst)}" if self.worst and not self.passed else ""
+        # golden and dialogue ids are the user's text: escaped like every other terminal line
+        shown = (terminal(i, keep_newlines=False) for i in self.worst)
+        tail = f"  worst: {', '.join(shown)}" if self.worst and not self.passed else ""
         why = f" ({self.reason})" if self.reason and not self.passed else ""
         return f"{verdict} {self.gate.label} = {value} (need {sign} {self.gate.threshold:g}; n={self.n}{err}){why}{tail}"
 
@@ -68,24 +72,47 @@ CASES_RUN = "cases_run"
 
 
 def run_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> list[GateResult]:
-    """Every gate of a run: the thresholds file's (or the built-in ones), then the
-    unmeasured-tier gates.
+    """Every gate of a run: the thresholds file's (or the built-in ones), the built-in
+    error gates of tiers the file does not gate, then the unmeasured-tier gates.
 
     A tier *ran* when one of its recorded cases did not skip; it was *selected* when it
     recorded any case. Without a thresholds file the built-in gates are ``error_rate``
     at most 0 for every tier that ran, and ``cases_run`` at least 1 for every selected
-    tier. With one, a selected tier that ran nothing (every case skipped: a judge budget
-    of 0, an exhausted budget) fails ``cases_run`` too, unless ``[defaults] unmeasured =
-    "pass"``. A tier whose cases were never recorded (no judge configured, no dialogue
-    call) is not selected: it is not gated.
+    tier. With one, a tier that ran and has no (untagged) gate of its own in the file
+    gets the built-in ``error_rate`` gate too, so a file that gates only ``[judge]``
+    cannot turn a deterministic tier that errored throughout green (``[defaults]
+    ungated = "pass"`` opts out); a selected tier that ran nothing (every case skipped:
+    a judge budget of 0, an exhausted budget) fails ``cases_run``, unless ``[defaults]
+    unmeasured = "pass"``. A tier whose cases were never recorded (no judge configured,
+    no dialogue call) is not selected: it is not gated.
     """
     ran = {c.tier for c in cases if c.outcome != "skip"}
     if thresholds is None:
-        defaults = [Gate(t, "error_rate", "max", 0.0, 1, {}, "built-in gate (no thresholds file)") for t in sorted(ran)]
-        gates = [evaluate_gate(g, cases) for g in defaults]
+        gates = [evaluate_gate(g, cases) for g in builtin_error_gates(None, ran)]
     else:
-        gates = evaluate_gates(thresholds, cases, ran)
+        builtin = [_said_builtin(evaluate_gate(g, cases)) for g in builtin_error_gates(thresholds, ran)]
+        gates = evaluate_gates(thresholds, cases, ran) + builtin
     return gates + unmeasured_gates(thresholds, cases)
+
+
+def builtin_error_gates(thresholds: Thresholds | None, ran: set[str]) -> list[Gate]:
+    """``<tier>.error_rate <= 0`` for each tier that ran and that ``thresholds`` leaves
+    ungated (every tier that ran, without a file)."""
+    if thresholds is None:
+        return [Gate(t, "error_rate", "max", 0.0, 1, {}, "built-in gate (no thresholds file)") for t in sorted(ran)]
+    if thresholds.ungated == "pass":
+        return []
+    gated = {g.tier for g in thresholds.gates if not g.tags}
+    where = f'{thresholds.path}: built-in gate, the file has no gate for this tier ([defaults] ungated = "pass" to allow it)'
+    return [Gate(t, "error_rate", "max", 0.0, 1, {}, where) for t in sorted(ran - gated)]
+
+
+def _said_builtin(result: GateResult) -> GateResult:
+    """A failed built-in error gate says where it comes from and how to opt out."""
+    if result.passed or result.reason:
+        return result
+    why = 'built-in gate: the thresholds file has no gate for this tier; [defaults] ungated = "pass" allows its errors'
+    return dataclasses.replace(result, reason=why)
 
 
 def unmeasured_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> list[GateResult]:

@@ -56,6 +56,10 @@ def load_results(path: str | Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)") from None
+    except RecursionError:
+        raise ResultsFileError(
+            f"{path}: not a results file (JSON nested too deeply to read); pass the file the gate wrote (--rag-results)"
+        ) from None
     return check_results(data, str(path))
 
 
