@@ -1,8 +1,10 @@
 """The native LLM judge: one chat call per case, one validated JSON verdict, six metrics.
 
 Why one call and not one per metric: cost and consistency. The claims, key-fact,
-relevance, correctness and citation verdicts all read the same question, context and
-answer; asking once keeps a case at one request (cached on rerun), and the verdicts
+relevance, correctness and citation verdicts -- and the claim-level checks behind the
+retriever/generator diagnosis (``diagnosis.py``: which chunks entail each claim and key
+fact, whether the reference entails each claim) -- all read the same question, context
+and answer; asking once keeps a case at one request (cached on rerun), and the verdicts
 cannot disagree about what the answer says.
 
 Output modes, best first -- OpenAI-compatible servers differ in what they accept:
@@ -170,8 +172,9 @@ class _Call:
         # Only markers that name a context chunk are judged (schema.validate): a grammar
         # offered [9] of 7 chunks could write an entry that can never be valid.
         markers = [m for m in answer_markers(item.answer) if 1 <= m <= len(item.context)]
-        self.schema = response_schema(bool(item.reference), len(item.key_facts), markers)
-        self.grammar_schema = grammar_schema(bool(item.reference), len(item.key_facts), markers)
+        n_chunks = len(item.context)
+        self.schema = response_schema(bool(item.reference), len(item.key_facts), markers, n_chunks)
+        self.grammar_schema = grammar_schema(bool(item.reference), len(item.key_facts), markers, n_chunks)
         self.messages = build_messages(item, self.schema)
 
     def judgement(self, content: str) -> Judgement | None:

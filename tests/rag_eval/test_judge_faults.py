@@ -64,6 +64,11 @@ def test_the_schema_is_exact_where_counts_are_known(openai_server: ScriptedOpenA
     judge_on(openai_server).judge(no_markers)
     schema2 = bodies(openai_server)[1]["response_format"]["json_schema"]["schema"]["properties"]
     assert schema2["citations"]["maxItems"] == 0 and schema2["key_facts"]["maxItems"] == 0
+    # Chunk lists name only chunks of the context: [1, 2] for ITEM, [1] for the one-chunk case.
+    for key in ("claims", "key_facts"):
+        assert schema[key]["items"]["properties"]["chunks"] == {
+            "type": "array", "items": {"type": "integer", "enum": [1, 2]}, "maxItems": 2}
+        assert schema2[key]["items"]["properties"]["chunks"]["items"]["enum"] == [1]
 
 
 def test_json_object_mode_sends_the_positional_schema(openai_server: ScriptedOpenAIServer) -> None:
@@ -90,10 +95,11 @@ def test_json_object_mode_sends_the_positional_schema(openai_server: ScriptedOpe
 def test_the_positional_schema_accepts_exactly_the_valid_verdicts() -> None:
     import jsonschema
 
-    checker = jsonschema.Draft202012Validator(grammar_schema(False, 2, [1, 2]))
+    checker = jsonschema.Draft202012Validator(grammar_schema(False, 2, [1, 2], 2))
     good: dict[str, Any] = {
-        "claims": [{"claim": "c", "verdict": "yes", "reason": ""}],
-        "key_facts": [{"index": i, "fact": f, "verdict": "covered", "reason": ""} for i, f in ((1, "a"), (2, "b"))],
+        "claims": [{"claim": "c", "verdict": "yes", "chunks": [2], "reference": "yes", "reason": ""}],
+        "key_facts": [{"index": i, "fact": f, "verdict": "covered", "context": "yes", "chunks": [1], "reason": ""}
+                      for i, f in ((1, "a"), (2, "b"))],
         "relevance": {"verdict": "relevant", "reason": ""},
         "citations": [{"marker": m, "sentence": "s", "supported": True, "reason": ""} for m in (1, 2)],
     }
@@ -102,6 +108,8 @@ def test_the_positional_schema_accepts_exactly_the_valid_verdicts() -> None:
     assert any("2 was expected" in e.message for e in checker.iter_errors(twice))
     one_marker = good | {"citations": good["citations"][:1]}
     assert list(checker.iter_errors(one_marker))
+    chunk_3_of_2 = good | {"claims": [good["claims"][0] | {"chunks": [3]}]}
+    assert any("3 is not one of [1, 2]" in e.message for e in checker.iter_errors(chunk_3_of_2))
 
 
 def test_a_reply_cut_off_at_max_tokens_is_retried_once_at_twice_the_budget(
@@ -125,8 +133,9 @@ def test_cut_off_twice_is_a_length_error_naming_the_variable(openai_server: Scri
 def test_degenerate_repeated_claims_count_once(openai_server: ScriptedOpenAIServer) -> None:
     def repeat(req: Any) -> Reply:
         v = native_verdict(req)
-        v["claims"] = [{"claim": "Fact one", "verdict": "yes", "reason": "r"}] * 5 + [
-            {"claim": "fact  one", "verdict": "no", "reason": "r"}, {"claim": "other", "verdict": "no", "reason": "r"}]
+        yes = {"verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+        no = {"verdict": "no", "chunks": [], "reference": "no", "reason": "r"}
+        v["claims"] = [{"claim": "Fact one", **yes}] * 5 + [{"claim": "fact  one", **no}, {"claim": "other", **no}]
         return reply(json.dumps(v))
 
     openai_server.set_default("chat", repeat)
