@@ -217,21 +217,7 @@ def validate(
         return None, [f"the reply must be one JSON object, got {type(data).__name__}"]
     errors: list[str] = []
 
-    claims: list[dict[str, Any]] = []
-    seen_claims: set[str] = set()
-    duplicates = 0
-    for i, c in enumerate(_list(data, "claims", errors, optional=False)):
-        where = f"claims[{i}]"
-        if not isinstance(c, dict) or not isinstance(c.get("claim"), str):
-            errors.append(f"{where} must be an object with a string 'claim'")
-            continue
-        norm = _norm_text(c["claim"])
-        if norm in seen_claims:  # a degenerate judge repeats itself: one claim counts once
-            duplicates += 1
-            continue
-        seen_claims.add(norm)
-        claims.append({"claim": c["claim"], "verdict": _verdict(c, where, CLAIM_VERDICTS, errors),
-                       **claim_diagnosis(c, where, n_context, errors), "reason": _reason(c, where, errors)})
+    claims, duplicates = validate_claims(_list(data, "claims", errors, optional=False), n_context, errors)
 
     facts = _validate_facts(_list(data, "key_facts", errors, optional=not key_facts), key_facts, n_context, errors)
 
@@ -264,6 +250,27 @@ def validate(
     if errors:
         return None, errors
     return Judgement(tuple(claims), tuple(facts), relevance, correctness, tuple(citations), duplicates, n_context), []
+
+
+def validate_claims(items: list[Any], n_context: int, errors: list[str],
+                    seen: Sequence[str] = ()) -> tuple[list[dict[str, Any]], int]:
+    """The validated claims and how many repeats were dropped (also of the ``seen`` texts)."""
+    claims: list[dict[str, Any]] = []
+    seen_claims = {_norm_text(t) for t in seen}
+    duplicates = 0
+    for i, c in enumerate(items):
+        where = f"claims[{i}]"
+        if not isinstance(c, dict) or not isinstance(c.get("claim"), str):
+            errors.append(f"{where} must be an object with a string 'claim'")
+            continue
+        norm = _norm_text(c["claim"])
+        if norm in seen_claims:  # a degenerate judge repeats itself: one claim counts once
+            duplicates += 1
+            continue
+        seen_claims.add(norm)
+        claims.append({"claim": c["claim"], "verdict": _verdict(c, where, CLAIM_VERDICTS, errors),
+                       **claim_diagnosis(c, where, n_context, errors), "reason": _reason(c, where, errors)})
+    return claims, duplicates
 
 
 def _validate_facts(items: list[Any], key_facts: Sequence[str], n_context: int,

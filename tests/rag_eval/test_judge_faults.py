@@ -274,3 +274,46 @@ def _cfg() -> Any:
     from rag_eval.evaluate.judge import JudgeCaseConfig
 
     return JudgeCaseConfig()
+
+
+def test_claims_at_the_grammar_cap_get_one_second_call_for_the_rest(openai_server: ScriptedOpenAIServer) -> None:
+    yes = {"verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+
+    def capped(req: Any) -> Reply:
+        v = native_verdict(req)
+        v["claims"] = [{"claim": f"claim {i}", **yes} for i in range(MAX_GRAMMAR_ITEMS)]
+        return reply(json.dumps(v))
+
+    rest = {"claims": [{"claim": "claim 3", **yes}, {"claim": "claim 20", "verdict": "no", "chunks": [],
+                                                     "reference": "no", "reason": "r"}]}
+    def answer(req: Any) -> Reply:
+        asks_for_more = "judge only those now" in req["messages"][-1]["content"]
+        return reply(json.dumps(rest)) if asks_for_more else capped(req)
+
+    openai_server.enqueue(FORMAT_500)
+    openai_server.set_default("chat", answer)
+    v = judge_on(openai_server).judge(ITEM)
+    assert v.mode == "json_object" and v.calls == 2 and openai_server.calls("chat") == 3  # 500, verdict, rest
+    assert len(v.details["claims"]) == MAX_GRAMMAR_ITEMS + 1 and v.details["claims_second_call"] == 1
+    assert v.details["claims"][-1]["claim"] == "claim 20"  # "claim 3" again counts once
+    assert v.metrics["hallucination"] == 1 / 21 and "a second call added 1" in v.details["notes"][0]
+    second = bodies(openai_server)[2]
+    assert list(second["response_format"]["schema"]["properties"]) == ["claims"]
+    assert "judge only those now" in second["messages"][-1]["content"]
+
+
+def test_a_failed_second_call_for_claims_keeps_the_first_verdict(openai_server: ScriptedOpenAIServer) -> None:
+    def capped(req: Any) -> Reply:
+        v = native_verdict(req)
+        v["claims"] = [{"claim": f"claim {i}", "verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+                       for i in range(MAX_GRAMMAR_ITEMS)]
+        return reply(json.dumps(v))
+
+    def answer(req: Any) -> Reply:
+        return reply("not json") if "judge only those now" in req["messages"][-1]["content"] else capped(req)
+
+    openai_server.enqueue(FORMAT_500)
+    openai_server.set_default("chat", answer)
+    v = judge_on(openai_server, max_retries=1).judge(ITEM)
+    assert len(v.details["claims"]) == MAX_GRAMMAR_ITEMS and v.details["claims_second_call"] == 0
+    assert "kept 20" in v.details["notes"][0]
