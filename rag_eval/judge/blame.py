@@ -110,7 +110,8 @@ def _fact_findings(checks: ClaimChecks, trails: Sequence[FactTrail]) -> list[Fin
             continue
         marks = [k for k, v in enumerate(row, 1) if v]
         if marks:
-            found.append(Finding("generator", f"generator: key fact {j} is in chunk {_chunks(marks)} but not in the answer"))
+            line = f"generator: key fact {j} is in chunk {_chunks(marks)} but not in the answer"
+            found.append(Finding("generator", line))
         elif all(v is False for v in row):
             found.append(_lost(j, trails[j - 1] if j <= len(trails) else None))
     return found
@@ -125,12 +126,13 @@ def _claim_findings(checks: ClaimChecks, claims: Sequence[Mapping[str, Any]]) ->
         text = _quote(str(c.get("claim", "")))
         on_rel = [k for k, v in enumerate(row, 1) if tri_all(v, rel[k - 1])]
         on_irr = [k for k, v in enumerate(row, 1) if tri_all(v, tri_not(rel[k - 1]))]
-        if on_rel:
-            found.append(Finding("noise", f"noise: claim {text} is wrong and rests on chunk {_chunks(on_rel)} (relevant)"))
-        elif on_irr:
-            found.append(Finding("noise", f"noise: claim {text} is wrong and rests on chunk {_chunks(on_irr)} (irrelevant)"))
+        if on_rel or on_irr:
+            which = "relevant" if on_rel else "irrelevant"
+            line = f"noise: claim {text} is wrong and rests on chunk {_chunks(on_rel or on_irr)} ({which})"
+            found.append(Finding("noise", line))
         elif all(v is False for v in row):
-            found.append(Finding("hallucination", f"hallucination: claim {text} is in no chunk and not in the reference"))
+            line = f"hallucination: claim {text} is in no chunk and not in the reference"
+            found.append(Finding("hallucination", line))
     return found
 
 

@@ -22,7 +22,8 @@ from tests.support.openai_server import ScriptedOpenAIServer, reply
 
 CONTEXT = [Chunk("c1", "d1", "等差数列的通项公式为 a_n = a_1 + (n-1)d。"), Chunk("c2", "d1", "d 为公差。"),
            Chunk("c5", "d2", "等比数列的通项公式为 a_n = a_1 q^(n-1)。")]
-FACTS = (KeyFact("a_n = a_1 + (n-1)d", EvidenceRef(chunk_id="c1")), KeyFact("n 从 1 开始", EvidenceRef(chunk_id="c7")),
+FACTS = (KeyFact("a_n = a_1 + (n-1)d", EvidenceRef(chunk_id="c1")),
+         KeyFact("n 从 1 开始", EvidenceRef(chunk_id="c7")),
          KeyFact("首项为 a_1", EvidenceRef(chunk_id="c9")))
 TRACE = Trace((StageResult("dense", (Hit("c1", 0.9, 1), Hit("c7", 0.5, 6))),
                StageResult("fused", (Hit("c1", 0.9, 1), Hit("c2", 0.8, 2), Hit("c5", 0.7, 3), Hit("c7", 0.4, 4)))))
