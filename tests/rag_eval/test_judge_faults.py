@@ -64,6 +64,11 @@ def test_the_schema_is_exact_where_counts_are_known(openai_server: ScriptedOpenA
     judge_on(openai_server).judge(no_markers)
     schema2 = bodies(openai_server)[1]["response_format"]["json_schema"]["schema"]["properties"]
     assert schema2["citations"]["maxItems"] == 0 and schema2["key_facts"]["maxItems"] == 0
+    # Chunk lists name only chunks of the context: [1, 2] for ITEM, [1] for the one-chunk case.
+    for key in ("claims", "key_facts"):
+        assert schema[key]["items"]["properties"]["chunks"] == {
+            "type": "array", "items": {"type": "integer", "enum": [1, 2]}, "maxItems": 2}
+        assert schema2[key]["items"]["properties"]["chunks"]["items"]["enum"] == [1]
 
 
 def test_json_object_mode_sends_the_positional_schema(openai_server: ScriptedOpenAIServer) -> None:
@@ -90,10 +95,11 @@ def test_json_object_mode_sends_the_positional_schema(openai_server: ScriptedOpe
 def test_the_positional_schema_accepts_exactly_the_valid_verdicts() -> None:
     import jsonschema
 
-    checker = jsonschema.Draft202012Validator(grammar_schema(False, 2, [1, 2]))
+    checker = jsonschema.Draft202012Validator(grammar_schema(False, 2, [1, 2], 2))
     good: dict[str, Any] = {
-        "claims": [{"claim": "c", "verdict": "yes", "reason": ""}],
-        "key_facts": [{"index": i, "fact": f, "verdict": "covered", "reason": ""} for i, f in ((1, "a"), (2, "b"))],
+        "claims": [{"claim": "c", "verdict": "yes", "chunks": [2], "reference": "yes", "reason": ""}],
+        "key_facts": [{"index": i, "fact": f, "verdict": "covered", "context": "yes", "chunks": [1], "reason": ""}
+                      for i, f in ((1, "a"), (2, "b"))],
         "relevance": {"verdict": "relevant", "reason": ""},
         "citations": [{"marker": m, "sentence": "s", "supported": True, "reason": ""} for m in (1, 2)],
     }
@@ -102,6 +108,8 @@ def test_the_positional_schema_accepts_exactly_the_valid_verdicts() -> None:
     assert any("2 was expected" in e.message for e in checker.iter_errors(twice))
     one_marker = good | {"citations": good["citations"][:1]}
     assert list(checker.iter_errors(one_marker))
+    chunk_3_of_2 = good | {"claims": [good["claims"][0] | {"chunks": [3]}]}
+    assert any("3 is not one of [1, 2]" in e.message for e in checker.iter_errors(chunk_3_of_2))
 
 
 def test_a_reply_cut_off_at_max_tokens_is_retried_once_at_twice_the_budget(
@@ -125,8 +133,9 @@ def test_cut_off_twice_is_a_length_error_naming_the_variable(openai_server: Scri
 def test_degenerate_repeated_claims_count_once(openai_server: ScriptedOpenAIServer) -> None:
     def repeat(req: Any) -> Reply:
         v = native_verdict(req)
-        v["claims"] = [{"claim": "Fact one", "verdict": "yes", "reason": "r"}] * 5 + [
-            {"claim": "fact  one", "verdict": "no", "reason": "r"}, {"claim": "other", "verdict": "no", "reason": "r"}]
+        yes = {"verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+        no = {"verdict": "no", "chunks": [], "reference": "no", "reason": "r"}
+        v["claims"] = [{"claim": "Fact one", **yes}] * 5 + [{"claim": "fact  one", **no}, {"claim": "other", **no}]
         return reply(json.dumps(v))
 
     openai_server.set_default("chat", repeat)
@@ -265,3 +274,46 @@ def _cfg() -> Any:
     from rag_eval.evaluate.judge import JudgeCaseConfig
 
     return JudgeCaseConfig()
+
+
+def test_claims_at_the_grammar_cap_get_one_second_call_for_the_rest(openai_server: ScriptedOpenAIServer) -> None:
+    yes = {"verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+
+    def capped(req: Any) -> Reply:
+        v = native_verdict(req)
+        v["claims"] = [{"claim": f"claim {i}", **yes} for i in range(MAX_GRAMMAR_ITEMS)]
+        return reply(json.dumps(v))
+
+    rest = {"claims": [{"claim": "claim 3", **yes}, {"claim": "claim 20", "verdict": "no", "chunks": [],
+                                                     "reference": "no", "reason": "r"}]}
+    def answer(req: Any) -> Reply:
+        asks_for_more = "judge only those now" in req["messages"][-1]["content"]
+        return reply(json.dumps(rest)) if asks_for_more else capped(req)
+
+    openai_server.enqueue(FORMAT_500)
+    openai_server.set_default("chat", answer)
+    v = judge_on(openai_server).judge(ITEM)
+    assert v.mode == "json_object" and v.calls == 2 and openai_server.calls("chat") == 3  # 500, verdict, rest
+    assert len(v.details["claims"]) == MAX_GRAMMAR_ITEMS + 1 and v.details["claims_second_call"] == 1
+    assert v.details["claims"][-1]["claim"] == "claim 20"  # "claim 3" again counts once
+    assert v.metrics["hallucination"] == 1 / 21 and "a second call added 1" in v.details["notes"][0]
+    second = bodies(openai_server)[2]
+    assert list(second["response_format"]["schema"]["properties"]) == ["claims"]
+    assert "judge only those now" in second["messages"][-1]["content"]
+
+
+def test_a_failed_second_call_for_claims_keeps_the_first_verdict(openai_server: ScriptedOpenAIServer) -> None:
+    def capped(req: Any) -> Reply:
+        v = native_verdict(req)
+        v["claims"] = [{"claim": f"claim {i}", "verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+                       for i in range(MAX_GRAMMAR_ITEMS)]
+        return reply(json.dumps(v))
+
+    def answer(req: Any) -> Reply:
+        return reply("not json") if "judge only those now" in req["messages"][-1]["content"] else capped(req)
+
+    openai_server.enqueue(FORMAT_500)
+    openai_server.set_default("chat", answer)
+    v = judge_on(openai_server, max_retries=1).judge(ITEM)
+    assert len(v.details["claims"]) == MAX_GRAMMAR_ITEMS and v.details["claims_second_call"] == 0
+    assert "kept 20" in v.details["notes"][0]
