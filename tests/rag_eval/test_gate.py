@@ -369,3 +369,29 @@ def test_without_thresholds_a_clean_run_passes_and_every_error_fails() -> None:
     broken = [case("a", "error"), case("b", "error")]
     (only,) = run_gates(None, broken)
     assert (only.value, only.passed) == (1.0, False)
+
+
+# --------------------------------------------------------------------------- why unmeasured
+
+
+def test_a_gate_on_a_stage_the_system_never_returned_names_the_stages_it_did() -> None:
+    """Undeclared stages: a typo'd stage is not ``n/a (n=0)`` but names what came back."""
+    stages = {"stages": {"dense": [], "sparse": [], "final": []}}
+    cases = [case(c, metrics={"dense.recall@10": 1.0}, details=stages) for c in ("a", "b")]
+    r = evaluate_gate(gate("vectorz.recall@10"), cases)
+    assert not r.passed and r.value is None
+    assert r.reason == (
+        "no case returned stage 'vectorz': the system's stages are dense, final, sparse "
+        "(name one of them in the gate, or declare the system's stages)"
+    )
+
+
+def test_an_unmeasurable_pass_at_k_says_the_runs_k() -> None:
+    cases = [case(c, tier="passk", metrics={"pass@3": 1.0, "pass^3": 1.0}, details={"k": 3, "n": 5}) for c in ("a", "b")]
+    r = evaluate_gate(gate("pass@7", tier="passk"), cases)
+    assert not r.passed and r.value is None
+    assert r.reason == (
+        "pass@7 is not measured: this run's k is 3 (set [passk.case] k = 7 or --rag-passk-k 7, "
+        "with n >= 7 trials, or gate pass@3)"
+    )
+    assert evaluate_gate(gate("pass^3", tier="passk"), cases).passed
