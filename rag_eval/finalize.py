@@ -19,7 +19,7 @@ from typing import Any, Literal, Mapping, Protocol, Sequence
 from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
 from rag_eval.regression import RegressionGateResult, evaluate_regression
-from rag_eval.results_file import run_of
+from rag_eval.results_file import run_of, written_problem
 from rag_eval.run import write_results
 from rag_eval.thresholds import Thresholds
 
@@ -108,7 +108,8 @@ def write_outputs(results: Mapping[str, Any], outputs: Outputs) -> Written:
     ``$GITHUB_STEP_SUMMARY`` expects)."""
     results = outputs.redactor.obj(results)
     warnings = tuple(write_results(outputs.results, results, since=outputs.started))
-    problems: list[str] = []
+    invalid = written_problem(results, outputs.results)
+    problems: list[str] = [outputs.redactor.text(invalid)] if invalid else []
     report = summary = None
     if outputs.report is not None:
         try:

@@ -10,7 +10,7 @@ from rag_eval.aggregate import errors_for, is_measured_only, metric_value, selec
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.escape import terminal
 from rag_eval.results import CaseResult
-from rag_eval.thresholds import RATE_KEYS, Gate, Thresholds
+from rag_eval.thresholds import RATE_KEYS, Gate, Thresholds, retrieval_stage_of
 
 WORST_SHOWN = 3
 
@@ -152,12 +152,32 @@ def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
     value, n, errors = mv.value, mv.n, mv.errors
     ratio = (mv.numerator, mv.denominator)
     if value is None or n == 0:
-        return GateResult(gate, None, n, errors, False, "no cases measured: a gate over 0 cases fails", worst, *ratio)
+        return GateResult(gate, None, n, errors, False, unmeasured_reason(gate, scoped), worst, *ratio)
     if n < gate.min_cases:
         return GateResult(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst,
                           *ratio)
     ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
     return GateResult(gate, value, n, errors, ok, "", worst, *ratio)
+
+
+def unmeasured_reason(gate: Gate, scoped: Sequence[CaseResult]) -> str:
+    """Why a gate has no value, in the words the user can act on: a stage the system
+    never returned, a pass@k the run's k cannot give, or simply no case in scope."""
+    parts = gate.metric.split(".")
+    if gate.tier == "retrieval" and retrieval_stage_of(gate.metric) is not None:
+        returned = sorted({str(s) for c in scoped for s in (c.details.get("stages") or {})})
+        if parts[0] not in returned:
+            has = ", ".join(returned) if returned else "none"
+            return (f"no case returned stage {parts[0]!r}: the system's stages are {has} "
+                    f"(name one of them in the gate, or declare the system's stages)")
+    name, at, k = gate.metric.partition("@") if "@" in gate.metric else gate.metric.partition("^")
+    if gate.tier == "passk" and at and name == "pass" and k.isdigit():
+        ks = sorted({int(c.details["k"]) for c in scoped if isinstance(c.details.get("k"), int)})
+        if ks and int(k) not in ks:
+            run_k = ", ".join(str(v) for v in ks)
+            return (f"{gate.metric} is not measured: this run's k is {run_k} (set [passk.case] k = {k} or "
+                    f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})")
+    return "no cases measured: a gate over 0 cases fails"
 
 
 def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:

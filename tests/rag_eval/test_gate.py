@@ -426,3 +426,29 @@ def test_the_worst_list_escapes_control_bidi_and_nul_in_ids() -> None:
     assert not any(ch in line for ch in ("\x1b", "\x07", "\u202e", "\x00")), repr(line)
     assert "\\x1b]0;T\\x07title" in line and "rtl\\u202egnp.exe" in line and "nul\\x00id" in line
     assert r.worst == tuple(sorted(hostile))  # the results file keeps the ids as they are
+
+
+# --------------------------------------------------------------------------- why unmeasured
+
+
+def test_a_gate_on_a_stage_the_system_never_returned_names_the_stages_it_did() -> None:
+    """Undeclared stages: a typo'd stage is not ``n/a (n=0)`` but names what came back."""
+    stages = {"stages": {"dense": [], "sparse": [], "final": []}}
+    cases = [case(c, metrics={"dense.recall@10": 1.0}, details=stages) for c in ("a", "b")]
+    r = evaluate_gate(gate("vectorz.recall@10"), cases)
+    assert not r.passed and r.value is None
+    assert r.reason == (
+        "no case returned stage 'vectorz': the system's stages are dense, final, sparse "
+        "(name one of them in the gate, or declare the system's stages)"
+    )
+
+
+def test_an_unmeasurable_pass_at_k_says_the_runs_k() -> None:
+    cases = [case(c, tier="passk", metrics={"pass@3": 1.0, "pass^3": 1.0}, details={"k": 3, "n": 5}) for c in ("a", "b")]
+    r = evaluate_gate(gate("pass@7", tier="passk"), cases)
+    assert not r.passed and r.value is None
+    assert r.reason == (
+        "pass@7 is not measured: this run's k is 3 (set [passk.case] k = 7 or --rag-passk-k 7, "
+        "with n >= 7 trials, or gate pass@3)"
+    )
+    assert evaluate_gate(gate("pass^3", tier="passk"), cases).passed
