@@ -17,6 +17,7 @@ key's 33 characters printed). There is no other function here that cuts.
 from __future__ import annotations
 
 import base64
+import logging
 import re
 from typing import Iterable
 from urllib.parse import quote, quote_plus
@@ -66,3 +67,26 @@ class Redactor:
         """``text`` redacted, then cut to ``limit`` characters (plus ``ellipsis`` when cut)."""
         clean = self.redact(text)
         return clean if len(clean) <= limit else clean[:limit] + ellipsis
+
+
+class RedactingFilter(logging.Filter):
+    """A handler filter: each record's message and traceback leave redacted.
+
+    Install it on *handlers* (``handler.addFilter``): a logger's own filters do not see
+    records that propagate from its children (uvicorn's, the SDK's, rag_app's).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__()
+        self.redactor = redactor
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not self.redactor:
+            return True
+        record.msg, record.args = self.redactor.redact(record.getMessage()), None
+        if record.exc_info:
+            record.exc_text = self.redactor.redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        if record.stack_info:
+            record.stack_info = self.redactor.redact(record.stack_info)
+        return True

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any, Iterator
 
 import httpx
 import pytest
 
-from rag_app.api import make_server
+from rag_app.http_server import make_server
 from rag_app.pipeline import RagPipeline
 from rag_app.settings import Settings
 
@@ -37,14 +36,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def serving(pipeline: RagPipeline) -> Iterator[str]:
     """Serve ``pipeline`` on a free 127.0.0.1 port for as long as the generator is open."""
-    server = make_server(pipeline, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with make_server(pipeline, "127.0.0.1", 0) as server:
         yield server.url
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def post(url: str, path: str, body: Any) -> httpx.Response:
