@@ -137,8 +137,9 @@ class ApiApp:
         self._turn: anyio.Lock | None = None  # created on the server's event loop
 
     def starlette(self) -> Starlette:
-        routes = [Route("/api/health", self.health, methods=["GET"])]
-        routes += [Route(path, self.post, methods=["POST"]) for path in REQUEST_KEYS]
+        # Each path also with a trailing slash, answered in place (no redirect), as before.
+        routes = [Route(p, self.health, methods=["GET"]) for p in ("/api/health", "/api/health/")]
+        routes += [Route(p, self.post, methods=["POST"]) for path in REQUEST_KEYS for p in (path, path + "/")]
         app = Starlette(routes=routes, exception_handlers={HTTPException: self._http_error})
         app.add_middleware(HostGuard, allowed=self.limits.allowed_hosts)
         return app
@@ -147,7 +148,7 @@ class ApiApp:
         return json_response(200, {"status": "ok", "info": asdict(self.pipeline.info)})
 
     async def post(self, request: Request) -> Response:
-        path = request.url.path
+        path = request.url.path.rstrip("/")
         media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/json":
             return _refusal(415, "unsupported_media_type", (
@@ -199,7 +200,7 @@ class ApiApp:
 
     async def _http_error(self, request: Request, exc: Exception) -> Response:
         code = exc.status_code if isinstance(exc, HTTPException) else 500
-        path = request.url.path
+        path = request.url.path.rstrip("/")
         if code == 405:
             return _refusal(405, "method_not_allowed", f"use {'GET' if path == '/api/health' else 'POST'} {path}",
                             {"Allow": "GET" if path == "/api/health" else "POST"})

@@ -121,3 +121,9 @@ def test_unknown_routes_and_methods_say_what_exists(api: str) -> None:
     assert "POST /api/retrieve" in httpx.get(f"{api}/api/nope", timeout=10).json()["detail"]
     r = httpx.get(f"{api}/api/retrieve", timeout=10)
     assert (r.status_code, r.headers["allow"]) == (405, "POST")
+
+
+def test_a_trailing_slash_and_a_query_string_reach_the_same_route(api: str) -> None:
+    assert httpx.get(f"{api}/api/health/?x=1", timeout=10).status_code == 200
+    r = post(api, "/api/retrieve/", {"question": "derivative of x squared", "top_k": 1})
+    assert r.status_code == 200 and r.json()["items"][0]["doc_id"] == "deriv"
