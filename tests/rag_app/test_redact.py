@@ -54,3 +54,27 @@ def test_short_placeholders_are_left_alone_and_repr_hides_the_secret() -> None:
     assert Redactor(["none"]).redact("none of it") == "none of it"
     assert not Redactor(["", "test"])
     assert KEY not in repr(Redactor([KEY]))
+
+
+def test_the_logging_filter_redacts_messages_arguments_and_tracebacks() -> None:
+    import io
+    import logging
+
+    from rag_app.redact import RedactingFilter
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(RedactingFilter(Redactor([KEY])))
+    logger = logging.getLogger("tests.redact.filter")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("upstream echoed %s", key_forms(KEY)["base64"])
+        try:
+            raise RuntimeError(f"key={KEY.upper()}")
+        except RuntimeError:
+            logger.exception("failed with %r", KEY)
+    finally:
+        logger.removeHandler(handler)
+    text = stream.getvalue()
+    assert "Traceback" in text and text.count("[redacted]") == 3 and leaks(text, KEY) == []
