@@ -106,7 +106,8 @@ class ApiServer:
             limits = dataclasses.replace(limits, allowed_hosts=(*limits.allowed_hosts, host.lower()))
         self.limits = limits
         self.redactor = Redactor(env_secrets())
-        app = ApiApp(pipeline, limits, self.redactor).starlette()
+        self.api = ApiApp(pipeline, limits, self.redactor)
+        app = self.api.starlette()
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -119,6 +120,11 @@ class ApiServer:
         )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
+
+    @property
+    def pending(self) -> int:
+        """Requests admitted to the pipeline queue right now (the one being served included)."""
+        return self.api.pending
 
     @property
     def url(self) -> str:

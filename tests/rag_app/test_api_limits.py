@@ -30,6 +30,7 @@ class Gate:
     def __init__(self, pipeline: RagPipeline) -> None:
         self.calls = 0
         self.entered, self.release = threading.Event(), threading.Event()
+        self.server: Any = None
         self._inner = pipeline.retrieve
         pipeline.retrieve = self  # type: ignore[method-assign]
 
@@ -54,6 +55,7 @@ def serve(pipeline: RagPipeline, **limits: Any) -> Iterator[tuple[str, Gate]]:
     original = pipeline.retrieve
     gate = Gate(pipeline)
     server = make_server(pipeline, "127.0.0.1", 0, Limits(request_timeout=HEAD_TIMEOUT, **limits))
+    gate.server = server
     try:
         with server:
             yield server.url, gate
@@ -259,11 +261,10 @@ def test_a_busy_pipeline_queues_without_threads_and_refuses_past_max_pending(api
         threads.append(threading.Thread(target=ask, args=(name, "derivative")))
         threads[-1].start()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:  # wait until both are queued (max_pending = 3 with the blocked one)
-        busy = post(url, "/api/retrieve", {"question": "derivative"})
-        if busy.status_code == 503:
-            break
-        time.sleep(0.05)
+    while gate.server.pending < 3 and time.monotonic() < deadline:  # both queued: max_pending = 3 with the blocked one
+        time.sleep(0.02)
+    assert gate.server.pending == 3 and gate.calls == 1  # the queued two wait without reaching the pipeline
+    busy = post(url, "/api/retrieve", {"question": "derivative"})
     assert busy.status_code == 503 and busy.headers["retry-after"] == "1" and "max_pending" in busy.json()["detail"]
     gate.release.set()
     for t in threads:
