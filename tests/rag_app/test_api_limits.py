@@ -288,3 +288,10 @@ def test_a_bad_serve_limit_is_refused_at_start_naming_it(capsys: pytest.CaptureF
 
     assert main(["--set", "embedder=fake", "serve", "--max-pending", "0"]) == 2
     assert "max_pending must be positive, got 0" in capsys.readouterr().err
+
+
+def test_an_oversized_request_head_is_a_400(api: tuple[str, Gate]) -> None:
+    url, gate = api
+    response = exchange(url, head("/api/retrieve", host(url), "X-Pad: " + "a" * 1_000_000 + "\r\n"))
+
+    assert status_of(response) == 400 and gate.calls == 0
