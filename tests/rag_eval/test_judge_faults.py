@@ -164,6 +164,17 @@ def test_a_faulty_run_caches_nothing_broken_and_a_rerun_heals(openai_server: Scr
     assert KEY.encode() not in raw_bytes and b"[redacted]" in raw_bytes
 
 
+@pytest.mark.parametrize("first", [reply('{"claims": [ {'), Reply('{"claims": [', finish_reason="length")])
+def test_a_verdict_from_the_repair_or_the_larger_retry_is_reused_by_a_rerun(
+        openai_server: ScriptedOpenAIServer, tmp_path: Path, first: Reply) -> None:
+    openai_server.set_default("chat", lambda req: reply(verdict(req)))
+    openai_server.enqueue(first)
+    healed = judge_on(openai_server, tmp_path, max_retries=0).judge(ITEM)
+    assert healed.calls == 2 and openai_server.calls("chat") == 2
+    again = judge_on(openai_server, tmp_path, max_retries=0).judge(ITEM)
+    assert openai_server.calls("chat") == 2 and again.metrics == healed.metrics  # zero calls on the rerun
+
+
 def test_a_broken_row_in_the_cache_is_replaced_not_replayed(openai_server: ScriptedOpenAIServer,
                                                             tmp_path: Path) -> None:
     openai_server.set_default("chat", lambda req: reply('{"claims": [ {'))  # a faulty server: truncated
