@@ -4,6 +4,7 @@ forged chunk headers and look-alike delimiters, outcomes and usage per tier and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -276,3 +277,30 @@ def _cfg() -> Any:
     from rag_eval.evaluate.judge import JudgeCaseConfig
 
     return JudgeCaseConfig()
+
+
+def test_judge_usage_counts_every_request_the_server_logged(openai_server: ScriptedOpenAIServer) -> None:
+    """Retries, a repair and a budget stop: the client's calls and tokens equal the server's log."""
+    openai_server.set_default("chat", lambda req: Reply(verdict(req), prompt_tokens=100, completion_tokens=10))
+    openai_server.enqueue(status(503), Reply('{"claims": [ {', prompt_tokens=100, completion_tokens=10))
+    cc = CachedChatClient(judge_llm(openai_server.base_url, KEY, max_retries=1), None, budget_tokens=300)
+    judge = NativeJudge(cc, "judge-m")
+    assert judge.judge(ITEM).calls == 2  # 503 + invalid verdict (one call, 2 attempts), then the repair
+    judge.judge(dataclasses.replace(ITEM, case_id="c2"))
+    with pytest.raises(JudgeCallError) as info:  # 330 tokens spent >= 300: the third case sends nothing
+        judge.judge(dataclasses.replace(ITEM, case_id="c3"))
+    assert info.value.kind == "budget"
+    total = cc.totals()["judge"]
+    assert total["calls"] == openai_server.calls("chat") == 4
+    assert (total["first_attempts"], total["retries"], total["errors"]) == (3, 1, 1)  # the rejected first call
+    assert (total["prompt_tokens"], total["completion_tokens"]) == (300, 30)
+    assert cc.usage_for("c1", "judge")["calls"] == 3 and cc.usage_for("c3", "judge")["calls"] == 0
+
+
+def test_a_case_whose_every_reply_was_rejected_counts_its_errors(openai_server: ScriptedOpenAIServer) -> None:
+    openai_server.set_default("chat", lambda req: reply('{"claims": [ {'))
+    cc = CachedChatClient(judge_llm(openai_server.base_url, KEY, max_retries=0), None)
+    with pytest.raises(JudgeCallError):
+        NativeJudge(cc, "judge-m").judge(ITEM)
+    usage = cc.usage_for("c1", "judge")
+    assert (usage["calls"], usage["errors"]) == (openai_server.calls("chat"), 2) == (2, 2)
