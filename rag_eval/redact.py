@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import os
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import quote, quote_plus, urlsplit
 
 MIN_SECRET_LENGTH = 6
@@ -196,3 +197,45 @@ def _url_credentials(value: str) -> list[str]:
     if parts.username and parts.password:
         out.append(f"{parts.username}:{parts.password}")
     return [v for v in out if v]
+
+
+def install_log_redaction(redactor: Redactor) -> Callable[[], None]:
+    """Redact every log record of the process from now on; returns the undo.
+
+    httpx, httpcore and the openai SDK log request and response headers at DEBUG
+    (``(b'Retry-After', b'sk-...')``), and ``--log-level=DEBUG -o log_cli=true -o
+    junit_logging=all`` sends those lines to the terminal and into JUnit. A filter on one
+    logger or handler misses records of child loggers and handlers added later (pytest
+    adds its own per phase), so this wraps the log-record factory instead: each record's
+    message (and formatted exception) is built and redacted when the record is made,
+    before any handler sees it.
+    """
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        return redact_record(record, redactor)
+
+    logging.setLogRecordFactory(factory)
+
+    def undo() -> None:
+        if logging.getLogRecordFactory() is factory:
+            logging.setLogRecordFactory(previous)
+
+    return undo
+
+
+def redact_record(record: logging.LogRecord, redactor: Redactor) -> logging.LogRecord:
+    """``record`` with its message and exception text redacted (the args are folded in)."""
+    if not redactor:
+        return record
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a bad format string: keep what we can, redacted
+        message = f"{record.msg!r} % {record.args!r}"
+    record.msg, record.args = redactor.text(message), ()
+    if record.exc_info and not record.exc_text:
+        record.exc_text = redactor.text(logging.Formatter().formatException(record.exc_info))
+    if record.stack_info:
+        record.stack_info = redactor.text(record.stack_info)
+    return record

@@ -73,3 +73,33 @@ def test_snippet_redacts_before_it_cuts() -> None:
     assert KEY[:12] in text[:300]  # cutting first would keep most of the key
     out = r.snippet(text, 300)
     assert len(out) <= 300 and KEY[:6] not in out and out.endswith("key=[redacted]")
+
+
+def test_log_redaction_covers_debug_lines_of_child_loggers_and_later_handlers() -> None:
+    import io
+    import logging
+
+    from rag_eval.redact import install_log_redaction
+    from tests.support.leaks import assert_no_window
+
+    undo = install_log_redaction(Redactor([KEY]))
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)  # added after the install, as pytest's are
+    logger = logging.getLogger("httpcore.http11")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug("receive_response_headers.complete return_value=%r",
+                     (b"HTTP/1.1", 429, b"Too Many", [(b"Retry-After", KEY.encode())]))
+        try:
+            raise ValueError(f"server said {KEY}")
+        except ValueError:
+            logger.exception("failed for %s", base64.b64encode(KEY.encode()).decode())
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        undo()
+    text = stream.getvalue()
+    assert "Retry-After" in text and "ValueError" in text and MASK in text
+    assert_no_window([text], KEY)
+    assert logging.getLogRecordFactory() is logging.LogRecord  # undone
