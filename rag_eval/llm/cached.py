@@ -24,6 +24,12 @@ cached answers are still served. Without ``ledger_dir`` the spending is this pro
 own (per xdist worker). With ``ledger_dir`` (:mod:`rag_eval.llm.ledger`) spending is
 summed run-wide. The check happens before the call, so N workers can each start one
 call when the budget is nearly used up: the overshoot is at most one call per worker.
+Threads of one process reserve before sending (the calls in flight count as spent), so
+concurrency adds no overshoot beyond that of a serial run.
+
+Thread safety. One instance serves every thread of a process: the records, the cache
+connection and the reservations are each behind a lock, and the client's circuit
+breaker and rate limiter (:mod:`rag_eval.llm.limiter`) are shared by all threads.
 """
 
 from __future__ import annotations
@@ -118,6 +124,9 @@ class CachedChatClient:
         self._records: list[CallRecord] = []
         self._lock = threading.Lock()
         self._warned_unpriced: set[str] = set()
+        self._budget_lock = threading.Lock()
+        self._in_flight = (0.0, 0)  # (USD, tokens) reserved by calls being sent
+        self._largest = (0.0, 0)  # the most one call has cost so far
 
     @classmethod
     def from_config(
@@ -171,15 +180,17 @@ class CachedChatClient:
         if hit is not None:
             self._append(CallRecord(case_id, tier, req.model, 0, 0, 0.0, True, time.monotonic() - start, trial=trial))
             return ChatResponse(hit.content, hit.usage, hit.model, hit.finish_reason, 0, time.monotonic() - start)
-        self._check_budget(req, case_id)
+        reserved = self._reserve(req, case_id)
         try:
             resp = self.client.complete(req, accept=accept)
         except ChatError as err:
+            self._release(reserved)
             cost, priced = self._cost(req.model, err.usage)
             self._spend(CallRecord(case_id, tier, req.model, err.usage.prompt_tokens, err.usage.completion_tokens,
                                    cost, False, time.monotonic() - start, priced, err.kind, err.requests, trial,
                                    err.usage.reported))
             raise JudgeCallError(str(err), kind=err.kind, case_id=case_id, attempts=err.attempts) from err
+        self._release(reserved)
         cost, priced = self._cost(req.model, resp.usage)
         self._spend(CallRecord(case_id, tier, req.model, resp.usage.prompt_tokens, resp.usage.completion_tokens,
                                cost, False, resp.seconds, priced, REJECTED if resp.rejected else "", resp.requests,
@@ -255,10 +266,29 @@ class CachedChatClient:
             live = [r for r in self._records if not r.cached]
         return sum(r.cost for r in live), sum(r.prompt_tokens + r.completion_tokens for r in live)
 
-    def _check_budget(self, req: ChatRequest, case_id: str) -> None:
+    def _reserve(self, req: ChatRequest, case_id: str) -> tuple[float, int]:
+        """Check the budget counting the calls in flight, and reserve this call's likely
+        cost (the most a call has cost so far, at least an estimate from the request), so
+        that threads sending at once never overshoot it more than one serial call would."""
+        if self.budget_usd is None and self.budget_tokens is None:
+            return 0.0, 0
+        tokens = max(self._largest[1], sum(len(m["content"]) for m in req.messages) // 4 + (req.max_tokens or 0))
+        usd = max(self._largest[0], cost_of(self.prices, req.model, Usage(tokens, 0))[0])
+        with self._budget_lock:
+            self._check_budget(req, case_id, self._in_flight)
+            self._in_flight = (self._in_flight[0] + usd, self._in_flight[1] + tokens)
+        return usd, tokens
+
+    def _release(self, reserved: tuple[float, int]) -> None:
+        if reserved != (0.0, 0):
+            with self._budget_lock:
+                self._in_flight = (self._in_flight[0] - reserved[0], self._in_flight[1] - reserved[1])
+
+    def _check_budget(self, req: ChatRequest, case_id: str, in_flight: tuple[float, int] = (0.0, 0)) -> None:
         if self.budget_usd is None and self.budget_tokens is None:
             return
         cost, tokens = self.spent()
+        cost, tokens = cost + in_flight[0], tokens + in_flight[1]
         scope = "run-wide" if self.ledger is not None else "in this process"
         if self.budget_usd is not None and cost >= self.budget_usd:
             raise JudgeCallError(
@@ -276,6 +306,9 @@ class CachedChatClient:
     # --- accounting ---------------------------------------------------------------------
     def _spend(self, rec: CallRecord) -> None:
         self._append(rec)
+        with self._budget_lock:
+            self._largest = (max(self._largest[0], rec.cost),
+                             max(self._largest[1], rec.prompt_tokens + rec.completion_tokens))
         if self.ledger is not None and (rec.cost or rec.prompt_tokens or rec.completion_tokens):
             self.ledger.add(rec.cost, rec.prompt_tokens + rec.completion_tokens)
 

@@ -254,7 +254,8 @@ class LLMClient:
             "timeout": f"raise {p.timeout_setting} (now {p.timeout:g}s per attempt) or check the server",
             "time_budget": f"the call's total time budget ({p.budget:g}s) ran out: raise {p.timeout_setting} "
                            "or check why the endpoint is slow",
-            "rate_limit": f"still rate limited: lower concurrency or raise {p.retries_setting}",
+            "rate_limit": f"still rate limited: lower {ep.prefix}_CONCURRENCY (now {p.concurrency}) or raise "
+                          f"{p.retries_setting}",
             "server": f"the server keeps failing: try again later or raise {p.retries_setting}",
             "connection": f"check the network path to {self.address} ({ep.var('base_url')})",
             "malformed": "the endpoint is not OpenAI-compatible or a proxy altered the answer",

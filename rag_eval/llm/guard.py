@@ -12,6 +12,8 @@ passes :class:`GuardedTransport`, which
   sent (llama-cpp-python answers an unknown format with HTTP 500), or a ``Retry-After``
   that would overrun the budget; a longer ``Retry-After`` than ``max_retry_after`` is
   cut to it;
+* passes the endpoint's shared :class:`~rag_eval.llm.limiter.RateLimiter` (at most
+  ``concurrency`` requests in flight; a 429 holds every thread);
 * counts the attempts of the current call (and those that reached the server);
 * reads each reply's body inside the attempt, so a connection reset mid-body is a
   transport failure that feeds the breaker, like a timeout;
@@ -39,6 +41,7 @@ import httpx
 import openai
 
 from rag_eval.llm.breaker import CircuitBreaker
+from rag_eval.llm.limiter import RateLimited, RateLimiter
 from rag_eval.llm.messages import TRANSPORT_KINDS
 from rag_eval.llm.policy import CallPolicy, is_refused, retry_after, root_cause, status_kind
 
@@ -76,11 +79,13 @@ class GuardedTransport(httpx.BaseTransport):
         breaker: CircuitBreaker,
         inner: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.policy = policy
         self.breaker = breaker
         self.inner = inner or httpx.HTTPTransport()
         self.clock = clock
+        self.limiter = limiter or RateLimiter(policy.concurrency, clock=clock)
         install_deadlines(self.inner)
 
     @contextmanager
@@ -97,7 +102,15 @@ class GuardedTransport(httpx.BaseTransport):
         state = _STATE.get()
         if state is None:  # not inside call(): e.g. a model listing, unguarded
             return self.inner.handle_request(request)
-        if self.breaker.open:
+        try:
+            with self.limiter.slot(state.deadline):  # shared by every thread (limiter module doc)
+                return self._attempt(request, state)
+        except RateLimited as exc:
+            raise Stop("time_budget", f"the total time budget of {self.policy.budget:g}s ran out after "
+                                      f"{state.attempts} attempt(s): {exc}") from None
+
+    def _attempt(self, request: httpx.Request, state: CallState) -> httpx.Response:
+        if self.breaker.open:  # checked in the slot: another thread may have opened it meanwhile
             raise Stop("breaker", self.breaker.message())
         remaining = state.deadline - self.clock()
         if remaining <= 0:
@@ -129,6 +142,8 @@ class GuardedTransport(httpx.BaseTransport):
         state.reached += 1
         if response.status_code >= 400:
             self._review(request, response, state)
+        if response.status_code != 429:
+            self.limiter.passed()
         return response
 
     @staticmethod
@@ -161,6 +176,8 @@ class GuardedTransport(httpx.BaseTransport):
             self._no_retry(response, state, "")
             return
         wait = retry_after(response.headers)
+        if kind == "rate_limit":  # every thread waits, not only this one
+            self.limiter.hold(min(wait, self.policy.max_retry_after) if wait is not None else None)
         if wait is None:
             return
         if wait > self.policy.max_retry_after:
