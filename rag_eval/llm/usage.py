@@ -87,7 +87,7 @@ def summarize(records: Iterable[CallRecord]) -> dict[str, Any]:
         out["completion_tokens"] += r.completion_tokens
         out["cost_usd"] += r.cost
         out["unpriced_calls"] += int(not r.priced and not r.cached and sent > 0)
-        out["calls_without_usage"] += int(not r.usage_reported and not r.cached and not r.error)
+        out["calls_without_usage"] += int(not r.usage_reported and not r.cached and r.error in ("", REJECTED))
     out["cost"] = out["cost_usd"]
     return out
 

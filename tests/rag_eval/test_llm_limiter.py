@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -97,6 +98,19 @@ def test_the_budget_is_never_overshot_by_calls_in_flight(openai_server: Scripted
     assert spent <= 550  # what a serial run spends: it stops once 500 are reached (5 calls of 110)
     assert outcomes.count("ok") == openai_server.calls("chat") == spent // 110
     assert outcomes.count("budget") == 16 - outcomes.count("ok")
+
+
+def test_one_cached_client_serves_many_threads(openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    openai_server.latency = 0.05
+    cached = CachedChatClient(client(openai_server, concurrency=4), tmp_path)
+    answers = run_threads(lambda i: cached.complete(request(i % 4), case_id=f"c{i % 4}").content)
+    assert answers == ["OK"] * CALLS and len(cached.records) == CALLS
+    total = cached.totals()["judge"]
+    assert total["calls"] == CALLS and total["calls"] - total["cached_calls"] == openai_server.calls("chat") >= 4
+    assert cached.cache is not None and len(cached.cache) == 4
+    before = openai_server.calls("chat")
+    run_threads(lambda i: cached.complete(request(i % 4), case_id=f"c{i % 4}"))
+    assert openai_server.calls("chat") == before  # every answer now comes from the cache
 
 
 def test_concurrency_setting() -> None:
