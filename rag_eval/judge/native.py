@@ -39,7 +39,9 @@ invalid reply and the errors are shown to the judge); a second failure is a
 :class:`JudgeCallError` with ``kind="malformed"``. A reply cut off at ``max_tokens``
 (``finish_reason: "length"``) is its own failure: one retry at twice the budget, then
 ``kind="length"`` naming ``RAG_JUDGE_MAX_TOKENS``. The case is then an error, never a
-pass and never dropped from a denominator (METRICS.md).
+pass and never dropped from a denominator (METRICS.md). A verdict that the repair call
+or the larger retry obtained is cached for the case's first request too, so rerunning
+an unchanged suite makes zero judge calls after repairs as well.
 """
 
 from __future__ import annotations
@@ -74,7 +76,8 @@ class ChatCompleter(Protocol):
     """What the judge needs from :class:`rag_eval.judge.client.CachedChatClient`."""
 
     def complete(self, req: ChatRequest, *, case_id: str = ..., tier: str = ..., trial: int = ...,
-                 accept: Callable[[str], str | None] | None = ...) -> ChatResponse: ...
+                 accept: Callable[[str], str | None] | None = ...,
+                 answers: ChatRequest | None = ...) -> ChatResponse: ...
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ class NativeJudge:
         if reply.problem and reply.finish_reason == "length":
             budget = self.max_tokens * 2
             notes.append(f"cut off at max_tokens {self.max_tokens}; retried with {budget}")
-            reply = call.send(call.messages, mode, budget)
+            reply = call.send(call.messages, mode, budget, answers=mode)
             calls += 1
             if reply.problem and reply.finish_reason == "length":
                 raise JudgeCallError(
@@ -150,7 +153,8 @@ class NativeJudge:
                     kind="length", case_id=item.case_id, attempts=calls)
         repair_errors = [reply.problem] if reply.problem else []
         if reply.problem:
-            fixed = call.send(repair_messages(call.messages, reply.content or EMPTY_ECHO, repair_errors), mode, budget)
+            fixed = call.send(repair_messages(call.messages, reply.content or EMPTY_ECHO, repair_errors), mode, budget,
+                              answers=mode)
             calls += 1
             if fixed.problem:
                 cut = (f"; the reply was cut off at max_tokens {budget}: raise {MAX_TOKENS_VAR}"
@@ -263,13 +267,20 @@ class _Call:
             return reply, mode, rejected
         raise AssertionError("unreachable: the text mode either answers or raises")
 
-    def send(self, messages: list[dict[str, str]], mode: str, max_tokens: int, *, probing: bool = False) -> _Reply:
+    def request(self, messages: list[dict[str, str]], mode: str, max_tokens: int) -> ChatRequest:
         judge = self.judge
-        req = ChatRequest(model=judge.model, messages=messages, temperature=judge.temperature, max_tokens=max_tokens,
-                          response_format=_response_format(mode, self.schema, self.grammar_schema))
+        return ChatRequest(model=judge.model, messages=messages, temperature=judge.temperature, max_tokens=max_tokens,
+                           response_format=_response_format(mode, self.schema, self.grammar_schema))
+
+    def send(self, messages: list[dict[str, str]], mode: str, max_tokens: int, *, probing: bool = False,
+             answers: str | None = None) -> _Reply:
+        """One call; ``answers`` (a mode) marks a follow-up of the first request in that
+        mode, so a valid reply is cached for that request too (a rerun makes no call)."""
+        judge = self.judge
+        first = self.request(self.messages, answers, judge.max_tokens) if answers is not None else None
         try:
-            resp = judge.client.complete(req, case_id=self.item.case_id, tier=self.tier, trial=self.trial,
-                                         accept=self.problem)
+            resp = judge.client.complete(self.request(messages, mode, max_tokens), case_id=self.item.case_id,
+                                         tier=self.tier, trial=self.trial, accept=self.problem, answers=first)
         except (ChatError, JudgeCallError) as exc:
             error = _as_judge_error(exc, self.item.case_id)
             if probing and mode != "text" and _is_format_rejection(exc):

@@ -4,6 +4,7 @@ forged chunk headers and look-alike delimiters, outcomes and usage per tier and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -173,6 +174,17 @@ def test_a_faulty_run_caches_nothing_broken_and_a_rerun_heals(openai_server: Scr
     assert KEY.encode() not in raw_bytes and b"[redacted]" in raw_bytes
 
 
+@pytest.mark.parametrize("first", [reply('{"claims": [ {'), Reply('{"claims": [', finish_reason="length")])
+def test_a_verdict_from_the_repair_or_the_larger_retry_is_reused_by_a_rerun(
+        openai_server: ScriptedOpenAIServer, tmp_path: Path, first: Reply) -> None:
+    openai_server.set_default("chat", lambda req: reply(verdict(req)))
+    openai_server.enqueue(first)
+    healed = judge_on(openai_server, tmp_path, max_retries=0).judge(ITEM)
+    assert healed.calls == 2 and openai_server.calls("chat") == 2
+    again = judge_on(openai_server, tmp_path, max_retries=0).judge(ITEM)
+    assert openai_server.calls("chat") == 2 and again.metrics == healed.metrics  # zero calls on the rerun
+
+
 def test_a_broken_row_in_the_cache_is_replaced_not_replayed(openai_server: ScriptedOpenAIServer,
                                                             tmp_path: Path) -> None:
     openai_server.set_default("chat", lambda req: reply('{"claims": [ {'))  # a faulty server: truncated
@@ -317,3 +329,30 @@ def test_a_failed_second_call_for_claims_keeps_the_first_verdict(openai_server: 
     v = judge_on(openai_server, max_retries=1).judge(ITEM)
     assert len(v.details["claims"]) == MAX_GRAMMAR_ITEMS and v.details["claims_second_call"] == 0
     assert "kept 20" in v.details["notes"][0]
+
+
+def test_judge_usage_counts_every_request_the_server_logged(openai_server: ScriptedOpenAIServer) -> None:
+    """Retries, a repair and a budget stop: the client's calls and tokens equal the server's log."""
+    openai_server.set_default("chat", lambda req: Reply(verdict(req), prompt_tokens=100, completion_tokens=10))
+    openai_server.enqueue(status(503), Reply('{"claims": [ {', prompt_tokens=100, completion_tokens=10))
+    cc = CachedChatClient(judge_llm(openai_server.base_url, KEY, max_retries=1), None, budget_tokens=300)
+    judge = NativeJudge(cc, "judge-m")
+    assert judge.judge(ITEM).calls == 2  # 503 + invalid verdict (one call, 2 attempts), then the repair
+    judge.judge(dataclasses.replace(ITEM, case_id="c2"))
+    with pytest.raises(JudgeCallError) as info:  # 330 tokens spent >= 300: the third case sends nothing
+        judge.judge(dataclasses.replace(ITEM, case_id="c3"))
+    assert info.value.kind == "budget"
+    total = cc.totals()["judge"]
+    assert total["calls"] == openai_server.calls("chat") == 4
+    assert (total["first_attempts"], total["retries"], total["errors"]) == (3, 1, 1)  # the rejected first call
+    assert (total["prompt_tokens"], total["completion_tokens"]) == (300, 30)
+    assert cc.usage_for("c1", "judge")["calls"] == 3 and cc.usage_for("c3", "judge")["calls"] == 0
+
+
+def test_a_case_whose_every_reply_was_rejected_counts_its_errors(openai_server: ScriptedOpenAIServer) -> None:
+    openai_server.set_default("chat", lambda req: reply('{"claims": [ {'))
+    cc = CachedChatClient(judge_llm(openai_server.base_url, KEY, max_retries=0), None)
+    with pytest.raises(JudgeCallError):
+        NativeJudge(cc, "judge-m").judge(ITEM)
+    usage = cc.usage_for("c1", "judge")
+    assert (usage["calls"], usage["errors"]) == (openai_server.calls("chat"), 2) == (2, 2)
