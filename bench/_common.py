@@ -23,7 +23,10 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO / "bench" / "results"
-DATASETS = Path("/work/shared/datasets")
+# The shared datasets sit beside the repository (../shared/datasets); RAG_EVAL_DATASETS
+# names another folder (a git worktree elsewhere, a CI cache). BENCHMARKS.md says which
+# benchmark needs them.
+DATASETS = Path(os.environ.get("RAG_EVAL_DATASETS") or REPO.parent / "shared" / "datasets")
 
 
 def git_commit() -> str:

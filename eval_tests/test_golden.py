@@ -14,16 +14,22 @@ def _fail_on(problems: list[str]) -> None:
         pytest.fail(f"{len(problems)} problem(s):\n" + "\n".join(problems[:30]), pytrace=False)
 
 
+def _gold(session: EvalSession) -> str:
+    """The gold mode of the pipeline configuration: chunk ids are checked against the
+    local index only under gold = "corpus" (otherwise they are the system's own ids)."""
+    return session.config.pipeline.gold
+
+
 def test_ids_unique(rag_eval_session: EvalSession) -> None:
     _fail_on(validate.check_unique_ids(rag_eval_session.dataset.items))
 
 
 def test_gold_exists_in_index(rag_eval_session: EvalSession) -> None:
-    _fail_on(validate.check_gold_exists(rag_eval_session.dataset.items, rag_eval_session.lookup))
+    _fail_on(validate.check_gold_exists(rag_eval_session.dataset.items, rag_eval_session.lookup, _gold(rag_eval_session)))
 
 
 def test_key_facts_traceable(rag_eval_session: EvalSession) -> None:
-    _fail_on(validate.check_key_facts(rag_eval_session.dataset.items, rag_eval_session.lookup, tokenize))
+    _fail_on(validate.check_key_facts(rag_eval_session.dataset.items, rag_eval_session.lookup, tokenize, _gold(rag_eval_session)))
 
 
 def test_negatives_carry_no_gold(rag_eval_session: EvalSession) -> None:

@@ -18,22 +18,21 @@ page_end}``. No relevant material (an empty context) answers 404 with the same b
 plus ``detail``, so a client still sees every stage; bad input answers 422 with
 ``{"error": "invalid_request", "detail": ...}``.
 
-Why the standard library and not a web framework: two POST routes and a health check
-need no routing, validation or async machinery, and a zero-dependency server starts
-anywhere the pipeline runs (CI, a test on 127.0.0.1). Requests are served on threads;
-the pipeline is called under one lock because its index is not guaranteed thread-safe.
+This module is the API's content: request validation (:func:`parse_request`) and the
+response shapes. The HTTP side (limits, timeouts, host allow-list, the pipeline queue)
+is ``rag_app/http_app.py`` (a Starlette app) served by ``rag_app/http_server.py``
+(uvicorn); docs/rag_app.md ("HTTP API", "Limits") lists every limit.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 from dataclasses import asdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Mapping, cast
+from typing import Any
 
 from rag_app.pipeline import RagPipeline
+from rag_app.settings import Settings
 from rag_app.types import ChatResult, Chunk, DialogueRequest, RetrievalResult, Trace
 
 log = logging.getLogger(__name__)
@@ -43,8 +42,8 @@ REQUEST_KEYS = {
     "/api/chat": ("question", "top_k", "history"),
     "/api/dialogue": ("turns", "context"),
 }
-MAX_BODY = 1 << 20
 MAX_TOP_K = 1000
+MAX_QUESTION_CHARS = Settings().max_question_chars
 NO_MATERIAL = "no relevant material found for this question: the context is empty"
 
 
@@ -52,12 +51,19 @@ class InvalidRequest(ValueError):
     """The request cannot be served; the message says which field and why (HTTP 422)."""
 
 
-def parse_request(path: str, raw: bytes) -> dict[str, Any]:
-    """Validate a JSON request body for ``path``; raise ``InvalidRequest`` naming the field."""
+def parse_request(path: str, raw: bytes, max_question_chars: int = MAX_QUESTION_CHARS) -> dict[str, Any]:
+    """Validate a JSON request body for ``path``; raise ``InvalidRequest`` naming the field.
+
+    A question, and each student turn of a dialogue, may have at most
+    ``max_question_chars`` characters (``Settings.max_question_chars``).
+    """
     try:
         body = json.loads(raw.decode("utf-8")) if raw.strip() else None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"the body is not JSON ({exc})") from None
+    except RecursionError:
+        raise InvalidRequest("the body is nested too deeply to be a request (JSON arrays or objects inside "
+                             "each other more than about 1000 levels)") from None
     if not isinstance(body, dict):
         raise InvalidRequest('the body must be a JSON object like {"question": "...", "top_k": 5}')
     unknown = sorted(set(body) - set(REQUEST_KEYS[path]))
@@ -68,10 +74,14 @@ def parse_request(path: str, raw: bytes) -> dict[str, Any]:
             request = DialogueRequest.from_dict(body, "the body")
         except ValueError as exc:
             raise InvalidRequest(str(exc)) from None
+        for i, turn in enumerate(request.turns):
+            if turn.get("role") == "user":
+                _check_length(f"turns[{i}].content", turn.get("content", ""), max_question_chars)
         return {"turns": request.turns, "context": request.context}
     question = body.get("question")
     if not isinstance(question, str) or not question.strip():
         raise InvalidRequest("'question' is required: a non-empty string")
+    _check_length("'question'", question, max_question_chars)
     top_k = body.get("top_k")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K):
         raise InvalidRequest(f"'top_k' must be an integer from 1 to {MAX_TOP_K}, or null for the default; got {top_k!r}")
@@ -81,6 +91,14 @@ def parse_request(path: str, raw: bytes) -> dict[str, Any]:
     ):
         raise InvalidRequest("'history' must be a list of {\"role\": str, \"content\": str}")
     return {"question": question, "top_k": top_k, "history": history}
+
+
+def _check_length(field: str, text: str, limit: int) -> None:
+    if len(text) > limit:
+        raise InvalidRequest(
+            f"{field} has {len(text)} characters, more than the limit of {limit}; shorten it, or raise "
+            "max_question_chars (python -m rag_app --set max_question_chars=N serve)"
+        )
 
 
 def chunk_json(chunk: Chunk, score: float | None) -> dict[str, Any]:
@@ -145,88 +163,17 @@ def chat_json(result: ChatResult) -> dict[str, Any]:
     }
 
 
-class RagAppServer(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 64
-
-    def __init__(self, address: tuple[str, int], pipeline: RagPipeline) -> None:
-        super().__init__(address, _Handler)
-        self.pipeline = pipeline
-        self.lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        # An AF_INET server's address is (host str, port); typeshed allows bytes for other families.
-        host, port = cast("tuple[str, int]", self.server_address[:2])
-        return f"http://{host}:{port}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: RagAppServer
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server naming
-        path = self.path.split("?", 1)[0].rstrip("/")
-        if path == "/api/health":
-            self._send(200, {"status": "ok", "info": asdict(self.server.pipeline.info)})
-        elif path in REQUEST_KEYS:
-            self._send(405, {"error": "method_not_allowed", "detail": f"use POST {path}"}, {"Allow": "POST"})
-        else:
-            self._not_found(path)
-
-    def do_POST(self) -> None:  # noqa: N802
-        path = self.path.split("?", 1)[0].rstrip("/")
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(min(length, MAX_BODY + 1))
-        if path not in REQUEST_KEYS:
-            self._not_found(path)
-            return
-        try:
-            if length > MAX_BODY:
-                raise InvalidRequest(f"the body is larger than {MAX_BODY} bytes")
-            req = parse_request(path, raw)
-        except InvalidRequest as exc:
-            self._send(422, {"error": "invalid_request", "detail": str(exc)})
-            return
-        pipeline = self.server.pipeline
-        try:
-            with self.server.lock:
-                if path == "/api/retrieve":
-                    result = pipeline.retrieve(req["question"], req["top_k"])
-                    body, empty = retrieve_json(result, pipeline), not result.context
-                elif path == "/api/dialogue":
-                    # stating limits is an answer of the tutor, not a missing resource: always 200
-                    body, empty = pipeline.dialogue(req["turns"], req["context"]).to_dict(), False
-                else:
-                    chat = pipeline.chat(req["question"], req["top_k"], req["history"])
-                    body, empty = chat_json(chat), not chat.context_used
-        except Exception as exc:  # noqa: BLE001 - answer 500 with the reason instead of dropping the connection
-            log.exception("%s failed", path)
-            self._send(500, {"error": "internal", "detail": f"{type(exc).__name__}: {exc}"})
-            return
-        if empty:
-            self._send(404, {**body, "error": "no_relevant_material", "detail": NO_MATERIAL})
-        else:
-            self._send(200, body)
-
-    def _not_found(self, path: str) -> None:
-        routes = "GET /api/health, POST /api/retrieve, POST /api/chat, POST /api/dialogue"
-        self._send(404, {"error": "not_found", "detail": f"no route {path!r}; routes: {routes}"})
-
-    def _send(self, code: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
-        out = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json; charset=utf-8")
-        self.send_header("Content-Length", str(len(out)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(out)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        log.info("%s %s", self.address_string(), format % args)
-
-
-def make_server(pipeline: RagPipeline, host: str = "127.0.0.1", port: int = 8000) -> RagAppServer:
-    """A bound server (port 0 picks a free port); call ``serve_forever()`` to serve."""
-    return RagAppServer((host, port), pipeline)
+def answer(pipeline: RagPipeline, path: str, req: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Run the pipeline for a parsed request: (HTTP status, body). Not thread-safe: one at a time."""
+    if path == "/api/retrieve":
+        result = pipeline.retrieve(req["question"], req["top_k"])
+        body, empty = retrieve_json(result, pipeline), not result.context
+    elif path == "/api/dialogue":
+        # stating limits is an answer of the tutor, not a missing resource: always 200
+        body, empty = pipeline.dialogue(req["turns"], req["context"]).to_dict(), False
+    else:
+        chat = pipeline.chat(req["question"], req["top_k"], req["history"])
+        body, empty = chat_json(chat), not chat.context_used
+    if empty:
+        return 404, {**body, "error": "no_relevant_material", "detail": NO_MATERIAL}
+    return 200, body

@@ -50,6 +50,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p_serve.add_argument("--port", type=int, default=8000, help="port (0 picks a free one; default 8000)")
     p_serve.add_argument("--corpus", default=None)
+    p_serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                         help="also accept this Host header (repeatable; '*' = any). Default: localhost, 127.0.0.1, ::1")
+    p_serve.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB; 413)")
+    p_serve.add_argument("--request-timeout", type=float, default=10.0,
+                         help="seconds for a request's head, and again for its body (default 10; 408)")
+    p_serve.add_argument("--max-pending", type=int, default=16, help="requests waiting for the pipeline (default 16; 503)")
+    p_serve.add_argument("--queue-timeout", type=float, default=120.0,
+                         help="seconds a request may wait for the pipeline (default 120; 503)")
+    p_serve.add_argument("--max-connections", type=int, default=512, help="open connections (default 512; 503)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
     try:
@@ -66,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(format_chat(result))
             return 0
         if args.command == "serve":
-            return _serve(settings, args.host, args.port, args.corpus)
+            return _serve(settings, args)
         if args.command == "chat":
             from rag_app.dialogue.repl import run_chat
 
@@ -115,11 +124,31 @@ def _ingest(settings: Settings, path: str | None) -> int:
     return 0
 
 
-def _serve(settings: Settings, host: str, port: int, corpus: str | None) -> int:
-    from rag_app.api import make_server
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    from rag_app.http_app import LOCAL_HOSTS, Limits  # noqa: PLC0415 - the server stack loads only for serve
+    from rag_app.http_server import env_secrets, make_server  # noqa: PLC0415
+    from rag_app.redact import RedactingFilter, Redactor  # noqa: PLC0415
 
-    pipe = RagPipeline(settings, corpus_path=corpus)
-    server = make_server(pipe, host, port)
+    # Everything that reaches stderr (rag_app's, uvicorn's and the SDK's log lines, tracebacks)
+    # leaves without a key, in any encoding.
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter(Redactor(env_secrets())))
+    try:
+        limits = Limits(
+            allowed_hosts=(*LOCAL_HOSTS, *(h.strip().lower() for h in args.allow_host if h.strip())),
+            max_body_bytes=args.max_body_bytes, max_question_chars=settings.max_question_chars,
+            request_timeout=args.request_timeout, max_pending=args.max_pending, queue_timeout=args.queue_timeout,
+            max_connections=args.max_connections,
+        )
+    except ValueError as exc:
+        print(f"error: python -m rag_app serve: {exc}", file=sys.stderr)
+        return 2
+    pipe = RagPipeline(settings, corpus_path=args.corpus)
+    try:
+        server = make_server(pipe, args.host, args.port, limits)
+    except OSError as exc:
+        print(f"error: cannot serve on {args.host}:{args.port}: {exc}; pick another --port (0 = any free one)", file=sys.stderr)
+        return 2
     _print_info(pipe)
     # One parseable line on stdout, flushed: scripts and tests wait for it (or poll /api/health).
     print(f"serving rag_app on {server.url} (POST /api/retrieve, POST /api/chat, POST /api/dialogue, GET /api/health)", flush=True)
@@ -128,7 +157,7 @@ def _serve(settings: Settings, host: str, port: int, corpus: str | None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.stop()
     return 0
 
 

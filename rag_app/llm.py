@@ -25,7 +25,9 @@ send them); after the last attempt it is ``kind="malformed"``.
 
 The API key never appears in a message, a log line, a ``repr`` or a returned answer:
 every text built or returned here passes :meth:`ChatClient.redact`, because servers and
-models sometimes echo the key back.
+models sometimes echo the key back (plain, URL-encoded, base64, hex, upper-cased or as
+``\\u`` escapes: ``rag_app.redact``). A server's text is shortened only by
+:meth:`ChatClient.snippet`, which redacts the whole text before cutting it.
 """
 
 from __future__ import annotations
@@ -38,13 +40,12 @@ import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, Sequence
-from urllib.parse import quote
-
 import httpx
 import openai
 
 from rag_app.env import EndpointConfig
 from rag_app.errors import ServiceError
+from rag_app.redact import Redactor
 from rag_app.types import Usage
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,8 @@ ErrorKind = Literal[
     "rate_limit", "quota", "timeout", "connection", "refused", "server", "client", "auth", "malformed", "time_budget"
 ]
 _QUOTA_CODE = "insufficient_quota"
-_MAX_SERVER_MESSAGE = 300  # server error text quoted in our messages is cut to this length
-_MIN_SECRET = 6  # shorter keys ("none", "test") are placeholders: redacting them would mangle answers
+_MAX_SERVER_MESSAGE = 300  # server error text quoted in our messages is cut to this length (after redaction)
+_MAX_BODY_QUOTE = 120  # a non-JSON 200 body is quoted up to this length (after redaction)
 
 
 @dataclass(frozen=True)
@@ -243,7 +244,7 @@ class ChatClient:
             self.timeout * (self.max_retries + 1) + 30.0)
         self.timeout_setting, self.retries_setting = timeout_setting, retries_setting
         key = config.api_key
-        self._forms = sorted({key, quote(key, safe="")}, key=len, reverse=True) if len(key) >= _MIN_SECRET else []
+        self._redactor = Redactor([key])
         self._sdk = openai.OpenAI(
             api_key=key, base_url=config.base_url, max_retries=self.max_retries, timeout=self.timeout,
             http_client=httpx.Client(transport=_Guard(transport)),  # type: ignore[arg-type]  # httpx or httpx2
@@ -269,9 +270,12 @@ class ChatClient:
         self.close()
 
     def redact(self, text: str) -> str:
-        for form in self._forms:
-            text = text.replace(form, "[redacted]")
-        return text
+        """``text`` with the key replaced in every form (``rag_app.redact``)."""
+        return self._redactor.redact(text)
+
+    def snippet(self, text: str, limit: int) -> str:
+        """A server's ``text`` redacted, then cut: the only way this client shortens a server's text."""
+        return self._redactor.snippet(text, limit)
 
     # --- the call -----------------------------------------------------------------------
     def complete(self, req: ChatRequest) -> ChatResponse:
@@ -323,7 +327,7 @@ class ChatClient:
         if isinstance(exc, openai.APIConnectionError):
             return "connection", state.last_failure or "connection failed", None, ""
         if isinstance(exc, openai.APIStatusError):
-            code, message = exc.status_code, _server_message(exc)
+            code, message = exc.status_code, self.snippet(_server_message(exc), _MAX_SERVER_MESSAGE)
             retries = (state.last_failure.split("; ", 1)[1] if "Retry-After" in state.last_failure
                        else f"gave up after {self.max_retries} retries")
             if code == 429 and _error_code(exc) == _QUOTA_CODE:
@@ -373,7 +377,7 @@ class ChatClient:
         try:
             data = json.loads(text)
         except ValueError:
-            return None, f"body is not JSON: {self.redact(text[:120])!r}"
+            return None, f"body is not JSON: {self.snippet(text, _MAX_BODY_QUOTE)!r}"
         if not isinstance(data, dict):
             return None, f"body is JSON {type(data).__name__}, expected an object"
         choices = data.get("choices")
@@ -391,8 +395,8 @@ class ChatClient:
         return ChatResponse(
             content=self.redact(content),
             usage=Usage(_int(usage.get("prompt_tokens")), _int(usage.get("completion_tokens"))),
-            model=str(data.get("model") or req.model),
-            finish_reason=str(finish) if finish is not None else None,
+            model=self.redact(str(data.get("model") or req.model)),
+            finish_reason=self.redact(str(finish)) if finish is not None else None,
             attempts=attempts,
             seconds=seconds,
         ), ""
@@ -456,6 +460,6 @@ def _error_code(exc: openai.APIStatusError) -> str | None:
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
+    """The server's whole error text (uncut: :meth:`ChatClient.snippet` redacts, then cuts)."""
     msg = _error_body(exc).get("message")
-    text = msg if isinstance(msg, str) and msg else str(exc)
-    return text[:_MAX_SERVER_MESSAGE]
+    return msg if isinstance(msg, str) and msg else str(exc)

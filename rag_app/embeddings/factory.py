@@ -88,6 +88,8 @@ def make_embedder(settings: Settings, env: Mapping[str, str] | None = None) -> t
         raise unknown_name("embedder", name, NAMES, "embedder in [tool.rag_app] or RAG_APP_EMBEDDER")
     family = auto_family() if name == "auto" else name
     inner = _BUILDERS[family](settings, os.environ if env is None else env)
-    cached = CachedEmbedder(inner, Path(settings.cache_dir), batch_size=settings.embed_batch_size)
+    cached = CachedEmbedder(
+        inner, Path(settings.cache_dir), batch_size=settings.embed_batch_size, max_chars=settings.embed_max_chars
+    )
     cached.family = family
     return cached, family

@@ -45,6 +45,7 @@ from rag_app.embeddings.modality import Modality, Mode
 from rag_app.env import EndpointConfig
 from rag_app.errors import ConfigError, ServiceError
 from rag_app.interfaces import Vectors
+from rag_app.redact import Redactor
 from rag_app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ CONNECT_TIMEOUT_S = 3.0
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # plus every 5xx: what the SDK retries
 RETRY_COUNT_HEADER = "x-stainless-retry-count"  # the SDK numbers its attempts in this header
 _DIM_PROBE_TEXT = "dimension probe"
+_SNIPPET = 300  # characters of a server's error text quoted in a message (after redaction)
 
 
 class OpenAIEmbedder:
@@ -76,6 +78,7 @@ class OpenAIEmbedder:
         if timeout <= 0 or max_retries < 0:
             raise ConfigError(f"request_timeout must be > 0 and retries >= 0, got {timeout} and {max_retries}")
         self.config = config
+        self._redactor = Redactor([config.api_key])
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.modality = modality
@@ -203,10 +206,10 @@ class OpenAIEmbedder:
                 return "connection refused: nothing listens there; start the server or fix " + (
                     self.config.base_url_var or f"{ENV_PREFIX}_BASE_URL"
                 ), True
-            return f"connection failed ({_root_cause(exc)})", True
+            return f"connection failed ({self._redactor.snippet(_root_cause(exc), _SNIPPET)})", True
         if isinstance(exc, openai.APIStatusError):
             code = exc.status_code
-            message = _server_message(exc)
+            message = self._redactor.snippet(_server_message(exc), _SNIPPET)
             if code == 429 and _error_code(exc) == "insufficient_quota":
                 return f"HTTP 429 insufficient_quota: {message} (add credit or use another key; waiting will not help)", True
             if code in RETRYABLE_STATUS or code >= 500:
@@ -234,8 +237,7 @@ class OpenAIEmbedder:
         )
 
     def _redact(self, text: str) -> str:
-        key = self.config.api_key
-        return text.replace(key, "[redacted]") if len(key) >= 4 else text
+        return self._redactor.redact(text)
 
     # --- the answer ---------------------------------------------------------------------
     def _parse(self, response: Any, n: int, attempts: int) -> Vectors:
@@ -300,18 +302,19 @@ def _root_cause(exc: BaseException) -> str:
     while nxt is not None and id(nxt) not in seen:
         seen.add(id(nxt))
         cur, nxt = nxt, nxt.__cause__ or nxt.__context__
-    return f"{type(cur).__name__}: {cur}"[:300]
+    return f"{type(cur).__name__}: {cur}"  # uncut: the caller's Redactor.snippet redacts, then cuts
 
 
 def _server_message(exc: Any) -> str:
+    """The server's whole error text (uncut: ``Redactor.snippet`` redacts, then cuts)."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         err = body.get("error", body)
         if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])[:300]
+            return str(err["message"])
         if isinstance(err, str):
-            return err[:300]
-    return str(getattr(exc, "message", exc))[:300]
+            return err
+    return str(getattr(exc, "message", exc))
 
 
 def _error_code(exc: Any) -> str | None:

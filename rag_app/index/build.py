@@ -175,7 +175,7 @@ def build_or_load_index(
     None = a bar on stderr when it is a terminal, True = always, False = never, or a
     ``(done, total)`` callable. A reused index reports nothing.
     """
-    fp = fingerprint_for(chunks, corpus_hash, chunk_config, embedder.model_id, tokenizer)
+    fp = fingerprint_for(chunks, corpus_hash, cut_config(chunk_config, chunks, embedder), embedder.model_id, tokenizer)
     root = Path(cache_dir) / "index"
     directory = root / index_dir_name(fp, client)
     t0 = time.perf_counter()
@@ -222,6 +222,19 @@ def fingerprint_for(
     """
     layout = {**dict(chunk_config), "chunks_digest": chunks_digest(chunks)}
     return index_fingerprint(corpus_hash, layout, embedding_model_id, tokenizer_signature=tokenizer.signature)
+
+
+def cut_config(chunk_config: Mapping[str, Any], chunks: Sequence[Chunk], embedder: Embedder) -> Mapping[str, Any]:
+    """``chunk_config`` plus ``embed_max_chars`` when the embedder cuts some child's text.
+
+    An embedder that cuts long texts (``CachedEmbedder.max_chars``) gives other vectors
+    for those texts only: an index none of whose children is that long keeps its
+    fingerprint, one with a longer child gets a new one (and is rebuilt, never mixed).
+    """
+    limit = getattr(embedder, "max_chars", None)
+    if not isinstance(limit, int) or not any(c.kind == "child" and len(indexed_text(c)) > limit for c in chunks):
+        return chunk_config
+    return {**dict(chunk_config), "embed_max_chars": limit}
 
 
 def chunks_digest(chunks: Sequence[Chunk]) -> str:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rag_app.errors import ConfigError, ServiceError
+from rag_app.redact import Redactor
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -145,7 +146,7 @@ class ChromaServer:
         return ServiceError(f"the Chroma server at {self.url} is up but the client failed: {reason}")
 
     def redact(self, text: str) -> str:
-        return text.replace(self.token, "<redacted>") if self.token else text
+        return Redactor([self.token] if self.token else [], mark="<redacted>").redact(text)
 
     def __repr__(self) -> str:
         token = f"<set via {TOKEN_ENV}>" if self.token else "<unset>"
@@ -258,11 +259,8 @@ def lost_server_error(client: ClientAPI, exc: BaseException) -> ServiceError | N
     if alive(client):
         return None
     s = client.get_settings()
-    reason = f"{type(exc).__name__}: {exc}"
     headers = s.chroma_server_headers or {}
-    for name in TOKEN_HEADERS:
-        value = str(headers.get(name) or "")
-        for secret in (value, value.removeprefix("Bearer ")):
-            if secret:
-                reason = reason.replace(secret, "<redacted>")
+    secrets = [v for name in TOKEN_HEADERS for value in [str(headers.get(name) or "")]
+               for v in (value, value.removeprefix("Bearer ")) if v]
+    reason = Redactor(secrets, mark="<redacted>").redact(f"{type(exc).__name__}: {exc}")
     return unreachable_error(location, str(s.chroma_server_host), str(s.chroma_server_http_port), reason)

@@ -32,6 +32,7 @@ import httpx
 
 from rag_app.env import EndpointConfig
 from rag_app.errors import ConfigError, RerankError
+from rag_app.redact import Redactor
 from rag_app.settings import Settings
 from rag_app.types import Chunk
 
@@ -79,6 +80,7 @@ class HttpReranker:
         self.timeout = timeout
         self.top_n = top_n
         self._api_key = api_key or None
+        self._redactor = Redactor([api_key] if api_key else [], mark="***")
         self._transport = transport
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
@@ -165,14 +167,14 @@ class HttpReranker:
         if resp.status_code >= 400:
             raise RerankError(
                 self._redact(
-                    f"{where} answered HTTP {resp.status_code}: {_snippet(resp.text)}{_status_hint(resp.status_code)}"
+                    f"{where} answered HTTP {resp.status_code}: {self._snippet(resp.text)}{_status_hint(resp.status_code)}"
                 )
             )
         try:
             return resp.json()
         except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise RerankError(
-                self._redact(f"{where} answered HTTP {resp.status_code} with a body that is not JSON: {_snippet(resp.text)!r}")
+                self._redact(f"{where} answered HTTP {resp.status_code} with a body that is not JSON: {self._snippet(resp.text)!r}")
             ) from None
 
     def _scores(self, payload: Any, n: int) -> list[float]:
@@ -184,17 +186,17 @@ class HttpReranker:
         else:
             raise RerankError(
                 f"{where} answered an unexpected JSON shape: expected {{\"results\": [{{index, relevance_score}}]}} "
-                f"or a list of {{index, score}}, got {_snippet(json.dumps(payload, ensure_ascii=False))}; "
+                f"or a list of {{index, score}}, got {self._snippet(json.dumps(payload, ensure_ascii=False))}; "
                 f"check {FLAVOUR_VARIABLE} (cohere or tei)"
             )
         scores = [-math.inf] * n
         seen: set[int] = set()
         for pos, item in enumerate(items):
             if not isinstance(item, dict):
-                raise RerankError(f"{where}: result #{pos} is not an object: {_snippet(repr(item))}")
+                raise RerankError(f"{where}: result #{pos} is not an object: {self._snippet(repr(item))}")
             index = item.get("index")
             if not isinstance(index, int) or isinstance(index, bool):
-                raise RerankError(f"{where}: result #{pos} has no integer 'index' (got {index!r})")
+                raise RerankError(f"{where}: result #{pos} has no integer 'index' (got {self._snippet(repr(index))})")
             if not 0 <= index < n:
                 raise RerankError(f"{where}: result #{pos} has index {index}, outside 0..{n - 1} for {n} documents")
             if index in seen:
@@ -203,13 +205,17 @@ class HttpReranker:
             raw = item.get("relevance_score", item.get("score"))
             if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
                 raise RerankError(
-                    f"{where}: result #{pos} (index {index}) has no finite 'relevance_score' or 'score' (got {raw!r})"
+                    f"{where}: result #{pos} (index {index}) has no finite 'relevance_score' or 'score' (got {self._snippet(repr(raw))})"
                 )
             scores[index] = float(raw)
         return scores
 
     def _redact(self, message: str) -> str:
-        return message.replace(self._api_key, "***") if self._api_key else message
+        return self._redactor.redact(message)
+
+    def _snippet(self, text: str) -> str:
+        """A server's text redacted, then cut (never cut first: a cut key no longer matches)."""
+        return self._redactor.snippet(" ".join(text.split()), _SNIPPET, ellipsis="…")
 
 
 def _display(url: str) -> str:
@@ -219,11 +225,6 @@ def _display(url: str) -> str:
     except Exception:  # noqa: BLE001 - a broken URL is shown as given minus nothing secret
         return url.split("@")[-1]
     return str(parsed.copy_with(username=None, password=None)) if parsed.userinfo else url
-
-
-def _snippet(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
 
 
 def _status_hint(code: int) -> str:

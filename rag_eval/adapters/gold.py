@@ -19,10 +19,13 @@ Three modes (``gold = ...`` in the pipeline configuration):
             book) counts at document level only, so returning whole documents cannot win
             chunk-level recall. A quote split across two returned chunks matches neither.
 
-In the ids and text modes a gold chunk id's document comes from the local corpus if
-there is one, else from the ``doc_id`` the system itself gave that id, else from the
-id map; when none settles it, document-level metrics are absent for that item (counted
-in the results), never computed as 0.
+In the ids and text modes a gold chunk id's document comes from what is known before
+any case runs: the ``doc_id`` beside the ``chunk_id`` in the golden item, the local
+corpus if there is one, or the id map. Never from what the system returned for other
+cases: that made the number depend on test order, ``-n`` and ``-k`` (and, taken from
+this case's own return, would be known only when the chunk was found, a biased
+sample). When none settles it, document-level metrics are absent for that item and
+the case says why, never computed as 0.
 """
 
 from __future__ import annotations
@@ -185,13 +188,11 @@ class GoldSpace:
         return ResolvedGold(groups, groups, tuple(docs), tuple(dict.fromkeys(unknown)))
 
     def _gold_doc(self, chunk_id: str) -> str | None:
-        """A gold chunk's document: the local corpus, the system's own metadata for that
-        id (it returned the chunk with a ``doc_id``), or the id map; None when unknown."""
+        """A gold chunk's document from what is fixed before any case: the local corpus or
+        the id map; None when unknown. Not ``doc_of``: that grows with the returns of the
+        cases run so far in this process, so it would depend on order, -n and -k."""
         if chunk_id in self.lookup.chunks:
             return self.lookup.chunks[chunk_id].doc_id
-        doc = self.doc_of.get(chunk_id)
-        if doc and not doc.startswith(UNKNOWN_DOC):
-            return doc
         return self._chunk_doc.get(chunk_id)
 
     # --- records ------------------------------------------------------------------------
@@ -207,9 +208,9 @@ class GoldSpace:
             mapped = self.id_map.get(doc) if doc else None
             doc = mapped.doc_id if mapped is not None and mapped.doc_id else doc
             doc = doc or self._chunk_doc.get(gid)
-            if doc or gid not in self.doc_of:
-                # An item of unknown document is its own document: never equal to gold.
-                self.doc_of[gid] = doc or f"{UNKNOWN_DOC}{gid}"
+            # From this item alone (never kept from another case's return of the same id);
+            # an item of unknown document is its own document: never equal to gold.
+            self.doc_of[gid] = doc or f"{UNKNOWN_DOC}{gid}"
         if gid not in self.kind_of or known is None:
             kind = item.metadata.get("kind")
             self.kind_of[gid] = kind if kind in ("child", "parent") else self.kind_of.get(gid, "child")

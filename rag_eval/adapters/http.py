@@ -210,9 +210,10 @@ class HttpSystem:
 
     def _retrieval(self, ep: Endpoint, data: Any) -> Retrieval:
         assert ep.items is not None
+        items = read_items(ep.items, data)
         return Retrieval(
-            items=read_items(ep.items, data),
-            stages={name: read_items(fields, data) for name, fields in ep.stages.items()},
+            items=items,
+            stages=read_stages(ep, data, items),
             degraded=bool(_scalar(ep, "degraded", data) or False),
             degradation_reason=_text(_scalar(ep, "degradation_reason", data)),
         )
@@ -229,7 +230,7 @@ class HttpSystem:
             refused=bool(_scalar(ep, "refused", data) or False),
             degraded=bool(_scalar(ep, "degraded", data) or False),
             degradation_reason=_text(_scalar(ep, "degradation_reason", data)),
-            retrieval=Retrieval(context, {n: read_items(f, data) for n, f in ep.stages.items()}) if ep.stages else None,
+            retrieval=Retrieval(context, read_stages(ep, data, context)) if ep.stages else None,
             generator=_text(_scalar(ep, "generator", data)) or f"http:{ep.display_url}",
         )
 
@@ -287,6 +288,26 @@ def read_items(fields: ListFields, data: Any) -> tuple[RetrievedItem, ...]:
             raise FieldError(f"field {fields.scores.text!r}: item {list(index)} has score {score!r}, expected a number")
         out.append(RetrievedItem(str(raw_id), "" if text is None else str(text), None if score is None else float(score), metadata))
     return tuple(out)
+
+
+def read_stages(ep: Endpoint, data: Any, final: Sequence[RetrievedItem]) -> dict[str, tuple[RetrievedItem, ...]]:
+    """The stage lists of one answer. A stage list without ``doc_ids`` takes each item's
+    document from the same id in this answer's final list (or another stage list that
+    has ``doc_ids``); an item found in none keeps an unknown document, which never counts
+    as a gold document: HttpConfig.stages_without_doc_ids says so in the run's
+    description (docs/adapters.md)."""
+    stages = {name: read_items(fields, data) for name, fields in ep.stages.items()}
+    known = {i.id: i.metadata["doc_id"] for i in final if i.metadata.get("doc_id")}
+    for items in stages.values():
+        known.update({i.id: i.metadata["doc_id"] for i in items if i.metadata.get("doc_id") and i.id not in known})
+    for name, fields in ep.stages.items():
+        if fields.doc_ids is None and known:
+            stages[name] = tuple(
+                RetrievedItem(i.id, i.text, i.score, {**i.metadata, "doc_id": known[i.id]})
+                if i.id in known and not i.metadata.get("doc_id") else i
+                for i in stages[name]
+            )
+    return stages
 
 
 def read_info(info: InfoSource, data: Any) -> tuple[dict[str, Any], list[str]]:

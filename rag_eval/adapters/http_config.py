@@ -148,11 +148,24 @@ class HttpConfig:
                         if self.header_vars.get(k) else "<literal>" for k in sorted(self.headers)},
             "config": self.source,
         }
+        missing = self.stages_without_doc_ids
+        if missing:
+            out["stage_doc_ids"] = (
+                f"missing for {', '.join(missing)}: an item's document is known only where its id is also in "
+                "the final list; the others count as no gold document at document level (set doc_ids in "
+                "[<endpoint>.stages.<name>], docs/adapters.md)"
+            )
         if self.info is not None:
             out["info_endpoint"] = self.info.endpoint.display_url
         if self.dialogue is not None:
             out["dialogue_endpoint"] = self.dialogue.display_url
         return out
+
+    @property
+    def stages_without_doc_ids(self) -> list[str]:
+        """``endpoint.stage`` of every stage list configured without ``doc_ids``."""
+        endpoints = [self.retrieve, *([self.chat] if self.chat else [])]
+        return [f"{ep.name}.stages.{name}" for ep in endpoints for name, f in ep.stages.items() if f.doc_ids is None]
 
     @property
     def policy(self) -> CallPolicy:

@@ -2,7 +2,8 @@
 
 ``factory`` is any callable (a function or a class). It is called once per process,
 with no argument if it takes none, else with one: the ``[options]`` table of the
-pipeline configuration file (an empty dict without one). It returns an object with
+pipeline configuration file (an empty dict without one; a factory whose parameter has a
+default is then called without it, so the default holds). It returns an object with
 
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval   # required
     def chat(self, question, top_k=None, history=()) -> Answer                # optional
@@ -102,7 +103,7 @@ class PythonSystem:
     def __init__(self, target: str, options: Mapping[str, Any], where: str) -> None:
         factory = load_factory(target, where)
         try:
-            obj = factory(dict(options)) if _arity(factory) == 1 else factory()
+            obj = factory(dict(options)) if _takes_options(factory, options) else factory()
         except AdapterConfigError:
             raise
         except Exception as exc:  # noqa: BLE001 - name the factory that failed
@@ -152,6 +153,22 @@ def _arity(fn: Callable[..., Any]) -> int | None:
         except TypeError:
             continue
     return None
+
+
+def _takes_options(factory: Callable[..., Any], options: Mapping[str, Any]) -> bool:
+    """Pass the ``[options]`` table when the factory needs one argument, or when it can
+    take one and the configuration has options; a factory whose only parameter has a
+    default (``class Retriever: def __init__(self, top=10)``) keeps that default when
+    there is no ``[options]`` table, instead of receiving ``{}``."""
+    if _arity(factory) != 1:
+        return False
+    if options:
+        return True
+    try:
+        inspect.signature(factory).bind()
+    except (TypeError, ValueError):
+        return True  # its parameter is required (or its signature unknown): give it {}
+    return False
 
 
 def _accepts(method: Callable[..., Any], args: tuple[Any, ...], unbound: bool) -> bool:

@@ -34,6 +34,7 @@ from rag_eval.adapters.http_config import HttpConfig
 from rag_eval.citations import DEFAULT_PATTERN, CitationFormat
 from rag_eval.errors import ConfigError
 from rag_eval.stages import StageSpec, parse_stages
+from rag_eval.utf8 import NotUtf8Error, read_text
 
 BUILTIN: tuple[str, ...] = ("rag_app", "http", "dify")
 COMMON_KEYS: tuple[str, ...] = ("pipeline", "gold", "id_map", "citation_pattern", "text_max_item_chars")
@@ -90,9 +91,13 @@ def load_spec(
         if not path.is_file():
             raise AdapterConfigError(f"--rag-pipeline-config {path}: no such file")
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(read_text(path))
         except tomllib.TOMLDecodeError as exc:
             raise AdapterConfigError(f"--rag-pipeline-config {path}: not valid TOML ({exc})") from None
+        except NotUtf8Error as exc:
+            raise AdapterConfigError(f"--rag-pipeline-config {exc}") from None
+        except RecursionError:
+            raise AdapterConfigError(f"--rag-pipeline-config {path}: not valid TOML (nested too deeply)") from None
     source = str(path) if path else "--rag-pipeline"
     choice = str(pipeline or data.get("pipeline") or default or "").strip()
     if not choice:

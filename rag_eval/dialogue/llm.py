@@ -1,7 +1,7 @@
 """The dialogue tier's model calls: the LLM student's wording and the hint-success judge.
 
-Both go through the judge's machinery (``rag_eval.judge.client.CachedChatClient`` over
-``rag_eval.llm``): the same response cache, the same spending budget (run-wide through
+Both go through the judge's machinery (``rag_eval.llm.cached.CachedChatClient`` over
+``rag_eval.llm.client``): the same response cache, the same spending budget (run-wide through
 the run's ledger when a budget is set), the same timeouts, retries, circuit breaker and
 redaction. The student's endpoint is configured like the judge's, with its own prefix:
 ``RAG_SIMULATOR_BASE_URL`` / ``_MODEL`` / ``_API_KEY`` (URL and key fall back to
@@ -29,8 +29,8 @@ from rag_eval.llm.messages import ChatRequest
 from rag_eval.llm.policy import CallPolicy, env_number
 
 if TYPE_CHECKING:
-    from rag_eval.judge.client import CachedChatClient
     from rag_eval.judge.config import JudgeConfig
+    from rag_eval.llm.cached import CachedChatClient
 
 SIMULATOR_PREFIX = "RAG_SIMULATOR"
 STUDENT_MAX_TOKENS = 200
@@ -59,13 +59,21 @@ def simulator_missing(cfg: JudgeConfig) -> str | None:
 def student_completion(
     client: CachedChatClient, model: str, *, case_id: str, tier: str, trial: int, max_tokens: int = STUDENT_MAX_TOKENS
 ) -> ChatCompletion:
-    """``complete(messages) -> text`` for ``LLMStudent``, recorded as (tier, case, trial)."""
+    """``complete(messages) -> text`` for ``LLMStudent``, recorded as (tier, case, trial).
+
+    Only a reply with text is valid (same rule as the judge's verdicts): an empty one is
+    asked again within the retries, then returned (``LLMSession`` makes it a
+    ``SimulatorError``) and never cached, so a rerun asks again instead of replaying it."""
 
     def complete(messages: Sequence[Mapping[str, str]]) -> str:
         req = ChatRequest(model, messages, temperature=0.0, max_tokens=max_tokens)
-        return client.complete(req, case_id=case_id, tier=tier, trial=trial).content
+        return client.complete(req, case_id=case_id, tier=tier, trial=trial, accept=_has_text).content
 
     return complete
+
+
+def _has_text(content: str) -> str | None:
+    return None if content.strip() else "the reply has no text"
 
 
 HINT_SYSTEM = (
@@ -129,5 +137,6 @@ class LLMHintJudge:
         )
         verdict = parse_hint_verdict(resp.content)
         if verdict is None:
-            return HintVerdict(None, f"judge error: the hint judge's reply has no verdict: {resp.content[:200]!r}")
+            quoted = self.client.redactor.snippet(resp.content, 200)
+            return HintVerdict(None, f"judge error: the hint judge's reply has no verdict: {quoted!r}")
         return verdict

@@ -22,7 +22,7 @@ from rag_eval.dialogue.model import (
     HintLevel,
     KnownFact,
 )
-from rag_eval.golden.load import GoldenSetError, derived_split, parse_evidence, parse_tags, read_items
+from rag_eval.golden.load import GoldenSetError, check_length, derived_split, parse_evidence, parse_tags, read_items
 from rag_eval.golden.model import SPLITS, Split
 
 KEYS = frozenset(
@@ -61,6 +61,7 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     opening = raw.get("opening")
     if not isinstance(opening, str) or not opening.strip():
         raise DialogueSetError(f"{where}: missing or empty required field 'opening' (the student's first message)")
+    check_length(opening, "opening", where, DialogueSetError)
     context = raw.get("context", {})
     if not isinstance(context, dict):
         raise DialogueSetError(f"{where}: context must be an object, e.g. {{\"problem\": \"...\"}} (the learning context on screen)")
@@ -76,6 +77,8 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     names = {c.name for c in conditions}
     turns = tuple(_turn(t, f"{where} expected_turns[{i}]", names) for i, t in enumerate(_list(raw, "expected_turns", where)))
     follow_ups = tuple(_strings(raw, "follow_ups", where))
+    for i, text in enumerate(follow_ups):
+        check_length(text, f"follow_ups[{i}]", where, DialogueSetError)
     evidence = parse_evidence(raw, where)
     material = raw.get("material", "sufficient" if evidence else "insufficient")
     if material not in MATERIAL:
@@ -179,6 +182,8 @@ def _condition(raw: Any, where: str) -> Condition:
     reply = raw.get("reply")
     if reply is not None and (not isinstance(reply, str) or not reply.strip()):
         raise DialogueSetError(f"{where}: reply must be the student's answer (a non-empty string), or null when they cannot answer")
+    if reply is not None:
+        check_length(reply, "reply", where, DialogueSetError)
     return Condition(name, keywords, reply)
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from rag_eval.dialogue import pooled as dialogue_rates
+from rag_eval.metrics.claims import LOWER_IS_BETTER as CLAIM_LOWER_IS_BETTER
 from rag_eval.results.case import CaseResult
 
 
@@ -79,8 +80,9 @@ LOWER_IS_BETTER = frozenset(
 def lower_is_better(key: str) -> bool:
     """A metric key (without its tier) where lower is better: the worst value of an errored
     case is 1, and a regression's "drop" is a rise. The dialogue rates count at every
-    clarification limit (``clarification_failure_4``, ``past_2_rounds``), not only 3."""
-    return key in LOWER_IS_BETTER or dialogue_rates.lower_is_better(key)
+    clarification limit (``clarification_failure_4``, ``past_2_rounds``), not only 3; of the
+    claim-level judge metrics, hallucination and the two noise sensitivities."""
+    return key in LOWER_IS_BETTER or CLAIM_LOWER_IS_BETTER.get(key, False) or dialogue_rates.lower_is_better(key)
 
 
 def is_measured_only(case: CaseResult) -> bool:

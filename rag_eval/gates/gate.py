@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping, Sequence
 
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.dialogue import pooled as dialogue_rates
+from rag_eval.escape import terminal
 from rag_eval.results.case import CaseResult
 from rag_eval.gates.result import GateResult
-from rag_eval.gates.thresholds import Gate, Thresholds
+from rag_eval.gates.thresholds import Gate, Thresholds, retrieval_stage_of
 
 WORST_SHOWN = 3
 
@@ -18,24 +20,47 @@ CASES_RUN = "cases_run"
 
 
 def run_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> list[GateResult]:
-    """Every gate of a run: the thresholds file's (or the built-in ones), then the
-    unmeasured-tier gates.
+    """Every gate of a run: the thresholds file's (or the built-in ones), the built-in
+    error gates of tiers the file does not gate, then the unmeasured-tier gates.
 
     A tier *ran* when one of its recorded cases did not skip; it was *selected* when it
     recorded any case. Without a thresholds file the built-in gates are ``error_rate``
     at most 0 for every tier that ran, and ``cases_run`` at least 1 for every selected
-    tier. With one, a selected tier that ran nothing (every case skipped: a judge budget
-    of 0, an exhausted budget) fails ``cases_run`` too, unless ``[defaults] unmeasured =
-    "pass"``. A tier whose cases were never recorded (no judge configured, no dialogue
-    call) is not selected: it is not gated.
+    tier. With one, a tier that ran and has no (untagged) gate of its own in the file
+    gets the built-in ``error_rate`` gate too, so a file that gates only ``[judge]``
+    cannot turn a deterministic tier that errored throughout green (``[defaults]
+    ungated = "pass"`` opts out); a selected tier that ran nothing (every case skipped:
+    a judge budget of 0, an exhausted budget) fails ``cases_run``, unless ``[defaults]
+    unmeasured = "pass"``. A tier whose cases were never recorded (no judge configured,
+    no dialogue call) is not selected: it is not gated.
     """
     ran = {c.tier for c in cases if c.outcome != "skip"}
     if thresholds is None:
-        defaults = [Gate(t, "error_rate", "max", 0.0, 1, {}, "built-in gate (no thresholds file)") for t in sorted(ran)]
-        gates = [evaluate_gate(g, cases) for g in defaults]
+        gates = [evaluate_gate(g, cases) for g in builtin_error_gates(None, ran)]
     else:
-        gates = evaluate_gates(thresholds, cases, ran)
+        builtin = [_said_builtin(evaluate_gate(g, cases)) for g in builtin_error_gates(thresholds, ran)]
+        gates = evaluate_gates(thresholds, cases, ran) + builtin
     return gates + unmeasured_gates(thresholds, cases)
+
+
+def builtin_error_gates(thresholds: Thresholds | None, ran: set[str]) -> list[Gate]:
+    """``<tier>.error_rate <= 0`` for each tier that ran and that ``thresholds`` leaves
+    ungated (every tier that ran, without a file)."""
+    if thresholds is None:
+        return [Gate(t, "error_rate", "max", 0.0, 1, {}, "built-in gate (no thresholds file)") for t in sorted(ran)]
+    if thresholds.ungated == "pass":
+        return []
+    gated = {g.tier for g in thresholds.gates if not g.tags}
+    where = f'{thresholds.path}: built-in gate, the file has no gate for this tier ([defaults] ungated = "pass" to allow it)'
+    return [Gate(t, "error_rate", "max", 0.0, 1, {}, where) for t in sorted(ran - gated)]
+
+
+def _said_builtin(result: GateResult) -> GateResult:
+    """A failed built-in error gate says where it comes from and how to opt out."""
+    if result.passed or result.reason:
+        return result
+    why = 'built-in gate: the thresholds file has no gate for this tier; [defaults] ungated = "pass" allows its errors'
+    return dataclasses.replace(result, reason=why)
 
 
 def unmeasured_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> list[GateResult]:
@@ -75,12 +100,32 @@ def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
     value, n, errors = mv.value, mv.n, mv.errors
     ratio = (mv.numerator, mv.denominator)
     if value is None or n == 0:
-        return GateResult.of(gate, None, n, errors, False, "no cases measured: a gate over 0 cases fails", worst, *ratio)
+        return GateResult.of(gate, None, n, errors, False, unmeasured_reason(gate, scoped), worst, *ratio)
     if n < gate.min_cases:
         return GateResult.of(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst,
                           *ratio)
     ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
     return GateResult.of(gate, value, n, errors, ok, "", worst, *ratio)
+
+
+def unmeasured_reason(gate: Gate, scoped: Sequence[CaseResult]) -> str:
+    """Why a gate has no value, in the words the user can act on: a stage the system
+    never returned, a pass@k the run's k cannot give, or simply no case in scope."""
+    parts = gate.metric.split(".")
+    if gate.tier == "retrieval" and retrieval_stage_of(gate.metric) is not None:
+        returned = sorted({str(s) for c in scoped for s in (c.details.get("stages") or {})})
+        if parts[0] not in returned:
+            has = ", ".join(returned) if returned else "none"
+            return (f"no case returned stage {parts[0]!r}: the system's stages are {has} "
+                    f"(name one of them in the gate, or declare the system's stages)")
+    name, at, k = gate.metric.partition("@") if "@" in gate.metric else gate.metric.partition("^")
+    if gate.tier == "passk" and at and name == "pass" and k.isdigit():
+        ks = sorted({int(c.details["k"]) for c in scoped if isinstance(c.details.get("k"), int)})
+        if ks and int(k) not in ks:
+            run_k = ", ".join(str(v) for v in ks)
+            return (f"{gate.metric} is not measured: this run's k is {run_k} (set [passk.case] k = {k} or "
+                    f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})")
+    return "no cases measured: a gate over 0 cases fails"
 
 
 def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:

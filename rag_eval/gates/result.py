@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from rag_eval.escape import terminal
 from rag_eval.gates.aggregate import worst_value
 from rag_eval.gates.thresholds import RATE_KEYS, Gate
 
@@ -168,7 +169,9 @@ def _tier_line(g: GateResult) -> str:
         err = f", {g.errors} error{plural}"
     elif g.errors:
         err = f", incl. {g.errors} error{plural} counted as {worst_value(g.key):g}"
-    tail = f"  worst: {', '.join(g.worst)}" if g.worst and not g.passed else ""
+    # golden and dialogue ids are the user's text: escaped like every other terminal line
+    shown = (terminal(i, keep_newlines=False) for i in g.worst)
+    tail = f"  worst: {', '.join(shown)}" if g.worst and not g.passed else ""
     why = f" ({g.reason})" if g.reason and not g.passed else ""
     return f"{verdict} {g.metric} = {value} (need {sign} {g.threshold or 0.0:g}; n={g.n}{err}){why}{tail}"
 

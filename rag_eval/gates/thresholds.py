@@ -3,6 +3,7 @@
     [defaults]
     min_cases = 5                      # a gate over fewer cases fails
     unmeasured = "fail"                # a tier whose selected cases all skipped fails ("pass": allowed)
+    ungated = "fail"                   # a tier that ran with no gate here fails on any error ("pass": allowed)
 
     [retrieval]                        # aggregate gates of a tier: metric = {min|max}
     "recall@5" = { min = 0.80 }
@@ -27,6 +28,7 @@ valid names, so a typo fails the run at start instead of silently gating nothing
 from __future__ import annotations
 
 import hashlib
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,10 +41,13 @@ from rag_eval.tiers import RATE_KEYS, CaseOption
 from rag_eval.tiers.retrieval import STAGE_NAME, retrieval_stage_of
 
 __all__ = ["RATE_KEYS", "Gate", "Thresholds", "ThresholdsError", "load_thresholds", "parse_thresholds", "retrieval_stage_of"]
+from rag_eval.utf8 import NotUtf8Error, decode
 
 OPS: tuple[str, ...] = ("min", "max")
 # [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
 UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
+# [defaults] ungated: what an error in a tier that ran but has no gate in the file does ("fail": built-in error_rate = 0).
+UNGATED_MODES: tuple[str, ...] = ("fail", "pass")
 
 
 class ThresholdsError(ValueError):
@@ -103,6 +108,7 @@ class Thresholds:
     min_cases: int
     regression: RegressionRules = field(default_factory=RegressionRules)
     unmeasured: str = "fail"  # [defaults] unmeasured: see rag_eval.gates.gate.unmeasured_gates
+    ungated: str = "fail"  # [defaults] ungated: see rag_eval.gates.gate.builtin_error_gates
 
     def case_rules(self, tier: str) -> CaseRules:
         return self.cases.get(tier, CaseRules())
@@ -141,21 +147,31 @@ def load_thresholds(path: str | Path) -> Thresholds:
         raise ThresholdsError(f"{path}: thresholds file not found (pass --rag-thresholds PATH or create it)")
     data = path.read_bytes()
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        doc = tomllib.loads(decode(data, str(path)))
     except tomllib.TOMLDecodeError as exc:
         raise ThresholdsError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError:
+        raise ThresholdsError(f"{path}: not valid TOML: nested too deeply (arrays or inline tables)") from None
+    except NotUtf8Error as exc:
+        raise ThresholdsError(str(exc)) from None
     return parse_thresholds(doc, str(path), hashlib.sha256(data).hexdigest())
 
 
 def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thresholds:
     defaults = doc.get("defaults", {})
-    _only_keys(defaults, {"min_cases", "unmeasured"}, path, "[defaults]")
+    _only_keys(defaults, {"min_cases", "unmeasured", "ungated"}, path, "[defaults]")
     min_cases = _int(defaults.get("min_cases", 1), path, "[defaults] min_cases")
     unmeasured = defaults.get("unmeasured", "fail")
     if unmeasured not in UNMEASURED_MODES:
         raise ThresholdsError(
             f"{path}: [defaults] unmeasured = {unmeasured!r}; valid: {', '.join(map(repr, UNMEASURED_MODES))} "
             "(\"pass\" lets a tier whose selected cases were all skipped pass the gate)"
+        )
+    ungated = defaults.get("ungated", "fail")
+    if ungated not in UNGATED_MODES:
+        raise ThresholdsError(
+            f"{path}: [defaults] ungated = {ungated!r}; valid: {', '.join(map(repr, UNGATED_MODES))} "
+            "(\"pass\" lets a tier that has no gate in this file pass with errors)"
         )
     gates: list[Gate] = []
     cases: dict[str, CaseRules] = {}
@@ -174,7 +190,7 @@ def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thr
         gates.extend(tier_gates)
         if rules is not None:
             cases[table] = rules
-    return Thresholds(path, sha256, tuple(gates), cases, min_cases, regression, unmeasured)
+    return Thresholds(path, sha256, tuple(gates), cases, min_cases, regression, unmeasured, ungated)
 
 
 def _check_tier(table: str, path: str, top_level: bool = False) -> None:
@@ -212,6 +228,7 @@ def _check_metric(tier: str, key: str, path: str, table: str) -> None:
 def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tuple[str, float, int]:
     where = f"{path}: {table} {key}"
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
+        _check_threshold(float(spec), key, where)
         return "min", float(spec), min_cases
     if not isinstance(spec, dict):
         raise ThresholdsError(f"{where}: expected a number or {{ min = x }} / {{ max = x }}, got {spec!r}")
@@ -222,7 +239,18 @@ def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tu
     value = spec[ops[0]]
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise ThresholdsError(f"{where}: {ops[0]} must be a number, got {value!r}")
+    _check_threshold(float(value), key, f"{where}: {ops[0]}")
     return ops[0], float(value), _int(spec.get("min_cases", min_cases), path, f"{table} {key}.min_cases")
+
+
+def _check_threshold(value: float, key: str, where: str) -> None:
+    """A threshold no metric can take (nan, inf, 1e999, below 0: every gated value is a
+    count, a share or a score >= 0) would fail or pass its gate forever (``need >= nan``):
+    refused at load."""
+    if not math.isfinite(value):
+        raise ThresholdsError(f"{where} = {value!r} is not a finite number; give a threshold like 0.8")
+    if value < 0:
+        raise ThresholdsError(f"{where} = {value:g} is below 0; {key!r} is a count, share or score >= 0")
 
 
 def _case_rules(tier_name: str, spec: Any, path: str, table: str) -> CaseRules:
@@ -338,8 +366,8 @@ def _regression(body: Any, path: str) -> RegressionRules:
             raise ThresholdsError(f"{where}: expected {{ max_drop = x }} (the largest allowed fall below the baseline), got {spec!r}")
         _only_keys(spec, {"max_drop"}, path, f"[regression] {key}")
         value = spec.get("max_drop")
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise ThresholdsError(f"{where}: max_drop must be a number >= 0, got {value!r}")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
+            raise ThresholdsError(f"{where}: max_drop must be a finite number >= 0, got {value!r}")
         drops.append(MaxDrop(key, float(value), f"{path} [regression] {key}"))
     return RegressionRules(no_new_failures, tuple(drops))
 

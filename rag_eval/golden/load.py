@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, TypeVar, cast
 
@@ -21,6 +22,7 @@ from rag_eval.golden.model import (
     KeyFact,
     Split,
 )
+from rag_eval.utf8 import NotUtf8Error, decode
 
 OWN_KEYS = frozenset(
     {
@@ -28,6 +30,11 @@ OWN_KEYS = frozenset(
         "reference_answer", "answers", "must_contain", "must_not_contain", "expected_action", "split", "corpus",
     }
 )
+# The longest question (and history turn, dialogue opening, follow-up or reply) a set may
+# hold, in characters (docs/golden-sets.md#limits): an embedder's time grows faster than
+# linearly with length, so one pasted 5 MB question would hold the whole run.
+MAX_QUESTION_CHARS = 8_000
+
 # Keys of the shared datasets' qa.jsonl that we read or carry along as extra data.
 SHARED_EXTRA_KEYS = frozenset({"qtype", "year", "is_impossible", "source_doc_id"})
 
@@ -56,19 +63,20 @@ def read_items(
     path: Path, parse: Callable[[Any, str], ItemT], error: type[GoldenSetError], what: str
 ) -> list[ItemT]:
     """One item per non-blank JSONL line, parsed by ``parse(raw, "file:line")``; every bad
-    line (JSON, fields, duplicate id) is collected and raised together as ``error``."""
+    line (UTF-8, JSON, fields, duplicate id, ids equal but for Unicode normalisation) is
+    collected and raised together as ``error``. A UTF-8 byte-order mark is allowed."""
     items: list[ItemT] = []
     errors: list[str] = []
     seen: dict[str, int] = {}
-    with path.open(encoding="utf-8-sig") as fh:  # a byte-order mark (Windows editors) is no error
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
+    normal: dict[str, tuple[str, int]] = {}  # NFC form -> (id, line)
+    with path.open("rb") as fh:
+        for lineno, data in enumerate(fh, 1):
             where = f"{path}:{lineno}"
-            try:
-                raw = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})")
+            line = _decoded(data, path, lineno, errors)
+            if line is None or not line.strip():
+                continue
+            raw = _json(line, where, errors)
+            if raw is _UNREAD:
                 continue
             try:
                 item = parse(raw, where)
@@ -78,13 +86,46 @@ def read_items(
             if item.id in seen:
                 errors.append(f"{where}: duplicate id {item.id!r} (first at line {seen[item.id]}); ids must be unique")
                 continue
+            twin = normal.get(unicodedata.normalize("NFC", item.id))
+            if twin is not None:
+                errors.append(
+                    f"{where}: id {item.id!r} differs from id {twin[0]!r} (line {twin[1]}) only by Unicode "
+                    "normalisation (NFC/NFD): they look the same in every report; make the ids distinct"
+                )
+                continue
             seen[item.id] = lineno
+            normal[unicodedata.normalize("NFC", item.id)] = (item.id, lineno)
             items.append(item)
     if errors:
         raise error("\n".join(errors[:50]) + (f"\n… and {len(errors) - 50} more" if len(errors) > 50 else ""))
     if not items:
         raise error(f"{path}: the {what} is empty")
     return items
+
+
+def _decoded(data: bytes, path: Path, lineno: int, errors: list[str]) -> str | None:
+    """A line's text (the file's byte-order mark dropped), or None with the error naming the bad byte's column."""
+    try:
+        return decode(data, str(path), lineno, bom=lineno == 1)
+    except NotUtf8Error as exc:
+        errors.append(str(exc))
+        return None
+
+
+_UNREAD = object()
+
+
+def _json(line: str, where: str, errors: list[str]) -> Any:
+    """A line's JSON value, or ``_UNREAD`` with an error (the decoder's reason and column)."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        # json's own messages may end in "at" ("Invalid control character at"): the column completes them
+        reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
+        errors.append(f"{where}: not valid JSON ({reason} at column {exc.colno})")
+    except RecursionError:
+        errors.append(f"{where}: nested too deeply to read (arrays or objects inside each other thousands of times); an item needs a few levels")
+    return _UNREAD
 
 
 def parse_item(raw: Any, where: str) -> GoldenItem:
@@ -97,6 +138,7 @@ def parse_item(raw: Any, where: str) -> GoldenItem:
     where = f"{where} (id {item_id!r})"
     if not isinstance(raw.get("question"), str) or not raw["question"].strip():
         raise GoldenSetError(f"{where}: missing or empty required field 'question' (a non-empty string)")
+    check_length(raw["question"], "question", where)
     unknown = sorted(set(raw) - OWN_KEYS - SHARED_EXTRA_KEYS)
     if unknown:
         raise GoldenSetError(
@@ -233,7 +275,18 @@ def _history(raw: Any, where: str) -> tuple[dict[str, str], ...]:
         for t in raw
     ):
         raise GoldenSetError(f"{where}: history is a list of {{\"role\": \"user\"|\"assistant\", \"content\": ...}}")
+    for i, turn in enumerate(raw):
+        check_length(turn["content"], f"history[{i}].content", where)
     return tuple({"role": t["role"], "content": t["content"]} for t in raw)
+
+
+def check_length(text: str, field: str, where: str, error: type[GoldenSetError] = GoldenSetError) -> None:
+    """A text the system under test is sent is at most ``MAX_QUESTION_CHARS`` long."""
+    if len(text) > MAX_QUESTION_CHARS:
+        raise error(
+            f"{where}: {field} is {len(text):,} characters, more than the limit of {MAX_QUESTION_CHARS:,} "
+            "(docs/golden-sets.md#limits); shorten it: a question this long is a pasted document, not a question"
+        )
 
 
 def _str_list(raw: Mapping[str, Any], key: str, where: str) -> list[str]:

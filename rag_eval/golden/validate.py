@@ -25,8 +25,14 @@ def check_unique_ids(items: Sequence[GoldenItem]) -> list[str]:
     return [f"duplicate id {k!r} ({n} items); ids must be unique" for k, n in counts.items() if n > 1]
 
 
-def check_gold_exists(items: Sequence[GoldenItem], lookup: ChunkLookup) -> list[str]:
-    """Every gold chunk id, doc id and quoted span resolves in the index built for the corpus."""
+def check_gold_exists(items: Sequence[GoldenItem], lookup: ChunkLookup, mode: str = "corpus") -> list[str]:
+    """Every gold chunk id, doc id and quoted span resolves in the index built for the corpus.
+
+    ``mode`` ``"ids"`` or ``"text"`` (the pipeline configuration's ``gold``): chunk ids are
+    the system's own, which no local index holds, so only doc ids and quoted spans are
+    checked against the corpus documents."""
+    if mode != "corpus":
+        return _check_docs_and_quotes(items, lookup)
     problems: list[str] = []
     for item in items:
         try:
@@ -38,6 +44,21 @@ def check_gold_exists(items: Sequence[GoldenItem], lookup: ChunkLookup) -> list[
             if any(not g for g in groups):
                 problems.append(f"{_where(item)}: a gold requirement resolved to no chunk")
                 break
+    return problems
+
+
+def _check_docs_and_quotes(items: Sequence[GoldenItem], lookup: ChunkLookup) -> list[str]:
+    problems: list[str] = []
+    for item in items:
+        for ref in (r for g in item.evidence for r in g.any_of if r.doc_id):
+            doc = str(ref.doc_id)
+            if doc not in lookup.docs:
+                problems.append(f"{_where(item)}: gold doc id {doc!r} is not in the corpus")
+            elif ref.quote and not lookup.locate(doc, ref.quote):
+                problems.append(
+                    f"{_where(item)}: quoted span {ref.quote[:60]!r} not found in document {doc!r}; "
+                    "quote the document text exactly (whitespace may differ)"
+                )
     return problems
 
 
@@ -55,13 +76,17 @@ def _source_text(ref: EvidenceRef, lookup: ChunkLookup) -> str | None:
     return doc.text if doc else None
 
 
-def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize) -> list[str]:
-    """Each key fact shares at least half of its key terms with the source it points at."""
+def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize, gold: str = "corpus") -> list[str]:
+    """Each key fact shares at least half of its key terms with the source it points at
+    (outside ``gold = "corpus"``, a source given as a chunk id alone is the system's id:
+    not checked)."""
     problems: list[str] = []
     for item in items:
         for fact in item.key_facts:
             if fact.source is None:
                 problems.append(f"{_where(item)}: key fact {fact.fact!r} has no source (give doc_id + quote or chunk_id)")
+                continue
+            if gold != "corpus" and fact.source.chunk_id and not fact.source.doc_id:
                 continue
             text = _source_text(fact.source, lookup)
             if text is None:
@@ -130,12 +155,13 @@ def coverage_table(items: Sequence[GoldenItem], tiers: Mapping[str, Callable[[Go
 
 
 def validate_all(
-    items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize, corpus: bool = True
+    items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize, corpus: bool = True, gold: str = "corpus"
 ) -> dict[str, list[str]]:
-    """Every check; without a corpus only those that need none (the caller says the rest were skipped)."""
+    """Every check; without a corpus only those that need none (the caller says the rest
+    were skipped). ``gold``: the gold mode, as in the pipeline configuration."""
     out = {"unique ids": check_unique_ids(items), "negatives carry no gold": check_negatives(items)}
     if corpus:
-        out["gold exists"] = check_gold_exists(items, lookup)
-        out["key facts traceable"] = check_key_facts(items, lookup, tokenize)
+        out["gold exists"] = check_gold_exists(items, lookup, gold)
+        out["key facts traceable"] = check_key_facts(items, lookup, tokenize, gold)
         out["no document in both splits"] = check_split_leak(items, lookup)
     return out

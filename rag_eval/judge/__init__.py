@@ -5,8 +5,11 @@
 accounting and a budget, so every judge engine gets those for free and in one place.
 """
 
+from rag_eval.metrics.claims import KEYS as CLAIM_METRICS
+
 # Metric names the judge tier produces; kept here (no heavy imports) so that
-# thresholds.toml can be validated without loading the judge clients.
+# thresholds.toml can be validated without loading the judge clients. The claim-level
+# ones (retriever / generator diagnosis) come from rag_eval.metrics.claims.
 NATIVE_METRICS: tuple[str, ...] = (
     "faithfulness",
     "unknown_share",
@@ -14,6 +17,7 @@ NATIVE_METRICS: tuple[str, ...] = (
     "relevance",
     "factual_f1",
     "citation_faithfulness",
+    *CLAIM_METRICS,
 )
 # deepeval's metrics the engine can run; the default leaves out GEval (it needs criteria).
 DEEPEVAL_ENGINE_METRICS: tuple[str, ...] = (

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from rag_eval.errors import ConfigError
 from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.policy import CallPolicy, env_number
+from rag_eval.utf8 import NotUtf8Error, read_text
 
 if TYPE_CHECKING:
     import httpx
@@ -164,7 +165,11 @@ def load_prices(path: Path | str) -> dict[str, tuple[float, float]]:
     """
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_text(p))
+    except NotUtf8Error as exc:
+        raise ConfigError(f"{exc} (the price file)") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: invalid TOML: nested too deeply") from None
     except FileNotFoundError:
         raise ConfigError(f"{p}: price file not found; create it or drop the prices option") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -104,11 +104,17 @@ You judge; you never answer the question yourself. Every verdict is categorical;
 Judge the ANSWER only against the CONTEXT chunks shown (the context the generator actually saw), not against your own knowledge.
 
 1. claims: split the ANSWER into atomic factual claims (one checkable statement each). For each claim:
-   "yes" = supported by the CONTEXT; "no" = contradicted by the CONTEXT or not in it;
+   "verdict": "yes" = supported by the CONTEXT; "no" = contradicted by the CONTEXT or not in it;
    "unknown" = cannot be decided from the CONTEXT (e.g. too vague to check).
+   "chunks": the numbers n of every CONTEXT chunk [n] that on its own entails the claim; [] if none does.
+   "reference": "yes" = the KEY FACTS or the REFERENCE entail the claim; "no" = they contradict it or do not
+   state it; "unknown" = cannot be decided.
 2. key_facts: judge every numbered KEY FACT exactly once, giving its number as "index" and its text as "fact":
-   "covered" = the answer states it; "partially_covered" = the answer states part of it or states it imprecisely;
-   "not_covered" = absent or contradicted. If there are no key facts, return an empty list.
+   "verdict": "covered" = the answer states it; "partially_covered" = the answer states part of it or states it
+   imprecisely; "not_covered" = absent or contradicted.
+   "context": "yes" = some CONTEXT chunk entails the key fact; "no" = none does; "unknown" = cannot be decided.
+   "chunks": the numbers n of every CONTEXT chunk [n] that entails the key fact; [] if none does.
+   If there are no key facts, return an empty list.
 3. relevance: does the ANSWER address the QUESTION? "relevant" = fully; "partially_relevant" = only partly
    or with much off-topic content; "not_relevant" = does not address it.
 4. citations: for every inline marker [n] in the ANSWER, one entry: "marker" = n, "sentence" = the sentence

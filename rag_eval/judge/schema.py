@@ -5,8 +5,8 @@ plain data:
 
 * :func:`response_schema` -- the strict JSON schema sent as ``response_format`` and
   quoted in the prompt. Verdicts are categorical enums only (METRICS.md: never 1-5).
-* :func:`parse_reply` -- a tolerant reader for servers without structured output:
-  ```json fences, prose around the object, trailing commas, single quotes.
+* :func:`parse_reply` (from ``parse.py``, re-exported) -- a tolerant reader for servers
+  without structured output: ```json fences, prose around the object, trailing commas.
 * :func:`validate` -- turns the parsed object into a :class:`Judgement` or a list of
   errors precise enough to paste into a repair prompt ("key_facts: fact 2 is not
   judged"). A judgement that skips a key fact or cites a chunk that does not exist
@@ -17,12 +17,14 @@ plain data:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from rag_eval.citations import cited_numbers
+from rag_eval.judge.diagnosis import checks_from, claim_diagnosis, claim_fields, fact_diagnosis, fact_fields
+from rag_eval.judge.parse import parse_reply as parse_reply  # re-exported: the reader of a verdict
+from rag_eval.metrics import claims as claim_metrics
 
 CLAIM_VERDICTS: tuple[str, ...] = ("yes", "no", "unknown")
 FACT_VERDICTS: tuple[str, ...] = ("covered", "partially_covered", "not_covered")
@@ -63,7 +65,7 @@ def _array(items: dict[str, Any], min_items: int | None = None, max_items: int |
 
 
 def response_schema(has_reference: bool, n_facts: int | None = None,
-                    markers: Sequence[int] | None = None) -> dict[str, Any]:
+                    markers: Sequence[int] | None = None, n_chunks: int | None = None) -> dict[str, Any]:
     """The JSON schema of one verdict; ``correctness`` exists only when a reference does.
 
     Exact where the counts are known, so that a grammar-constrained server (llama.cpp,
@@ -72,7 +74,9 @@ def response_schema(has_reference: bool, n_facts: int | None = None,
     ``markers`` (the distinct ``[n]`` of the answer), ``citations`` has at least one
     entry per marker and ``marker`` is one of them (no markers: no entry). The number of
     *sentences* a marker is attached to is the judge's to read, so there is no
-    ``maxItems`` on citations when the answer cites something.
+    ``maxItems`` on citations when the answer cites something. With ``n_chunks`` (the
+    context's size), every ``chunks`` list holds markers ``1..n_chunks`` only
+    (``diagnosis.py``: the claim-level checks).
     """
     fact_index: dict[str, Any] = {"type": "integer"}
     if n_facts:
@@ -82,9 +86,10 @@ def response_schema(has_reference: bool, n_facts: int | None = None,
         marker["enum"] = list(markers)
     cited = None if markers is None else len(markers)
     props: dict[str, Any] = {
-        "claims": _array(_obj({"claim": _STR, "verdict": _enum(CLAIM_VERDICTS), "reason": _STR})),
+        "claims": _array(_obj({"claim": _STR, "verdict": _enum(CLAIM_VERDICTS), **claim_fields(n_chunks),
+                               "reason": _STR})),
         "key_facts": _array(_obj({"index": fact_index, "fact": _STR, "verdict": _enum(FACT_VERDICTS),
-                                  "reason": _STR}), n_facts, n_facts),
+                                  **fact_fields(n_chunks), "reason": _STR}), n_facts, n_facts),
         "relevance": _obj({"verdict": _enum(RELEVANCE_VERDICTS), "reason": _STR}),
     }
     if has_reference:
@@ -99,7 +104,8 @@ def response_schema(has_reference: bool, n_facts: int | None = None,
 MAX_GRAMMAR_ITEMS = 20  # claims / correctness entries a grammar lets a degenerate model write
 
 
-def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int]) -> dict[str, Any]:
+def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int],
+                   n_chunks: int | None = None) -> dict[str, Any]:
     """:func:`response_schema` made positional, for servers that decode under a grammar.
 
     An ``enum`` index still lets a grammar write fact 1 twice and fact 2 never (gemma-3
@@ -113,13 +119,13 @@ def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int]) ->
     """
     def fact(i: int) -> dict[str, Any]:
         return _obj({"index": {"type": "integer", "const": i}, "fact": _STR, "verdict": _enum(FACT_VERDICTS),
-                     "reason": _STR})
+                     **fact_fields(n_chunks), "reason": _STR})
 
     def citation(m: int) -> dict[str, Any]:
         return _obj({"marker": {"type": "integer", "const": m}, "sentence": _STR, "supported": {"type": "boolean"},
                      "reason": _STR})
 
-    schema = response_schema(has_reference, n_facts, markers)
+    schema = response_schema(has_reference, n_facts, markers, n_chunks)
     props = schema["properties"]
     props["claims"]["maxItems"] = MAX_GRAMMAR_ITEMS
     props["key_facts"] = _tuple([fact(i) for i in range(1, n_facts + 1)])
@@ -134,101 +140,18 @@ def _tuple(items: list[dict[str, Any]]) -> dict[str, Any]:
     return {"type": "array", "prefixItems": items, "items": False, "minItems": len(items), "maxItems": len(items)}
 
 
-# --- tolerant parsing ------------------------------------------------------------------
-_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
-
-
-def parse_reply(text: str) -> dict[str, Any]:
-    """The first JSON object in ``text``; raises ``ValueError`` saying what was wrong.
-
-    Tries, in order: the whole text, the inside of ```json fences, then each balanced
-    ``{...}`` span (up to 5 starts), each first verbatim and then with trailing commas
-    removed and single-quoted strings turned into JSON strings. Raw control characters
-    (a newline) inside strings are accepted: llama.cpp's JSON grammar lets a model write
-    them, and they change nothing about the verdict.
-    """
-    candidates = [text.strip()] + [m.strip() for m in _FENCE.findall(text)]
-    starts = [i for i, c in enumerate(text) if c == "{"][:5]
-    candidates += [span for s in starts if (span := _balanced(text, s)) is not None]
-    for cand in candidates:
-        for attempt in (cand, _loosen(cand)):
-            try:
-                value = json.loads(attempt, strict=False)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
-    if not starts:
-        raise ValueError(f"no JSON object in the reply (no '{{' found): {text[:200]!r}")
-    raise ValueError(f"the reply contains no parseable JSON object: {text[:200]!r}")
-
-
-def _balanced(text: str, start: int) -> str | None:
-    """The ``{...}`` span starting at ``start``, braces inside strings ignored."""
-    depth, quote, i = 0, "", start
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = ""
-        elif c in "\"'":
-            quote = c
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-        i += 1
-    return None
-
-
-def _loosen(s: str) -> str:
-    """Drop trailing commas and re-quote 'single-quoted' strings, outside strings only."""
-    out: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        if c in "\"'":
-            j, buf = i + 1, []
-            while j < n and s[j] != c:
-                if s[j] == "\\" and j + 1 < n:
-                    buf.append(s[j : j + 2])
-                    j += 2
-                    continue
-                buf.append(s[j])
-                j += 1
-            body = "".join(buf)
-            if c == "'":
-                body = body.replace("\\'", "'").replace('"', '\\"')
-            out.append('"' + body + '"')
-            i = j + 1
-            continue
-        if c == ",":
-            k = i + 1
-            while k < n and s[k].isspace():
-                k += 1
-            if k < n and s[k] in "}]":
-                i += 1
-                continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
 # --- validation ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Judgement:
     """A validated reply: verdicts normalised to their enum spelling, key facts in input order."""
 
-    claims: tuple[dict[str, str], ...]
+    claims: tuple[dict[str, Any], ...]
     key_facts: tuple[dict[str, Any], ...]
     relevance: dict[str, str]
     correctness: dict[str, list[str]] | None
     citations: tuple[dict[str, Any], ...]
     duplicate_claims: int = 0  # repeated claims dropped (a degenerate judge says one thing N times)
+    n_context: int = 0  # chunks the generator saw: the columns of the claim-level checks
 
     def details(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -239,6 +162,9 @@ class Judgement:
         }
         if self.duplicate_claims:
             out["duplicate_claims_dropped"] = self.duplicate_claims
+        checks, inconsistent = checks_from(self)
+        out["diagnosis"] = {**claim_metrics.unknown_counts(checks), "inconsistent": inconsistent,
+                            "context_chunks": self.n_context}
         if self.correctness is not None:
             out["correctness"] = {k: list(v) for k, v in self.correctness.items()}
         return out
@@ -291,23 +217,9 @@ def validate(
         return None, [f"the reply must be one JSON object, got {type(data).__name__}"]
     errors: list[str] = []
 
-    claims: list[dict[str, str]] = []
-    seen_claims: set[str] = set()
-    duplicates = 0
-    for i, c in enumerate(_list(data, "claims", errors, optional=False)):
-        where = f"claims[{i}]"
-        if not isinstance(c, dict) or not isinstance(c.get("claim"), str):
-            errors.append(f"{where} must be an object with a string 'claim'")
-            continue
-        norm = _norm_text(c["claim"])
-        if norm in seen_claims:  # a degenerate judge repeats itself: one claim counts once
-            duplicates += 1
-            continue
-        seen_claims.add(norm)
-        claims.append({"claim": c["claim"], "verdict": _verdict(c, where, CLAIM_VERDICTS, errors),
-                       "reason": _reason(c, where, errors)})
+    claims, duplicates = validate_claims(_list(data, "claims", errors, optional=False), n_context, errors)
 
-    facts = _validate_facts(_list(data, "key_facts", errors, optional=not key_facts), key_facts, errors)
+    facts = _validate_facts(_list(data, "key_facts", errors, optional=not key_facts), key_facts, n_context, errors)
 
     rel = data.get("relevance")
     relevance: dict[str, str] = {"verdict": "", "reason": ""}
@@ -337,10 +249,32 @@ def validate(
 
     if errors:
         return None, errors
-    return Judgement(tuple(claims), tuple(facts), relevance, correctness, tuple(citations), duplicates), []
+    return Judgement(tuple(claims), tuple(facts), relevance, correctness, tuple(citations), duplicates, n_context), []
 
 
-def _validate_facts(items: list[Any], key_facts: Sequence[str], errors: list[str]) -> list[dict[str, Any]]:
+def validate_claims(items: list[Any], n_context: int, errors: list[str],
+                    seen: Sequence[str] = ()) -> tuple[list[dict[str, Any]], int]:
+    """The validated claims and how many repeats were dropped (also of the ``seen`` texts)."""
+    claims: list[dict[str, Any]] = []
+    seen_claims = {_norm_text(t) for t in seen}
+    duplicates = 0
+    for i, c in enumerate(items):
+        where = f"claims[{i}]"
+        if not isinstance(c, dict) or not isinstance(c.get("claim"), str):
+            errors.append(f"{where} must be an object with a string 'claim'")
+            continue
+        norm = _norm_text(c["claim"])
+        if norm in seen_claims:  # a degenerate judge repeats itself: one claim counts once
+            duplicates += 1
+            continue
+        seen_claims.add(norm)
+        claims.append({"claim": c["claim"], "verdict": _verdict(c, where, CLAIM_VERDICTS, errors),
+                       **claim_diagnosis(c, where, n_context, errors), "reason": _reason(c, where, errors)})
+    return claims, duplicates
+
+
+def _validate_facts(items: list[Any], key_facts: Sequence[str], n_context: int,
+                    errors: list[str]) -> list[dict[str, Any]]:
     """Each input key fact judged exactly once, matched by 1-based index or by its text."""
     by_text = {_norm_text(f): i for i, f in enumerate(key_facts, 1)}
     judged: dict[int, dict[str, Any]] = {}
@@ -361,7 +295,8 @@ def _validate_facts(items: list[Any], key_facts: Sequence[str], errors: list[str
             errors.append(f"key fact {idx} is judged more than once; judge each key fact exactly once")
             continue
         judged[idx] = {"index": idx, "fact": key_facts[idx - 1],
-                       "verdict": _verdict(kf, where, FACT_VERDICTS, errors), "reason": _reason(kf, where, errors)}
+                       "verdict": _verdict(kf, where, FACT_VERDICTS, errors),
+                       **fact_diagnosis(kf, where, n_context, errors), "reason": _reason(kf, where, errors)}
     missing = [i for i in range(1, len(key_facts) + 1) if i not in judged]
     if missing:
         errors.append(f"key facts {missing} are not judged; give one key_facts entry for each of 1..{len(key_facts)}")
@@ -433,7 +368,8 @@ def citation_faithfulness(supported: Sequence[bool]) -> float | None:
 
 
 def metrics_from(j: Judgement) -> dict[str, float]:
-    """All metrics of one judgement; a metric without a denominator is left out."""
+    """All metrics of one judgement (with the claim-level ones of ``rag_eval.metrics.claims``);
+    a metric without a denominator is left out."""
     claim_v = [c["verdict"] for c in j.claims]
     values: dict[str, float | None] = {
         "faithfulness": faithfulness(claim_v),
@@ -444,4 +380,5 @@ def metrics_from(j: Judgement) -> dict[str, float]:
                        if j.correctness is not None else None),
         "citation_faithfulness": citation_faithfulness([c["supported"] for c in j.citations]),
     }
-    return {k: v for k, v in values.items() if v is not None}
+    out = {k: v for k, v in values.items() if v is not None}
+    return {**out, **claim_metrics.case_metrics(checks_from(j)[0])}

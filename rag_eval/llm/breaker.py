@@ -2,8 +2,9 @@
 
 A black-holed endpoint (accepts the connection, never answers) costs ``timeout x
 attempts`` per call; over 83 judge cases that is hours. After ``threshold`` calls in a
-row ended in a transport failure (timeout, refused or dropped connection, 5xx, time
-budget), the breaker opens and every later call to that endpoint fails at once with one
+row ended in a transport failure (timeout, refused or dropped connection, a reset in the
+middle of a reply, 5xx, time budget) or in replies that were no chat completion at all
+(a whole call of invalid JSON or empty ``choices``), the breaker opens and every later call to that endpoint fails at once with one
 message, so a dead endpoint costs about ``threshold x timeout x attempts``. Any answer
 from the server (even a 4xx) proves it alive and resets the count. The breaker lives in
 one process: under ``pytest -n N`` each worker finds out on its own.

@@ -43,6 +43,7 @@ from rag_eval.redact import Redactor
 log = logging.getLogger(__name__)
 Accept = Callable[[str], "str | None"]  # content -> why it is not acceptable, or None
 _MAX_QUOTED = 300  # characters of a server's error text quoted in a message
+_SDK_PARAMS = ("model", "messages", "temperature", "max_tokens", "response_format")
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Reply:
 
     response: ChatResponse | None
     problem: str = ""
+    usage: Usage = Usage(0, 0, reported=False)
 
 
 class LLMClient:
@@ -105,84 +107,103 @@ class LLMClient:
 
     # --- the call -----------------------------------------------------------------------
     def complete(self, req: ChatRequest, *, accept: Accept | None = None) -> ChatResponse:
-        """Send ``req`` (module doc for what is retried); raise :class:`ChatError`."""
+        """Send ``req`` (module doc for what is retried); raise :class:`ChatError`.
+
+        The response's ``usage`` and ``requests`` cover every attempt of the call that
+        reached the server (a retried reply's tokens were paid for too)."""
         if self.breaker.open:
             raise self._error(req, "breaker", self.breaker.message(), 0)
         start = time.monotonic()
+        spent = Usage(0, 0, reported=False)
         with self._guard.call() as state:
             while True:
-                left = self.policy.max_retries - state.attempts
-                try:
-                    raw = self._send(req, max(0, left))
-                except openai.OpenAIError as exc:
-                    kind, detail, code = self._classify(exc, state, req)
-                    # transport failures were counted per attempt (guard); a refusal to send
-                    # (breaker, time budget) is no sign of life either: only a reply resets it
-                    if kind not in TRANSPORT_KINDS and kind not in ("breaker", "time_budget"):
-                        self.breaker.record(transport_failure=False)
-                    raise self._error(req, kind, detail, state.attempts, code, hint=state.no_retry) from None
-                reply = self._parse(req, raw, state.attempts, time.monotonic() - start)
-                problem = reply.problem
-                if reply.response is not None and accept is not None:
-                    problem = accept(reply.response.content) or ""
-                    if problem and reply.response.finish_reason == "length":
-                        self.breaker.record(transport_failure=False)
-                        return replace(reply.response, rejected=problem)
-                if not problem:
-                    self.breaker.record(transport_failure=False)
-                    assert reply.response is not None
-                    return reply.response
-                if state.attempts > self.policy.max_retries:
-                    self.breaker.record(transport_failure=False)
-                    if reply.response is not None:
-                        return replace(reply.response, rejected=problem)
-                    raise self._error(req, "malformed", f"malformed response: {problem}", state.attempts,
-                                      int(raw.status_code))
+                raw = self._attempt(req, state, spent)
+                reply = self._parse(req, raw)
+                spent = spent + reply.usage
+                done = self._verdict(req, reply, accept, state, int(raw.status_code), spent)
+                if isinstance(done, ChatResponse):
+                    return replace(done, usage=spent, attempts=state.attempts, requests=state.reached,
+                                   seconds=time.monotonic() - start)
                 delay = backoff(state.attempts, self._random)
                 log.warning("chat reply from %s was not usable (%s), attempt %d of %d; asking again in %.2fs",
-                            self.address, self.redactor.text(problem)[:200], state.attempts,
+                            self.address, self.redactor.snippet(done, 200), state.attempts,
                             self.policy.attempts, delay)
                 self._sleep(delay)
 
+    def _attempt(self, req: ChatRequest, state: CallState, spent: Usage) -> Any:
+        """One pass through the SDK (its own retries included), or the call's ChatError."""
+        try:
+            return self._send(req, max(0, self.policy.max_retries - state.attempts))
+        except openai.OpenAIError as exc:
+            kind, detail, code = self._classify(exc, state, req)
+            # transport failures were counted per attempt (guard); a refusal to send
+            # (breaker, time budget) is no sign of life either: only a reply resets it
+            if kind not in TRANSPORT_KINDS and kind not in ("breaker", "time_budget"):
+                self.breaker.record(transport_failure=False)
+            raise self._error(req, kind, detail, state.attempts, code, hint=state.no_retry,
+                              requests=state.reached, usage=spent) from None
+
+    def _verdict(self, req: ChatRequest, reply: Reply, accept: Accept | None, state: CallState, code: int,
+                 spent: Usage) -> ChatResponse | str:
+        """The response to return, why to ask again, or the call's ChatError (malformed)."""
+        problem = reply.problem
+        if reply.response is not None and accept is not None:
+            problem = accept(reply.response.content) or ""
+            if problem and reply.response.finish_reason == "length":
+                self.breaker.record(transport_failure=False)
+                return replace(reply.response, rejected=problem)
+        if not problem and reply.response is not None:
+            self.breaker.record(transport_failure=False)
+            return reply.response
+        if state.attempts <= self.policy.max_retries:
+            return problem
+        if reply.response is not None:
+            self.breaker.record(transport_failure=False)
+            return replace(reply.response, rejected=problem)
+        # A whole call of replies that are no chat completion: the endpoint is broken as
+        # surely as one that times out, so it counts toward the breaker.
+        detail = f"malformed response: {problem}"
+        self.breaker.record(transport_failure=True, detail=detail)
+        raise self._error(req, "malformed", detail, state.attempts, code, requests=state.reached, usage=spent)
+
     def _send(self, req: ChatRequest, max_retries: int) -> Any:
-        kwargs: dict[str, Any] = {"model": req.model, "messages": [dict(m) for m in req.messages],
-                                  "temperature": req.temperature}
-        if req.max_tokens is not None:
-            kwargs["max_tokens"] = req.max_tokens
-        if req.response_format is not None:
-            kwargs["response_format"] = dict(req.response_format)
-        if req.extra:
-            kwargs["extra_body"] = dict(req.extra)
+        body = req.body()  # the one description of the request; the SDK gets it in its own terms
+        known = {name: body.pop(name) for name in _SDK_PARAMS if name in body}
         # The raw response: a malformed body becomes our "malformed" instead of whatever
         # this SDK version raises for it.
-        return self._sdk.with_options(max_retries=max_retries).chat.completions.with_raw_response.create(**kwargs)
+        return self._sdk.with_options(max_retries=max_retries).chat.completions.with_raw_response.create(
+            **known, extra_body=body or None)
 
     # --- reading ------------------------------------------------------------------------
-    def _parse(self, req: ChatRequest, raw: Any, attempts: int, seconds: float) -> Reply:
+    def _parse(self, req: ChatRequest, raw: Any) -> Reply:
         text = raw.text
         try:
             data = json.loads(text)
         except ValueError:
-            return Reply(None, f"body is not JSON: {self.redactor.text(text)[:120]!r}")  # redact, then cut
+            return Reply(None, f"body is not JSON: {self.redactor.snippet(text, 120)!r}")
         if not isinstance(data, dict):
             return Reply(None, f"body is JSON {type(data).__name__}, expected an object")
+        usage = self._usage(data.get("usage"))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
-            return Reply(None, "no choices in the answer (HTTP 200 with an empty 'choices' list)")
+            return Reply(None, "no choices in the answer (HTTP 200 with an empty 'choices' list)", usage)
         first = choices[0] if isinstance(choices[0], dict) else {}
         message = first.get("message") if isinstance(first.get("message"), dict) else {}
         content = message.get("content") if isinstance(message, dict) else None
         finish = first.get("finish_reason")
         if not isinstance(content, str):
-            return Reply(None, f"the first choice has no text content (finish_reason={finish!r})")
+            return Reply(None, f"the first choice has no text content (finish_reason="
+                               f"{self.redactor.snippet(repr(finish), 60)})", usage)
+        # Every field that leaves the client is redacted, not only the text: a server can
+        # echo the key in ``model`` or ``finish_reason`` as well.
         return Reply(ChatResponse(
             content=self.redactor.text(content),
-            usage=self._usage(data.get("usage")),
-            model=str(data.get("model") or req.model),
-            finish_reason=str(finish) if finish is not None else None,
-            attempts=attempts,
-            seconds=seconds,
-        ))
+            usage=usage,
+            model=self.redactor.text(str(data.get("model") or req.model)),
+            finish_reason=self.redactor.text(str(finish)) if finish is not None else None,
+            attempts=0,
+            seconds=0.0,
+        ), usage=usage)
 
     def _usage(self, raw: Any) -> Usage:
         usage = raw if isinstance(raw, dict) else {}
@@ -205,11 +226,11 @@ class LLMClient:
         if isinstance(exc, openai.APIStatusError):
             body = exc.response.text if exc.response is not None else str(exc)
             kind, _ = status_kind(exc.status_code, body, sent_format=req.response_format is not None)
-            return kind, f"HTTP {exc.status_code}: {_server_message(exc)}", exc.status_code  # type: ignore[return-value]
+            return kind, f"HTTP {exc.status_code}: {_server_message(exc, self.redactor)}", exc.status_code  # type: ignore[return-value]
         return "connection", f"{type(exc).__name__}: {exc}", None
 
     def _error(self, req: ChatRequest, kind: ErrorKind, detail: str, attempts: int, code: int | None = None,
-               hint: str = "") -> ChatError:
+               hint: str = "", *, requests: int = 0, usage: Usage | None = None) -> ChatError:
         fix = "; ".join(p for p in (hint, self.fix(kind)) if p)
         text = (f"chat completion at {self.address} (model {req.model!r}) failed after {attempts} "
                 f"attempt{'s' if attempts != 1 else ''}: {detail}" + (f"; {fix}" if fix else ""))
@@ -217,7 +238,8 @@ class LLMClient:
             text = f"chat completion at {self.address} (model {req.model!r}) not sent: {detail}"
         retryable = kind in ("rate_limit", "server", "timeout", "connection")
         return ChatError(self.redactor.text(text), kind=kind, attempts=attempts, address=self.address,
-                         status_code=code, retryable=retryable)
+                         status_code=code, retryable=retryable, requests=requests,
+                         usage=usage or Usage(0, 0, reported=False))
 
     def fix(self, kind: str) -> str:
         """What to do about a failure, naming the setting that applies."""
@@ -232,7 +254,8 @@ class LLMClient:
             "timeout": f"raise {p.timeout_setting} (now {p.timeout:g}s per attempt) or check the server",
             "time_budget": f"the call's total time budget ({p.budget:g}s) ran out: raise {p.timeout_setting} "
                            "or check why the endpoint is slow",
-            "rate_limit": f"still rate limited: lower concurrency or raise {p.retries_setting}",
+            "rate_limit": f"still rate limited: lower {ep.prefix}_CONCURRENCY (now {p.concurrency}) or raise "
+                          f"{p.retries_setting}",
             "server": f"the server keeps failing: try again later or raise {p.retries_setting}",
             "connection": f"check the network path to {self.address} ({ep.var('base_url')})",
             "malformed": "the endpoint is not OpenAI-compatible or a proxy altered the answer",
@@ -244,9 +267,10 @@ def _count(value: Any) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _server_message(exc: openai.APIStatusError) -> str:
+def _server_message(exc: openai.APIStatusError, redactor: Redactor) -> str:
+    """The server's error text, redacted *then* cut (``Redactor.snippet``: module doc of redact)."""
     body = exc.body
     err = body.get("error") if isinstance(body, dict) else None
     msg = err.get("message") if isinstance(err, dict) else (body.get("message") if isinstance(body, dict) else None)
     text = msg if isinstance(msg, str) and msg else (exc.response.text if exc.response is not None else str(exc))
-    return " ".join(str(text).split())[:_MAX_QUOTED]
+    return redactor.snippet(str(text), _MAX_QUOTED)

@@ -12,7 +12,17 @@ passes :class:`GuardedTransport`, which
   sent (llama-cpp-python answers an unknown format with HTTP 500), or a ``Retry-After``
   that would overrun the budget; a longer ``Retry-After`` than ``max_retry_after`` is
   cut to it;
-* counts the attempts of the current call.
+* passes the endpoint's shared :class:`~rag_eval.llm.limiter.RateLimiter` (at most
+  ``concurrency`` requests in flight; a 429 holds every thread);
+* counts the attempts of the current call (and those that reached the server);
+* reads each reply's body inside the attempt, so a connection reset mid-body is a
+  transport failure that feeds the breaker, like a timeout;
+* makes the per-attempt timeout and the call's budget *wall-clock* bounds: httpx's
+  timeouts are per socket read, so a server that sends one byte every 0.5 s would never
+  time out. Every socket read and write of an attempt gets only the time left until the
+  attempt's deadline (``min(attempt start + timeout, call deadline)``), through a network
+  backend installed in the default httpx transport (:class:`DeadlineBackend`); a
+  transport passed in is bounded per body chunk instead.
 
 Stopping is done by raising :class:`Stop`, an ``openai.OpenAIError``: the SDK passes
 those through without retrying or wrapping them.
@@ -24,12 +34,14 @@ import contextvars
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
+import httpcore
 import httpx
 import openai
 
 from rag_eval.llm.breaker import CircuitBreaker
+from rag_eval.llm.limiter import RateLimited, RateLimiter
 from rag_eval.llm.messages import TRANSPORT_KINDS
 from rag_eval.llm.policy import CallPolicy, is_refused, retry_after, root_cause, status_kind
 
@@ -40,6 +52,8 @@ class CallState:
 
     deadline: float
     attempts: int = 0
+    reached: int = 0  # attempts that reached the server (not refused, connected)
+    attempt_deadline: float = float("inf")
     last_timeout: float = 0.0
     last_failure: str = ""
     no_retry: str = ""  # why the transport told the SDK not to retry
@@ -65,11 +79,14 @@ class GuardedTransport(httpx.BaseTransport):
         breaker: CircuitBreaker,
         inner: httpx.BaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.policy = policy
         self.breaker = breaker
         self.inner = inner or httpx.HTTPTransport()
         self.clock = clock
+        self.limiter = limiter or RateLimiter(policy.concurrency, clock=clock)
+        install_deadlines(self.inner)
 
     @contextmanager
     def call(self) -> Iterator[CallState]:
@@ -85,7 +102,15 @@ class GuardedTransport(httpx.BaseTransport):
         state = _STATE.get()
         if state is None:  # not inside call(): e.g. a model listing, unguarded
             return self.inner.handle_request(request)
-        if self.breaker.open:
+        try:
+            with self.limiter.slot(state.deadline):  # shared by every thread (limiter module doc)
+                return self._attempt(request, state)
+        except RateLimited as exc:
+            raise Stop("time_budget", f"the total time budget of {self.policy.budget:g}s ran out after "
+                                      f"{state.attempts} attempt(s): {exc}") from None
+
+    def _attempt(self, request: httpx.Request, state: CallState) -> httpx.Response:
+        if self.breaker.open:  # checked in the slot: another thread may have opened it meanwhile
             raise Stop("breaker", self.breaker.message())
         remaining = state.deadline - self.clock()
         if remaining <= 0:
@@ -95,9 +120,12 @@ class GuardedTransport(httpx.BaseTransport):
         request.extensions["timeout"] = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
         state.attempts += 1
         state.last_timeout = timeout
+        state.attempt_deadline = time.monotonic() + timeout
         try:
-            response = self.inner.handle_request(request)
-        except httpx.TimeoutException:
+            response = self._read(request, self.inner.handle_request(request), state)
+        except httpx.TimeoutException as exc:
+            if not isinstance(exc, httpx.ConnectTimeout):
+                state.reached += 1
             state.last_failure = f"no response within the {timeout:g}s timeout"
             # every timed-out attempt counts: a black-holed endpoint opens the breaker after
             # N attempts (N x timeout), not after N calls of several attempts each
@@ -106,12 +134,33 @@ class GuardedTransport(httpx.BaseTransport):
         except httpx.HTTPError as exc:
             if is_refused(exc):
                 raise Stop("refused", f"connection refused ({root_cause(exc)})") from exc
+            if not isinstance(exc, httpx.ConnectError):
+                state.reached += 1
             state.last_failure = f"connection failed ({root_cause(exc)})"
             self.breaker.record(transport_failure=True, detail=state.last_failure)
             raise
+        state.reached += 1
         if response.status_code >= 400:
             self._review(request, response, state)
+        if response.status_code != 429:
+            self.limiter.passed()
         return response
+
+    @staticmethod
+    def _read(request: httpx.Request, response: httpx.Response, state: CallState) -> httpx.Response:
+        """The reply with its body read inside the attempt (module doc), chunk by chunk
+        against the attempt's deadline."""
+        chunks: list[bytes] = []
+        stream: Iterable[bytes] = response.stream  # type: ignore[assignment]
+        try:
+            for chunk in stream:
+                chunks.append(chunk)
+                if time.monotonic() > state.attempt_deadline:
+                    raise httpx.ReadTimeout("the reply did not arrive within the attempt's timeout", request=request)
+        finally:
+            response.close()
+        return httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(b"".join(chunks)),
+                              extensions=response.extensions, request=request)
 
     def _review(self, request: httpx.Request, response: httpx.Response, state: CallState) -> None:
         """Decide, for an error status, whether the SDK may retry it."""
@@ -127,6 +176,8 @@ class GuardedTransport(httpx.BaseTransport):
             self._no_retry(response, state, "")
             return
         wait = retry_after(response.headers)
+        if kind == "rate_limit":  # every thread waits, not only this one
+            self.limiter.hold(min(wait, self.policy.max_retry_after) if wait is not None else None)
         if wait is None:
             return
         if wait > self.policy.max_retry_after:
@@ -144,3 +195,67 @@ class GuardedTransport(httpx.BaseTransport):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def _time_left(timeout: float | None) -> float | None:
+    """``timeout`` cut to what is left of the current attempt (module doc)."""
+    state = _STATE.get()
+    if state is None or state.attempt_deadline == float("inf"):
+        return timeout
+    left = state.attempt_deadline - time.monotonic()
+    if left <= 0:
+        raise httpcore.ReadTimeout("the attempt's wall-clock timeout passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _time_left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _time_left(timeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _time_left(timeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's network backend whose streams never wait past the attempt's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_tcp(host, port, _time_left(timeout), local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _time_left(timeout), socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def install_deadlines(transport: httpx.BaseTransport) -> bool:
+    """Put :class:`DeadlineBackend` under an ``httpx.HTTPTransport``'s connection pool.
+
+    httpx has no public hook for the network backend; its pool keeps it in
+    ``_network_backend`` (httpcore 0.17 to 1.x). Another transport, or a layout this
+    does not know, keeps the per-chunk bound only (returns False)."""
+    pool = getattr(transport, "_pool", None)
+    backend = getattr(pool, "_network_backend", None)
+    if not isinstance(backend, httpcore.NetworkBackend) or isinstance(backend, DeadlineBackend):
+        return isinstance(backend, DeadlineBackend)
+    pool._network_backend = DeadlineBackend(backend)  # type: ignore[union-attr]
+    return True

@@ -44,6 +44,11 @@ class Usage:
     def total(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
+    def __add__(self, other: Usage) -> Usage:
+        """Tokens of two attempts; reported when either was."""
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.reported or other.reported)
+
 
 @dataclass(frozen=True)
 class ChatRequest:
@@ -99,6 +104,8 @@ class ChatResponse:
 
     ``rejected`` is set when the caller's ``accept`` check refused the text on the last
     attempt: the reply is returned so that it can be repaired, and must not be cached.
+    ``usage`` sums every attempt of the call; ``requests`` counts the attempts that
+    reached the server (``attempts`` also counts one refused at the door).
     """
 
     content: str
@@ -108,13 +115,15 @@ class ChatResponse:
     attempts: int
     seconds: float
     rejected: str = ""
+    requests: int = 0
 
 
 class ChatError(ServiceError):
     """A chat call failed. ``kind`` says why, ``attempts`` how many requests were sent.
 
     ``retryable`` tells a caller with its own plan (the judge) whether trying again later
-    can help. The message is redacted and names the setting that applies.
+    can help. The message is redacted and names the setting that applies. ``requests``
+    and ``usage`` are what the failed call spent (attempts that reached the server).
     """
 
     def __init__(
@@ -126,8 +135,12 @@ class ChatError(ServiceError):
         address: str,
         status_code: int | None = None,
         retryable: bool = False,
+        requests: int = 0,
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(message)
+        self.requests = requests
+        self.usage = usage or Usage(0, 0, reported=False)
         self.kind: ErrorKind = kind
         self.attempts = attempts
         self.address = address

@@ -51,6 +51,7 @@ class CallPolicy:
     total_budget_s: float | None = None  # None: every attempt its full timeout plus BUDGET_SLACK_S
     breaker_after: int = DEFAULT_BREAKER  # 0 = no breaker
     max_retry_after: float = 30.0  # a server's Retry-After is honoured up to this
+    concurrency: int = 4  # requests in flight per endpoint and process (rag_eval.llm.limiter); 1 = one at a time
     timeout_setting: str = "timeout"
     retries_setting: str = "max_retries"
     breaker_setting: str = "breaker"
@@ -62,6 +63,8 @@ class CallPolicy:
             raise ConfigError(f"{self.retries_setting} must be an integer >= 0, got {self.max_retries!r}")
         if isinstance(self.breaker_after, bool) or self.breaker_after < 0:
             raise ConfigError(f"{self.breaker_setting} must be an integer >= 0 (0 = off), got {self.breaker_after!r}")
+        if isinstance(self.concurrency, bool) or self.concurrency < 1:
+            raise ConfigError(f"concurrency must be an integer >= 1 (1 = one request at a time), got {self.concurrency!r}")
         if self.total_budget_s is not None and not self.total_budget_s > 0:
             raise ConfigError(f"the total time budget must be > 0 seconds, got {self.total_budget_s!r}")
 
@@ -87,8 +90,9 @@ class CallPolicy:
         breaker_after: int = DEFAULT_BREAKER,
     ) -> CallPolicy:
         """``{prefix}_TIMEOUT`` (seconds per attempt), ``{prefix}_MAX_RETRIES``,
-        ``{prefix}_BREAKER``; a bad value is a ``ConfigError`` naming the variable."""
-        names = (f"{prefix}_TIMEOUT", f"{prefix}_MAX_RETRIES", f"{prefix}_BREAKER")
+        ``{prefix}_BREAKER``, ``{prefix}_CONCURRENCY``; a bad value is a ``ConfigError``
+        naming the variable."""
+        names = (f"{prefix}_TIMEOUT", f"{prefix}_MAX_RETRIES", f"{prefix}_BREAKER", f"{prefix}_CONCURRENCY")
         return cls(
             timeout=env_number(env, names[0], timeout, "a number of seconds > 0, e.g. 30", float, minimum=0.0,
                                exclusive=True),
@@ -96,6 +100,8 @@ class CallPolicy:
             breaker_after=int(env_number(env, names[2], breaker_after,
                                          "an integer >= 0 (consecutive failures before the endpoint is given up; "
                                          "0 = never), e.g. 5", int, minimum=0)),
+            concurrency=int(env_number(env, names[3], 4, "an integer >= 1 (requests in flight; 1 = one at a time), "
+                                       "e.g. 4", int, minimum=1)),
             timeout_setting=names[0],
             retries_setting=names[1],
             breaker_setting=names[2],

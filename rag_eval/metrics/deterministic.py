@@ -115,7 +115,8 @@ def citations_resolve(answer: str, n_context: int, fmt: CitationFormat = DEFAULT
         return CheckResult(
             "citations_resolve",
             True,
-            f"{_plural(len(cited), 'citation')} ({_brackets(cited)}) resolve to the {_plural(n_context, 'context chunk')}",
+            f"{_plural(len(cited), 'citation')} ({_brackets(cited)}) {'resolves' if len(cited) == 1 else 'resolve'} "
+            f"to the {_plural(n_context, 'context chunk')}",
         )
     verb = "does" if len(bad) == 1 else "do"
     return CheckResult(

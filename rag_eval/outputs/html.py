@@ -18,7 +18,6 @@ import functools
 import gc
 import json
 import math
-import os
 from pathlib import Path
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from rag_eval.atomic import write_atomic
 from rag_eval.escape import terminal
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.view import build_view
@@ -125,10 +125,7 @@ def write_html(path: Path, results: Mapping[str, Any]) -> Path:
     """Render and write atomically (a reader never sees half a page); returns ``path``."""
     html = render_html(results)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, html.encode("utf-8"))  # a failed write leaves no temporary file
     return path
 
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from rag_eval.atomic import write_atomic
 from rag_eval.dialogue.pooled import RATES_KEY, dialogue_block
 from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
+from rag_eval.errors import RagEvalError
 from rag_eval.gates.result import GateResult
 from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults, Verdict
@@ -126,13 +128,49 @@ def build_results(
     return build_run_results(run, cases, gates, "pass" if passed else "fail", items).to_dict()
 
 
-def write_results(path: Path, results: Mapping[str, Any]) -> None:
-    """Write atomically so that a reader never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+class ResultsWriteError(RagEvalError, OSError):
+    """The results file could not be written (disk full, no permission); nothing half-written is left."""
+
+
+# When this process loaded the writer (the pytest plugin loads it at start-up): a results
+# file changed after it was written by another run, unless this process wrote it itself.
+PROCESS_START = time.time()
+_OURS: dict[str, int] = {}  # path -> st_mtime_ns of the file this process last wrote there
+
+
+def write_results(path: Path, results: Mapping[str, Any], since: float | None = None) -> list[str]:
+    """Write atomically so that a reader never sees a half-written file.
+
+    Returns the warnings of the write: another run wrote ``path`` after ``since`` (this
+    process's start by default), so two runs share one ``--rag-results`` and the last
+    writer wins. A failed write (ENOSPC, EACCES) leaves no temporary file behind and
+    raises ``ResultsWriteError`` naming the file, the reason and the fix."""
     # No indent: indented output takes json's pure-Python encoder (2x slower at 5,000 cases).
-    tmp.write_text(json.dumps(results, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
+    data = json.dumps(results, ensure_ascii=False).encode("utf-8")
+    try:
+        warnings = _written_meanwhile(path, PROCESS_START if since is None else since)
+        write_atomic(path, data)
+        _OURS[str(path)] = path.stat().st_mtime_ns
+    except OSError as exc:
+        raise ResultsWriteError(
+            f"{path}: results not written: {exc.strerror or exc}; free space or fix the permissions there, "
+            "or write them elsewhere (--rag-results PATH; merge: --out PATH)"
+        ) from exc
+    return warnings
+
+
+def _written_meanwhile(path: Path, since: float) -> list[str]:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return []
+    if stat.st_mtime < since or _OURS.get(str(path)) == stat.st_mtime_ns:
+        return []
+    when = dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+    return [
+        f"{path} was written by another run at {when}, while this one ran; it is replaced by this run's results "
+        "(give each run its own --rag-results PATH)"
+    ]
 
 
 def file_sha256_or_none(path: Path) -> str | None:

@@ -56,6 +56,10 @@ def load_results(path: str | Path) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsFileError(f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)") from None
+    except RecursionError:
+        raise ResultsFileError(
+            f"{path}: not a results file (JSON nested too deeply to read); pass the file the gate wrote (--rag-results)"
+        ) from None
     return check_results(data, str(path))
 
 
@@ -80,6 +84,25 @@ def check_results(data: Any, source: str = "results") -> dict[str, Any]:
             "the file was edited or cut short: re-run the gate to write it again"
         )
     return data
+
+
+def written_problem(results: Mapping[str, Any], path: str | Path) -> str | None:
+    """The writer's own check of what it wrote: None when ``results`` is a valid file of
+    this version, else one line naming the file and the first problems.
+
+    The file is kept on disk (no computed result is lost); the run reports the line as
+    an output that could not be written properly, so a writer/schema mismatch fails the
+    run that made it instead of the next reader (a baseline, a re-render, a merge)."""
+    problems = schema_problems(results)
+    if not problems:
+        return None
+    shown = "; ".join(problems[:ERRORS_SHOWN])
+    more = f" (and {len(problems) - ERRORS_SHOWN} more)" if len(problems) > ERRORS_SHOWN else ""
+    return (
+        f"results file {path} was written but is not a valid version-{RESULTS_VERSION} results file "
+        f"({SCHEMA_NAME}): {shown}{more}; this is a rag_eval bug: `python -m rag_eval report` and "
+        "--rag-baseline will refuse the file, please report it with the file attached"
+    )
 
 
 def check_version(version: Any, source: str) -> None:

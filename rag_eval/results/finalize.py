@@ -27,6 +27,7 @@ from rag_eval.results.baseline import BaselineMismatch, check_compatible, compar
 from rag_eval.results.build import build_run_results, write_results
 from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults, Verdict
+from rag_eval.results.file import written_problem
 
 Mismatch = Literal["error", "warn"]
 MISMATCH_MODES: tuple[str, ...] = ("error", "warn")
@@ -143,6 +144,9 @@ class Outputs:
     artifact_url: str | None = None
     # every secret of the run; the default knows the environment's (python -m rag_eval merge)
     redactor: Redactor = field(default_factory=redactor_from_env)
+    # when the run started (time.time()): a results file changed since was written by another
+    # run; None: when this process loaded the writer (rag_eval.results.build.PROCESS_START)
+    started: float | None = None
 
 
 @dataclass(frozen=True)
@@ -154,16 +158,20 @@ class Written:
     report: Path | None
     summary: Path | None
     problems: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # e.g. another run wrote the same results file meanwhile
 
 
 def write_outputs(run_results: RunResults, outputs: Outputs) -> Written:
     """Write the results JSON, then the report and the summary, all redacted.
 
-    The results file is written first and a failing report or summary never removes it.
-    The summary is *appended* (as ``$GITHUB_STEP_SUMMARY`` expects)."""
+    The results file is written first and a failing report or summary never removes it;
+    when the results file itself cannot be written, ``ResultsWriteError`` (an OSError)
+    says why and leaves no temporary file. The summary is *appended* (as
+    ``$GITHUB_STEP_SUMMARY`` expects)."""
     results = outputs.redactor.obj(run_results.to_dict())
-    write_results(outputs.results, results)
-    problems: list[str] = []
+    warnings = tuple(write_results(outputs.results, results, since=outputs.started))
+    invalid = written_problem(results, outputs.results)
+    problems: list[str] = [outputs.redactor.text(invalid)] if invalid else []
     report = summary = None
     if outputs.report is not None:
         try:
@@ -183,7 +191,7 @@ def write_outputs(run_results: RunResults, outputs: Outputs) -> Written:
             summary = outputs.summary
         except Exception as exc:  # noqa: BLE001
             problems.append(outputs.redactor.text(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}"))
-    return Written(outputs.results, report, summary, tuple(problems))
+    return Written(outputs.results, report, summary, tuple(problems), warnings)
 
 
 class GateLine(Protocol):
@@ -226,6 +234,7 @@ def summary_lines(
         out.append(Line(verdict, "pass" if passed else "fail", bold=True))
     if written is not None:
         out.append(Line(f"results: {written.results}{results_note}"))
+        out += [Line(f"WARNING: {warning}", "warn", bold=True) for warning in written.warnings]
         out += [Line(f"{name}: {path}") for name, path in (("report", written.report), ("summary", written.summary)) if path]
         out += [Line(f"ERROR: {problem}", "fail", bold=True) for problem in written.problems]
     return out

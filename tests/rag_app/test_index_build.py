@@ -382,3 +382,13 @@ def test_progress_callable_sees_every_batch(tmp_path: Path, monkeypatch: pytest.
     seen.clear()
     build(tmp_path, progress=lambda done, total: seen.append((done, total)))
     assert seen == []  # a reused index has nothing to report
+
+
+def test_an_embedder_that_cuts_texts_changes_the_fingerprint_only_when_it_cuts_a_child(tmp_path: Path) -> None:
+    base = build(tmp_path)
+    roomy, tight = CountingEmbedder(), CountingEmbedder()
+    roomy.max_chars, tight.max_chars = 2000, 10  # type: ignore[attr-defined]
+
+    assert build(tmp_path, roomy).fingerprint == base.fingerprint  # no child is longer: same vectors, same index
+    cut = build(tmp_path, tight)
+    assert cut.fingerprint != base.fingerprint and cut.stats.built

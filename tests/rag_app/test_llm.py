@@ -20,6 +20,7 @@ from rag_app.env import EndpointConfig
 from rag_app.errors import ConfigError, ServiceError
 from rag_app.llm import ChatClient, ChatError, ChatRequest
 from rag_app.types import Usage
+from tests.rag_app.leaks import key_forms, leaks
 from tests.support.openai_server import (
     ScriptedOpenAIServer,
     empty_choices,
@@ -250,3 +251,32 @@ def test_chat_request_is_frozen_and_keyed_by_content() -> None:
         ChatRequest(model="m", messages=[])
     with pytest.raises(ValueError, match=r"messages\[0\]"):
         ChatRequest(model="m", messages=[{"role": "user"}])
+
+
+@pytest.mark.parametrize("padding", [100, 264, 280])
+def test_a_padded_echo_of_the_key_is_redacted_before_any_cut(
+    server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture, padding: int
+) -> None:
+    """Issue 26 #1: a 401 body with padding before ``key=<KEY>``, and a non-JSON 200 body the
+    same way; cutting first printed most of the key."""
+    server.enqueue(status(401, {"error": {"message": "p" * padding + f"key={KEY}"}}))
+    server.enqueue(*[raw(("q" * (padding % 120) + f"key={KEY} " + "z" * 200).encode()) for _ in range(2)])
+    client = _client(server.base_url, max_retries=1)
+    texts: list[str] = []
+    with caplog.at_level(logging.DEBUG, logger="rag_app"):
+        for _ in range(2):
+            with pytest.raises(ChatError) as info:
+                client.complete(_req())
+            texts.append(str(info.value))
+    assert "HTTP 401" in texts[0] and "body is not JSON" in texts[1]
+    for text in texts + [r.getMessage() for r in caplog.records]:
+        assert leaks(text, KEY) == [], text
+
+
+def test_an_answer_echoing_the_key_in_any_form_is_redacted(server: ScriptedOpenAIServer) -> None:
+    forms = key_forms(KEY)
+    server.enqueue(reply(" ".join(forms.values())))
+
+    answer = _client(server.base_url).complete(_req()).content
+
+    assert leaks(answer, KEY) == [] and answer.count("[redacted]") == len(forms)

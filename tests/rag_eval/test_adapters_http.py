@@ -59,6 +59,27 @@ def test_reads_ranked_items_with_the_field_paths() -> None:
     assert srv.requests[0].json == {"q": "what is x", "k": 5}
 
 
+def test_a_stage_list_without_doc_ids_takes_documents_from_the_same_answer_and_says_so() -> None:
+    """Without ``doc_ids`` a stage list's items had no document (four sparse.doc.* metrics
+    differed from the in-process run): an id also in the final list takes its document
+    from there; the rest stay unknown, and the description names the stage lists."""
+
+    def reply(path: str, body: Any) -> Status:
+        return Status(200, {"data": {"hits": [{"id": "c1", "doc": "d1", "text": "t", "s": 1.0}], "sparse": [{"id": "c1"}, {"id": "c9"}]}})
+
+    data = table("")
+    with ScriptedJSONServer(reply) as srv:
+        data["retrieve"]["url"] = f"{srv.url}/search"
+        data["retrieve"]["stages"] = {"sparse": {"ids": "data.sparse[].id"}}
+        sut = system(data)
+        result = sut.retrieve("q", 5)
+    assert [(i.id, i.doc_id) for i in result.stages["sparse"]] == [("c1", "d1"), ("c9", None)]
+    assert sut.config.stages_without_doc_ids == ["retrieve.stages.sparse"]
+    assert sut.describe()["stage_doc_ids"].startswith("missing for retrieve.stages.sparse: ")
+    data["retrieve"]["stages"]["sparse"]["doc_ids"] = "data.sparse[].id"
+    assert "stage_doc_ids" not in system(data).describe()
+
+
 def test_a_500_is_retried_then_the_answer_is_used() -> None:
     sleeps = Sleeps()
     with ScriptedJSONServer(items_reply) as srv:

@@ -80,6 +80,16 @@ def test_a_factory_gets_the_options_table_and_its_object_is_used(module, tmp_pat
     assert sut.describe() == {"adapter": "python", "factory": f"{name}:make"}
 
 
+def test_a_class_factory_keeps_its_optional_parameters_default_without_options(module, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``class Sut: def __init__(self, options=None)`` given as the factory: no [options]
+    table means no argument (options stays None, not ``{}``); a table is passed; a
+    required parameter still gets ``{}``."""
+    name = module(GOOD)
+    assert PythonSystem(f"{name}:Sut", {}, "p.toml").obj.options is None
+    assert PythonSystem(f"{name}:Sut", {"k": 2}, "p.toml").obj.options == {"k": 2}
+    assert PythonSystem(f"{name}:make", {}, "p.toml").obj.options == {}
+
+
 @pytest.mark.parametrize(
     ("target", "message"),
     [

@@ -105,6 +105,10 @@ BAD = [
     ({**OK, "conditions": [{"name": "interval", "keywords": []}]}, "keywords must list the words"),
     ({**OK, "forbidden": ["  "]}, "forbidden: "),
     ({**OK, "evidence": [{"quote": "no doc"}]}, "an evidence entry needs chunk_id or doc_id"),
+    # issue 26.9: a documented length limit on what the student sends, with file:line
+    ({**OK, "opening": "问" * 8_001}, "opening is 8,001 characters, more than the limit of 8,000"),
+    ({**OK, "follow_ups": ["x" * 9_000]}, "follow_ups[0] is 9,000 characters, more than the limit of 8,000"),
+    ({**OK, "conditions": [{"name": "interval", "keywords": ["区间"], "reply": "y" * 8_001}]}, "reply is 8,001 characters"),
 ]
 
 
@@ -140,3 +144,15 @@ def test_all_errors_of_a_file_come_together_with_their_lines(tmp_path: Path) -> 
 def test_a_missing_file_says_what_to_give(tmp_path: Path) -> None:
     with pytest.raises(DialogueSetError, match="dialogue set not found"):
         load_dialogue_set(tmp_path / "nope.jsonl")
+
+
+def test_invalid_utf8_and_a_byte_order_mark(tmp_path: Path) -> None:
+    """Issue 26.12/26.15: a bad byte is file:line, not a UnicodeDecodeError; a BOM is accepted."""
+    line = json.dumps(OK, ensure_ascii=False).encode()
+    path = tmp_path / "dialogues.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + line + b"\n")
+    assert [d.id for d in load_dialogue_set(path)] == ["d-1"]
+    path.write_bytes(line + b"\n" + line.replace(b'"d-1"', b'"d-\xe9"') + b"\n")
+    with pytest.raises(DialogueSetError) as info:
+        load_dialogue_set(path)
+    assert str(info.value) == f"{path}:2: byte 0xe9 at column 11 is not UTF-8; save the file as UTF-8"

@@ -56,6 +56,15 @@ def test_the_worst_value_of_a_dialogue_rate_is_1_at_every_clarification_limit() 
         assert worst_value(key) == 0.0, key
 
 
+def test_the_worst_value_of_a_claim_level_judge_metric_follows_its_direction() -> None:
+    for key in ("hallucination", "noise_sensitivity_relevant", "noise_sensitivity_irrelevant"):
+        assert worst_value(key) == 1.0, key
+    for key in ("claim_recall", "context_precision", "context_utilization", "answer_f1", "self_knowledge"):
+        assert worst_value(key) == 0.0, key
+    judged = [case("j1", tier="judge", metrics={"hallucination": 0.25}), case("j2", "error", tier="judge")]
+    assert metric_value(judged, "hallucination") == MetricValue((0.25 + 1.0) / 2, 2, errors=1)
+
+
 def test_metric_nobody_measured_has_no_value() -> None:
     assert metric_value([c for c in CASES if c.outcome != "error"], "ndcg@10") == MetricValue(None, 0, 0)
     assert metric_value([], "recall@5") == MetricValue(None, 0, 0)

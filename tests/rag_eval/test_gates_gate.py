@@ -369,3 +369,86 @@ def test_without_thresholds_a_clean_run_passes_and_every_error_fails() -> None:
     broken = [case("a", "error"), case("b", "error")]
     (only,) = run_gates(None, broken)
     assert (only.value, only.passed) == (1.0, False)
+
+
+# --------------------------------------------------------------------------- tiers the file does not gate (issue 26.8)
+
+ONLY_JUDGE = parse_thresholds({"judge": {"faithfulness": {"min": 0.5}}}, "thresholds.toml")
+
+
+def test_a_file_that_gates_only_judge_cannot_turn_a_tier_that_errored_throughout_green() -> None:
+    cases = [case(f"d{i}", "error", tier="deterministic") for i in range(4)]
+    cases += [case(f"j{i}", tier="judge", metrics={"faithfulness": 1.0}) for i in range(2)]
+
+    results = run_gates(ONLY_JUDGE, cases)
+
+    builtin = [r for r in results if r.gate.tier == "deterministic"]
+    assert [(r.gate.metric, r.gate.op, r.gate.threshold) for r in builtin] == [("error_rate", "max", 0.0)]
+    assert (builtin[0].value, builtin[0].n, builtin[0].errors, builtin[0].passed) == (1.0, 4, 4, False)
+    assert 'ungated = "pass"' in builtin[0].reason and "built-in" in builtin[0].line()
+    assert not verdict(results)
+
+
+def test_a_tier_with_a_gate_of_its_own_gets_no_built_in_error_gate() -> None:
+    cases = [case("j1", "error", tier="judge"), case("j2", tier="judge", metrics={"faithfulness": 1.0})]
+    assert [r.gate.label for r in run_gates(ONLY_JUDGE, cases)] == ["judge.faithfulness"]
+
+
+def test_a_tier_gated_only_per_tag_still_gets_the_built_in_error_gate() -> None:
+    tagged = parse_thresholds({"tag": {"scenario=negative": {"retrieval": {"pass_rate": 0.0}}}}, "t.toml")
+    cases = [case("a", "error"), case("b", tags={"scenario": "negative"})]
+    labels = {r.gate.label: r.passed for r in run_gates(tagged, cases)}
+    assert labels == {"retrieval.pass_rate [scenario=negative]": True, "retrieval.error_rate": False}
+
+
+def test_ungated_pass_opts_out_and_a_clean_ungated_tier_passes() -> None:
+    erroring = [case("d1", "error", tier="deterministic"), case("j1", tier="judge", metrics={"faithfulness": 1.0})]
+    opted_out = parse_thresholds({"defaults": {"ungated": "pass"}, "judge": {"faithfulness": 0.5}}, "t.toml")
+    assert [r.gate.label for r in run_gates(opted_out, erroring)] == ["judge.faithfulness"]
+    clean = [case("d1", tier="deterministic"), case("j1", tier="judge", metrics={"faithfulness": 1.0})]
+    results = run_gates(ONLY_JUDGE, clean)
+    assert verdict(results) and {r.gate.label for r in results} == {"judge.faithfulness", "deterministic.error_rate"}
+
+
+def test_a_tier_whose_cases_all_skipped_gets_cases_run_not_an_error_gate() -> None:
+    results = run_gates(ONLY_JUDGE, [case("d1", "skip", tier="deterministic")])
+    assert [(r.gate.label, r.passed) for r in results] == [("deterministic.cases_run", False)]
+
+
+# --------------------------------------------------------------------------- terminal (issue 26.11)
+
+
+def test_the_worst_list_escapes_control_bidi_and_nul_in_ids() -> None:
+    hostile = ["\x1b]0;T\x07title", "rtl\u202egnp.exe", "nul\x00id"]
+    r = evaluate_gate(gate("recall@5", threshold=0.9), measured({i: 0.0 for i in hostile}))
+    line = r.line()
+    assert not r.passed and "worst:" in line
+    assert not any(ch in line for ch in ("\x1b", "\x07", "\u202e", "\x00")), repr(line)
+    assert "\\x1b]0;T\\x07title" in line and "rtl\\u202egnp.exe" in line and "nul\\x00id" in line
+    assert r.worst == tuple(sorted(hostile))  # the results file keeps the ids as they are
+
+
+# --------------------------------------------------------------------------- why unmeasured
+
+
+def test_a_gate_on_a_stage_the_system_never_returned_names_the_stages_it_did() -> None:
+    """Undeclared stages: a typo'd stage is not ``n/a (n=0)`` but names what came back."""
+    stages = {"stages": {"dense": [], "sparse": [], "final": []}}
+    cases = [case(c, metrics={"dense.recall@10": 1.0}, details=stages) for c in ("a", "b")]
+    r = evaluate_gate(gate("vectorz.recall@10"), cases)
+    assert not r.passed and r.value is None
+    assert r.reason == (
+        "no case returned stage 'vectorz': the system's stages are dense, final, sparse "
+        "(name one of them in the gate, or declare the system's stages)"
+    )
+
+
+def test_an_unmeasurable_pass_at_k_says_the_runs_k() -> None:
+    cases = [case(c, tier="passk", metrics={"pass@3": 1.0, "pass^3": 1.0}, details={"k": 3, "n": 5}) for c in ("a", "b")]
+    r = evaluate_gate(gate("pass@7", tier="passk"), cases)
+    assert not r.passed and r.value is None
+    assert r.reason == (
+        "pass@7 is not measured: this run's k is 3 (set [passk.case] k = 7 or --rag-passk-k 7, "
+        "with n >= 7 trials, or gate pass@3)"
+    )
+    assert evaluate_gate(gate("pass^3", tier="passk"), cases).passed

@@ -255,7 +255,7 @@ def test_unknown_metric_in_a_tag_table_names_that_table(tmp_path: Path) -> None:
 
 def test_unknown_defaults_key(tmp_path: Path) -> None:
     msg = error_of(tmp_path, "[defaults]\nmin_case = 5\n")
-    assert "unknown key 'min_case' in [defaults]; valid keys: min_cases, unmeasured" in msg
+    assert "unknown key 'min_case' in [defaults]; valid keys: min_cases, ungated, unmeasured" in msg
 
 
 def test_defaults_unmeasured_is_fail_unless_set_to_pass(tmp_path: Path) -> None:
@@ -501,9 +501,9 @@ def test_regression_refuses_gate_only_counts(tmp_path: Path) -> None:
     [
         ('"retrieval.recall@5" = 0.02', "expected { max_drop = x }"),
         ('"retrieval.recall@5" = { min = 0.8 }', "unknown key 'min' in [regression] retrieval.recall@5; valid keys: max_drop"),
-        ('"retrieval.recall@5" = { max_drop = -0.1 }', "max_drop must be a number >= 0, got -0.1"),
-        ('"retrieval.recall@5" = { max_drop = "a" }', "max_drop must be a number >= 0, got 'a'"),
-        ('"retrieval.recall@5" = { max_drop = true }', "max_drop must be a number >= 0, got True"),
+        ('"retrieval.recall@5" = { max_drop = -0.1 }', "max_drop must be a finite number >= 0, got -0.1"),
+        ('"retrieval.recall@5" = { max_drop = "a" }', "max_drop must be a finite number >= 0, got 'a'"),
+        ('"retrieval.recall@5" = { max_drop = true }', "max_drop must be a finite number >= 0, got True"),
         ("no_new_failures = 1", "[regression] no_new_failures must be true or false, got 1"),
     ],
 )
@@ -540,3 +540,56 @@ def test_stage_names_are_the_systems_own_and_checked_against_its_stages(tmp_path
         f"{path}: [retrieval.case] require = 'hybrid' names stage 'hybrid'",
     ]
     assert t.stage_problems(["dense", "rerank", "hybrid"]) == []
+
+
+# --------------------------------------------------------------------------- hostile values and bytes (issue 26.12, 26.15)
+
+
+@pytest.mark.parametrize(
+    "body, key",
+    [
+        ('[retrieval]\n"recall@5" = { min = nan }\n', "recall@5"),
+        ('[retrieval]\n"recall@5" = { min = inf }\n', "recall@5"),
+        ('[retrieval]\n"recall@5" = { max = -inf }\n', "recall@5"),
+        ('[retrieval]\n"recall@5" = 1e999\n', "recall@5"),
+        ('[retrieval]\n"recall@5" = nan\n', "recall@5"),
+        ("[retrieval]\nerror_rate = { max = -1 }\n", "error_rate"),
+        ('[retrieval.case]\n"recall@5" = { min = nan }\n', "recall@5"),
+        ('[tag."scenario=negative".deterministic]\npass_rate = { min = -0.5 }\n', "pass_rate"),
+    ],
+)
+def test_a_threshold_no_value_can_meet_is_refused_naming_file_and_key(tmp_path: Path, body: str, key: str) -> None:
+    message = error_of(tmp_path, body)
+    assert key in message and ("not a finite number" in message or "below 0" in message), message
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_max_drop_that_is_not_a_finite_number_at_least_0_is_refused(tmp_path: Path, value: str) -> None:
+    message = error_of(tmp_path, f'[regression]\n"retrieval.recall@5" = {{ max_drop = {value} }}\n')
+    assert "[regression] retrieval.recall@5: max_drop must be a finite number >= 0" in message
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "thresholds.toml"
+    path.write_bytes(b"\xef\xbb\xbf[retrieval]\n\"recall@5\" = 0.8\n")
+    assert only_gate(load_thresholds(path)).threshold == 0.8
+
+
+def test_a_byte_that_is_not_utf8_names_file_line_and_column(tmp_path: Path) -> None:
+    path = tmp_path / "thresholds.toml"
+    path.write_bytes(b'[retrieval]\n"recall@5" = 0.8 # caf\xff\n')
+    with pytest.raises(ThresholdsError) as info:
+        load_thresholds(path)
+    assert str(info.value) == f"{path}:2: byte 0xff at column 23 is not UTF-8; save the file as UTF-8"
+
+
+def test_deep_nesting_is_an_error_not_a_recursion_traceback(tmp_path: Path) -> None:
+    message = error_of(tmp_path, "x = " + "[" * 100_000 + "\n")
+    assert "not valid TOML" in message
+
+
+def test_defaults_ungated_is_fail_unless_set_to_pass(tmp_path: Path) -> None:
+    assert load_thresholds(write(tmp_path, "[retrieval]\nerror_rate = { max = 0.0 }\n")).ungated == "fail"
+    assert load_thresholds(write(tmp_path, '[defaults]\nungated = "pass"\n')).ungated == "pass"
+    message = error_of(tmp_path, '[defaults]\nungated = "ignore"\n')
+    assert "[defaults] ungated = 'ignore'; valid: 'fail', 'pass'" in message

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval.golden.load import GoldenSetError, derived_split, load_golden_set, parse_item
+from rag_eval.golden.load import MAX_QUESTION_CHARS, GoldenSetError, derived_split, load_golden_set, parse_item
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem, KeyFact
 
 SHARED = Path("/work/shared/datasets")
@@ -314,6 +314,69 @@ def test_empty_file(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(GoldenSetError, match=r"nope\.jsonl: golden set not found"):
         load_golden_set(tmp_path / "nope.jsonl")
+
+
+# --------------------------------------------------------------------------- hostile files (issue 26.9, 26.12, 26.15)
+
+
+def write_bytes(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "golden.jsonl"
+    path.write_bytes(data)
+    return path
+
+
+def test_invalid_utf8_names_file_line_and_column_not_a_traceback(tmp_path: Path) -> None:
+    good = json.dumps(OK, ensure_ascii=False).encode()
+    path = write_bytes(tmp_path, good + b'\n{"id": "b", "question": "' + "集合".encode() + b'caf\xff?"}\n')
+    with pytest.raises(GoldenSetError) as info:
+        load_golden_set(path)
+    assert str(info.value) == f"{path}:2: byte 0xff at column 31 is not UTF-8; save the file as UTF-8"
+
+
+def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    path = write_bytes(tmp_path, b"\xef\xbb\xbf" + json.dumps(OK, ensure_ascii=False).encode() + b"\n")
+    assert [i.id for i in load_golden_set(path)] == ["ok-1"]
+
+
+def test_a_byte_order_mark_past_the_first_line_is_still_an_error(tmp_path: Path) -> None:
+    line = json.dumps(OK, ensure_ascii=False).encode()
+    path = write_bytes(tmp_path, line + b"\n\xef\xbb\xbf" + line.replace(b"ok-1", b"ok-2") + b"\n")
+    with pytest.raises(GoldenSetError, match=r"golden\.jsonl:2: not valid JSON"):
+        load_golden_set(path)
+
+
+def test_deep_nesting_names_file_and_line_not_a_recursion_traceback(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, OK, '{"id": "deep", "question": "q", "tags": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    assert msg.startswith(f"{tmp_path / 'golden.jsonl'}:2: nested too deeply to read"), msg
+
+
+def test_a_control_character_message_reads_once_at_column(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, '{"id": "c", "question": "tab\there"}')
+    assert msg == f"{tmp_path / 'golden.jsonl'}:1: not valid JSON (Invalid control character at column 29)", msg
+
+
+def test_ids_that_differ_only_by_unicode_normalisation_are_flagged(tmp_path: Path) -> None:
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    msg = error_of(tmp_path, {**OK, "id": nfc}, {**OK, "id": nfd})
+    assert msg == (
+        f"{tmp_path / 'golden.jsonl'}:2: id {nfd!r} differs from id {nfc!r} (line 1) only by Unicode "
+        "normalisation (NFC/NFD): they look the same in every report; make the ids distinct"
+    )
+
+
+def test_a_question_longer_than_the_limit_names_file_line_id_and_the_limit(tmp_path: Path) -> None:
+    at_limit = {**OK, "id": "at", "question": "问" * MAX_QUESTION_CHARS}
+    assert len(load_golden_set(write_lines(tmp_path, at_limit))[0].question) == MAX_QUESTION_CHARS
+    msg = error_of(tmp_path, at_limit, {**OK, "id": "huge", "question": "x" * 5_000_000})
+    assert msg.startswith(
+        f"{tmp_path / 'golden.jsonl'}:2 (id 'huge'): question is 5,000,000 characters, more than the limit of "
+        f"{MAX_QUESTION_CHARS:,} (docs/golden-sets.md#limits)"
+    ), msg
+
+
+def test_a_history_turn_longer_than_the_limit_is_refused(tmp_path: Path) -> None:
+    msg = error_of(tmp_path, {**OK, "history": [{"role": "user", "content": "y" * (MAX_QUESTION_CHARS + 1)}]})
+    assert "(id 'ok-1'): history[0].content is 8,001 characters" in msg
 
 
 # --------------------------------------------------------------------------- model

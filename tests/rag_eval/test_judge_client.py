@@ -23,7 +23,7 @@ from rag_eval.judge.client import (
     iter_records,
     totals_by_tier,
 )
-from tests.support.openai_server import Reply, ScriptedOpenAIServer, rate_limited, reply, status
+from tests.support.openai_server import Reply, ScriptedOpenAIServer, rate_limited, raw, reply, status
 
 KEY = "sk-test-judge-SECRET"
 
@@ -298,3 +298,28 @@ def test_from_config_carries_cache_prices_and_budget(openai_server: ScriptedOpen
         assert cc.cache is not None and cc.cache.path == tmp_path / CACHE_FILE
         assert (cc.prices, cc.budget_tokens, cc.fresh) == ({"judge-m": (2.0, 8.0)}, 7, False)
         assert KEY not in repr(cc)
+
+
+def echo_body(key: str, content: str) -> bytes:
+    """A valid chat completion whose ``model`` and ``finish_reason`` echo ``key``."""
+    return json.dumps({
+        "id": "x", "object": "chat.completion", "created": 0, "model": key,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": key}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+    }).encode()
+
+
+def test_a_key_echoed_in_any_field_or_as_json_escapes_never_reaches_the_cache_files(
+        openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    from tests.support.leaks import assert_no_window, files_text, forms
+
+    escaped = forms(KEY)["escapes"]  # \u0073\u006b... as literal text in the reply
+    openai_server.enqueue(raw(echo_body(KEY, f'{{"reason": "saw {escaped}"}}')),
+                          raw(echo_body(KEY.upper(), f"plain {KEY} and hex {KEY.encode().hex()}")))
+    with make(openai_server.base_url, tmp_path) as cc:
+        first, second = cc.complete(req("a")), cc.complete(req("b"))
+        assert (tmp_path / (CACHE_FILE + "-wal")).exists()
+        during = files_text(tmp_path)  # the WAL holds the rows now
+        assert cc.complete(req("a")).content == first.content and openai_server.calls("chat") == 2
+    assert_no_window([during, files_text(tmp_path), repr(first), repr(second)], KEY)
+    assert "[redacted]" in during and json.loads(first.content)["reason"] == "saw [redacted]"

@@ -4,6 +4,7 @@ forged chunk headers and look-alike delimiters, outcomes and usage per tier and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,11 @@ def test_the_schema_is_exact_where_counts_are_known(openai_server: ScriptedOpenA
     judge_on(openai_server).judge(no_markers)
     schema2 = bodies(openai_server)[1]["response_format"]["json_schema"]["schema"]["properties"]
     assert schema2["citations"]["maxItems"] == 0 and schema2["key_facts"]["maxItems"] == 0
+    # Chunk lists name only chunks of the context: [1, 2] for ITEM, [1] for the one-chunk case.
+    for key in ("claims", "key_facts"):
+        assert schema[key]["items"]["properties"]["chunks"] == {
+            "type": "array", "items": {"type": "integer", "enum": [1, 2]}, "maxItems": 2}
+        assert schema2[key]["items"]["properties"]["chunks"]["items"]["enum"] == [1]
 
 
 def test_json_object_mode_sends_the_positional_schema(openai_server: ScriptedOpenAIServer) -> None:
@@ -90,10 +96,11 @@ def test_json_object_mode_sends_the_positional_schema(openai_server: ScriptedOpe
 def test_the_positional_schema_accepts_exactly_the_valid_verdicts() -> None:
     import jsonschema
 
-    checker = jsonschema.Draft202012Validator(grammar_schema(False, 2, [1, 2]))
+    checker = jsonschema.Draft202012Validator(grammar_schema(False, 2, [1, 2], 2))
     good: dict[str, Any] = {
-        "claims": [{"claim": "c", "verdict": "yes", "reason": ""}],
-        "key_facts": [{"index": i, "fact": f, "verdict": "covered", "reason": ""} for i, f in ((1, "a"), (2, "b"))],
+        "claims": [{"claim": "c", "verdict": "yes", "chunks": [2], "reference": "yes", "reason": ""}],
+        "key_facts": [{"index": i, "fact": f, "verdict": "covered", "context": "yes", "chunks": [1], "reason": ""}
+                      for i, f in ((1, "a"), (2, "b"))],
         "relevance": {"verdict": "relevant", "reason": ""},
         "citations": [{"marker": m, "sentence": "s", "supported": True, "reason": ""} for m in (1, 2)],
     }
@@ -102,6 +109,8 @@ def test_the_positional_schema_accepts_exactly_the_valid_verdicts() -> None:
     assert any("2 was expected" in e.message for e in checker.iter_errors(twice))
     one_marker = good | {"citations": good["citations"][:1]}
     assert list(checker.iter_errors(one_marker))
+    chunk_3_of_2 = good | {"claims": [good["claims"][0] | {"chunks": [3]}]}
+    assert any("3 is not one of [1, 2]" in e.message for e in checker.iter_errors(chunk_3_of_2))
 
 
 def test_a_reply_cut_off_at_max_tokens_is_retried_once_at_twice_the_budget(
@@ -125,8 +134,9 @@ def test_cut_off_twice_is_a_length_error_naming_the_variable(openai_server: Scri
 def test_degenerate_repeated_claims_count_once(openai_server: ScriptedOpenAIServer) -> None:
     def repeat(req: Any) -> Reply:
         v = native_verdict(req)
-        v["claims"] = [{"claim": "Fact one", "verdict": "yes", "reason": "r"}] * 5 + [
-            {"claim": "fact  one", "verdict": "no", "reason": "r"}, {"claim": "other", "verdict": "no", "reason": "r"}]
+        yes = {"verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+        no = {"verdict": "no", "chunks": [], "reference": "no", "reason": "r"}
+        v["claims"] = [{"claim": "Fact one", **yes}] * 5 + [{"claim": "fact  one", **no}, {"claim": "other", **no}]
         return reply(json.dumps(v))
 
     openai_server.set_default("chat", repeat)
@@ -162,6 +172,17 @@ def test_a_faulty_run_caches_nothing_broken_and_a_rerun_heals(openai_server: Scr
     assert openai_server.calls("chat") == calls and healed.metrics == again.metrics  # served from the cache
     raw_bytes = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
     assert KEY.encode() not in raw_bytes and b"[redacted]" in raw_bytes
+
+
+@pytest.mark.parametrize("first", [reply('{"claims": [ {'), Reply('{"claims": [', finish_reason="length")])
+def test_a_verdict_from_the_repair_or_the_larger_retry_is_reused_by_a_rerun(
+        openai_server: ScriptedOpenAIServer, tmp_path: Path, first: Reply) -> None:
+    openai_server.set_default("chat", lambda req: reply(verdict(req)))
+    openai_server.enqueue(first)
+    healed = judge_on(openai_server, tmp_path, max_retries=0).judge(ITEM)
+    assert healed.calls == 2 and openai_server.calls("chat") == 2
+    again = judge_on(openai_server, tmp_path, max_retries=0).judge(ITEM)
+    assert openai_server.calls("chat") == 2 and again.metrics == healed.metrics  # zero calls on the rerun
 
 
 def test_a_broken_row_in_the_cache_is_replaced_not_replayed(openai_server: ScriptedOpenAIServer,
@@ -265,3 +286,73 @@ def _cfg() -> Any:
     from rag_eval.tiers.judge_case import JudgeCaseConfig
 
     return JudgeCaseConfig()
+
+
+def test_claims_at_the_grammar_cap_get_one_second_call_for_the_rest(openai_server: ScriptedOpenAIServer) -> None:
+    yes = {"verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+
+    def capped(req: Any) -> Reply:
+        v = native_verdict(req)
+        v["claims"] = [{"claim": f"claim {i}", **yes} for i in range(MAX_GRAMMAR_ITEMS)]
+        return reply(json.dumps(v))
+
+    rest = {"claims": [{"claim": "claim 3", **yes}, {"claim": "claim 20", "verdict": "no", "chunks": [],
+                                                     "reference": "no", "reason": "r"}]}
+    def answer(req: Any) -> Reply:
+        asks_for_more = "judge only those now" in req["messages"][-1]["content"]
+        return reply(json.dumps(rest)) if asks_for_more else capped(req)
+
+    openai_server.enqueue(FORMAT_500)
+    openai_server.set_default("chat", answer)
+    v = judge_on(openai_server).judge(ITEM)
+    assert v.mode == "json_object" and v.calls == 2 and openai_server.calls("chat") == 3  # 500, verdict, rest
+    assert len(v.details["claims"]) == MAX_GRAMMAR_ITEMS + 1 and v.details["claims_second_call"] == 1
+    assert v.details["claims"][-1]["claim"] == "claim 20"  # "claim 3" again counts once
+    assert v.metrics["hallucination"] == 1 / 21 and "a second call added 1" in v.details["notes"][0]
+    second = bodies(openai_server)[2]
+    assert list(second["response_format"]["schema"]["properties"]) == ["claims"]
+    assert "judge only those now" in second["messages"][-1]["content"]
+
+
+def test_a_failed_second_call_for_claims_keeps_the_first_verdict(openai_server: ScriptedOpenAIServer) -> None:
+    def capped(req: Any) -> Reply:
+        v = native_verdict(req)
+        v["claims"] = [{"claim": f"claim {i}", "verdict": "yes", "chunks": [1], "reference": "yes", "reason": "r"}
+                       for i in range(MAX_GRAMMAR_ITEMS)]
+        return reply(json.dumps(v))
+
+    def answer(req: Any) -> Reply:
+        return reply("not json") if "judge only those now" in req["messages"][-1]["content"] else capped(req)
+
+    openai_server.enqueue(FORMAT_500)
+    openai_server.set_default("chat", answer)
+    v = judge_on(openai_server, max_retries=1).judge(ITEM)
+    assert len(v.details["claims"]) == MAX_GRAMMAR_ITEMS and v.details["claims_second_call"] == 0
+    assert "kept 20" in v.details["notes"][0]
+
+
+def test_judge_usage_counts_every_request_the_server_logged(openai_server: ScriptedOpenAIServer) -> None:
+    """Retries, a repair and a budget stop: the client's calls and tokens equal the server's log."""
+    openai_server.set_default("chat", lambda req: Reply(verdict(req), prompt_tokens=100, completion_tokens=10))
+    openai_server.enqueue(status(503), Reply('{"claims": [ {', prompt_tokens=100, completion_tokens=10))
+    cc = CachedChatClient(judge_llm(openai_server.base_url, KEY, max_retries=1), None, budget_tokens=300)
+    judge = NativeJudge(cc, "judge-m")
+    assert judge.judge(ITEM).calls == 2  # 503 + invalid verdict (one call, 2 attempts), then the repair
+    judge.judge(dataclasses.replace(ITEM, case_id="c2"))
+    with pytest.raises(JudgeCallError) as info:  # 330 tokens spent >= 300: the third case sends nothing
+        judge.judge(dataclasses.replace(ITEM, case_id="c3"))
+    assert info.value.kind == "budget"
+    total = cc.totals()["judge"]
+    assert total["calls"] == openai_server.calls("chat") == 4
+    assert (total["first_attempts"], total["retries"], total["errors"]) == (3, 1, 1)  # the rejected first call
+    assert (total["prompt_tokens"], total["completion_tokens"]) == (300, 30)
+    assert cc.usage_for("c1", "judge")["calls"] == 3 and cc.usage_for("c3", "judge")["calls"] == 0
+
+
+def test_a_case_whose_every_reply_was_rejected_counts_its_errors(openai_server: ScriptedOpenAIServer) -> None:
+    openai_server.set_default("chat", lambda req: reply('{"claims": [ {'))
+    cc = CachedChatClient(judge_llm(openai_server.base_url, KEY, max_retries=0), None)
+    with pytest.raises(JudgeCallError):
+        NativeJudge(cc, "judge-m").judge(ITEM)
+    usage = cc.usage_for("c1", "judge")
+    assert (usage["calls"], usage["errors"]) == (openai_server.calls("chat"), 2) == (2, 2)

@@ -13,16 +13,19 @@ import pytest
 from rag_eval.errors import ConfigError
 from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.llm.policy import CallPolicy
+from tests.support.leaks import assert_no_window
 from tests.support.llm_client import judge_llm
 from tests.support.openai_server import (
     Reply,
     ScriptedOpenAIServer,
+    drip,
     empty_choices,
     hang,
     insufficient_quota,
     raw,
     rate_limited,
     reply,
+    reset,
     status,
 )
 
@@ -161,3 +164,57 @@ def test_bad_policy_variables_are_start_up_errors_naming_the_variable() -> None:
     p = CallPolicy.from_env("RAG_JUDGE", {"RAG_JUDGE_TIMEOUT": "2.5", "RAG_JUDGE_MAX_RETRIES": "0",
                                           "RAG_JUDGE_BREAKER": "0"})
     assert (p.timeout, p.max_retries, p.breaker_after, p.budget) == (2.5, 0, 0, 2.5 + 30.0)
+
+
+@pytest.mark.parametrize("padding", [264, 280, 295])
+def test_a_key_after_padding_in_an_error_body_is_redacted_before_the_message_is_cut(
+        srv: ScriptedOpenAIServer, padding: int, caplog: pytest.LogCaptureFixture) -> None:
+    key = "sk-padded-0123456789abcdefghijklmn"  # 33 characters, as in the report
+    srv.enqueue(status(401, {"error": {"message": "p" * padding + f" key={key}"}}))
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, key, max_retries=0).complete(REQ)
+    assert "HTTP 401" in str(info.value)
+    assert_no_window([str(info.value), repr(info.value), *(r.getMessage() for r in caplog.records)], key)
+
+
+@pytest.mark.parametrize("headers", [False, True])
+def test_a_slow_drip_reply_ends_within_the_wall_clock_timeout(srv: ScriptedOpenAIServer, headers: bool) -> None:
+    """1 byte every 0.2 s: every read gets data, so only a wall-clock bound ends it."""
+    srv.enqueue(drip(interval=0.2, headers=headers, limit=60), drip(interval=0.2, headers=headers, limit=60))
+    t0 = time.monotonic()
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, max_retries=1, timeout=1.0).complete(REQ)
+    elapsed = time.monotonic() - t0
+    assert (info.value.kind, info.value.attempts, srv.calls("chat")) == ("timeout", 2, 2)
+    assert elapsed < 1.0 * 2 + 1.5  # timeout x attempts + the backoff between them and slack; 12 s without a bound
+
+
+def _kinds(client: object, n: int) -> list[str]:
+    kinds = []
+    for _ in range(n):
+        with pytest.raises(ChatError) as info:
+            client.complete(REQ)  # type: ignore[attr-defined]
+        kinds.append(info.value.kind)
+    return kinds
+
+
+def test_a_reset_mid_body_and_persistently_malformed_replies_open_the_breaker(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(reset(), reset(), reply("never sent"))
+    assert _kinds(judge_llm(srv.base_url, max_retries=0, breaker=2), 3) == ["connection", "connection", "breaker"]
+    assert srv.calls("chat") == 2
+    srv.reset()
+    srv.enqueue(empty_choices(), empty_choices(), empty_choices(), empty_choices(), reply("never sent"))
+    assert _kinds(judge_llm(srv.base_url, max_retries=1, breaker=2), 3) == ["malformed", "malformed", "breaker"]
+    assert srv.calls("chat") == 4
+
+
+def test_usage_and_requests_cover_every_attempt_that_reached_the_server(srv: ScriptedOpenAIServer) -> None:
+    srv.enqueue(status(503), Reply("{bad", prompt_tokens=10, completion_tokens=2),
+                Reply("ok", prompt_tokens=10, completion_tokens=1))
+    resp = judge_llm(srv.base_url, max_retries=3).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
+    assert (resp.content, resp.requests, srv.calls("chat")) == ("ok", 3, 3)
+    assert (resp.usage.prompt_tokens, resp.usage.completion_tokens) == (20, 3)
+    srv.enqueue(Reply("{bad", prompt_tokens=7, completion_tokens=1), raw(b'{"choices": [{"mess'))
+    with pytest.raises(ChatError) as info:
+        judge_llm(srv.base_url, max_retries=1).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
+    assert (info.value.requests, info.value.usage.prompt_tokens, info.value.usage.completion_tokens) == (2, 7, 1)

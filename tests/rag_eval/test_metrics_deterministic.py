@@ -68,6 +68,8 @@ def test_sources_present() -> None:
 def test_citations_resolve_pass() -> None:
     result = citations_resolve("顶点式 [1]，对称轴 [1, 2]。", 2)
     assert result == CheckResult("citations_resolve", True, "2 citations ([1], [2]) resolve to the 2 context chunks")
+    one = citations_resolve("顶点式 [1]。", 1)
+    assert one == CheckResult("citations_resolve", True, "1 citation ([1]) resolves to the 1 context chunk")
 
 
 def test_citations_resolve_fail_names_the_bad_numbers() -> None:

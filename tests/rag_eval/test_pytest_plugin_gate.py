@@ -19,6 +19,7 @@ from tests.rag_eval._plugin_sandbox import (
     IDS,
     NEGATIVE_IDS,
     POSITIVE_IDS,
+    PYTEST_INI,
     Sandbox,
     make_sandbox,
     sha256_of,
@@ -335,3 +336,26 @@ pass_rate = { min = 0.0 }
     strict = sandbox.run("-m", "retrieval", "--rag-case-failures", "strict")
     strict.assert_outcomes(failed=N_ITEMS - 2, passed=2, deselected=N_ITEMS)
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_file_gating_only_judge_cannot_turn_an_erroring_deterministic_tier_green(sandbox: Sandbox) -> None:
+    """Issue 26.8, the exact scenario: every deterministic case errors, the file gates only [judge]."""
+    (sandbox.root / "pytest.ini").write_text(PYTEST_INI + "pythonpath = .\n", encoding="utf-8")
+    (sandbox.root / "sandbox_sut.py").write_text(
+        "class Sut:\n"
+        "    def retrieve(self, question, top_k=None):\n"
+        "        return {'items': [{'id': 'set', 'metadata': {'doc_id': 'set'}}]}\n"
+        "    def chat(self, question, top_k=None):\n"
+        "        raise RuntimeError('generator down')\n",
+        encoding="utf-8",
+    )
+    sandbox.write_thresholds("[judge]\nfaithfulness = { min = 0.5 }\n")
+
+    result = sandbox.run("-m", "deterministic", "--rag-pipeline", "sandbox_sut:Sut")
+
+    assert {c["outcome"] for c in sandbox.cases("deterministic").values()} == {"error"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        f"FAIL deterministic.error_rate = 1.0000 (need <= 0; n={N_ITEMS}, {N_ITEMS} errors) (built-in gate: *ungated = \"pass\"*",
+        "rag-eval gate FAILED: 1 of 1 gates failed*",
+    ])

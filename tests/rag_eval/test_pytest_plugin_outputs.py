@@ -145,3 +145,23 @@ def test_junitxml_has_every_case_and_the_failed_gates(sandbox: Sandbox) -> None:
     props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}  # type: ignore[union-attr]
     assert props["rag_eval_verdict"] == "fail"
     assert props["rag_eval_failed_gate retrieval.doc.recall@5"].endswith("(threshold 0.5, n=7)")
+
+
+def test_a_results_file_another_run_wrote_meanwhile_is_warned_about(sandbox: Sandbox) -> None:
+    """Issue 26.15: two runs writing one --rag-results; the last writer no longer wins silently."""
+    sandbox.write_conftest(
+        "from pathlib import Path\n\n\n"
+        "def pytest_runtest_teardown(item):  # another run finishes while this one is going\n"
+        "    path = Path('reports/eval-results.json')\n"
+        "    path.parent.mkdir(exist_ok=True)\n"
+        "    path.write_text('{\"another\": \"run\"}', encoding='utf-8')\n"
+    )
+    result = sandbox.run("-m", "retrieval")
+
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"WARNING: {sandbox.results_path} was written by another run at *, while this one ran; "
+                                 "it is replaced by this run's results (give each run its own --rag-results PATH)"])
+    assert sandbox.results()["verdict"] == "pass"
+    sandbox.write_conftest()  # the same path again, nobody else writing
+    rerun = sandbox.run("-m", "retrieval")
+    assert rerun.ret == 0 and "written by another run" not in rerun.stdout.str()

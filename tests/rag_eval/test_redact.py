@@ -53,3 +53,53 @@ def test_run_secrets_collects_every_component_and_url_passwords() -> None:
                   "sk-openai-333", "svc-tok-444", "url-pass-555", "hdr-pass-666"):
         assert value in secrets, value
     assert "question" not in secrets and "/root" not in secrets
+
+
+def test_upper_case_hex_and_json_escaped_forms_are_removed() -> None:
+    from tests.support.leaks import assert_no_window, forms
+
+    r = Redactor([KEY])
+    texts = [r.text(f"before {form} after") for form in forms(KEY).values()]
+    texts.append(r.text(KEY.encode().hex().upper()))
+    half = "".join(c if i % 2 else f"\\u{ord(c):04X}" for i, c in enumerate(KEY))  # mixed, upper-case hex digits
+    texts.append(r.text(f'{{"reason": "{half}"}}'))
+    assert_no_window(texts, KEY)
+    assert all(MASK in t for t in texts)
+
+
+def test_snippet_redacts_before_it_cuts() -> None:
+    r = Redactor([KEY])
+    text = "p" * 264 + " key=" + KEY
+    assert KEY[:12] in text[:300]  # cutting first would keep most of the key
+    out = r.snippet(text, 300)
+    assert len(out) <= 300 and KEY[:6] not in out and out.endswith("key=[redacted]")
+
+
+def test_log_redaction_covers_debug_lines_of_child_loggers_and_later_handlers() -> None:
+    import io
+    import logging
+
+    from rag_eval.redact import install_log_redaction
+    from tests.support.leaks import assert_no_window
+
+    undo = install_log_redaction(Redactor([KEY]))
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)  # added after the install, as pytest's are
+    logger = logging.getLogger("httpcore.http11")
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        logger.debug("receive_response_headers.complete return_value=%r",
+                     (b"HTTP/1.1", 429, b"Too Many", [(b"Retry-After", KEY.encode())]))
+        try:
+            raise ValueError(f"server said {KEY}")
+        except ValueError:
+            logger.exception("failed for %s", base64.b64encode(KEY.encode()).decode())
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+        undo()
+    text = stream.getvalue()
+    assert "Retry-After" in text and "ValueError" in text and MASK in text
+    assert_no_window([text], KEY)
+    assert logging.getLogRecordFactory() is logging.LogRecord  # undone

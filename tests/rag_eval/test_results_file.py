@@ -83,6 +83,18 @@ def test_a_version_that_is_no_version_number(tmp_path: Path, doc: dict[str, Any]
     assert "is not a version number" in refusal(tmp_path, {**doc, "version": version})
 
 
+def test_deep_nesting_is_refused_naming_the_file_not_a_recursion_traceback(
+    tmp_path: Path, doc: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 26.12: a hostile results file nested 100,000 deep, in the reader and in ``rag_eval report``."""
+    text = json.dumps(doc)[:-1] + ', "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert "not a results file (JSON nested too deeply to read)" in refusal(tmp_path, text)
+    from rag_eval.cli import main
+
+    assert main(["report", str(tmp_path / "eval-results.json")]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'eval-results.json'}: not a results file (JSON nested too deeply")
+
+
 def test_not_json_not_an_object_not_a_results_file(tmp_path: Path) -> None:
     assert "not a JSON results file" in refusal(tmp_path, '{"version": 2, "run": ')
     assert "not a results file (a JSON list, expected an object)" in refusal(tmp_path, [])

@@ -6,6 +6,7 @@ the reference implementation of JSON Schema, and round-tripped through ``RunResu
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,77 @@ def test_the_sample_file_of_the_report_tests_is_current() -> None:
     sample = Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json"
     assert json.loads(sample.read_text(encoding="utf-8"))["version"] == RESULTS_VERSION
     valid(sample)
+
+
+# --------------------------------------------------------------------------- dialogue items
+# A dialogue item is stored under ``items`` with its ``opening`` (no ``question``): every
+# run holding dialogue cases wrote a file its own reader refused (issue 20, point 0).
+
+
+def _dialogue_sandbox(sandbox: Sandbox) -> list[str]:
+    """The demo dialogue set beside the sandbox's golden set, the dialogue tests, and the
+    faithful scripted tutor (tests/rag_eval/_dialogue_systems.py) as the pipeline."""
+    from tests.rag_eval._dialogue_systems import DEMO
+
+    shutil.copy(DEMO, sandbox.dataset / "dialogues.jsonl")
+    sandbox.add_dialogue_tests()
+    sandbox.add_passk_tests()
+    config = sandbox.root / "tutor.toml"
+    config.write_text('pipeline = "tests.rag_eval._dialogue_systems:tutor"\n[options]\ntutor = "oracle"\n', encoding="utf-8")
+    return ["--rag-pipeline-config", str(config)]
+
+
+def test_dialogue_tier_items_are_dialogue_items(sandbox: Sandbox) -> None:
+    args = _dialogue_sandbox(sandbox)
+    sandbox.write_thresholds("[dialogue]\nerror_rate = { max = 0.0 }\n")
+    assert sandbox.run("-m", "dialogue", "--rag-no-report", *args).ret == pytest.ExitCode.OK
+    results = valid(sandbox.results_path)
+    cases = tier_cases(results, "dialogue")
+    for case in cases:
+        item = results["items"][case["id"]]
+        assert "question" not in item and item["opening"] and item["expected_turns"]
+    assert main(["report", str(sandbox.results_path), "--out", str(sandbox.root / "r.html")]) == 0
+
+
+def test_passk_over_dialogues_stores_dialogue_items(sandbox: Sandbox) -> None:
+    """passk over dialogue items (the golden items' passk cases skip: the scripted tutor
+    has no chat call); the golden kind of every tier is covered by the tests above."""
+    args = _dialogue_sandbox(sandbox)
+    sandbox.write_thresholds("[passk]\nerror_rate = { max = 0.0 }\n\n[passk.case]\nn = 2\nk = 2\n")
+    assert sandbox.run("-m", "passk", "--rag-no-report", *args).ret == pytest.ExitCode.OK
+    results = valid(sandbox.results_path)
+    measured = [c for c in tier_cases(results, "passk") if c["outcome"] != "skip"]
+    assert measured and all("opening" in results["items"][c["id"]] for c in measured)
+
+
+@pytest.mark.parametrize(
+    ("item", "problem"),
+    [
+        ({"id": "d1", "opening": "hi"}, "items.d1"),  # a dialogue item without its expected turns
+        ({"id": "g1"}, "items.g1"),  # neither a question nor an opening
+    ],
+)
+def test_an_item_of_neither_kind_is_refused(tmp_path: Path, item: dict[str, Any], problem: str) -> None:
+    from rag_eval.results.file import ResultsFileError, check_results
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text(encoding="utf-8"))
+    data["items"] = {item["id"]: item}
+    with pytest.raises(ResultsFileError, match=problem.replace(".", r"\.")):
+        check_results(data, "x.json")
+
+
+def test_the_writer_reports_a_file_the_schema_refuses_and_keeps_it(tmp_path: Path) -> None:
+    """The write path validates what it wrote: a writer/schema mismatch is an output
+    problem of the run that made it (the run fails, the file stays for the bug report)."""
+    from rag_eval.results.finalize import Outputs, write_outputs
+    from rag_eval.redact import Redactor
+    from tests.rag_eval.test_results_build import Dumped
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text(encoding="utf-8"))
+    data["items"] = {"d1": {"id": "d1", "opening": "hi"}}
+    out = tmp_path / "eval-results.json"
+    written = write_outputs(Dumped(data), Outputs(out, redactor=Redactor(())))
+    assert out.is_file() and json.loads(out.read_text(encoding="utf-8"))["items"] == data["items"]
+    assert len(written.problems) == 1
+    assert written.problems[0].startswith(f"results file {out} was written but is not a valid version-2 results file")
+    assert "items.d1" in written.problems[0]

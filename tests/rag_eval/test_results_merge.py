@@ -200,7 +200,7 @@ def test_another_thresholds_file_is_allowed_and_recorded(thresholds: Path, tmp_p
     run = merged.conclude().results.to_dict()["run"]
     assert (run["thresholds"], run["thresholds_sha256"]) == (str(other), load_thresholds(other).sha256)
     assert run["thresholds_of_shards"] == {"path": str(thresholds), "sha256": shards[0]["run"]["thresholds_sha256"]}
-    assert [g["metric"] for g in merged.conclude().results.to_dict()["gates"]] == ["retrieval.recall@5"]
+    assert [g["metric"] for g in merged.conclude().results.to_dict()["gates"]] == ["retrieval.recall@5", "deterministic.error_rate"]  # + built-in
     assert not merged.passed
 
 
@@ -362,7 +362,9 @@ def test_cli_exit_1_when_a_gate_failed(thresholds: Path, tmp_path: Path, capsys:
     printed = capsys.readouterr().out
     assert code == 1
     assert "FAIL retrieval.recall@5 = 0.4722 (need >= 0.9; n=12, incl. 1 error counted as 0)" in printed
-    assert "gate: FAILED (0/1 gates passed)" in printed
+    # deterministic has no gate in that file: the built-in error gate holds it (issue 26.8)
+    assert "PASS deterministic.error_rate = 0.0000 (need <= 0; n=12)" in printed
+    assert "gate: FAILED (1/2 gates passed)" in printed
     assert json.loads(out.read_text(encoding="utf-8"))["verdict"] == "fail"
 
 
@@ -456,3 +458,58 @@ def test_empty_shards_merge_like_any_other(thresholds: Path) -> None:
     assert merged["metrics"] == single["metrics"]
     assert merged["gates"] == single["gates"]
     assert merged["verdict"] == single["verdict"]
+
+
+# --------------------------------------------------------------------------- hostile shards (issue 26.8, 26.12)
+
+
+def _all_errors(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Crafted shard files: every case of every tier ended in an error."""
+    for shard in shards:
+        for c in shard["cases"]:
+            c.update(outcome="error", metrics={}, failed_stage=None, message="boom")
+            c["details"]["outcome"] = "error"
+    return shards
+
+
+def test_a_file_gating_only_judge_cannot_merge_all_errors_into_a_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    only_judge = tmp_path / "judge-only.toml"
+    only_judge.write_text("[judge]\nfaithfulness = { min = 0.5 }\n", encoding="utf-8")
+    paths = write(tmp_path, _all_errors(shard_files(only_judge)))
+    out = tmp_path / "merged.json"
+
+    code = main(["merge", *paths, "--out", str(out), "--rag-no-report"])
+
+    printed = capsys.readouterr().out
+    assert code == 1, printed
+    assert "FAIL deterministic.error_rate = 1.0000 (need <= 0; n=12, 12 errors)" in printed
+    assert "FAIL retrieval.error_rate = 1.0000 (need <= 0; n=12, 12 errors)" in printed
+    assert json.loads(out.read_text(encoding="utf-8"))["verdict"] == "fail"
+
+
+def test_a_full_disk_is_a_clean_error_and_leaves_no_temporary_file(
+    thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    import rag_eval.atomic
+
+    paths = write(tmp_path, shard_files(thresholds))
+    out = tmp_path / "out" / "merged.json"
+
+    def full(fd: int, data: Any) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(rag_eval.atomic.os, "write", full)  # the OS call the writer makes
+    code = main(["merge", *paths, "--out", str(out), "--rag-no-report"])
+    monkeypatch.undo()
+
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"error: {out}: results not written: No space left on device; free space or fix the permissions there, "
+        "or write them elsewhere (--rag-results PATH; merge: --out PATH)\n"
+    )
+    assert list(out.parent.iterdir()) == []  # no merged.json, no merged.json.tmpPID

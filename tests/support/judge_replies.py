@@ -1,8 +1,9 @@
 """A scripted judge: answers the native judge's prompt with a valid verdict.
 
 It reads the request like a judge would (the answer's [n] markers, the numbered key
-facts, whether a reference was given) so that the reply passes validation; every
-claim gets the verdict ``claim_verdict``.
+facts, whether a reference was given, how many chunks the context has) so that the
+reply passes validation; every claim gets the verdict ``claim_verdict``, and every
+supported claim and key fact rests on chunk [1].
 """
 
 from __future__ import annotations
@@ -22,16 +23,25 @@ def blocks(request: Any) -> dict[str, str]:
     return {m.group("name"): m.group("body") for m in _BLOCK.finditer(user)}
 
 
+def context_size(request: Any) -> int:
+    """How many numbered chunks the CONTEXT block holds (``[n] label`` header lines)."""
+    return sum(1 for line in blocks(request).get("CONTEXT", "").splitlines() if re.match(r"\[\d+\] ", line))
+
+
 def native_verdict(request: Any, claim_verdict: str = "yes") -> dict[str, Any]:
     b = blocks(request)
     facts = [line for line in b.get("KEY FACTS", "").splitlines() if re.match(r"\[\d+\] ", line)]
+    first = [1] if context_size(request) else []  # the chunk every claim and fact rests on
     verdict: dict[str, Any] = {
         "claims": [
-            {"claim": "first claim of the answer", "verdict": claim_verdict, "reason": "stated in [1]"},
-            {"claim": "second claim of the answer", "verdict": "yes", "reason": "stated in [1]"},
+            {"claim": "first claim of the answer", "verdict": claim_verdict,
+             "chunks": first if claim_verdict == "yes" else [], "reference": "yes", "reason": "stated in [1]"},
+            {"claim": "second claim of the answer", "verdict": "yes", "chunks": first, "reference": "yes",
+             "reason": "stated in [1]"},
         ],
         "key_facts": [
-            {"index": i, "fact": f.split("] ", 1)[1], "verdict": "covered", "reason": "in the answer"}
+            {"index": i, "fact": f.split("] ", 1)[1], "verdict": "covered", "context": "yes" if first else "no",
+             "chunks": first, "reason": "in the answer"}
             for i, f in enumerate(facts, 1)
         ],
         "relevance": {"verdict": "relevant", "reason": "answers the question"},

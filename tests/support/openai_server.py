@@ -17,6 +17,7 @@ import base64
 import hashlib
 import json
 import random
+import socket
 import struct
 import threading
 import time
@@ -101,16 +102,36 @@ class Raw:
 
 
 @dataclass(frozen=True)
+class Drip:
+    """A valid 200 chat completion sent ``chunk`` bytes every ``interval`` seconds (the
+    status line and headers too when ``headers``): each read gets data, so a per-read
+    timeout never fires. At most ``limit`` bytes are sent (the loop is bounded)."""
+
+    content: str = "dripped"
+    interval: float = 0.5
+    chunk: int = 1
+    headers: bool = False
+    limit: int = 200
+
+
+@dataclass(frozen=True)
+class Reset:
+    """A 200 whose body is cut after ``sent`` bytes by a TCP reset (RST)."""
+
+    sent: int = 10
+
+
+@dataclass(frozen=True)
 class EmptyChoices:
     """A 200 chat completion whose ``choices`` list is empty (seen from some proxies)."""
 
 
-Step = Union[Reply, EmbeddingsReply, RerankReply, Status, Hang, Raw, EmptyChoices]
+Step = Union[Reply, EmbeddingsReply, RerankReply, Status, Hang, Raw, EmptyChoices, Drip, Reset]
 Responder = Callable[[Any], Step]
 
 # Lower-case aliases so scripts read naturally: ``srv.enqueue(reply("hi"), status(429))``.
 reply, embeddings_reply, rerank_reply = Reply, EmbeddingsReply, RerankReply
-status, hang, raw, empty_choices = Status, Hang, Raw, EmptyChoices
+status, hang, raw, empty_choices, drip, reset = Status, Hang, Raw, EmptyChoices, Drip, Reset
 
 
 def rate_limited(retry_after: float | str | None = None) -> Status:
@@ -355,7 +376,11 @@ class ScriptedOpenAIServer:
             resp = _error_response(400, "Request body must be a JSON object.")
         else:
             try:
-                resp = self._render(kind, self._next_step(kind, payload), payload)
+                step = self._next_step(kind, payload)
+                if isinstance(step, (Drip, Reset)):
+                    self._send_slowly(h, step, payload)
+                    return
+                resp = self._render(kind, step, payload)
             except Exception as exc:  # noqa: BLE001 - report any script bug to the client
                 with self._lock:
                     self.script_errors.append(f"{kind}: {exc!r}")
@@ -369,6 +394,28 @@ class ScriptedOpenAIServer:
             h.send_header(name, value)
         h.end_headers()
         h.wfile.write(out)
+
+    def _send_slowly(self, h: _Handler, step: Drip | Reset, payload: dict[str, Any]) -> None:
+        code, headers, out = self._chat(Reply(step.content if isinstance(step, Drip) else "cut short"), payload,
+                                        str(payload.get("model") or "scripted-model"))
+        head = (f"HTTP/1.1 {code} OK\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers)
+                + f"Content-Length: {len(out)}\r\n\r\n").encode()
+        h.close_connection = True
+        if isinstance(step, Reset):
+            h.wfile.write(head + out[:step.sent])
+            h.wfile.flush()
+            h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            h.connection.close()  # SO_LINGER 0: the close sends RST, not FIN
+            return
+        data = (head if step.headers else b"") + out
+        if not step.headers:
+            h.wfile.write(head)
+            h.wfile.flush()
+        for i in range(0, min(len(data), step.limit), step.chunk):
+            if self._stop.wait(step.interval):
+                return
+            h.wfile.write(data[i:i + step.chunk])
+            h.wfile.flush()
 
     def _next_step(self, kind: str, payload: dict[str, Any]) -> Step:
         with self._lock:

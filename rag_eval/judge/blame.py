@@ -1,0 +1,182 @@
+"""Whose fault a failing judge case is: one line per finding, in pipeline (chain) order.
+
+Pure functions over two things a judge case already has: the verdict's claim-level
+checks (``diagnosis.py``) and, per key fact, the trail of its evidence through the
+retrieval trace (:func:`fact_trails`). The findings, in chain order:
+
+1. ``retriever: key fact 2 is in no retrieved chunk`` -- no chunk of the context
+   entails it and its evidence is in no stage of the trace (or, without a traceable
+   source, ``... is in no chunk of the context``);
+   ``retriever: key fact 2 was in dense rank 7 but not in fused`` -- a stage dropped it;
+2. ``context: key fact 2 was in fused rank 4 but cut before the context`` -- the final
+   list had it, the context the generator saw did not;
+3. ``generator: key fact 1 is in chunk [3] but not in the answer``;
+4. ``noise: claim "…" is wrong and rests on chunk [5] (irrelevant)`` (or ``(relevant)``);
+5. ``hallucination: claim "…" is in no chunk and not in the reference``;
+6. ``unknown: 1 claim and 0 key facts could not be decided`` -- counted, never blamed.
+
+A key fact counts as stated only when ``covered``. A case is the retriever's when it
+has a ``retriever`` or ``context`` finding, the generator's when it has a
+``generator``, ``noise`` or ``hallucination`` one (:func:`side_of`); :func:`shares`
+gives the run's split of failing cases.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from rag_eval.golden.model import KeyFact
+from rag_eval.judge.diagnosis import checks_from_details
+from rag_eval.metrics.claims import ClaimChecks, chunk_relevance, tri_all, tri_not
+from rag_eval.records import Chunk, Trace
+
+KINDS: tuple[str, ...] = ("retriever", "context", "generator", "noise", "hallucination", "unknown")
+RETRIEVER_SIDE = frozenset({"retriever", "context"})
+GENERATOR_SIDE = frozenset({"generator", "noise", "hallucination"})
+MAX_CLAIM_CHARS = 80  # a claim quoted in a blame line is cut to this many characters
+
+
+@dataclass(frozen=True)
+class FactTrail:
+    """Where one key fact's evidence went: ``(stage, best rank or None)`` per trace stage,
+    in the trace's order, and whether it is among the chunks the generator saw.
+    ``stages`` is empty when the fact's source names no chunk (not traceable)."""
+
+    stages: tuple[tuple[str, int | None], ...]
+    in_context: bool | None
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # one of KINDS
+    line: str
+
+
+def _evidence_matches(chunk: Chunk, fact: KeyFact) -> bool | None:
+    src = fact.source
+    if src is None:
+        return None
+    if src.chunk_id:
+        return chunk.chunk_id == src.chunk_id
+    if src.doc_id and chunk.doc_id != src.doc_id:
+        return False
+    return src.quote in chunk.text if src.quote else bool(src.doc_id)
+
+
+def fact_trails(key_facts: Sequence[KeyFact], trace: Trace, context: Sequence[Chunk]) -> tuple[FactTrail, ...]:
+    """One :class:`FactTrail` per key fact, from the golden item, the trace and the context used."""
+    out = []
+    for fact in key_facts:
+        matches = [_evidence_matches(c, fact) for c in context]
+        in_context = None if fact.source is None else any(m for m in matches)
+        stages: tuple[tuple[str, int | None], ...] = ()
+        if fact.source is not None and fact.source.chunk_id:
+            cid = fact.source.chunk_id
+            stages = tuple((s.name, min((h.rank for h in s.hits if h.chunk_id == cid), default=None))
+                           for s in trace.stages)
+        out.append(FactTrail(stages, in_context))
+    return tuple(out)
+
+
+def _quote(claim: str) -> str:
+    text = " ".join(claim.split())
+    return '"' + (text if len(text) <= MAX_CLAIM_CHARS else text[: MAX_CLAIM_CHARS - 1] + "…") + '"'
+
+
+def _chunks(marks: Sequence[int]) -> str:
+    return ", ".join(f"[{m}]" for m in marks)
+
+
+def _lost(j: int, trail: FactTrail | None) -> Finding:
+    """Why key fact ``j`` (1-based), which no context chunk entails, never reached the context."""
+    seen = [(name, rank) for name, rank in (trail.stages if trail else ()) if rank is not None]
+    if trail is None or not trail.stages or trail.in_context:  # untraceable, or the judge overrules the source
+        return Finding("retriever", f"retriever: key fact {j} is in no chunk of the context")
+    if not seen:
+        return Finding("retriever", f"retriever: key fact {j} is in no retrieved chunk")
+    names = [name for name, _ in trail.stages]
+    last, rank = seen[-1]
+    after = names.index(last) + 1
+    if after < len(names):
+        return Finding("retriever", f"retriever: key fact {j} was in {last} rank {rank} but not in {names[after]}")
+    return Finding("context", f"context: key fact {j} was in {last} rank {rank} but cut before the context")
+
+
+def _fact_findings(checks: ClaimChecks, trails: Sequence[FactTrail]) -> list[Finding]:
+    found: list[Finding] = []
+    for j, (stated, row) in enumerate(zip(checks.reference_in_answer, checks.reference_in_chunks), 1):
+        if stated is not False:
+            continue
+        marks = [k for k, v in enumerate(row, 1) if v]
+        if marks:
+            line = f"generator: key fact {j} is in chunk {_chunks(marks)} but not in the answer"
+            found.append(Finding("generator", line))
+        elif all(v is False for v in row):
+            found.append(_lost(j, trails[j - 1] if j <= len(trails) else None))
+    return found
+
+
+def _claim_findings(checks: ClaimChecks, claims: Sequence[Mapping[str, Any]]) -> list[Finding]:
+    rel = chunk_relevance(checks)
+    found: list[Finding] = []
+    for c, correct, row in zip(claims, checks.answer_in_reference, checks.answer_in_chunks):
+        if correct is not False:
+            continue
+        text = _quote(str(c.get("claim", "")))
+        on_rel = [k for k, v in enumerate(row, 1) if tri_all(v, rel[k - 1])]
+        on_irr = [k for k, v in enumerate(row, 1) if tri_all(v, tri_not(rel[k - 1]))]
+        if on_rel or on_irr:
+            which = "relevant" if on_rel else "irrelevant"
+            line = f"noise: claim {text} is wrong and rests on chunk {_chunks(on_rel or on_irr)} ({which})"
+            found.append(Finding("noise", line))
+        elif all(v is False for v in row):
+            line = f"hallucination: claim {text} is in no chunk and not in the reference"
+            found.append(Finding("hallucination", line))
+    return found
+
+
+def _unknown(checks: ClaimChecks) -> list[Finding]:
+    claims = sum(1 for a, row in zip(checks.answer_in_reference, checks.answer_in_chunks) if a is None or None in row)
+    facts = sum(1 for row in checks.reference_in_chunks if None in row)
+    if not claims and not facts:
+        return []
+    return [Finding("unknown", f"unknown: {claims} claim{'s' * (claims != 1)} and {facts} key "
+                               f"fact{'s' * (facts != 1)} could not be decided")]
+
+
+def findings(verdict: Mapping[str, Any], trails: Sequence[FactTrail] = ()) -> tuple[Finding, ...]:
+    """The blame of one case, in chain order; empty for a verdict without claim-level fields.
+
+    ``verdict`` is the native judge's details (``case.details["judge"]``, already
+    redacted); ``trails`` the :func:`fact_trails` of its key facts (empty: not known).
+    """
+    checks = checks_from_details(verdict)
+    if checks is None:
+        return ()
+    found = _fact_findings(checks, trails) + _claim_findings(checks, verdict.get("claims", [])) + _unknown(checks)
+    return tuple(sorted(found, key=lambda f: KINDS.index(f.kind)))  # stable: index order inside a kind
+
+
+def side_of(found: Sequence[Finding]) -> str | None:
+    """``retriever``, ``generator``, ``both``, or None when nothing is blamed."""
+    kinds = {f.kind for f in found}
+    retriever, generator = bool(kinds & RETRIEVER_SIDE), bool(kinds & GENERATOR_SIDE)
+    if retriever and generator:
+        return "both"
+    return "retriever" if retriever else "generator" if generator else None
+
+
+def shares(failing: Sequence[Sequence[Finding]]) -> dict[str, Any]:
+    """The run's failing judge cases split by side: counts and shares of ``failing``.
+
+    ``unexplained`` counts failing cases with no retriever- or generator-side finding.
+    Shares are absent (not 0) when there is no failing case.
+    """
+    sides = [side_of(f) for f in failing]
+    counts = {k: sides.count(k) for k in ("retriever", "generator", "both")}
+    counts["unexplained"] = sides.count(None)
+    out: dict[str, Any] = {"failing": len(failing), "counts": counts}
+    if failing:
+        out["shares"] = {k: v / len(failing) for k, v in counts.items()}
+    return out

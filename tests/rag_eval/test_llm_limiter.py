@@ -1,0 +1,120 @@
+"""Bounded concurrency in one process against the scripted server: one rate limiter per
+endpoint that a 429 slows for every thread, the breaker shared by all threads, the
+budget reserved before sending, the RAG_JUDGE_CONCURRENCY setting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from rag_eval.errors import ConfigError
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.llm.client import LLMClient
+from rag_eval.llm.endpoint import Endpoint
+from rag_eval.llm.messages import ChatError, ChatRequest
+from rag_eval.llm.policy import CallPolicy
+from tests.support.openai_server import Reply, ScriptedOpenAIServer, Status, Step, status
+
+THREADS, CALLS = 8, 24
+
+
+def client(srv: ScriptedOpenAIServer, *, concurrency: int = 4, max_retries: int = 40, breaker: int = 5) -> LLMClient:
+    policy = CallPolicy(timeout=5.0, max_retries=max_retries, breaker_after=breaker, concurrency=concurrency)
+    return LLMClient(Endpoint("RAG_JUDGE", base_url=srv.base_url, model="judge-m", api_key="sk-limiter-test"), policy)
+
+
+def request(i: int) -> ChatRequest:
+    return ChatRequest("judge-m", [{"role": "user", "content": f"question {i}"}], max_tokens=100)
+
+
+def one_per(seconds: float) -> tuple[Callable[[Any], Step], list[int]]:
+    """A server that takes one request per ``seconds`` and answers 429 + Retry-After to the rest."""
+    lock, state, refused = threading.Lock(), {"free": 0.0}, [0]
+
+    def respond(req: Any) -> Step:
+        with lock:
+            now = time.monotonic()
+            if now < state["free"]:
+                refused[0] += 1
+                return Status(429, headers={"Retry-After": f"{state['free'] - now:.3f}"})
+            state["free"] = now + seconds
+        return Reply("ok", prompt_tokens=100, completion_tokens=10)
+
+    return respond, refused
+
+
+def run_threads(fn: Callable[[int], object], n: int = CALLS) -> list[object]:
+    with ThreadPoolExecutor(THREADS) as pool:
+        return list(pool.map(fn, range(n)))
+
+
+def test_a_429_slows_every_thread_fewer_429s_than_independent_loops(openai_server: ScriptedOpenAIServer) -> None:
+    respond, refused = one_per(0.05)
+    openai_server.set_default("chat", respond)
+    loops = [client(openai_server, concurrency=1) for _ in range(THREADS)]  # N independent retry loops
+    run_threads(lambda i: loops[i % THREADS].complete(request(i)))
+    independent = refused[0]
+    refused[0] = 0
+    shared = client(openai_server, concurrency=THREADS)  # one client, one limiter, same number of threads
+    answers = run_threads(lambda i: shared.complete(request(i)).content)
+    assert answers == ["ok"] * CALLS and openai_server.calls("chat") == 2 * CALLS + independent + refused[0]
+    assert refused[0] < independent / 2, (refused[0], independent)
+
+
+def test_the_breaker_opens_for_every_thread(openai_server: ScriptedOpenAIServer) -> None:
+    openai_server.set_default("chat", lambda req: status(503))
+    shared = client(openai_server, concurrency=4, max_retries=0, breaker=3)
+
+    def call(i: int) -> str:
+        try:
+            shared.complete(request(i))
+        except ChatError as exc:
+            return exc.kind
+        return "ok"
+
+    kinds = run_threads(call)
+    assert kinds.count("breaker") >= CALLS - 3 - 4  # at most threshold + the calls already in flight were sent
+    assert openai_server.calls("chat") == CALLS - kinds.count("breaker") <= 3 + 4
+
+
+def test_the_budget_is_never_overshot_by_calls_in_flight(openai_server: ScriptedOpenAIServer) -> None:
+    openai_server.latency = 0.2  # calls overlap
+    openai_server.set_default("chat", lambda req: Reply("ok", prompt_tokens=100, completion_tokens=10))
+    cached = CachedChatClient(client(openai_server, concurrency=THREADS), None, budget_tokens=500)
+
+    def call(i: int) -> str:
+        try:
+            return cached.complete(request(i), case_id=f"c{i}").content
+        except JudgeCallError as exc:
+            return exc.kind
+
+    outcomes = run_threads(call, 16)
+    spent = cached.spent()[1]
+    assert spent <= 550  # what a serial run spends: it stops once 500 are reached (5 calls of 110)
+    assert outcomes.count("ok") == openai_server.calls("chat") == spent // 110
+    assert outcomes.count("budget") == 16 - outcomes.count("ok")
+
+
+def test_one_cached_client_serves_many_threads(openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    openai_server.latency = 0.05
+    cached = CachedChatClient(client(openai_server, concurrency=4), tmp_path)
+    answers = run_threads(lambda i: cached.complete(request(i % 4), case_id=f"c{i % 4}").content)
+    assert answers == ["OK"] * CALLS and len(cached.records) == CALLS
+    total = cached.totals()["judge"]
+    assert total["calls"] == CALLS and total["calls"] - total["cached_calls"] == openai_server.calls("chat") >= 4
+    assert cached.cache is not None and len(cached.cache) == 4
+    before = openai_server.calls("chat")
+    run_threads(lambda i: cached.complete(request(i % 4), case_id=f"c{i % 4}"))
+    assert openai_server.calls("chat") == before  # every answer now comes from the cache
+
+
+def test_concurrency_setting() -> None:
+    assert CallPolicy.from_env("RAG_JUDGE", {}).concurrency == 4
+    assert CallPolicy.from_env("RAG_JUDGE", {"RAG_JUDGE_CONCURRENCY": "1"}).concurrency == 1
+    with pytest.raises(ConfigError, match="RAG_JUDGE_CONCURRENCY='0' is not valid"):
+        CallPolicy.from_env("RAG_JUDGE", {"RAG_JUDGE_CONCURRENCY": "0"})
