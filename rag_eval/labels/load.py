@@ -46,9 +46,9 @@ def parse_label(raw: Any, where: str) -> Label:
     case = _text(raw, "case", where, "the golden or dialogue id of the case")
     where = f"{where} (case {case!r})"
     metric = _metric(raw, where)
-    annotator = _text(raw, "annotator", where, "the name of the person who labelled it")
     unit, index = _unit(raw, metric, where)
     value, verdict = _value(raw.get("label"), unit, where)
+    annotator = _text(raw, "annotator", where, "the name of the person who labelled it")
     note = raw.get("note", "")
     if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS:
         raise LabelsError(f"{where}: note must be a string of at most {MAX_NOTE_CHARS:,} characters")
