@@ -101,3 +101,25 @@ def test_a_missing_or_empty_file_is_named(tmp_path: Path) -> None:
 
 def test_a_label_id_names_case_metric_unit_and_person() -> None:
     assert Label("c", "judge.coverage", 1.0, "li", "fact", 2).id == "c · judge.coverage fact 2 · li"
+
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "docs" / "human-labels.schema.json"
+
+
+def test_the_schema_in_docs_accepts_what_the_loader_accepts_and_refuses_the_malformed() -> None:
+    import jsonschema
+
+    from rag_eval.labels.load import parse_label
+
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    good = [GOOD, {**GOOD, "label": "no", "claim": 2}, {**GOOD, "metric": "judge.coverage", "fact": 1, "label": 0.5},
+            {**GOOD, "metric": "dialogue.hint_success", "label": True, "note": "好"}]
+    for raw in good:
+        assert not list(validator.iter_errors(raw)), raw
+        parse_label(raw, "x:1")
+    for line, _ in MALFORMED:
+        if isinstance(line, str):  # not JSON, or NaN: nothing for a schema to see
+            continue
+        assert list(validator.iter_errors(line)), line
