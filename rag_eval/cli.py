@@ -214,10 +214,12 @@ def _sample(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     sheet, page = write_sample(sample, Path(args.out), str(args.results))
-    strata = sorted({c.stratum for c in sample})
-    print(f"sampled {len(sample)} case(s) (seed {args.seed}" + (f", strata {', '.join(strata)})" if args.stratify else ")"))
-    print(f"labelling sheet: {sheet}")
-    print(f"labelling page: {page}")
+    from rag_eval.escape import terminal
+
+    strata = ", ".join(sorted({c.stratum for c in sample}))  # tag values come from the golden set: escaped
+    print(f"sampled {len(sample)} case(s) (seed {args.seed}" + (f", strata {terminal(strata, False)})" if args.stratify else ")"))
+    print(f"labelling sheet: {terminal(str(sheet), False)}")
+    print(f"labelling page: {terminal(str(page), False)}")
     return 0
 
 

@@ -106,3 +106,14 @@ def test_a_results_file_without_judged_cases_is_an_error(tmp_path: Path, capsys:
     path.write_text(json.dumps(results), encoding="utf-8")
     assert main(["sample", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "no judged case to label" in capsys.readouterr().err
+
+
+def test_strata_from_tag_values_are_escaped_in_the_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = make_results(6)
+    for case in results["cases"]:
+        case["tags"]["topic"] = "\x1b[2J函数\x1b]8;;http://x\x07"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(results), encoding="utf-8")
+    assert main(["sample", str(path), "--stratify", "tag:topic", "--out", str(tmp_path / "o")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "函数" in out
