@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from rag_eval.judge.schema import FACT_SCORE
+from rag_eval.results import CaseResult
+from rag_eval.results_file import case_results
 
 UNKNOWN = "unknown"  # a claim the judge could not decide: a category of its own in unit agreement
 
@@ -31,15 +33,13 @@ def judged_metrics(results: Mapping[str, Any]) -> dict[str, JudgedMetric]:
     """Every judged metric of the run by key (``judge.faithfulness`` …), in sorted order."""
     out: dict[str, JudgedMetric] = {}
     judge_errors: list[str] = []
-    for case in results.get("cases") or ():
-        if not isinstance(case, Mapping):
-            continue
-        if case.get("tier") == "judge":
-            if case.get("outcome") == "error":
-                judge_errors.append(str(case.get("id")))
-            elif case.get("outcome") in ("pass", "fail"):
+    for case in case_results(results):
+        if case.tier == "judge":
+            if case.outcome == "error":
+                judge_errors.append(case.id)
+            elif case.outcome in ("pass", "fail"):
                 _judge_case(case, out)
-        elif case.get("tier") == "dialogue":
+        elif case.tier == "dialogue":
             _dialogue_case(case, out)
     for key, metric in out.items():
         if key.startswith("judge."):
@@ -47,12 +47,12 @@ def judged_metrics(results: Mapping[str, Any]) -> dict[str, JudgedMetric]:
     return dict(sorted(out.items()))
 
 
-def _judge_case(case: Mapping[str, Any], out: dict[str, JudgedMetric]) -> None:
-    cid = str(case["id"])
-    for key, value in (case.get("metrics") or {}).items():
+def _judge_case(case: CaseResult, out: dict[str, JudgedMetric]) -> None:
+    cid = case.id
+    for key, value in case.metrics.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out.setdefault(f"judge.{key}", JudgedMetric()).values[cid] = float(value)
-    verdict = (case.get("details") or {}).get("judge")
+    verdict = case.details.get("judge")
     if not isinstance(verdict, Mapping):
         return
     faith = out.setdefault("judge.faithfulness", JudgedMetric())
@@ -69,14 +69,13 @@ def _judge_case(case: Mapping[str, Any], out: dict[str, JudgedMetric]) -> None:
             del out[key]
 
 
-def _dialogue_case(case: Mapping[str, Any], out: dict[str, JudgedMetric]) -> None:
-    details = case.get("details") or {}
-    hint = details.get("hint_verdict")
+def _dialogue_case(case: CaseResult, out: dict[str, JudgedMetric]) -> None:
+    hint = case.details.get("hint_verdict")
     if not isinstance(hint, Mapping):
         return  # no judge configured, or a dialogue that should not be guided (not judged)
     metric = out.setdefault("dialogue.hint_success", JudgedMetric())
     success = hint.get("success")
     if isinstance(success, bool):
-        metric.values[str(case["id"])] = 1.0 if success else 0.0
+        metric.values[case.id] = 1.0 if success else 0.0
     else:
-        metric.errors.append(str(case["id"]))
+        metric.errors.append(case.id)

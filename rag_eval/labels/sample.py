@@ -15,6 +15,9 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from rag_eval.results import CaseResult
+from rag_eval.results_file import case_results
+
 # The metrics a person can label, their question and the verdicts offered (model.VERDICT_VALUE).
 QUESTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "judge.faithfulness": ("Is every statement of the answer supported by the context?", ("yes", "no")),
@@ -72,16 +75,15 @@ def sample_cases(results: Mapping[str, Any], n: int, seed: int = 0, stratify: st
     if unknown:
         raise SampleError(f"--metric {', '.join(unknown)}: not a metric a person labels here; use {', '.join(QUESTIONS)}")
     how = parse_stratify(stratify)
-    candidates = sorted(_candidates(results, metrics), key=lambda c: (c[0]["tier"], str(c[0]["id"])))
-    groups: dict[str, list[tuple[Mapping[str, Any], tuple[str, ...]]]] = {}
+    candidates = sorted(_candidates(results, metrics), key=lambda c: (c[0].tier, c[0].id))
+    groups: dict[str, list[tuple[CaseResult, tuple[str, ...]]]] = {}
     for case, keys in candidates:
         groups.setdefault(_stratum(case, how), []).append((case, keys))
     rng = random.Random(seed)
-    out: list[SampledCase] = []
-    for name, k in allocate({g: len(m) for g, m in groups.items()}, n).items():
-        for case, keys in rng.sample(groups[name], k):
-            out.append(_sampled(case, keys, name, results))
-    return out
+    picked = [(case, keys, name) for name, k in allocate({g: len(m) for g, m in groups.items()}, n).items()
+              for case, keys in rng.sample(groups[name], k)]
+    items, contexts = results.get("items") or {}, _contexts(results)
+    return [_sampled(case, keys, name, items.get(case.id) or {}, contexts.get(case.id, ())) for case, keys, name in picked]
 
 
 def allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
@@ -97,13 +99,13 @@ def allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
     return {g: counts[g] for g in sorted(counts) if counts[g]}
 
 
-def _candidates(results: Mapping[str, Any], only: Sequence[str]) -> list[tuple[Mapping[str, Any], tuple[str, ...]]]:
+def _candidates(results: Mapping[str, Any], only: Sequence[str]) -> list[tuple[CaseResult, tuple[str, ...]]]:
     out = []
-    for case in results.get("cases") or ():
+    for case in case_results(results):
         keys: tuple[str, ...] = ()
-        if case.get("tier") == "judge" and case.get("outcome") in ("pass", "fail"):
-            keys = tuple(k for k in QUESTIONS if k.startswith("judge.") and k[6:] in (case.get("metrics") or {}))
-        elif case.get("tier") == "dialogue" and isinstance(_hint(case), bool):
+        if case.tier == "judge" and case.outcome in ("pass", "fail"):
+            keys = tuple(k for k in QUESTIONS if k.startswith("judge.") and k[6:] in case.metrics)
+        elif case.tier == "dialogue" and isinstance(_hint(case), bool):
             keys = ("dialogue.hint_success",)
         keys = tuple(k for k in keys if not only or k in only)
         if keys:
@@ -111,49 +113,45 @@ def _candidates(results: Mapping[str, Any], only: Sequence[str]) -> list[tuple[M
     return out
 
 
-def _hint(case: Mapping[str, Any]) -> Any:
-    hint = (case.get("details") or {}).get("hint_verdict")
+def _hint(case: CaseResult) -> Any:
+    hint = case.details.get("hint_verdict")
     return hint.get("success") if isinstance(hint, Mapping) else None
 
 
-def _stratum(case: Mapping[str, Any], how: tuple[str, str] | None) -> str:
+def _stratum(case: CaseResult, how: tuple[str, str] | None) -> str:
     if how is None:
         return "all"
     if how[0] == "tag":
-        value = (case.get("tags") or {}).get(how[1])
+        value = case.tags.get(how[1])
         return f"{how[1]}:{value}" if value is not None else f"(no {how[1]})"
-    if case.get("tier") == "dialogue":
+    if case.tier == "dialogue":
         return "hint success" if _hint(case) else "no hint success"
-    return str(case.get("outcome"))
+    return case.outcome
 
 
-def _sampled(case: Mapping[str, Any], keys: tuple[str, ...], stratum: str, results: Mapping[str, Any]) -> SampledCase:
-    cid = str(case["id"])
-    item = (results.get("items") or {}).get(cid) or {}
-    details = case.get("details") or {}
-    if case["tier"] == "dialogue":
+def _sampled(case: CaseResult, keys: tuple[str, ...], stratum: str, item: Mapping[str, Any],
+             context: tuple[tuple[str, str], ...]) -> SampledCase:
+    cid, details = case.id, case.details
+    if case.tier == "dialogue":
         turns = (details.get("transcript") or {}).get("turns") or ()
         question = str(item.get("opening") or (turns[0].get("student_message", "") if turns else ""))
         answer = "\n\n".join(f"student: {t.get('student_message', '')}\nsystem: {(t.get('turn') or {}).get('message', '')}"
                              for t in turns)
-        context: tuple[tuple[str, str], ...] = ()
+        context = ()
     else:
         question, answer = str(item.get("question", "")), str(details.get("answer", ""))
-        context = _context(results, cid)
     facts = tuple(str(f.get("fact", "")) if isinstance(f, Mapping) else str(f) for f in item.get("key_facts") or ())
-    judged = {k: float(case["metrics"][k[6:]]) for k in keys if k.startswith("judge.")}
-    if case["tier"] == "dialogue":
+    judged = {k: float(case.metrics[k[6:]]) for k in keys if k.startswith("judge.")}
+    if case.tier == "dialogue":
         judged["dialogue.hint_success"] = 1.0 if _hint(case) else 0.0
-    return SampledCase(case["tier"], cid, stratum, question, context, answer, facts, keys, judged)
+    return SampledCase(case.tier, cid, stratum, question, context, answer, facts, keys, judged)
 
 
-def _context(results: Mapping[str, Any], cid: str) -> tuple[tuple[str, str], ...]:
-    """The chunks the generator saw, as the deterministic tier recorded them for the same id."""
-    for case in results.get("cases") or ():
-        if case.get("id") == cid and case.get("tier") == "deterministic":
-            return tuple((str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
-                         for c in (case.get("details") or {}).get("context") or () if isinstance(c, Mapping))
-    return ()
+def _contexts(results: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Per id, the chunks the generator saw as the deterministic tier recorded them: (label, text)."""
+    return {case.id: tuple((str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
+                           for c in case.details.get("context") or () if isinstance(c, Mapping))
+            for case in case_results(results) if case.tier == "deterministic"}
 
 
 def sheet_lines(sample: Sequence[SampledCase]) -> list[dict[str, Any]]:

@@ -29,6 +29,11 @@ def test_label_three_cases_export_and_load_back(page: Any, tmp_path: Path) -> No
     xss_case = page.locator(f'section.case[data-case="{ID_XSS}"]')
     assert XSS in xss_case.inner_text()  # shown as text, not run (a dialog would fail the page fixture)
     assert page.locator("section.case img").count() == 0
+    first = sample[0]
+    assert first.context and first.key_facts and first.question
+    shown = xss_case.inner_text()
+    assert first.question in shown and first.key_facts[0] in shown and first.context[0][0] in shown
+    assert " ".join(first.context[0][1].split())[:30] in " ".join(shown.split())  # the context, as text
 
     picks = [(sample[0].id, "judge.faithfulness", "no"), (sample[1].id, "judge.relevance", "partially_relevant"),
              (sample[2].id, "judge.faithfulness", "yes")]
