@@ -143,3 +143,33 @@ def test_hint_success_from_dialogue_cases() -> None:
     (m,) = report.metrics
     assert (m.n_judged, m.n_errors, m.n_labelled, m.accuracy) == (2, 1, 1, 1.0)
     assert [x.case for x in report.left_out] == ["d2", "d3"]
+
+
+def test_a_filled_sheet_of_a_written_results_file_gives_a_report(tmp_path: Any) -> None:
+    """results file → sample → sheet filled by a person who disagrees on every fifth case → report."""
+    import json
+
+    from rag_eval.labels.load import load_labels
+    from rag_eval.labels.page import write_sample
+    from rag_eval.labels.sample import sample_cases
+    from rag_eval.results_file import load_results
+    from tests.rag_eval._results_factory import make_results
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(make_results(60)), encoding="utf-8")
+    results = load_results(path)
+    sample = sample_cases(results, 20, seed=11, metrics=["judge.coverage"])
+    sheet, _ = write_sample(sample, tmp_path / "lab", str(path))
+    judge = {c["id"]: c["metrics"]["coverage"] for c in results["cases"] if c["tier"] == "judge" and "coverage" in c["metrics"]}
+    lines = [json.loads(x) for x in sheet.read_text(encoding="utf-8").splitlines()]
+    flip = {x["case"] for i, x in enumerate(lines) if i % 5 == 0}
+    filled = [{**x, "annotator": "li", "label": ("covered" if (judge[x["case"]] == 1.0) != (x["case"] in flip) else "not_covered")}
+              for x in lines]
+    sheet.write_text("".join(json.dumps(x) + "\n" for x in filled), encoding="utf-8")
+    report = compare_labels(load_labels(sheet), results)
+    (m,) = report.metrics
+    assert (m.metric, m.kind, m.n_labelled, m.n_pairs, m.n_judged) == ("judge.coverage", "binary", 20, 20, len(judge))
+    assert m.accuracy == pytest.approx(16 / 20) and m.n_errors == 1  # the factory's one malformed-reply case
+    assert m.ppi.has_interval and m.lam is not None and 0.0 <= m.lam <= 1.0
+    assert not report.left_out
+    assert LabelReport.from_dict(json.loads(json.dumps(report.to_dict()))) == report
