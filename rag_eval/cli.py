@@ -213,8 +213,13 @@ def _sample(args: argparse.Namespace) -> int:
         print(f"error: {args.results}: no judged case to label (run the judge tier, or the dialogue tier with a judge)",
               file=sys.stderr)
         return 2
-    sheet, page = write_sample(sample, Path(args.out), str(args.results))
     from rag_eval.escape import terminal
+
+    try:
+        sheet, page = write_sample(sample, Path(args.out), str(args.results))
+    except OSError as exc:  # each file is written atomically: none is left half-written
+        print(f"error: cannot write --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
     strata = ", ".join(sorted({c.stratum for c in sample}))  # tag values come from the golden set: escaped
     print(f"sampled {len(sample)} case(s) (seed {args.seed}" + (f", strata {terminal(strata, False)})" if args.stratify else ")"))

@@ -117,3 +117,12 @@ def test_strata_from_tag_values_are_escaped_in_the_terminal(tmp_path: Path, caps
     assert main(["sample", str(path), "--stratify", "tag:topic", "--out", str(tmp_path / "o")]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "函数" in out
+
+
+def test_an_out_dir_that_cannot_be_written_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(make_results(6)), encoding="utf-8")
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    assert main(["sample", str(path), "--out", str(blocker / "lab")]) == 2
+    assert f"cannot write --out {blocker / 'lab'}" in capsys.readouterr().err
