@@ -23,7 +23,7 @@ listed in ``left_out`` with the reason and used nowhere else.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Hashable, Mapping, Sequence
 
 from rag_eval.labels.judged import JudgedMetric, judged_metrics
@@ -217,7 +217,8 @@ def _estimates(kind: str, y: list[float], yhat: list[float], unlabelled: list[fl
         labels_only = t_interval(y, confidence)
         reason = "every judged case is labelled: no unlabelled case for the judge to add; read labels_only"
         return judge_only, labels_only, no_interval(None, len(y), confidence, "ppi++", reason), None
-    labels_only = ppi_mean(y, yhat, unlabelled, lam=0.0, confidence=confidence).interval
+    # λ = 0 uses the labelled cases only: its n is theirs (ppi_mean counts n + N)
+    labels_only = replace(ppi_mean(y, yhat, unlabelled, lam=0.0, confidence=confidence).interval, n=len(y))
     tuned = ppi_mean(y, yhat, unlabelled, lam=None, confidence=confidence)
     return judge_only, labels_only, tuned.interval, tuned.lam
 

@@ -78,6 +78,7 @@ def test_three_estimates_by_hand(report: LabelReport) -> None:
     se_labels = math.sqrt((sum(v * v for v in y) / 4 - mean_y**2) / 4)
     assert m.labels_only.estimate == pytest.approx(mean_y) and m.labels_only.se == pytest.approx(se_labels)
     assert m.labels_only.low == pytest.approx(mean_y - Z95 * se_labels)
+    assert (m.labels_only.n, m.ppi.n, m.judge_only.n) == (4, 8, 8)  # labels only: the 4 labelled cases
     # λ = Cov(Y, Ŷ) / ((1 + n/N)·Var(all 8 Ŷ, ddof 1)) = .09375 / (2 · 1.875/7) = 0.175
     assert m.lam == pytest.approx(0.175)
     lam = 0.175
