@@ -1,5 +1,6 @@
 """``python -m rag_eval``: validate a golden set, print its coverage, show its corpus hash,
-merge the results files of a sharded run, re-render a results file's summary or report."""
+merge the results files of a sharded run, re-render a results file's summary or report,
+sample judged cases for human labels."""
 
 from __future__ import annotations
 
@@ -61,7 +62,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_rep = sub.add_parser("report", help="render the HTML report of a stored results file")
     p_rep.add_argument("results", help="a results file (reports/eval-results.json)")
     p_rep.add_argument("--out", default=None, help="the HTML file (default: the results file with .html)")
+    p_sam = sub.add_parser("sample", help="draw a seeded sample of judged cases to label: a labelling sheet and page")
+    p_sam.add_argument("results", help="a results file with judged cases (reports/eval-results.json)")
+    p_sam.add_argument("--n", type=int, default=150, help="cases to sample (default 150; 150-300 labels is usual)")
+    p_sam.add_argument("--seed", type=int, default=0, help="the random seed: the same seed gives the same sample")
+    p_sam.add_argument("--stratify", default=None, metavar="tag:KEY|verdict", help="sample each tag value or judge verdict in proportion")
+    p_sam.add_argument("--metric", action="append", default=[], metavar="KEY", help="label only this metric (repeatable)")
+    p_sam.add_argument("--out", default="reports/labelling", metavar="DIR", help="where the sheet and page go")
     args = parser.parse_args(argv)
+    if args.command == "sample":
+        return _sample(args)
     if args.command == "merge":
         return _merge(args)
     if args.command in ("summary", "report"):
@@ -184,6 +194,37 @@ def _render(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else path.with_suffix(".html")
     write_html(out, results)
     print(f"report: {out}")
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    """The labelling sheet and page of a seeded sample (docs/human-labels.md#which-cases-to-label)."""
+    from rag_eval.labels.page import write_sample
+    from rag_eval.labels.sample import SampleError, sample_cases
+    from rag_eval.results.file import ResultsFileError, load_results
+
+    try:
+        results = load_results(Path(args.results))
+        sample = sample_cases(results, args.n, seed=args.seed, stratify=args.stratify, metrics=args.metric)
+    except (ResultsFileError, SampleError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if not sample:
+        print(f"error: {args.results}: no judged case to label (run the judge tier, or the dialogue tier with a judge)",
+              file=sys.stderr)
+        return 2
+    from rag_eval.escape import terminal
+
+    try:
+        sheet, page = write_sample(sample, Path(args.out), str(args.results))
+    except OSError as exc:  # each file is written atomically: none is left half-written
+        print(f"error: cannot write --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+
+    strata = ", ".join(sorted({c.stratum for c in sample}))  # tag values come from the golden set: escaped
+    print(f"sampled {len(sample)} case(s) (seed {args.seed}" + (f", strata {terminal(strata, False)})" if args.stratify else ")"))
+    print(f"labelling sheet: {terminal(str(sheet), False)}")
+    print(f"labelling page: {terminal(str(page), False)}")
     return 0
 
 

@@ -70,6 +70,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_ships_templates_and_schema_inside_rag_eval(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     assert "rag_eval/report_templates/report.html.j2" in names
+    assert {f"rag_eval/report_templates/labelling.{x}" for x in ("html.j2", "css", "js")} <= set(names)
     assert "rag_eval/results.schema.json" in names
     assert not any(n.startswith("report_templates/") for n in names)  # no generic top-level package
     entry = next(n for n in names if n.endswith("entry_points.txt"))
