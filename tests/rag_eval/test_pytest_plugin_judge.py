@@ -80,7 +80,12 @@ def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env:
             assert KEY.encode() not in path.read_bytes(), path
 
 
-def test_a_malformed_judge_is_an_error_counted_by_the_gate(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
+def test_a_malformed_judge_is_an_error_counted_by_the_gate(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No retries: their backoff slept ~45 s here; retrying a malformed reply is
+    # test_llm_client.py's and test_judge_native.py's subject, the gate's counting is this one's.
+    monkeypatch.setenv("RAG_JUDGE_MAX_RETRIES", "0")
     judge_env.set_default("chat", lambda req: raw(b'{"claims": [ {'))
     sandbox.write_thresholds(THRESHOLDS)
     result = sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "c"))

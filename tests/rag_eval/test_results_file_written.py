@@ -80,9 +80,12 @@ def test_judge_with_a_scripted_judge_server(sandbox: Sandbox, judge_env: Scripte
     assert results["run"]["usage"]["judge"]["calls"] == len(POSITIVE_IDS)
 
 
-def test_a_failing_judge_writes_valid_error_cases(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
+def test_a_failing_judge_writes_valid_error_cases(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from tests.support.openai_server import raw
 
+    monkeypatch.setenv("RAG_JUDGE_MAX_RETRIES", "0")  # the error cases are the subject, not the backoff (~45 s)
     judge_env.set_default("chat", lambda request: raw(b'{"claims": [ {'))
     sandbox.add_judge_tests()
     sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
