@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from examples.noisy_system import BM25, NoisySystem, degrade, make_pipeline, perturb, read_passages
+from examples.noisy_system import BM25, NoisySystem, degrade, make_pipeline, perturb, read_passages, tokenize
 from tests.rag_eval._plugin_sandbox import Sandbox
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,3 +102,7 @@ def test_the_gate_runs_it_and_two_seeds_give_other_numbers(sandbox: Sandbox) -> 
         values.setdefault(seed, []).append(ranks)
     assert values[1][0] == values[1][1]
     assert values[1][0] != values[2][0]
+
+
+def test_chinese_is_tokenized_by_characters_and_pairs_and_a_latin_run_stops_at_cjk() -> None:
+    assert tokenize("含n个元素的集合A Sets") == ["含", "n", "个", "元", "素", "的", "集", "合", "个元", "元素", "素的", "的集", "集合", "a", "sets"]
