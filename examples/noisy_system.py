@@ -192,7 +192,13 @@ class NoisySystem:
                 "drop_rate": self.drop_rate, "n_passages": len(self.index.passages)}
 
 
-_INDEXES: dict[tuple[str, int], BM25] = {}
+# The BM25 index of each (corpus, passage_chars), built once per process: every seed of a
+# benchmark shares it (bench/gate_noise.py puts a ranking-caching subclass here).
+INDEXES: dict[tuple[str, int], BM25] = {}
+
+
+def index_key(corpus: Path, passage_chars: int) -> tuple[str, int]:
+    return (str(corpus.resolve()), passage_chars)
 
 
 def make_pipeline(options: Mapping[str, Any]) -> NoisySystem:
@@ -203,9 +209,8 @@ def make_pipeline(options: Mapping[str, Any]) -> NoisySystem:
     if unknown:
         raise ValueError(f"[options] {', '.join(unknown)}: unknown; the options are {', '.join(sorted(known))}")
     corpus = Path(str(options.get("corpus", "golden_sets/demo_maths/corpus")))
-    limit = int(options.get("passage_chars", 400))
-    key = (str(corpus.resolve()), limit)
-    if key not in _INDEXES:
-        _INDEXES[key] = BM25(read_passages(corpus, limit))
-    return NoisySystem(_INDEXES[key], options.get("rank_noise", 0.0), int(options.get("rank_noise_seed", 0)),
+    key = index_key(corpus, int(options.get("passage_chars", 400)))
+    if key not in INDEXES:
+        INDEXES[key] = BM25(read_passages(corpus, key[1]))
+    return NoisySystem(INDEXES[key], options.get("rank_noise", 0.0), int(options.get("rank_noise_seed", 0)),
                        options.get("drop_rate", 0.0))
