@@ -1,9 +1,9 @@
 """The decision rules bench/gate_noise.py compares, each applied to two results dicts.
 
-Every rule reads only what a results file holds (``rag_eval.run.build_results``): the
+Every rule reads only what a results file holds (``rag_eval.results.build.build_results``): the
 per-case ``outcome`` and per-case ``metrics`` of the retrieval tier, and ``metrics_n``.
-- today's point-estimate regression gates: ``rag_eval.regression.no_new_failures`` and
-  ``rag_eval.regression.max_drop`` (called, not copied);
+- today's point-estimate regression gates: ``rag_eval.gates.regression.no_new_failures`` and
+  ``rag_eval.gates.regression.max_drop`` (called, not copied);
 - the paired tests of ``rag_eval.stats.paired``: exact McNemar on per-case pass/fail,
   the tolerance test of the mean drop (bootstrap and sign-flip) on per-case values, and
   Holm over the tested gates;
@@ -18,13 +18,13 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from rag_eval.regression import max_drop, no_new_failures
+from rag_eval.gates.regression import max_drop, no_new_failures
 from rag_eval.stats.bootstrap import bootstrap_mean
 from rag_eval.stats.floors import RULES, decide_floor
 from rag_eval.stats.intervals import wilson
 from rag_eval.stats.paired import compare_pass_fail, drops, holm, regression_test
 from rag_eval.stats.power import mde_paired_binary, mde_paired_continuous
-from rag_eval.thresholds import MaxDrop
+from rag_eval.gates.thresholds import MaxDrop
 
 TODAY_MAX_DROP = 0.01
 ALPHA = 0.05

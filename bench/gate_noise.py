@@ -8,7 +8,7 @@ version with a real 5-point drop in recall@5. Per decision rule: the false-alarm
 interval over the repetitions (``rag_eval.stats.intervals.wilson``).
 
 Rules (bench/_noise_rules.py): today's ``no_new_failures`` and ``max_drop = 0.01`` on
-recall@5 and MRR (``rag_eval.regression``, called on the two results dicts); the paired
+recall@5 and MRR (``rag_eval.gates.regression``, called on the two results dicts); the paired
 tests at alpha = 0.05 (exact McNemar on pass/fail; the tolerance test "drop > δ", δ = 0 and 0.01, on
 recall@5 and MRR by paired bootstrap and by sign-flip; Holm over the three); the floor
 rules estimate / clearly_below / clearly_above at a floor one case below a calibration
@@ -30,7 +30,7 @@ and ``drop_rate = d`` (power). d is chosen on the noise-free ranking so that the
 recall@5 falls by 0.05 (the walk over questions in sha256("drop", question) order).
 
 How the runs are made: every run is ``EvalSession.run_case("retrieval", item)`` for every
-item — the plugin's own case function — and ``rag_eval.run.build_results``, in this
+item — the plugin's own case function — and ``rag_eval.results.build.build_results``, in this
 process, with the BM25 ranking of each question cached (the deterministic part). Before
 the repetitions, ``--check-runs`` real gate runs (``pytest eval_tests -m retrieval
 --rag-pipeline-config … --rag-results …``) per dataset are compared case by case
@@ -67,10 +67,10 @@ from _noise_rules import TODAY_MAX_DROP, detectable, floor_rules, floors_of, pai
 from examples.noisy_system import BM25, INDEXES, hash_fraction, index_key, read_passages  # noqa: E402
 from rag_eval.adapters.spec import load_spec  # noqa: E402
 from rag_eval.dataset import find_paths  # noqa: E402
-from rag_eval.run import build_results  # noqa: E402
+from rag_eval.results.build import build_results  # noqa: E402
 from rag_eval.session import EvalConfig, EvalSession  # noqa: E402
 from rag_eval.stats.intervals import wilson  # noqa: E402
-from rag_eval.thresholds import load_thresholds  # noqa: E402
+from rag_eval.gates.thresholds import load_thresholds  # noqa: E402
 
 NAME = "gate_noise"
 SQUAD = DATASETS / "squad11_public"
