@@ -193,10 +193,13 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
     try:
         return load_spec(config.getoption("rag_pipeline"), path, default=config.getini("rag_eval_pipeline") or None)
     except AdapterConfigError as exc:
-        ini = [key for key, option in (("rag_eval_pipeline_config", "rag_pipeline_config"), ("rag_eval_pipeline", "rag_pipeline"))
-               if config.getini(key) and not config.getoption(option)]
+        # only the ini keys the run actually took: a --rag-pipeline-config file names its own pipeline
+        ini = [key for key, options in (("rag_eval_pipeline_config", ("rag_pipeline_config",)),
+                                        ("rag_eval_pipeline", ("rag_pipeline", "rag_pipeline_config")))
+               if config.getini(key) and not any(config.getoption(o) for o in options)]
         source = f" (set by ini {', '.join(ini)} in {config.inipath.name if config.inipath else 'the ini file'})" if ini else ""
         raise pytest.UsageError(f"rag-eval pipeline{source}: {exc}") from None
+
 
 def _inputs(config: pytest.Config) -> InputSource | None:
     """The configured inputs, or None: the plugin is then inert (a user's unrelated test

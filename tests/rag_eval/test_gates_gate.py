@@ -382,8 +382,8 @@ def test_a_file_that_gates_only_judge_cannot_turn_a_tier_that_errored_throughout
 
     results = run_gates(ONLY_JUDGE, cases)
 
-    builtin = [r for r in results if r.gate.tier == "deterministic"]
-    assert [(r.gate.metric, r.gate.op, r.gate.threshold) for r in builtin] == [("error_rate", "max", 0.0)]
+    builtin = [r for r in results if r.tier == "deterministic"]
+    assert [(r.key, r.op, r.threshold) for r in builtin] == [("error_rate", "max", 0.0)]
     assert (builtin[0].value, builtin[0].n, builtin[0].errors, builtin[0].passed) == (1.0, 4, 4, False)
     assert 'ungated = "pass"' in builtin[0].reason and "built-in" in builtin[0].line()
     assert not verdict(results)
@@ -391,28 +391,28 @@ def test_a_file_that_gates_only_judge_cannot_turn_a_tier_that_errored_throughout
 
 def test_a_tier_with_a_gate_of_its_own_gets_no_built_in_error_gate() -> None:
     cases = [case("j1", "error", tier="judge"), case("j2", tier="judge", metrics={"faithfulness": 1.0})]
-    assert [r.gate.label for r in run_gates(ONLY_JUDGE, cases)] == ["judge.faithfulness"]
+    assert [r.metric for r in run_gates(ONLY_JUDGE, cases)] == ["judge.faithfulness"]
 
 
 def test_a_tier_gated_only_per_tag_still_gets_the_built_in_error_gate() -> None:
     tagged = parse_thresholds({"tag": {"scenario=negative": {"retrieval": {"pass_rate": 0.0}}}}, "t.toml")
     cases = [case("a", "error"), case("b", tags={"scenario": "negative"})]
-    labels = {r.gate.label: r.passed for r in run_gates(tagged, cases)}
+    labels = {r.metric: r.passed for r in run_gates(tagged, cases)}
     assert labels == {"retrieval.pass_rate [scenario=negative]": True, "retrieval.error_rate": False}
 
 
 def test_ungated_pass_opts_out_and_a_clean_ungated_tier_passes() -> None:
     erroring = [case("d1", "error", tier="deterministic"), case("j1", tier="judge", metrics={"faithfulness": 1.0})]
     opted_out = parse_thresholds({"defaults": {"ungated": "pass"}, "judge": {"faithfulness": 0.5}}, "t.toml")
-    assert [r.gate.label for r in run_gates(opted_out, erroring)] == ["judge.faithfulness"]
+    assert [r.metric for r in run_gates(opted_out, erroring)] == ["judge.faithfulness"]
     clean = [case("d1", tier="deterministic"), case("j1", tier="judge", metrics={"faithfulness": 1.0})]
     results = run_gates(ONLY_JUDGE, clean)
-    assert verdict(results) and {r.gate.label for r in results} == {"judge.faithfulness", "deterministic.error_rate"}
+    assert verdict(results) and {r.metric for r in results} == {"judge.faithfulness", "deterministic.error_rate"}
 
 
 def test_a_tier_whose_cases_all_skipped_gets_cases_run_not_an_error_gate() -> None:
     results = run_gates(ONLY_JUDGE, [case("d1", "skip", tier="deterministic")])
-    assert [(r.gate.label, r.passed) for r in results] == [("deterministic.cases_run", False)]
+    assert [(r.metric, r.passed) for r in results] == [("deterministic.cases_run", False)]
 
 
 # --------------------------------------------------------------------------- terminal (issue 26.11)
