@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.dialogue import pooled as dialogue_rates
@@ -19,7 +19,19 @@ WORST_SHOWN = 3
 CASES_RUN = "cases_run"
 
 
-def run_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> list[GateResult]:
+class LabelEstimates(Protocol):
+    """The human-labels report of a run, as far as a gate with ``estimate = "labels" | "ppi"``
+    needs it (``rag_eval.labels.compare.LabelReport``)."""
+
+    def estimate(self, metric: str, which: str) -> tuple[float | None, int, str]:
+        """(value, n, reason): the ``which`` estimate of ``metric`` ("judge.faithfulness"),
+        its number of cases, and why there is none when the value is None."""
+        ...
+
+
+def run_gates(
+    thresholds: Thresholds | None, cases: Sequence[CaseResult], labels: LabelEstimates | None = None
+) -> list[GateResult]:
     """Every gate of a run: the thresholds file's (or the built-in ones), the built-in
     error gates of tiers the file does not gate, then the unmeasured-tier gates.
 
@@ -39,7 +51,7 @@ def run_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult]) -> lis
         gates = [evaluate_gate(g, cases) for g in builtin_error_gates(None, ran)]
     else:
         builtin = [_said_builtin(evaluate_gate(g, cases)) for g in builtin_error_gates(thresholds, ran)]
-        gates = evaluate_gates(thresholds, cases, ran) + builtin
+        gates = evaluate_gates(thresholds, cases, ran, labels) + builtin
     return gates + unmeasured_gates(thresholds, cases)
 
 
@@ -83,20 +95,26 @@ def unmeasured_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult])
     return out
 
 
-def evaluate_gates(thresholds: Thresholds, cases: Sequence[CaseResult], active_tiers: set[str]) -> list[GateResult]:
+def evaluate_gates(
+    thresholds: Thresholds, cases: Sequence[CaseResult], active_tiers: set[str], labels: LabelEstimates | None = None
+) -> list[GateResult]:
     """Gates of tiers that ran. A gate over fewer than ``min_cases`` cases fails."""
-    return [evaluate_gate(g, cases) for g in thresholds.gates if g.tier in active_tiers]
+    return [evaluate_gate(g, cases, labels) for g in thresholds.gates if g.tier in active_tiers]
 
 
-def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
+def evaluate_gate(gate: Gate, cases: Sequence[CaseResult], labels: LabelEstimates | None = None) -> GateResult:
     """One gate over the cases in its scope.
 
     The value is ``aggregate.metric_value``'s, the same number the results file shows:
     errors count as the metric's worst value, rate gates count them in their ``n``.
+    A gate with ``estimate = "labels" | "ppi"`` takes that estimate of the human-labels
+    report instead; without labels (or without a value) it fails, saying why.
     """
     scoped = select(cases, gate.tier, gate.tags)
-    mv = metric_value(scoped, gate.metric)
     worst = _worst(gate, scoped)
+    if gate.estimate != "judge":
+        return _corrected_gate(gate, labels, worst)
+    mv = metric_value(scoped, gate.metric)
     value, n, errors = mv.value, mv.n, mv.errors
     ratio = (mv.numerator, mv.denominator)
     if value is None or n == 0:
@@ -106,6 +124,21 @@ def evaluate_gate(gate: Gate, cases: Sequence[CaseResult]) -> GateResult:
                           *ratio)
     ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
     return GateResult.of(gate, value, n, errors, ok, "", worst, *ratio)
+
+
+def _corrected_gate(gate: Gate, labels: LabelEstimates | None, worst: tuple[str, ...]) -> GateResult:
+    """A gate on the labels-only or PPI++ estimate of ``gate.tier.gate.metric``."""
+    if labels is None:
+        reason = (f'estimate = "{gate.estimate}" needs human labels: give --rag-human-labels FILE '
+                  "(or ini rag_eval_human_labels), docs/human-labels.md")
+        return GateResult.of(gate, None, 0, 0, False, reason, worst)
+    value, n, why = labels.estimate(f"{gate.tier}.{gate.metric}", gate.estimate)
+    if value is None:
+        return GateResult.of(gate, None, n, 0, False, why, worst)
+    if n < gate.min_cases:
+        return GateResult.of(gate, value, n, 0, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst)
+    ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
+    return GateResult.of(gate, value, n, 0, ok, "", worst)
 
 
 def unmeasured_reason(gate: Gate, scoped: Sequence[CaseResult]) -> str:

@@ -44,6 +44,10 @@ __all__ = ["RATE_KEYS", "Gate", "Thresholds", "ThresholdsError", "load_threshold
 from rag_eval.utf8 import NotUtf8Error, decode
 
 OPS: tuple[str, ...] = ("min", "max")
+# What a judged metric's gate decides on (docs/human-labels.md): the judge's own mean (default),
+# the human labels' mean, or the PPI++ estimate that corrects the judge with the labels.
+ESTIMATES: tuple[str, ...] = ("judge", "labels", "ppi")
+ESTIMATE_TIERS: tuple[str, ...] = ("judge", "dialogue")
 # [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
 UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
 # [defaults] ungated: what an error in a tier that ran but has no gate in the file does ("fail": built-in error_rate = 0).
@@ -63,11 +67,13 @@ class Gate:
     min_cases: int
     tags: Mapping[str, str] = field(default_factory=dict)
     where: str = ""
+    estimate: str = "judge"  # ESTIMATES: "labels" and "ppi" need --rag-human-labels
 
     @property
     def label(self) -> str:
         scope = ",".join(f"{k}={v}" for k, v in sorted(self.tags.items()))
-        return f"{self.tier}.{self.metric}" + (f" [{scope}]" if scope else "")
+        corrected = f" ({self.estimate} estimate)" if self.estimate != "judge" else ""
+        return f"{self.tier}.{self.metric}" + (f" [{scope}]" if scope else "") + corrected
 
 
 @dataclass(frozen=True)
@@ -214,7 +220,8 @@ def _tier(
             continue
         _check_metric(tier, key, path, table)
         op, threshold, n_min = _gate_spec(spec, path, table, key, min_cases)
-        gates.append(Gate(tier, key, op, threshold, n_min, dict(tags), f"{path} {table} {key}"))
+        estimate = _estimate(spec, tier, tags, f"{path}: {table} {key}")
+        gates.append(Gate(tier, key, op, threshold, n_min, dict(tags), f"{path} {table} {key}", estimate))
     return gates, rules
 
 
@@ -232,7 +239,7 @@ def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tu
         return "min", float(spec), min_cases
     if not isinstance(spec, dict):
         raise ThresholdsError(f"{where}: expected a number or {{ min = x }} / {{ max = x }}, got {spec!r}")
-    _only_keys(spec, {"min", "max", "min_cases"}, path, f"{table} {key}")
+    _only_keys(spec, {"min", "max", "min_cases", "estimate"}, path, f"{table} {key}")
     ops = [op for op in OPS if op in spec]
     if len(ops) != 1:
         raise ThresholdsError(f"{where}: give exactly one of min or max, got {sorted(spec)}")
@@ -241,6 +248,22 @@ def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tu
         raise ThresholdsError(f"{where}: {ops[0]} must be a number, got {value!r}")
     _check_threshold(float(value), key, f"{where}: {ops[0]}")
     return ops[0], float(value), _int(spec.get("min_cases", min_cases), path, f"{table} {key}.min_cases")
+
+
+def _estimate(spec: Any, tier: str, tags: Mapping[str, str], where: str) -> str:
+    """``estimate = "judge" | "labels" | "ppi"`` of a judged metric's gate (default judge)."""
+    value = spec.get("estimate", "judge") if isinstance(spec, dict) else "judge"
+    if value == "judge":
+        return "judge"
+    if value not in ESTIMATES:
+        raise ThresholdsError(f"{where}: estimate = {value!r}; valid: {', '.join(map(repr, ESTIMATES))}")
+    if tier not in ESTIMATE_TIERS:
+        raise ThresholdsError(f"{where}: estimate = {value!r} corrects a judged metric with human labels; "
+                              f"only [{'], ['.join(ESTIMATE_TIERS)}] gates take it")
+    if tags:
+        raise ThresholdsError(f"{where}: estimate = {value!r} is over every labelled case of the run, not a tag's; "
+                              "put this gate in the untagged table")
+    return str(value)
 
 
 def _check_threshold(value: float, key: str, where: str) -> None:

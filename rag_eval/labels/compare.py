@@ -121,6 +121,19 @@ class LabelReport:
     metrics: tuple[MetricAgreement, ...]
     left_out: tuple[LeftOut, ...]
 
+    def estimate(self, metric: str, which: str) -> tuple[float | None, int, str]:
+        """What a gate with ``estimate = which`` ("labels" or "ppi") takes for ``metric``:
+        (the point estimate, the number of labelled cases, why there is none)."""
+        row = next((m for m in self.metrics if m.metric == metric), None)
+        if row is None:
+            return None, 0, f"no human label for {metric} on a case this run judged (see the labels block)"
+        interval = row.labels_only if which == "labels" else row.ppi
+        if interval.estimate is None and which == "ppi" and row.labels_only.estimate is not None:
+            interval = row.labels_only  # every judged case labelled: the labels are the estimate
+        if interval.estimate is None:
+            return None, row.n_labelled, f"no {which} estimate: {interval.reason}"
+        return interval.estimate, row.n_labelled, ""
+
     def to_dict(self) -> dict[str, Any]:
         return {"confidence": self.confidence, "metrics": [m.to_dict() for m in self.metrics],
                 "left_out": [vars(x).copy() for x in self.left_out]}

@@ -28,6 +28,7 @@ from markupsafe import Markup
 from rag_eval.atomic import write_atomic
 from rag_eval.escape import terminal
 from rag_eval.outputs.case_data import build_case_data
+from rag_eval.outputs.labels import confidence_of, label_rows, left_out_lines
 from rag_eval.outputs.view import build_view
 
 TEMPLATE = "report.html.j2"
@@ -104,7 +105,15 @@ def render_html(results: Mapping[str, Any]) -> str:
         data = build_case_data(results, [r.id for r in view.rows])
         template = _environment().get_template(TEMPLATE)
         index = {**view.filter_index(), "page": PAGE_SIZE}
-        return template.render(view=view, index=index, case_data=data, page_size=PAGE_SIZE)
+        return template.render(view=view, index=index, case_data=data, page_size=PAGE_SIZE, labels=_labels(results))
+
+
+def _labels(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The human-labels section's rows (``outputs.labels``), None without labels."""
+    block = results.get("labels")
+    if not block:
+        return None
+    return {"rows": label_rows(block), "left_out": left_out_lines(block), "confidence": confidence_of(block)}
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from rag_eval.outputs.labels import LabelRow, confidence_of, label_rows
 from rag_eval.results.baseline import tier_notes
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import row_pulling_down
@@ -191,6 +192,8 @@ class _Section:
 
 def _sections(results: Mapping[str, Any]) -> Iterable[_Section]:
     yield _gates_section(results)
+    if results.get("labels"):
+        yield _labels_section(results["labels"])
     stages = _stages_section(results)
     if stages:
         yield stages
@@ -270,6 +273,21 @@ def _result(g: Mapping[str, Any]) -> str:
         return "✅ pass"
     reason = g["reason"]
     return "❌ **fail**" + (f": {escape(shorten(reason, REASON_CHARS))}" if reason else "")
+
+
+def _labels_section(block: Mapping[str, Any]) -> _Section:
+    """Judge against the human labels: agreement and the three estimates (``outputs.labels``)."""
+    heading = [f"### Judge vs human labels ({confidence_of(block)} intervals)", "",
+               "| metric | labelled | agreement | κ | bias | judge-only | labels-only | PPI++ | λ |",
+               "|---|---|---|---:|---:|---|---|---|---:|"]
+    left = len(block.get("left_out") or ())
+    more = "… and {n} more labelled metrics in the results file" + (f"; {left} label(s) left out (results file: labels.left_out)" if left else "")
+    return _Section(heading, label_rows(block), more, _label_row)
+
+
+def _label_row(r: LabelRow) -> str:
+    cells = (code(r.metric), r.labelled, r.agreement, r.kappa, r.bias, r.judge_only, r.labels_only, r.ppi, r.lam)
+    return "| " + " | ".join(escape(c) if i else c for i, c in enumerate(cells)) + " |"
 
 
 def _stages_section(results: Mapping[str, Any]) -> _Section | None:

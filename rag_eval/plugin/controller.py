@@ -9,6 +9,7 @@ a global that a second run in the same process (pytester, an IDE) would overwrit
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Iterable, cast
@@ -20,6 +21,7 @@ from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
+from rag_eval.labels.compare import LabelReport, compare_labels
 from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
 from rag_eval.plugin.run import DatasetInputError, Run
 from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
@@ -49,6 +51,7 @@ class Controller:
         self.baseline_lines: list[str] = []
         self.passed = True
         self.written: Written | None = None
+        self.label_report: LabelReport | None = None  # with --rag-human-labels, at finish
         # What the controller's warm-up build did (index_built, embeddings_computed, ...): under
         # xdist the workers only load the index it built, so their cases would say "not built".
         self.warm_build: dict[str, Any] = {}
@@ -158,7 +161,10 @@ class Controller:
         cases = self.sorted_cases()
         thresholds = self.run.config.thresholds
         # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
-        self.gates = run_gates(thresholds, cases) if not sharded else []
+        labels = self.run.config.labels
+        # labels against the whole run's judge: a shard holds part of it (the merge has no labels)
+        self.label_report = compare_labels(labels, {"cases": [c.to_dict() for c in cases]}) if labels is not None and not sharded else None
+        self.gates = run_gates(thresholds, cases, self.label_report) if not sharded else []
         info = {**self._run_info(), "complete": complete}
         # the index was built (or loaded) by the controller: its build is part of run.system
         system = {k: str(v) for k, v in self.warm_build.items()} if self.warm_build and info.get("workers") else None
@@ -170,6 +176,8 @@ class Controller:
         self.regression = list(done.comparison.gates)
         if complete and not sharded:
             self.baseline_lines = baseline_lines(done.results)
+        if self.label_report is not None:
+            return dataclasses.replace(done.results, labels=self.label_report.to_dict())
         return done.results
 
     def sorted_cases(self) -> list[CaseResult]:

@@ -19,6 +19,8 @@ from rag_eval.errors import ConfigError
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
+from rag_eval.labels.load import LabelsError, load_labels
+from rag_eval.labels.model import Label
 from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
 from rag_eval.session import EvalConfig
 from rag_eval.shard import Shard
@@ -86,6 +88,9 @@ def add_options(parser: pytest.Parser) -> None:
     passk = parser.getgroup("rag_eval_passk", "RAG evaluation: repeated trials")
     passk.addoption("--rag-passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
     passk.addoption("--rag-passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
+    judge.addoption("--rag-human-labels", default=None, metavar="PATH",
+                    help="human labels (JSONL, docs/human-labels.md): judge-human agreement and corrected estimates")
+    parser.addini("rag_eval_human_labels", "default --rag-human-labels (relative to the rootdir)", default="")
     judge.addoption("--rag-geval-criteria", default=None, help="with --rag-judge-engine deepeval: also run a GEval rubric with these criteria")
     _add_pipeline_options(parser)
 
@@ -128,6 +133,7 @@ class RunConfig:
     baseline_path: Path | None
     baseline_mismatch: Mismatch
     keep_full: bool  # --json-report asked for the cases on the reports
+    labels: tuple[Label, ...] | None = None  # --rag-human-labels, loaded and checked at start-up
 
     @property
     def thresholds(self) -> Thresholds | None:
@@ -178,7 +184,22 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         baseline_path=Path(baseline) if baseline is not None else None,
         baseline_mismatch=config.getoption("rag_baseline_mismatch"),
         keep_full=bool(getattr(config.option, "json_report", False)),
+        labels=_human_labels(config, root),
     )
+
+
+def _human_labels(config: pytest.Config, root: Path) -> tuple[Label, ...] | None:
+    """--rag-human-labels (or ini rag_eval_human_labels), read before any case: a bad file
+    stops the run with every ``file:line`` error of it."""
+    given = config.getoption("rag_human_labels")
+    ini = str(config.getini("rag_eval_human_labels"))
+    if not given and not ini:
+        return None
+    where = "--rag-human-labels" if given else f"ini rag_eval_human_labels (in {config.inipath.name if config.inipath else 'the ini file'})"
+    try:
+        return tuple(load_labels(Path(given) if given else _rooted(root, ini)))
+    except LabelsError as exc:
+        raise pytest.UsageError(f"{where}: {exc}") from None
 
 
 def _pipeline_spec(config: pytest.Config) -> PipelineSpec:

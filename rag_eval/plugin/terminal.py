@@ -11,6 +11,7 @@ import pytest
 from rag_eval import tiers
 from rag_eval.escape import terminal
 from rag_eval.gates.result import GateResult
+from rag_eval.outputs.labels import terminal_lines as label_lines
 from rag_eval.results.build import judge_warnings, usage_totals
 from rag_eval.results.case import CaseResult
 from rag_eval.results.finalize import Line, summary_lines
@@ -73,6 +74,8 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
     for registered in tiers.all_tiers():
         out += [Line(text) for text in registered.terminal_lines(cases, usage)]
     out += [Line(f"WARNING: {terminal(w)}", "warn", bold=True) for w in judge_warnings(cases)]
+    report = state.label_report
+    out += [Line(terminal(t, keep_newlines=False)) for t in label_lines(report.to_dict() if report is not None else None)]
     shard = state.run.config.shard
     if shard is not None:
         out.append(Line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`"))

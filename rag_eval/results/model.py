@@ -46,6 +46,8 @@ class RunResults:
     dialogue_rates: Mapping[str, Any] | None = None
     baseline: Mapping[str, Any] | None = None
     version: int = RESULTS_VERSION
+    # the human-labels report (rag_eval.labels.compare.LabelReport.to_dict), None without labels
+    labels: Mapping[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -67,6 +69,8 @@ class RunResults:
         out["items"] = {k: dict(v) for k, v in self.items.items()}
         if self.baseline is not None:
             out["baseline"] = dict(self.baseline)
+        if self.labels is not None:
+            out["labels"] = dict(self.labels)
         return out
 
     @classmethod
@@ -88,6 +92,7 @@ class RunResults:
             dialogue_rates=None if rates is None else dict(rates),
             baseline=None if baseline is None else dict(baseline),
             version=int(d["version"]),
+            labels=None if d.get("labels") is None else dict(d["labels"]),
         )
 
 

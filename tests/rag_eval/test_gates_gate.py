@@ -452,3 +452,45 @@ def test_an_unmeasurable_pass_at_k_says_the_runs_k() -> None:
         "with n >= 7 trials, or gate pass@3)"
     )
     assert evaluate_gate(gate("pass^3", tier="passk"), cases).passed
+
+
+# --------------------------------------------------------------------------- estimate = "labels" | "ppi"
+
+
+class _Labels:
+    """A labels report as the gate sees it (rag_eval.gates.gate.LabelEstimates)."""
+
+    def __init__(self, values: Mapping[tuple[str, str], tuple[float | None, int, str]]) -> None:
+        self.values = values
+        self.asked: list[tuple[str, str]] = []
+
+    def estimate(self, metric: str, which: str) -> tuple[float | None, int, str]:
+        self.asked.append((metric, which))
+        return self.values.get((metric, which), (None, 0, f"no human label for {metric}"))
+
+
+def _judged(value: float, n: int = 4) -> list[CaseResult]:
+    return [case(f"j{i}", tier="judge", metrics={"faithfulness": value}) for i in range(n)]
+
+
+def test_a_ppi_gate_takes_the_corrected_value_not_the_judges() -> None:
+    ppi = dataclasses.replace(gate("faithfulness", threshold=0.75, tier="judge"), estimate="ppi")
+    labels = _Labels({("judge.faithfulness", "ppi"): (0.7, 60, "")})
+    r = evaluate_gate(ppi, _judged(0.9), labels)
+    assert (r.passed, r.value, r.n, r.metric) == (False, 0.7, 60, "judge.faithfulness (ppi estimate)")
+    assert labels.asked == [("judge.faithfulness", "ppi")]
+    assert evaluate_gate(dataclasses.replace(ppi, estimate="judge"), _judged(0.9), labels).passed  # the judge's own 0.9
+
+
+def test_a_corrected_gate_without_labels_fails_saying_so() -> None:
+    ppi = dataclasses.replace(gate("faithfulness", threshold=0.5, tier="judge"), estimate="labels")
+    r = evaluate_gate(ppi, _judged(1.0))
+    assert not r.passed and r.value is None and "needs human labels: give --rag-human-labels" in r.reason
+    r = evaluate_gate(ppi, _judged(1.0), _Labels({}))
+    assert not r.passed and r.value is None and r.reason == "no human label for judge.faithfulness"
+
+
+def test_a_corrected_gate_over_too_few_labels_fails() -> None:
+    ppi = dataclasses.replace(gate("faithfulness", threshold=0.5, min_cases=30, tier="judge"), estimate="ppi")
+    r = evaluate_gate(ppi, _judged(1.0), _Labels({("judge.faithfulness", "ppi"): (0.9, 12, "")}))
+    assert not r.passed and r.reason == "only 12 cases, the gate needs at least 30"

@@ -283,7 +283,7 @@ def test_neither_min_nor_max(tmp_path: Path) -> None:
 
 def test_unknown_key_in_a_gate_lists_the_valid_keys(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retrieval]\n"recall@5" = { minimum = 0.5 }\n')
-    assert "unknown key 'minimum' in [retrieval] recall@5; valid keys: max, min, min_cases" in msg
+    assert "unknown key 'minimum' in [retrieval] recall@5; valid keys: estimate, max, min, min_cases" in msg
 
 
 @pytest.mark.parametrize(
@@ -593,3 +593,24 @@ def test_defaults_ungated_is_fail_unless_set_to_pass(tmp_path: Path) -> None:
     assert load_thresholds(write(tmp_path, '[defaults]\nungated = "pass"\n')).ungated == "pass"
     message = error_of(tmp_path, '[defaults]\nungated = "ignore"\n')
     assert "[defaults] ungated = 'ignore'; valid: 'fail', 'pass'" in message
+
+
+def test_a_judged_gate_may_decide_on_the_corrected_estimate(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, '[judge]\nfaithfulness = { min = 0.8, estimate = "ppi" }\n'
+                                        'relevance = { min = 0.7, estimate = "labels" }\ncoverage = { min = 0.5 }\n'))
+    by_key = {g.metric: g for g in t.gates}
+    assert [by_key[k].estimate for k in ("faithfulness", "relevance", "coverage")] == ["ppi", "labels", "judge"]
+    assert by_key["faithfulness"].label == "judge.faithfulness (ppi estimate)"
+    assert by_key["coverage"].label == "judge.coverage"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('[judge]\nfaithfulness = { min = 0.8, estimate = "best" }\n', "estimate = 'best'; valid: 'judge', 'labels', 'ppi'"),
+        ('[retrieval]\n"recall@5" = { min = 0.8, estimate = "ppi" }\n', "only [judge], [dialogue] gates take it"),
+        ('[tag."lang=zh".judge]\nfaithfulness = { min = 0.8, estimate = "ppi" }\n', "put this gate in the untagged table"),
+    ],
+)
+def test_a_wrong_estimate_is_refused_at_load(tmp_path: Path, text: str, expected: str) -> None:
+    assert expected in error_of(tmp_path, text)

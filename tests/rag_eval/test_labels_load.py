@@ -123,3 +123,16 @@ def test_the_schema_in_docs_accepts_what_the_loader_accepts_and_refuses_the_malf
         if isinstance(line, str):  # not JSON, or NaN: nothing for a schema to see
             continue
         assert list(validator.iter_errors(line)), line
+
+
+def test_the_demo_labels_fixture_loads_and_names_judged_demo_cases() -> None:
+    """tests/data/human_labels/demo_faithfulness.jsonl (bench/judge_agreement.py): 44 labels, one per case,
+    every case a golden id of the demo set."""
+    import json
+
+    root = Path(__file__).resolve().parents[2]
+    labels = load_labels(root / "tests" / "data" / "human_labels" / "demo_faithfulness.jsonl")
+    golden = {json.loads(line)["id"] for line in (root / "golden_sets" / "demo_maths" / "golden.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
+    assert len(labels) == 44 and len({lb.case for lb in labels}) == 44
+    assert {lb.case for lb in labels} <= golden
+    assert {lb.value for lb in labels} == {0.0, 0.5, 1.0} and all(lb.metric == "judge.faithfulness" for lb in labels)
