@@ -26,7 +26,7 @@ from rag_eval.records import AnswerRecord
 from rag_eval.tiers.judge_case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
-from rag_eval.judge.client import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.redact import Redactor, redactor_from_env

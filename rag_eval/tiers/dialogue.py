@@ -31,7 +31,7 @@ from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, case_options, skipped
 
 if TYPE_CHECKING:
-    from rag_eval.judge.client import CachedChatClient
+    from rag_eval.llm.cached import CachedChatClient
     from rag_eval.session import EvalConfig, EvalSession
 
 STUDENT_CLIENT = "dialogue.student_client"  # the session memo of the LLM student's client
@@ -177,7 +177,7 @@ class DialogueTier(Tier):
 
 
 def _student_client(session: EvalSession) -> CachedChatClient:
-    from rag_eval.judge.client import CachedChatClient  # the openai client only when an LLM student plays
+    from rag_eval.llm.cached import CachedChatClient  # the openai client only when an LLM student plays
     from rag_eval.judge.config import JudgeConfig
 
     base = session.config.judge
