@@ -103,7 +103,7 @@ class DialogueTier(Tier):
         case = dialogue_case(
             dialogue, transcript, limit=cfg.limit_for(dialogue), check=self._check(session, dialogue), hint=hint,
             judged=session.judge_ready(), simulator=name, duration=time.perf_counter() - t0,
-            extra=self._usage(session, dialogue.id, self.name),
+            usage=self._usage(session, dialogue.id, self.name).get("usage"),
         )
         return session.with_system(case)
 

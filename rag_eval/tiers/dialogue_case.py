@@ -136,6 +136,48 @@ def transcript_details(transcript: Transcript) -> dict[str, Any]:
     return data
 
 
+@dataclass(frozen=True)
+class DialogueDetails:
+    """A dialogue case's ``details`` (schema ``$defs/dialogueDetails``). ``usage`` is written
+    when the case made model calls (LLM student, hint judge); ``hint_verdict`` only when a
+    judge is configured (``judged``), and then null when the judge gave no verdict."""
+
+    transcript: Mapping[str, Any]  # transcript_details(): retrieved texts shortened, per-stage lists left out
+    verdict: Mapping[str, Any]  # CaseVerdict.to_dict()
+    evidence: tuple[Mapping[str, Any], ...]
+    clarification_limit: int
+    simulator: str
+    calls: Mapping[str, int]
+    dialogue_rates: Mapping[str, Any]  # this dialogue's numerator/denominator of every rate (RATES_KEY)
+    usage: Mapping[str, Any] | None = None
+    hint_verdict: Mapping[str, Any] | None = None
+    judged: bool = False  # not written: whether hint_verdict is
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "transcript": dict(self.transcript),
+            "verdict": dict(self.verdict),
+            "evidence": [dict(e) for e in self.evidence],
+            "clarification_limit": self.clarification_limit,
+            "simulator": self.simulator,
+            "calls": dict(self.calls),
+            RATES_KEY: dict(self.dialogue_rates),
+        }
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
+        if self.judged:
+            out["hint_verdict"] = dict(self.hint_verdict) if self.hint_verdict is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DialogueDetails:
+        return cls(
+            dict(d["transcript"]), dict(d["verdict"]), tuple(d["evidence"]), int(d["clarification_limit"]),
+            str(d["simulator"]), dict(d["calls"]), dict(d[RATES_KEY]), d.get("usage"), d.get("hint_verdict"),
+            "hint_verdict" in d,
+        )
+
+
 def dialogue_case(
     item: DialogueItem,
     transcript: Transcript,
@@ -146,27 +188,22 @@ def dialogue_case(
     judged: bool = False,
     simulator: str = "scripted",
     duration: float = 0.0,
-    extra: Mapping[str, Any] | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> CaseResult:
-    """One dialogue case from its replay (``check`` already marked; ``hint``: the judge's verdict)."""
+    """One dialogue case from its replay (``check`` already marked; ``hint``: the judge's
+    verdict; ``usage``: the case's model calls, when it made any)."""
     if check is not None and transcript.finished:
         check.mark(transcript)
     v = verdict(transcript, retrieval_check=check, hint=hint if judged else None)
-    details: dict[str, Any] = {
-        "transcript": transcript_details(transcript),
-        "verdict": v.to_dict(),
-        "evidence": [check.evidence[n] for n in sorted(check.evidence)] if check is not None else [],
-        "clarification_limit": limit,
-        "simulator": simulator,
-        "calls": calls_of(transcript),
-        RATES_KEY: rates_of(transcript, limit, hint, judged),
-        **dict(extra or {}),
-    }
-    if judged:
-        details["hint_verdict"] = {"success": hint.success, "reason": hint.reason} if hint is not None else None
+    details = DialogueDetails(
+        transcript_details(transcript), v.to_dict(),
+        tuple(check.evidence[n] for n in sorted(check.evidence)) if check is not None else (),
+        limit, simulator, calls_of(transcript), rates_of(transcript, limit, hint, judged), usage,
+        {"success": hint.success, "reason": hint.reason} if hint is not None else None, judged,
+    )
     return CaseResult(
         id=item.id, tier="dialogue", outcome=v.outcome, failed_stage=v.step, message=v.message,
-        tags=dict(item.tags), split=item.split, duration=duration, details=details,
+        tags=dict(item.tags), split=item.split, duration=duration, details=details.to_dict(),
     )
 
 

@@ -13,12 +13,14 @@ import pytest
 
 from rag_eval.metrics.deterministic import CheckResult
 from rag_eval.tiers.deterministic_case import ContextShown, DeterministicDetails
+from rag_eval.tiers.dialogue_case import DialogueDetails
 from rag_eval.tiers.judge_case import JudgeDetails
 from rag_eval.tiers.passk_case import PasskDetails, TrialOutcome
 from rag_eval.tiers.retrieval_case import GoldView, RetrievalDetails
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "rag_eval" / "results.schema.json").read_text(encoding="utf-8"))
 JSON_NAMES = {"cls": "class"}  # a field whose JSON key is a Python keyword
+NOT_WRITTEN = {"judged"}  # fields that only say whether another one is written
 # (dataclass, its $defs entry, the fields to_dict leaves out when unset)
 DETAILS: list[tuple[type, str, frozenset[str]]] = [
     (TrialOutcome, "trial", frozenset()),
@@ -26,13 +28,14 @@ DETAILS: list[tuple[type, str, frozenset[str]]] = [
     (RetrievalDetails, "retrievalDetails", frozenset({"absent", "gold_ranks", "measured_only"})),
     (DeterministicDetails, "deterministicDetails", frozenset()),
     (JudgeDetails, "judgeDetails", frozenset({"generator", "judge", "judge_calls", "judge_mode", "usage", "usage_note"})),
+    (DialogueDetails, "dialogueDetails", frozenset({"usage", "hint_verdict"})),
 ]
 # every tier's details may carry these (schema $defs/commonDetails), so no $defs entry repeats them
 COMMON = frozenset(SCHEMA["$defs"]["commonDetails"]["properties"])
 
 
 def _fields(cls: type) -> set[str]:
-    return {JSON_NAMES.get(f.name, f.name) for f in dataclasses.fields(cls)}
+    return {JSON_NAMES.get(f.name, f.name) for f in dataclasses.fields(cls) if f.name not in NOT_WRITTEN}
 
 
 @pytest.mark.parametrize(("cls", "name", "optional"), DETAILS, ids=[d[1] for d in DETAILS])
@@ -87,3 +90,17 @@ def test_judge_details_verdict_and_failure_keys() -> None:
     failure = JudgeDetails("m", "deepeval", "a", usage={"calls": 0}, usage_note="no usage")
     assert set(failure.to_dict()) == {"answer", "judge_model", "engine", "usage", "usage_note"}
     assert JudgeDetails.from_dict(failure.to_dict()) == failure
+
+
+def test_dialogue_details_round_trip_and_the_hint_verdict_only_when_judged() -> None:
+    base = dict(transcript={"dialogue_id": "d1", "turns": []}, verdict={"outcome": "pass", "findings": []},
+                evidence=({"chunk_id": "c1"},), clarification_limit=3, simulator="scripted",
+                calls={"turns": 2, "system_calls": 2, "student_replies": 1}, dialogue_rates={"hint_success": [1, 1]})
+    unjudged = DialogueDetails(**base)  # type: ignore[arg-type]
+    assert "hint_verdict" not in unjudged.to_dict() and "usage" not in unjudged.to_dict()
+    assert DialogueDetails.from_dict(unjudged.to_dict()) == unjudged
+    no_verdict = DialogueDetails(**base, usage={"calls": 1}, judged=True)  # type: ignore[arg-type]
+    assert no_verdict.to_dict()["hint_verdict"] is None
+    assert DialogueDetails.from_dict(json.loads(json.dumps(no_verdict.to_dict()))) == no_verdict
+    verdict = DialogueDetails(**base, hint_verdict={"success": True, "reason": "提示不泄露答案"}, judged=True)  # type: ignore[arg-type]
+    assert list(verdict.to_dict())[-1] == "hint_verdict" and DialogueDetails.from_dict(verdict.to_dict()) == verdict
