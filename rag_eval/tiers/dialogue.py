@@ -126,8 +126,9 @@ class DialogueTier(Tier):
             hint = self._hint(session, item, transcript, tier, trial)
             transcripts.append(transcript)
             verdicts.append(verdict(transcript, retrieval_check=check, hint=hint if judged else None))
-        extra = {"simulator": name, "clarification_limit": cfg.limit_for(item), **self._usage(session, item.id, tier)}
-        case = dialogue_passk_case(item, transcripts, verdicts, k=k, duration=time.perf_counter() - t0, extra=extra)
+        case = dialogue_passk_case(item, transcripts, verdicts, k=k, duration=time.perf_counter() - t0, simulator=name,
+                                   clarification_limit=cfg.limit_for(item),
+                                   usage=self._usage(session, item.id, tier).get("usage"))
         return session.with_system(case)
 
     # --- parts --------------------------------------------------------------------------

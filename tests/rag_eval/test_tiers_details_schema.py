@@ -13,7 +13,7 @@ import pytest
 
 from rag_eval.metrics.deterministic import CheckResult
 from rag_eval.tiers.deterministic_case import ContextShown, DeterministicDetails
-from rag_eval.tiers.dialogue_case import DialogueDetails
+from rag_eval.tiers.dialogue_case import DialogueDetails, DialoguePasskDetails
 from rag_eval.tiers.judge_case import JudgeDetails
 from rag_eval.tiers.passk_case import PasskDetails, TrialOutcome
 from rag_eval.tiers.retrieval_case import GoldView, RetrievalDetails
@@ -29,9 +29,21 @@ DETAILS: list[tuple[type, str, frozenset[str]]] = [
     (DeterministicDetails, "deterministicDetails", frozenset()),
     (JudgeDetails, "judgeDetails", frozenset({"generator", "judge", "judge_calls", "judge_mode", "usage", "usage_note"})),
     (DialogueDetails, "dialogueDetails", frozenset({"usage", "hint_verdict"})),
+    (DialoguePasskDetails, "dialoguePasskDetails", frozenset({"simulator", "clarification_limit", "usage", "c", "class"})),
 ]
 # every tier's details may carry these (schema $defs/commonDetails), so no $defs entry repeats them
 COMMON = frozenset(SCHEMA["$defs"]["commonDetails"]["properties"])
+
+
+def _properties(name: str) -> tuple[set[str], set[str]]:
+    """A $defs entry's properties and required ones, with those of the entries it extends (allOf)."""
+    schema: dict[str, Any] = SCHEMA["$defs"][name]
+    properties, required = set(schema["properties"]), set(schema.get("required", ()))
+    for part in schema.get("allOf", ()):
+        more, more_required = _properties(part["$ref"].rsplit("/", 1)[1])
+        properties |= more
+        required |= more_required
+    return properties, required
 
 
 def _fields(cls: type) -> set[str]:
@@ -40,8 +52,7 @@ def _fields(cls: type) -> set[str]:
 
 @pytest.mark.parametrize(("cls", "name", "optional"), DETAILS, ids=[d[1] for d in DETAILS])
 def test_fields_match_the_schema(cls: type, name: str, optional: frozenset[str]) -> None:
-    schema: dict[str, Any] = SCHEMA["$defs"][name]
-    properties, required = set(schema["properties"]), set(schema.get("required", ()))
+    properties, required = _properties(name)
     fields = _fields(cls)
     assert properties - fields == set(), f"$defs/{name} has properties no {cls.__name__} field writes"
     assert fields - properties - COMMON == set(), f"{cls.__name__} writes fields $defs/{name} does not know"
@@ -104,3 +115,13 @@ def test_dialogue_details_round_trip_and_the_hint_verdict_only_when_judged() -> 
     assert DialogueDetails.from_dict(json.loads(json.dumps(no_verdict.to_dict()))) == no_verdict
     verdict = DialogueDetails(**base, hint_verdict={"success": True, "reason": "提示不泄露答案"}, judged=True)  # type: ignore[arg-type]
     assert list(verdict.to_dict())[-1] == "hint_verdict" and DialogueDetails.from_dict(verdict.to_dict()) == verdict
+
+
+def test_dialogue_passk_details_round_trip_and_written_keys() -> None:
+    trials = (TrialOutcome(0, "pass", None, "", "hint → answer"), TrialOutcome(1, "error", "retrieval", "timeout", "error"))
+    errored = DialoguePasskDetails(trials, 2, 2, 2, 1, {"turns": 3, "system_calls": 3, "student_replies": 1})
+    assert list(errored.to_dict()) == ["dialogue", "trials", "n", "k", "trials_run", "deterministic_generator", "not_finished", "calls"]
+    assert DialoguePasskDetails.from_dict(errored.to_dict()) == errored
+    full = DialoguePasskDetails(trials, 2, 2, 2, 0, {"turns": 3}, "llm", 2, {"calls": 4}, 1, "flaky")
+    assert list(full.to_dict())[-5:] == ["simulator", "clarification_limit", "usage", "c", "class"]
+    assert DialoguePasskDetails.from_dict(json.loads(json.dumps(full.to_dict()))) == full
