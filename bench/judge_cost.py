@@ -59,7 +59,7 @@ from _common import REPO, load_average, md_table, ratio, read_jsonl, run_header,
 from rag_eval.llm.client import LLMClient  # noqa: E402
 from rag_eval.llm.endpoint import Endpoint  # noqa: E402
 from rag_eval.llm.policy import CallPolicy  # noqa: E402
-from rag_eval.judge.client import CachedChatClient  # noqa: E402
+from rag_eval.llm.cached import CachedChatClient  # noqa: E402
 from rag_eval.judge.deepeval_engine import DeepEvalEngine, _deepeval  # noqa: E402
 from rag_eval.judge.native import JudgeInput, JudgeVerdict, NativeJudge  # noqa: E402
 from tests.support.deepeval_replies import Responder, estimate_tokens, request_prompt_tokens  # noqa: E402

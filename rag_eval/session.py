@@ -57,7 +57,7 @@ class EvalConfig:
     deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
     passk_n: int | None = None  # command-line overrides of [passk.case] n / k
     passk_k: int | None = None
-    pipeline: PipelineSpec = PipelineSpec("rag_app")  # which system, and how gold meets its ids
+    pipeline: PipelineSpec = field(kw_only=True)  # which system, and how gold meets its ids: no default
 
 
 Record = TypeVar("Record", Retrieval, Answer, DialogueTurn)
@@ -151,9 +151,10 @@ class EvalSession:
 
     @property
     def top_k(self) -> int | None:
-        """rag_app reads --rag-top-k from its settings (rerank_top_n); any other system gets it
-        as the call's top_k, so the option means the same thing for every adapter."""
-        if self.config.top_k is not None or self.config.pipeline.kind == "rag_app":
+        """The call's top_k: EvalConfig.top_k, else --rag-top-k (which the plugin stores as the
+        setting rerank_top_n), the same for every adapter: rag_app keeps that many chunks after
+        reranking whether it reads them from the call or from its settings."""
+        if self.config.top_k is not None:
             return self.config.top_k
         value = self.config.settings_overrides.get("rerank_top_n")
         return int(value) if value is not None else None

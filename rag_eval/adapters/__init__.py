@@ -25,20 +25,38 @@ class SystemContext:
     corpus: Path | None = None
 
 
-def build_system(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
-    """The system a spec names (rag_app builds or loads its index when first used)."""
-    if spec.kind == "python":
-        from rag_eval.adapters.python import PythonSystem
+SystemBuilder = Callable[[PipelineSpec, SystemContext], SystemUnderTest]
 
-        return PythonSystem(spec.target, spec.options, spec.where)
-    if spec.kind in ("http", "dify"):
-        from rag_eval.adapters.http import HttpSystem
 
-        assert spec.http is not None
-        return HttpSystem(spec.http)
+def _python(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
+    from rag_eval.adapters.python import PythonSystem
+
+    return PythonSystem(spec.target, spec.options, spec.where)
+
+
+def _http(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
+    from rag_eval.adapters.http import HttpSystem
+
+    assert spec.http is not None  # load_spec parsed the [http] / [dify] table
+    return HttpSystem(spec.http)
+
+
+def _rag_app(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
     from rag_eval.adapters.rag_app import RagAppSystem
 
     return RagAppSystem(context.overrides, context.project_root, context.corpus)
+
+
+# spec.kind → how that system is built; each builder imports its adapter only when chosen
+BUILDERS: dict[str, SystemBuilder] = {"python": _python, "http": _http, "dify": _http, "rag_app": _rag_app}
+
+
+def build_system(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
+    """The system a spec names (rag_app builds or loads its index when first used)."""
+    builder = BUILDERS.get(spec.kind)
+    if builder is None:
+        raise AdapterConfigError(f"{spec.where}: no adapter builds a {spec.kind!r} system; known: {', '.join(BUILDERS)}")
+    return builder(spec, context)
 
 
 def corpus_reader(spec: PipelineSpec, context: SystemContext) -> Callable[[Path], tuple[Document, ...]]:

@@ -2,7 +2,7 @@
 
 Why wrap deepeval instead of letting it call OpenAI itself: the judge tier promises one
 place for caching, retries, timeouts, token/cost accounting and the budget
-(:class:`~rag_eval.judge.client.CachedChatClient`). deepeval's metrics only need "an LLM
+(:class:`~rag_eval.llm.cached.CachedChatClient`). deepeval's metrics only need "an LLM
 that turns a prompt into text or into a pydantic object", so a small
 ``DeepEvalBaseLLM`` subclass routes every deepeval prompt through that client. A rerun
 of an unchanged suite is then served from the cache, and deepeval's calls show up in the
@@ -41,7 +41,7 @@ from typing import Any
 from rag_eval.errors import ConfigError, unknown_name
 from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
-from rag_eval.judge.client import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.native import JudgeInput, JudgeVerdict
 
 METRICS: tuple[str, ...] = DEEPEVAL_ENGINE_METRICS

@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, Sequence
 
-from rag_eval.judge.client import JudgeCallError
+from rag_eval.llm.cached import JudgeCallError
 from rag_eval.judge.config import MAX_TOKENS_VAR
 from rag_eval.judge.prompt import build_messages, repair_messages
 from rag_eval.judge.schema import (
@@ -73,7 +73,7 @@ EMPTY_ECHO = "(empty reply)"  # what a repair request quotes when the server sen
 
 
 class ChatCompleter(Protocol):
-    """What the judge needs from :class:`rag_eval.judge.client.CachedChatClient`."""
+    """What the judge needs from :class:`rag_eval.llm.cached.CachedChatClient`."""
 
     def complete(self, req: ChatRequest, *, case_id: str = ..., tier: str = ..., trial: int = ...,
                  accept: Callable[[str], str | None] | None = ...,

@@ -23,10 +23,10 @@ from typing import Any, Mapping
 from rag_eval.citations import chunk_label
 from rag_eval.citations import numbered_chunks
 from rag_eval.records import AnswerRecord
-from rag_eval.tiers.judge_case import JudgeCaseConfig, judge_case, judge_failure
+from rag_eval.tiers.judge_case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
-from rag_eval.judge.client import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.redact import Redactor, redactor_from_env
@@ -79,7 +79,6 @@ class JudgeRunner:
         self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0, tier: str = "judge"
     ) -> CaseResult:
         t0 = time.perf_counter()
-        base: dict[str, Any] = {"judge_model": self.config.model, "engine": self.config.engine}
         before = len(self.client.records)
         try:
             if self.config.engine == "deepeval":
@@ -92,15 +91,10 @@ class JudgeRunner:
             if kind == "budget" and self._started(item.id, tier, trial, before):
                 kind = BUDGET_AFTER_START
                 message = f"the judge budget ran out in the middle of this case: {message}"
-            details = {**base, "answer": self.redactor.text(chat.answer), **self._usage(item.id, tier, trial)}
+            details = self._details(item.id, tier, trial, answer=self.redactor.text(chat.answer))
             return judge_failure(item, kind, self.redactor.text(message), details, time.perf_counter() - t0)
-        details = {
-            **base,
-            "judge": self.redactor.obj(verdict.details),
-            "judge_calls": verdict.calls,
-            "judge_mode": verdict.mode,
-            **self._usage(item.id, tier, trial),
-        }
+        details = self._details(item.id, tier, trial, answer=chat.answer, judge=self.redactor.obj(verdict.details),
+                                judge_calls=verdict.calls, judge_mode=verdict.mode)
         return judge_case(item, chat, verdict.metrics, details, case_config, time.perf_counter() - t0)
 
     def _started(self, case_id: str, tier: str, trial: int, before: int) -> bool:
@@ -108,13 +102,15 @@ class JudgeRunner:
         return any(r.case_id == case_id and r.tier == tier and r.trial == trial and r.error != "budget"
                    for r in self.client.records[before:])
 
-    def _usage(self, case_id: str, tier: str, trial: int) -> dict[str, Any]:
+    def _details(self, case_id: str, tier: str, trial: int, **verdict: Any) -> JudgeDetails:
+        """The case's details: the model, the engine, this case's usage (and a note when the
+        server left usage out), plus what the verdict (or the failure) adds."""
         usage = self.client.usage_for(case_id, tier, trial)
-        out: dict[str, Any] = {"usage": usage}
+        note = None
         if usage.get("calls_without_usage"):
-            out["usage_note"] = (f"the judge server reported no token usage for {usage['calls_without_usage']} "
-                                 "call(s): their tokens and cost are unknown, not 0")
-        return out
+            note = (f"the judge server reported no token usage for {usage['calls_without_usage']} "
+                    "call(s): their tokens and cost are unknown, not 0")
+        return JudgeDetails(self.config.model, self.config.engine, usage=usage, usage_note=note, **verdict)
 
     def usage_for(self, case_id: str, tier: str = "judge", trial: int | None = None) -> dict[str, Any]:
         """Usage of one case of ``tier`` (every trial unless ``trial`` is given)."""

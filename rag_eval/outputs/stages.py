@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rag_eval import tiers
+
 # Where a case can fail after retrieval, in order; the retrieval part comes from the
 # system's own declared stages (each case's details.stage_levels), never from here.
 AFTER_RETRIEVAL: tuple[str, ...] = (
@@ -16,7 +18,6 @@ AFTER_RETRIEVAL: tuple[str, ...] = (
     "clarification", "hint", "interception",  # a dialogue's steps after its retrieval (rag_eval.dialogue.verdict)
 )
 UNATTRIBUTED = "unattributed"  # a failing case that names no stage
-TIER_ORDER: tuple[str, ...] = ("retrieval", "deterministic", "judge", "passk", "dialogue")
 FAILING: frozenset[str] = frozenset({"fail", "error"})  # outcomes that have a failed stage
 
 
@@ -65,10 +66,13 @@ def stage_rank(stage: str, order: Sequence[str] = AFTER_RETRIEVAL) -> tuple[int,
 
 
 def tier_rank(tier: str) -> tuple[int, str]:
+    """Sort key: the registry's order (built-in tiers first, then tiers as registered);
+    a tier no longer registered (an old results file) last, by name."""
+    order = tiers.names()
     try:
-        return (TIER_ORDER.index(tier), "")
+        return (order.index(tier), "")
     except ValueError:
-        return (len(TIER_ORDER), tier)
+        return (len(order), tier)
 
 
 def case_stage(case: Mapping[str, Any]) -> str | None:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Any, Mapping
 
 from rag_eval.records import AnswerRecord
 from rag_eval.citations import DEFAULT_FORMAT, CitationFormat
 from rag_eval.tiers.retrieval_case import gold_ranks, loss_stage, scored_stages
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
-from rag_eval.metrics.deterministic import AnswerView, run_all
+from rag_eval.metrics.deterministic import AnswerView, CheckResult, run_all
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec, infer_stages
 
@@ -21,6 +21,59 @@ CONTEXT_TEXT_KEPT = 1200
 @dataclass(frozen=True)
 class DeterministicCaseConfig:
     skip_checks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ContextShown:
+    """One chunk the answer saw (its text cut at CONTEXT_TEXT_KEPT characters)."""
+
+    chunk_id: str
+    label: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunk_id": self.chunk_id, "label": self.label, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ContextShown:
+        return cls(str(d["chunk_id"]), str(d.get("label", "")), str(d["text"]))
+
+
+@dataclass(frozen=True)
+class DeterministicDetails:
+    """A deterministic case's ``details`` (schema ``$defs/deterministicDetails``; degraded,
+    degradation_reason and usage are common to every tier's details)."""
+
+    answer: str
+    refused: bool
+    generator: str
+    sources: tuple[Mapping[str, Any], ...]  # each Source.to_dict(), as the system built it
+    context: tuple[ContextShown, ...]
+    checks: tuple[CheckResult, ...]
+    degraded: bool
+    degradation_reason: str | None
+    usage: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "refused": self.refused,
+            "generator": self.generator,
+            "sources": [dict(s) for s in self.sources],
+            "context": [c.to_dict() for c in self.context],
+            "checks": [c.to_dict() for c in self.checks],
+            "degraded": self.degraded,
+            "degradation_reason": self.degradation_reason,
+            "usage": dict(self.usage),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DeterministicDetails:
+        return cls(
+            str(d["answer"]), bool(d["refused"]), str(d.get("generator", "")), tuple(dict(s) for s in d["sources"]),
+            tuple(ContextShown.from_dict(c) for c in d["context"]), tuple(CheckResult.from_dict(c) for c in d["checks"]),
+            bool(d.get("degraded", False)), d.get("degradation_reason"), dict(d.get("usage", {})),
+        )
 
 
 def evaluate_deterministic(
@@ -52,20 +105,16 @@ def evaluate_deterministic(
         if not item.is_negative:
             # The earliest failing stage: an answer cannot use evidence that never reached it.
             failed_stage = loss_stage(gold_ranks(gold, stages, doc_of, kind_of), spec) or failed_stage
-    details = {
-        "answer": chat.answer,
-        "refused": chat.refused,
-        "generator": chat.generator,
-        "sources": [s.to_dict() for s in chat.sources],
-        "context": [
-            {"chunk_id": c.chunk_id, "label": f"{c.book} - {c.section} {c.pages_label}".strip(), "text": c.text[:CONTEXT_TEXT_KEPT]}
+    details = DeterministicDetails(
+        chat.answer, chat.refused, chat.generator, tuple(s.to_dict() for s in chat.sources),
+        tuple(
+            ContextShown(c.chunk_id, f"{c.book} - {c.section} {c.pages_label}".strip(), c.text[:CONTEXT_TEXT_KEPT])
             for c in chat.context_used
-        ],
-        "checks": [{"name": c.name, "passed": c.passed, "message": c.message} for c in checks],
-        "degraded": chat.degraded,
-        "degradation_reason": chat.degradation_reason,
-        "usage": {"prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens},
-    }
+        ),
+        tuple(checks),
+        chat.degraded, chat.degradation_reason,
+        {"prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens},
+    )
     return CaseResult(
         id=item.id,
         tier="deterministic",
@@ -77,5 +126,5 @@ def evaluate_deterministic(
         split=item.split,
         negative=item.is_negative,
         duration=duration,
-        details=details,
+        details=details.to_dict(),
     )

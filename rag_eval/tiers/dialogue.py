@@ -31,7 +31,7 @@ from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, case_options, skipped
 
 if TYPE_CHECKING:
-    from rag_eval.judge.client import CachedChatClient
+    from rag_eval.llm.cached import CachedChatClient
     from rag_eval.session import EvalConfig, EvalSession
 
 STUDENT_CLIENT = "dialogue.student_client"  # the session memo of the LLM student's client
@@ -103,7 +103,7 @@ class DialogueTier(Tier):
         case = dialogue_case(
             dialogue, transcript, limit=cfg.limit_for(dialogue), check=self._check(session, dialogue), hint=hint,
             judged=session.judge_ready(), simulator=name, duration=time.perf_counter() - t0,
-            extra=self._usage(session, dialogue.id, self.name),
+            usage=self._usage(session, dialogue.id, self.name).get("usage"),
         )
         return session.with_system(case)
 
@@ -126,8 +126,9 @@ class DialogueTier(Tier):
             hint = self._hint(session, item, transcript, tier, trial)
             transcripts.append(transcript)
             verdicts.append(verdict(transcript, retrieval_check=check, hint=hint if judged else None))
-        extra = {"simulator": name, "clarification_limit": cfg.limit_for(item), **self._usage(session, item.id, tier)}
-        case = dialogue_passk_case(item, transcripts, verdicts, k=k, duration=time.perf_counter() - t0, extra=extra)
+        case = dialogue_passk_case(item, transcripts, verdicts, k=k, duration=time.perf_counter() - t0, simulator=name,
+                                   clarification_limit=cfg.limit_for(item),
+                                   usage=self._usage(session, item.id, tier).get("usage"))
         return session.with_system(case)
 
     # --- parts --------------------------------------------------------------------------
@@ -177,7 +178,7 @@ class DialogueTier(Tier):
 
 
 def _student_client(session: EvalSession) -> CachedChatClient:
-    from rag_eval.judge.client import CachedChatClient  # the openai client only when an LLM student plays
+    from rag_eval.llm.cached import CachedChatClient  # the openai client only when an LLM student plays
     from rag_eval.judge.config import JudgeConfig
 
     base = session.config.judge

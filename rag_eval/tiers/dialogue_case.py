@@ -17,7 +17,7 @@ placed, is not judged (shown as such), never a pass or a fail.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from rag_eval.adapters.gold import GoldSpace
@@ -29,6 +29,7 @@ from rag_eval.dialogue.trials import dialogue_pass_k
 from rag_eval.dialogue.verdict import CaseVerdict, verdict
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.results.case import CaseResult
+from rag_eval.tiers.passk_case import TrialOutcome
 
 TEXT_SHOWN = 400  # characters of a retrieved item's text kept in the results (the report shows them)
 
@@ -136,6 +137,48 @@ def transcript_details(transcript: Transcript) -> dict[str, Any]:
     return data
 
 
+@dataclass(frozen=True)
+class DialogueDetails:
+    """A dialogue case's ``details`` (schema ``$defs/dialogueDetails``). ``usage`` is written
+    when the case made model calls (LLM student, hint judge); ``hint_verdict`` only when a
+    judge is configured (``judged``), and then null when the judge gave no verdict."""
+
+    transcript: Mapping[str, Any]  # transcript_details(): retrieved texts shortened, per-stage lists left out
+    verdict: Mapping[str, Any]  # CaseVerdict.to_dict()
+    evidence: tuple[Mapping[str, Any], ...]
+    clarification_limit: int
+    simulator: str
+    calls: Mapping[str, int]
+    dialogue_rates: Mapping[str, Any]  # this dialogue's numerator/denominator of every rate (RATES_KEY)
+    usage: Mapping[str, Any] | None = None
+    hint_verdict: Mapping[str, Any] | None = None
+    judged: bool = False  # not written: whether hint_verdict is
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "transcript": dict(self.transcript),
+            "verdict": dict(self.verdict),
+            "evidence": [dict(e) for e in self.evidence],
+            "clarification_limit": self.clarification_limit,
+            "simulator": self.simulator,
+            "calls": dict(self.calls),
+            RATES_KEY: dict(self.dialogue_rates),
+        }
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
+        if self.judged:
+            out["hint_verdict"] = dict(self.hint_verdict) if self.hint_verdict is not None else None
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DialogueDetails:
+        return cls(
+            dict(d["transcript"]), dict(d["verdict"]), tuple(d["evidence"]), int(d["clarification_limit"]),
+            str(d["simulator"]), dict(d["calls"]), dict(d[RATES_KEY]), d.get("usage"), d.get("hint_verdict"),
+            "hint_verdict" in d,
+        )
+
+
 def dialogue_case(
     item: DialogueItem,
     transcript: Transcript,
@@ -146,27 +189,22 @@ def dialogue_case(
     judged: bool = False,
     simulator: str = "scripted",
     duration: float = 0.0,
-    extra: Mapping[str, Any] | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> CaseResult:
-    """One dialogue case from its replay (``check`` already marked; ``hint``: the judge's verdict)."""
+    """One dialogue case from its replay (``check`` already marked; ``hint``: the judge's
+    verdict; ``usage``: the case's model calls, when it made any)."""
     if check is not None and transcript.finished:
         check.mark(transcript)
     v = verdict(transcript, retrieval_check=check, hint=hint if judged else None)
-    details: dict[str, Any] = {
-        "transcript": transcript_details(transcript),
-        "verdict": v.to_dict(),
-        "evidence": [check.evidence[n] for n in sorted(check.evidence)] if check is not None else [],
-        "clarification_limit": limit,
-        "simulator": simulator,
-        "calls": calls_of(transcript),
-        RATES_KEY: rates_of(transcript, limit, hint, judged),
-        **dict(extra or {}),
-    }
-    if judged:
-        details["hint_verdict"] = {"success": hint.success, "reason": hint.reason} if hint is not None else None
+    details = DialogueDetails(
+        transcript_details(transcript), v.to_dict(),
+        tuple(check.evidence[n] for n in sorted(check.evidence)) if check is not None else (),
+        limit, simulator, calls_of(transcript), rates_of(transcript, limit, hint, judged), usage,
+        {"success": hint.success, "reason": hint.reason} if hint is not None else None, judged,
+    )
     return CaseResult(
         id=item.id, tier="dialogue", outcome=v.outcome, failed_stage=v.step, message=v.message,
-        tags=dict(item.tags), split=item.split, duration=duration, details=details,
+        tags=dict(item.tags), split=item.split, duration=duration, details=details.to_dict(),
     )
 
 
@@ -179,6 +217,47 @@ def calls_of(transcript: Transcript) -> dict[str, int]:
     }
 
 
+@dataclass(frozen=True)
+class DialoguePasskDetails:
+    """A dialogue's passk case's ``details`` (schema ``$defs/dialoguePasskDetails``: the
+    passk fields, each replay a trial, plus the replays' cost). ``c`` and ``cls`` (JSON
+    ``class``) are absent when a replay did not finish."""
+
+    trials: tuple[TrialOutcome, ...]
+    n: int
+    k: int
+    trials_run: int
+    not_finished: int
+    calls: Mapping[str, int]
+    simulator: str | None = None
+    clarification_limit: int | None = None
+    usage: Mapping[str, Any] | None = None
+    c: int | None = None
+    cls: str | None = None
+    deterministic_generator: bool = False  # a student and a tutor: never one replay for all
+    dialogue: bool = True  # a dialogue's replays, not a golden item's trials
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "dialogue": self.dialogue, "trials": [t.to_dict() for t in self.trials], "n": self.n, "k": self.k,
+            "trials_run": self.trials_run, "deterministic_generator": self.deterministic_generator,
+            "not_finished": self.not_finished,
+            "calls": dict(self.calls),
+        }
+        optional = {"simulator": self.simulator, "clarification_limit": self.clarification_limit,
+                    "usage": dict(self.usage) if self.usage is not None else None, "c": self.c, "class": self.cls}
+        out.update((key, value) for key, value in optional.items() if value is not None)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DialoguePasskDetails:
+        return cls(
+            tuple(TrialOutcome.from_dict(t) for t in d["trials"]), int(d["n"]), int(d["k"]), int(d["trials_run"]),
+            int(d["not_finished"]), dict(d["calls"]), d.get("simulator"), d.get("clarification_limit"), d.get("usage"),
+            d.get("c"), d.get("class"), bool(d.get("deterministic_generator", False)),
+        )
+
+
 def dialogue_passk_case(
     item: DialogueItem,
     transcripts: Sequence[Transcript],
@@ -186,32 +265,32 @@ def dialogue_passk_case(
     *,
     k: int,
     duration: float = 0.0,
-    extra: Mapping[str, Any] | None = None,
+    simulator: str | None = None,
+    clarification_limit: int | None = None,
+    usage: Mapping[str, Any] | None = None,
 ) -> CaseResult:
     """The passk tier for a dialogue: k independent replays → PASS@k / PASS^k (METRICS.md).
 
     A replay that did not finish makes the case an ``error`` (listed with its message), so
     the dialogue has fewer than k finished replays and no PASS@k of its own."""
     result = dialogue_pass_k({item.id: verdicts}, k)
-    trials = [
-        {"trial": i, "outcome": v.outcome, "failed_stage": v.step, "message": v.message,
-         "answer": " → ".join(str(r.action or "error") for r in t.turns)}
+    trials = tuple(
+        TrialOutcome(i, v.outcome, v.step, v.message, " → ".join(str(r.action or "error") for r in t.turns))
         for i, (t, v) in enumerate(zip(transcripts, verdicts))
-    ]
-    details: dict[str, Any] = {
-        "dialogue": True, "trials": trials, "n": len(verdicts), "k": k, "trials_run": len(verdicts),
-        "deterministic_generator": False, "not_finished": result.not_finished.get(item.id, 0),
-        "calls": {key: sum(calls_of(t)[key] for t in transcripts) for key in ("turns", "system_calls", "student_replies")},
-        **dict(extra or {}),
-    }
+    )
+    details = DialoguePasskDetails(
+        trials, len(verdicts), k, len(verdicts), result.not_finished.get(item.id, 0),
+        {key: sum(calls_of(t)[key] for t in transcripts) for key in ("turns", "system_calls", "student_replies")},
+        simulator, clarification_limit, usage,
+    )
     common: dict[str, Any] = dict(id=item.id, tier="passk", tags=dict(item.tags), split=item.split, duration=duration)
     summary = result.per_dialogue.get(item.id)
     if summary is None:
         first = next(v for v in verdicts if v.outcome == "error")
         return CaseResult(
             outcome="error", failed_stage=first.step,
-            message=f"{details['not_finished']} of {len(verdicts)} replays did not finish: {first.message}",
-            details=details, **common,
+            message=f"{details.not_finished} of {len(verdicts)} replays did not finish: {first.message}",
+            details=details.to_dict(), **common,
         )
     failing = [v for v in verdicts if not v.passed]
     message = ""
@@ -223,6 +302,6 @@ def dialogue_passk_case(
         failed_stage=failing[0].step if failing else None,
         message=message,
         metrics=summary.to_metrics(),
-        details={**details, "c": summary.c, "class": summary.cls},
+        details=replace(details, c=summary.c, cls=summary.cls).to_dict(),
         **common,
     )

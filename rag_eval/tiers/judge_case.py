@@ -7,7 +7,7 @@ never a silently missing number.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from rag_eval.records import AnswerRecord
@@ -25,11 +25,49 @@ class JudgeCaseConfig:
     floors: Mapping[str, float] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class JudgeDetails:
+    """A judge case's ``details`` (schema ``$defs/judgeDetails``). A verdict (pass / fail)
+    has ``judge`` and ``judge_calls``; a failure (error / skip) only the model, engine,
+    answer and usage. ``usage_note`` says when the server reported no token usage.
+    New fields (e.g. the blame lines) go here, in the schema and in to_dict/from_dict."""
+
+    judge_model: str
+    engine: str
+    answer: str
+    generator: str | None = None
+    judge: Mapping[str, Any] | None = None
+    judge_calls: int | None = None
+    judge_mode: str | None = None
+    usage: Mapping[str, Any] | None = None
+    usage_note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"answer": self.answer}
+        if self.generator is not None:
+            out["generator"] = self.generator
+        out.update(judge_model=self.judge_model, engine=self.engine)
+        if self.judge is not None:  # a verdict: judge_mode is written even when the engine names none
+            out.update(judge=dict(self.judge), judge_calls=self.judge_calls, judge_mode=self.judge_mode)
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
+        if self.usage_note is not None:
+            out["usage_note"] = self.usage_note
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> JudgeDetails:
+        return cls(
+            str(d["judge_model"]), str(d["engine"]), str(d.get("answer", "")), d.get("generator"), d.get("judge"),
+            d.get("judge_calls"), d.get("judge_mode"), d.get("usage"), d.get("usage_note"),
+        )
+
+
 def judge_case(
     item: GoldenItem,
     chat: AnswerRecord,
     metrics: Mapping[str, float],
-    details: Mapping[str, Any],
+    details: JudgeDetails,
     config: JudgeCaseConfig,
     duration: float = 0.0,
 ) -> CaseResult:
@@ -49,11 +87,11 @@ def judge_case(
         split=item.split,
         negative=item.is_negative,
         duration=duration,
-        details={"answer": chat.answer, "generator": chat.generator, **details},
+        details=replace(details, answer=chat.answer, generator=chat.generator).to_dict(),
     )
 
 
-def judge_failure(item: GoldenItem, kind: str, message: str, details: Mapping[str, Any], duration: float = 0.0) -> CaseResult:
+def judge_failure(item: GoldenItem, kind: str, message: str, details: JudgeDetails, duration: float = 0.0) -> CaseResult:
     """The judge could not give a verdict: an error — or not run, when the budget stopped it."""
     not_run = kind == "budget"
     return CaseResult(
@@ -66,5 +104,5 @@ def judge_failure(item: GoldenItem, kind: str, message: str, details: Mapping[st
         split=item.split,
         negative=item.is_negative,
         duration=duration,
-        details=dict(details),
+        details=details.to_dict(),
     )

@@ -3,7 +3,7 @@ where gold was lost, named by the system's own stages."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 from rag_eval.golden.model import GoldenItem
@@ -32,6 +32,77 @@ class RetrievalCaseConfig:
     negative: str = "measure"
 
 
+Hit = tuple[str, float]  # (chunk id, score rounded to 6 places); a JSON pair
+
+
+@dataclass(frozen=True)
+class GoldView:
+    """The case's gold as the report shows it (``chunks``/``parents`` None: not known at that level)."""
+
+    chunks: tuple[tuple[str, ...], ...] | None
+    parents: tuple[tuple[str, ...], ...] | None
+    docs: tuple[tuple[str, ...], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"chunks": _lists(self.chunks), "parents": _lists(self.parents), "docs": _lists(self.docs)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> GoldView:
+        return cls(_tuples(d["chunks"]), _tuples(d["parents"]), _tuples(d["docs"]) or ())
+
+
+@dataclass(frozen=True)
+class RetrievalDetails:
+    """A retrieval case's ``details`` (schema ``$defs/retrievalDetails``). ``absent`` is
+    written only when some metric could not be computed, ``gold_ranks`` only for an item
+    with gold, ``measured_only`` only for a negative under negative = "measure"."""
+
+    stages: Mapping[str, tuple[Hit, ...]]
+    stage_levels: tuple[tuple[str, ...], ...]
+    final_stage: str
+    degraded: bool
+    degradation_reason: str | None
+    gold: GoldView
+    absent: tuple[str, ...] = ()
+    gold_ranks: tuple[Mapping[str, int | None], ...] | None = None
+    measured_only: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "stages": {name: [list(h) for h in hits] for name, hits in self.stages.items()},
+            "stage_levels": [list(level) for level in self.stage_levels],
+            "final_stage": self.final_stage,
+            "degraded": self.degraded,
+            "degradation_reason": self.degradation_reason,
+            "gold": self.gold.to_dict(),
+        }
+        if self.measured_only:
+            out["measured_only"] = True  # not a pass: left out of pass_rate, counted apart
+        if self.absent:
+            out["absent"] = list(self.absent)
+        if self.gold_ranks is not None:
+            out["gold_ranks"] = [dict(r) for r in self.gold_ranks]
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> RetrievalDetails:
+        ranks = d.get("gold_ranks")
+        return cls(
+            {name: tuple((str(h[0]), float(h[1])) for h in hits) for name, hits in d["stages"].items()},
+            _tuples(d["stage_levels"]) or (), str(d["final_stage"]), bool(d.get("degraded", False)),
+            d.get("degradation_reason"), GoldView.from_dict(d["gold"]), tuple(d.get("absent", ())),
+            tuple(dict(r) for r in ranks) if ranks is not None else None, bool(d.get("measured_only", False)),
+        )
+
+
+def _lists(groups: tuple[tuple[str, ...], ...] | None) -> list[list[str]] | None:
+    return [list(g) for g in groups] if groups is not None else None
+
+
+def _tuples(groups: Sequence[Sequence[str]] | None) -> tuple[tuple[str, ...], ...] | None:
+    return tuple(tuple(g) for g in groups) if groups is not None else None
+
+
 def scored_stages(result: RetrievalRecord | AnswerRecord, spec: StageSpec) -> dict[str, StageResult]:
     """The declared stages this result has, in declared order."""
     by_name = {s.name: s for s in result.trace.stages}
@@ -49,14 +120,10 @@ def evaluate_retrieval(
     duration: float = 0.0,
 ) -> CaseResult:
     stages = scored_stages(result, spec)
-    details: dict[str, Any] = {
-        "stages": {name: _top(s) for name, s in stages.items()},
-        "stage_levels": [list(level) for level in spec.levels],
-        "final_stage": spec.final,
-        "degraded": result.degraded,
-        "degradation_reason": result.degradation_reason,
-        "gold": _gold_view(gold),
-    }
+    details = RetrievalDetails(
+        {name: _top(s) for name, s in stages.items()}, tuple(tuple(level) for level in spec.levels), spec.final,
+        result.degraded, result.degradation_reason, _gold_view(gold),
+    )
     common: dict[str, Any] = dict(id=item.id, tier="retrieval", tags=dict(item.tags), split=item.split, duration=duration)
     if item.is_negative:
         return _negative(stages, config, spec, details, common)
@@ -77,12 +144,9 @@ def evaluate_retrieval(
         absent.append("doc-level metrics: the document of gold " + ", ".join(gold.unknown_docs) + " is unknown")
     for key in [k for k in metrics if k.startswith(f"{spec.final}.")]:
         metrics[key[len(spec.final) + 1 :]] = metrics[key]
-    if absent:
-        details["absent"] = absent
-
     require = config.require or spec.final
     ranks = gold_ranks(gold, stages, doc_of, kind_of)
-    details["gold_ranks"] = ranks
+    details = replace(details, absent=tuple(absent), gold_ranks=tuple(ranks))
     reached = _reached(ranks, require)
     failed_stage = None if reached else (loss_stage(ranks, spec, require) or UNATTRIBUTED_LOSS)
     problems: list[str] = []
@@ -98,13 +162,14 @@ def evaluate_retrieval(
         failed_stage=failed_stage,
         message="; ".join(problems),
         metrics=metrics,
-        details=details,
+        details=details.to_dict(),
         **common,
     )
 
 
 def _negative(
-    stages: Mapping[str, StageResult], config: RetrievalCaseConfig, spec: StageSpec, details: dict[str, Any], common: dict[str, Any]
+    stages: Mapping[str, StageResult], config: RetrievalCaseConfig, spec: StageSpec, details: RetrievalDetails,
+    common: dict[str, Any],
 ) -> CaseResult:
     """Negatives have no gold: measured by what passed the threshold and what reached the final list."""
     metrics: dict[str, float] = {}
@@ -117,7 +182,7 @@ def _negative(
     problem = ""
     failed_stage: str | None = None
     if config.negative == "measure":
-        details["measured_only"] = True  # not a pass: left out of pass_rate, counted apart
+        details = replace(details, measured_only=True)
     if config.negative in ("no_threshold_hit", "no_vector_hit"):
         if above is None:
             problem = (
@@ -138,7 +203,7 @@ def _negative(
         message=problem,
         metrics=metrics,
         negative=True,
-        details=details,
+        details=details.to_dict(),
         **common,
     )
 
@@ -254,13 +319,13 @@ def narrate(
     return "; ".join(parts)
 
 
-def _top(stage: StageResult) -> list[list[object]]:
-    return [[h.chunk_id, round(h.score, 6)] for h in stage.hits[:TOP_IDS_KEPT]]
+def _top(stage: StageResult) -> tuple[Hit, ...]:
+    return tuple((h.chunk_id, round(h.score, 6)) for h in stage.hits[:TOP_IDS_KEPT])
 
 
-def _gold_view(gold: ResolvedGold) -> dict[str, object]:
-    return {
-        "chunks": [sorted(g) for g in gold.child_groups] if gold.child_groups is not None else None,
-        "parents": [sorted(g) for g in gold.parent_groups] if gold.parent_groups is not None else None,
-        "docs": [sorted(g) for g in gold.doc_groups],
-    }
+def _sorted(groups: Sequence[frozenset[str]] | None) -> tuple[tuple[str, ...], ...] | None:
+    return tuple(tuple(sorted(g)) for g in groups) if groups is not None else None
+
+
+def _gold_view(gold: ResolvedGold) -> GoldView:
+    return GoldView(_sorted(gold.child_groups), _sorted(gold.parent_groups), _sorted(gold.doc_groups) or ())

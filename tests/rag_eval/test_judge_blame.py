@@ -14,7 +14,7 @@ import pytest
 
 from rag_eval.golden.model import EvidenceRef, KeyFact
 from rag_eval.judge.blame import FactTrail, Finding, fact_trails, findings, shares, side_of
-from rag_eval.judge.client import CachedChatClient
+from rag_eval.llm.cached import CachedChatClient
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.records import Chunk, Hit, StageResult, Trace
 from tests.support.llm_client import judge_llm

@@ -15,14 +15,9 @@ import pytest
 
 from rag_eval.llm.messages import ChatRequest
 from tests.support.llm_client import judge_llm
-from rag_eval.judge.client import (
-    CACHE_FILE,
-    CachedChatClient,
-    CallRecord,
-    JudgeCallError,
-    iter_records,
-    totals_by_tier,
-)
+from rag_eval.llm.cache import CACHE_FILE
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.llm.usage import CallRecord, iter_records, totals_by_tier
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, rate_limited, raw, reply, status
 
 KEY = "sk-test-judge-SECRET"

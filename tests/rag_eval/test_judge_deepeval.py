@@ -22,7 +22,7 @@ import pytest
 from rag_eval.errors import ConfigError
 from rag_eval.llm.client import LLMClient
 from tests.support.llm_client import judge_llm
-from rag_eval.judge.client import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.deepeval_engine import DeepEvalEngine, first_json_object
 from rag_eval.judge.native import JudgeInput
 from tests.support.deepeval_replies import Responder

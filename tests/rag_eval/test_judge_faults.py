@@ -13,7 +13,7 @@ import pytest
 
 from rag_app.types import ChatResult, Trace
 from rag_eval.golden.model import GoldenItem, KeyFact
-from rag_eval.judge.client import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.judge.schema import MAX_GRAMMAR_ITEMS, grammar_schema
@@ -193,7 +193,7 @@ def test_a_broken_row_in_the_cache_is_replaced_not_replayed(openai_server: Scrip
         NativeJudge(old, "judge-m").judge(ITEM)
     # a row written by an older version that cached what it got
     req_body = bodies(openai_server)[0]
-    from rag_eval.judge.client import request_key
+    from rag_eval.llm.cache import request_key
     from rag_eval.llm.messages import ChatRequest
 
     key = request_key(ChatRequest(req_body["model"], req_body["messages"], req_body["temperature"],

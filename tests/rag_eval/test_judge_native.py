@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.support.llm_client import judge_llm
-from rag_eval.judge.client import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.judge.prompt import INJECTION_WARNING, neutralise
 from rag_eval.judge.schema import (

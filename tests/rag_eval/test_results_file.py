@@ -169,9 +169,15 @@ def test_fields_added_within_a_version_are_accepted(doc: dict[str, Any]) -> None
     assert schema_problems(doc) == []
 
 
-def test_a_dialogue_case_has_open_details(doc: dict[str, Any]) -> None:
-    doc["cases"].append({**doc["cases"][0], "tier": "dialogue", "details": {"transcript": [{"turn": 1}]}})
+def test_a_dialogue_case_has_its_details_checked(doc: dict[str, Any]) -> None:
+    from rag_eval.tiers.dialogue_case import DialogueDetails
+
+    details = DialogueDetails({"dialogue_id": "d1", "turns": [{"turn": 1}]}, {"outcome": "pass"}, (), 3, "scripted",
+                              {"turns": 1, "system_calls": 1, "student_replies": 0}, {})
+    doc["cases"].append({**doc["cases"][0], "tier": "dialogue", "details": details.to_dict()})
     assert schema_problems(doc) == []
+    del doc["cases"][-1]["details"]["transcript"]
+    assert any("transcript" in p for p in schema_problems(doc))
 
 
 def test_the_report_tests_synthetic_runs_are_valid_files() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rag_eval.adapters.spec import PipelineSpec
 from rag_eval.dataset import DatasetPaths
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.session import EvalConfig, EvalSession
@@ -26,7 +27,7 @@ def session(tmp_path: Path, case: str = "", system: Any = None, judge: JudgeConf
     thresholds = parse_thresholds({"dialogue": {"case": {"retrieval": "off", **json.loads(case or "{}")}}}, "t.toml")
     cfg = EvalConfig(
         paths=DatasetPaths(DEMO.parent, None, DEMO.parent / "golden.jsonl"),
-        thresholds=thresholds, project_root=tmp_path, judge=judge,
+        thresholds=thresholds, project_root=tmp_path, judge=judge, pipeline=PipelineSpec("rag_app"),
     )
     return EvalSession(cfg, lambda: system if system is not None else OracleTutor(list(ITEMS.values())))
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from rag_eval.adapters.spec import PipelineSpec
 from rag_eval.dataset import find_paths
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
@@ -60,7 +61,8 @@ def demo_session(judge: JudgeConfig | None = None, overrides: Mapping[str, Any] 
                  deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS) -> EvalSession:
     """The demo pipeline (repository settings, shared index cache) with this judge."""
     return EvalSession(EvalConfig(paths=find_paths(DEMO), settings_overrides=dict(overrides or {}),
-                                  project_root=REPO, judge=judge, deepeval_metrics=deepeval_metrics))
+                                  project_root=REPO, judge=judge, deepeval_metrics=deepeval_metrics,
+                                  pipeline=PipelineSpec("rag_app")))
 
 
 def demo_items(session: EvalSession, n: int = N_CASES) -> list[GoldenItem]:
