@@ -25,7 +25,7 @@ from rag_eval.citations import numbered_chunks
 from rag_eval.records import AnswerRecord
 from rag_eval.tiers.judge_case import JudgeCaseConfig, judge_case, judge_failure
 from rag_eval.golden.model import GoldenItem
-from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, blame
 from rag_eval.judge.client import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
@@ -50,6 +50,15 @@ def judge_input(item: GoldenItem, chat: AnswerRecord) -> JudgeInput:
         key_facts=tuple(f.fact for f in item.key_facts),
         reference=item.reference_answer,
     )
+
+
+def blame_details(item: GoldenItem, chat: AnswerRecord, judged: Any) -> dict[str, Any]:
+    """``blame`` (one line per finding, chain order) and ``blame_side`` of a verdict with the
+    claim-level fields (``rag_eval.judge.blame``); nothing for one without (deepeval)."""
+    if not isinstance(judged, Mapping) or not isinstance(judged.get("diagnosis"), Mapping):
+        return {}
+    found = blame.findings(judged, blame.fact_trails(item.key_facts, chat.trace, chat.context_used))
+    return {"blame": [f.line for f in found], "blame_side": blame.side_of(found)}
 
 
 class JudgeRunner:
@@ -94,11 +103,13 @@ class JudgeRunner:
                 message = f"the judge budget ran out in the middle of this case: {message}"
             details = {**base, "answer": self.redactor.text(chat.answer), **self._usage(item.id, tier, trial)}
             return judge_failure(item, kind, self.redactor.text(message), details, time.perf_counter() - t0)
+        judged = self.redactor.obj(verdict.details)
         details = {
             **base,
-            "judge": self.redactor.obj(verdict.details),
+            "judge": judged,
             "judge_calls": verdict.calls,
             "judge_mode": verdict.mode,
+            **blame_details(item, chat, judged),
             **self._usage(item.id, tier, trial),
         }
         return judge_case(item, chat, verdict.metrics, details, case_config, time.perf_counter() - t0)

@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
 from rag_eval.results.case import CaseResult
 
-# Lower is better for these; every other judge metric is higher-is-better in [0, 1].
-JUDGE_LOWER_IS_BETTER = frozenset({"unknown_share"})
-
 
 @dataclass(frozen=True)
 class JudgeCaseConfig:
-    """Per-case floors, e.g. {"faithfulness": 0.5}; a case below any floor fails."""
+    """Per-case limits, e.g. {"faithfulness": 0.5}: a case below a floor fails, and for a
+    lower-is-better key (hallucination, the noise sensitivities, unknown_share) a case
+    above it."""
 
     floors: Mapping[str, float] = field(default_factory=dict)
 
@@ -36,7 +36,11 @@ def judge_case(
     problems = []
     for key, floor in config.floors.items():
         value = metrics.get(key)
-        if value is not None and value < floor:
+        if value is None:
+            continue
+        if lower_is_better(key) and value > floor:
+            problems.append(f"{key} = {value:.3f} > {floor} (per-case threshold, lower is better)")
+        elif not lower_is_better(key) and value < floor:
             problems.append(f"{key} = {value:.3f} < {floor} (per-case threshold)")
     return CaseResult(
         id=item.id,
