@@ -420,9 +420,14 @@
     }
     if (j.claims) {
       add(b, el("h4", null, "Claims (" + j.claims.length + ")"));
-      add(b, grid(["claim", "verdict", "reason"], j.claims.map(function (c) {
-        return [c.claim, td(c.verdict, c.verdict === "yes" ? "o-pass" : (c.verdict === "no" ? "o-fail" : "o-skip")), c.reason];
-      })));
+      var level = j.claims.some(function (c) { return c.chunks !== undefined; });  // the claim-level checks
+      add(b, grid(level ? ["claim", "verdict", "chunks", "reference", "reason"] : ["claim", "verdict", "reason"],
+        j.claims.map(function (c) {
+          var row = [c.claim, td(c.verdict, c.verdict === "yes" ? "o-pass" : (c.verdict === "no" ? "o-fail" : "o-skip"))];
+          if (level) row.push((c.chunks || []).map(function (n) { return "[" + n + "]"; }).join(" "), c.reference || "");
+          row.push(c.reason);
+          return row;
+        })));
     }
     if (j.key_facts) {
       var covered = j.key_facts.filter(function (k) { return k.verdict === "covered"; }).length;

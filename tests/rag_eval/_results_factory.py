@@ -225,8 +225,10 @@ def _judge(i: int, fate: str, item: Mapping[str, Any], answer: str) -> CaseResul
                           details={**base, "usage": {**usage, "calls": 2, "errors": 1}}, **common)  # type: ignore[arg-type]
     if fate == "judge_skip":
         return CaseResult(outcome="skip", message="not run: judge budget of $0.01 reached", details=base, **common)  # type: ignore[arg-type]
-    claims = [{"claim": "顶点可由配方求得", "verdict": "yes", "reason": "context [1] says so"},
-              {"claim": answer[:40], "verdict": "no" if fate in ("generation", "xss") else "yes", "reason": f"reason with {XSS}"}]
+    wrong = fate in ("generation", "xss")
+    claims = [{"claim": "顶点可由配方求得", "verdict": "yes", "chunks": [1], "reference": "yes", "reason": "context [1] says so"},
+              {"claim": answer[:40], "verdict": "no" if wrong else "yes", "chunks": [] if wrong else [1],
+               "reference": "no" if wrong else "yes", "reason": f"reason with {XSS}"}]
     faith = sum(c["verdict"] == "yes" for c in claims) / len(claims)
     judge = {
         "claims": claims,

@@ -173,6 +173,7 @@ def test_a_failing_judge_case_lists_its_blame_as_text(page: Any, red_run: tuple[
     case = next(c for c in results["cases"] if c["id"] == ID_XSS and c["tier"] == "judge")
     assert lines == case["details"]["blame"] and XSS in lines[1]  # chain order, model text as text
     assert "Whose fault (generator)" in detail.inner_text()
+    assert detail.locator("th", has_text="reference").count() == 1  # the claim-level columns
     assert page.locator("script").count() == 3
 
 
