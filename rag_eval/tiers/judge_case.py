@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
 from rag_eval.results.case import CaseResult
+from rag_eval.tiers.base import limit_problem
 
 
 @dataclass(frozen=True)
@@ -34,14 +34,10 @@ def judge_case(
     duration: float = 0.0,
 ) -> CaseResult:
     problems = []
-    for key, floor in config.floors.items():
-        value = metrics.get(key)
-        if value is None:
-            continue
-        if lower_is_better(key) and value > floor:
-            problems.append(f"{key} = {value:.3f} > {floor} (per-case threshold, lower is better)")
-        elif not lower_is_better(key) and value < floor:
-            problems.append(f"{key} = {value:.3f} < {floor} (per-case threshold)")
+    for key, limit in config.floors.items():
+        problem = limit_problem(key, metrics.get(key), limit)
+        if problem:
+            problems.append(problem)
     return CaseResult(
         id=item.id,
         tier="judge",
