@@ -407,11 +407,27 @@
 
   function renderJudge(b, j) {
     add(b, kv([["judge model", j.model], ["engine", j.engine], ["calls", j.calls], ["mode", j.mode]]));
+    if (j.blame && j.blame.length) {
+      add(b, el("h4", null, "Whose fault" + (j.blame_side ? " (" + j.blame_side + ")" : " (unexplained)")));
+      var ul = el("ul", "blame");
+      j.blame.forEach(function (line) { add(ul, el("li", null, line)); });
+      add(b, ul);
+    }
+    if (j.diagnosis) {
+      add(b, kv([["undecided claims", j.diagnosis.unknown_claims], ["undecided key facts", j.diagnosis.unknown_facts],
+        ["inconsistent checks", j.diagnosis.inconsistent],
+        ["second call for claims", j.claims_second_call === undefined ? "no" : "added " + j.claims_second_call]]));
+    }
     if (j.claims) {
       add(b, el("h4", null, "Claims (" + j.claims.length + ")"));
-      add(b, grid(["claim", "verdict", "reason"], j.claims.map(function (c) {
-        return [c.claim, td(c.verdict, c.verdict === "yes" ? "o-pass" : (c.verdict === "no" ? "o-fail" : "o-skip")), c.reason];
-      })));
+      var level = j.claims.some(function (c) { return c.chunks !== undefined; });  // the claim-level checks
+      add(b, grid(level ? ["claim", "verdict", "chunks", "reference", "reason"] : ["claim", "verdict", "reason"],
+        j.claims.map(function (c) {
+          var row = [c.claim, td(c.verdict, c.verdict === "yes" ? "o-pass" : (c.verdict === "no" ? "o-fail" : "o-skip"))];
+          if (level) row.push((c.chunks || []).map(function (n) { return "[" + n + "]"; }).join(" "), c.reference || "");
+          row.push(c.reason);
+          return row;
+        })));
     }
     if (j.key_facts) {
       var covered = j.key_facts.filter(function (k) { return k.verdict === "covered"; }).length;

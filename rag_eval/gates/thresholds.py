@@ -36,6 +36,7 @@ from typing import Any, Mapping, Sequence
 
 from rag_eval import tiers
 from rag_eval.errors import ConfigError
+from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.metrics.retrieval import parse_metric_name
 from rag_eval.tiers import RATE_KEYS, CaseOption
 from rag_eval.tiers.retrieval import STAGE_NAME, retrieval_stage_of
@@ -303,7 +304,10 @@ def _case_rules(tier_name: str, spec: Any, path: str, table: str) -> CaseRules:
                 f"{path}: {table} {key}: min_cases applies to aggregate gates, not to per-case floors; remove it"
             )
         op, threshold, _ = _gate_spec(value, path, table, key, 0)
-        if op != "min":
+        if lower_is_better(key) and op != "max":  # hallucination, noise sensitivity: a ceiling
+            raise ThresholdsError(f"{path}: {table} {key}: lower is better, so the per-case limit is a "
+                                  f"ceiling; write {key} = {{ max = x }}")
+        if not lower_is_better(key) and op != "min":
             raise ThresholdsError(f"{path}: {table} {key}: per-case thresholds are floors; use min")
         floors[key] = threshold
     try:

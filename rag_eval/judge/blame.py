@@ -18,7 +18,8 @@ retrieval trace (:func:`fact_trails`). The findings, in chain order:
 A key fact counts as stated only when ``covered``. A case is the retriever's when it
 has a ``retriever`` or ``context`` finding, the generator's when it has a
 ``generator``, ``noise`` or ``hallucination`` one (:func:`side_of`); :func:`shares`
-gives the run's split of failing cases.
+gives the run's split of failing cases, and :func:`run_block` the results file's
+``run.judge_blame`` (the split, the second calls, the undecided checks).
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ from rag_eval.golden.model import KeyFact
 from rag_eval.judge.diagnosis import checks_from_details
 from rag_eval.metrics.claims import ClaimChecks, chunk_relevance, tri_all, tri_not
 from rag_eval.records import Chunk, Trace
+from rag_eval.results.case import CaseResult
 
 KINDS: tuple[str, ...] = ("retriever", "context", "generator", "noise", "hallucination", "unknown")
 RETRIEVER_SIDE = frozenset({"retriever", "context"})
 GENERATOR_SIDE = frozenset({"generator", "noise", "hallucination"})
+SIDES: tuple[str, ...] = ("retriever", "generator", "both", "unexplained")  # the keys of a split's counts
 MAX_CLAIM_CHARS = 80  # a claim quoted in a blame line is cut to this many characters
 
 
@@ -173,10 +176,59 @@ def shares(failing: Sequence[Sequence[Finding]]) -> dict[str, Any]:
     ``unexplained`` counts failing cases with no retriever- or generator-side finding.
     Shares are absent (not 0) when there is no failing case.
     """
-    sides = [side_of(f) for f in failing]
-    counts = {k: sides.count(k) for k in ("retriever", "generator", "both")}
-    counts["unexplained"] = sides.count(None)
-    out: dict[str, Any] = {"failing": len(failing), "counts": counts}
-    if failing:
-        out["shares"] = {k: v / len(failing) for k, v in counts.items()}
+    return split_of([side_of(f) for f in failing])
+
+
+def split_of(sides: Sequence[str | None]) -> dict[str, Any]:
+    """``failing``, ``counts`` and ``shares`` (absent when empty) of failing cases' sides."""
+    counts = {k: sides.count(None if k == "unexplained" else k) for k in SIDES}
+    out: dict[str, Any] = {"failing": len(sides), "counts": counts}
+    if sides:
+        out["shares"] = {k: v / len(sides) for k, v in counts.items()}
     return out
+
+
+RUN_KEY = "judge_blame"  # the block under the results file's ``run``
+
+
+def run_block(cases: Sequence[CaseResult]) -> dict[str, Any]:
+    """``{"judge_blame": {...}}`` for a run with claim-level judge verdicts, else ``{}``.
+
+    Over the judge cases the native judge diagnosed (``details.blame_side`` present):
+    ``diagnosed``; ``failing``, ``counts`` and ``shares`` (absent without a failing case)
+    of the failing ones by side, as :func:`shares`; ``second_calls``: cases whose claims
+    needed a second call; ``unknown_claims`` / ``unknown_facts``: undecided checks summed.
+    """
+    judged = [c for c in cases if c.tier == "judge" and "blame_side" in c.details]
+    if not judged:
+        return {}
+    sides = [c.details.get("blame_side") for c in judged if c.outcome == "fail"]
+    block: dict[str, Any] = {"diagnosed": len(judged), **split_of(sides)}
+    verdicts = [c.details.get("judge") or {} for c in judged]
+    block["second_calls"] = sum(1 for v in verdicts if "claims_second_call" in v)
+    for key in ("unknown_claims", "unknown_facts"):
+        block[key] = sum(int((v.get("diagnosis") or {}).get(key, 0)) for v in verdicts)
+    return {RUN_KEY: block}
+
+
+def _pct(n: int, of: int) -> str:
+    return f"{n} ({n / of:.0%})" if of else str(n)
+
+
+def summary_line(block: Any) -> str:
+    """The run's ``judge_blame`` block in one line (terminal, report, summary); "" without one.
+
+    ``judge blame: 4 failing of 6 diagnosed — retriever 1 (25%), generator 2 (50%),
+    both 0 (0%), unexplained 1 (25%); 1 second call for claims; 1 claim and 0 key facts undecided``
+    """
+    if not isinstance(block, Mapping) or not isinstance(block.get("counts"), Mapping):
+        return ""
+    failing, counts = int(block.get("failing", 0)), block["counts"]
+    line = f"judge blame: {failing} failing of {int(block.get('diagnosed', 0))} diagnosed"
+    if failing:
+        line += " — " + ", ".join(f"{k} {_pct(int(counts.get(k, 0)), failing)}" for k in SIDES)
+    second, claims, facts = (int(block.get(k, 0)) for k in ("second_calls", "unknown_claims", "unknown_facts"))
+    line += f"; {second} second call{'s' * (second != 1)} for claims"
+    if claims or facts:
+        line += f"; {claims} claim{'s' * (claims != 1)} and {facts} key fact{'s' * (facts != 1)} undecided"
+    return line

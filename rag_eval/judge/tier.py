@@ -25,7 +25,7 @@ from rag_eval.citations import numbered_chunks
 from rag_eval.records import AnswerRecord
 from rag_eval.tiers.judge_case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
 from rag_eval.golden.model import GoldenItem
-from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, blame
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
@@ -50,6 +50,15 @@ def judge_input(item: GoldenItem, chat: AnswerRecord) -> JudgeInput:
         key_facts=tuple(f.fact for f in item.key_facts),
         reference=item.reference_answer,
     )
+
+
+def blame_details(item: GoldenItem, chat: AnswerRecord, judged: Any) -> dict[str, Any]:
+    """``blame`` (one line per finding, chain order) and ``blame_side`` of a verdict with the
+    claim-level fields (``rag_eval.judge.blame``); nothing for one without (deepeval)."""
+    if not isinstance(judged, Mapping) or not isinstance(judged.get("diagnosis"), Mapping):
+        return {}
+    found = blame.findings(judged, blame.fact_trails(item.key_facts, chat.trace, chat.context_used))
+    return {"blame": [f.line for f in found], "blame_side": blame.side_of(found)}
 
 
 class JudgeRunner:
@@ -93,8 +102,9 @@ class JudgeRunner:
                 message = f"the judge budget ran out in the middle of this case: {message}"
             details = self._details(item.id, tier, trial, answer=self.redactor.text(chat.answer))
             return judge_failure(item, kind, self.redactor.text(message), details, time.perf_counter() - t0)
-        details = self._details(item.id, tier, trial, answer=chat.answer, judge=self.redactor.obj(verdict.details),
-                                judge_calls=verdict.calls, judge_mode=verdict.mode)
+        judged = self.redactor.obj(verdict.details)
+        details = self._details(item.id, tier, trial, answer=chat.answer, judge=judged, judge_calls=verdict.calls,
+                                judge_mode=verdict.mode, **blame_details(item, chat, judged))
         return judge_case(item, chat, verdict.metrics, details, case_config, time.perf_counter() - t0)
 
     def _started(self, case_id: str, tier: str, trial: int, before: int) -> bool:

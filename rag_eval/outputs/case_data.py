@@ -23,6 +23,7 @@ from rag_eval.outputs.stages import lost_at, normalize_stage, stage_levels, stag
 _KNOWN_DETAILS = frozenset({
     "stages", "gold", "gold_ranks", "degraded", "degradation_reason", "system", "answer", "refused", "generator",
     "sources", "context", "checks", "usage", "judge", "judge_model", "engine", "judge_calls", "judge_mode",
+    "blame", "blame_side",
     "trials", "n", "k", "c", "class", "trials_run", "deterministic_generator", "traceback",
     # the dialogue tier (rag_eval.tiers.dialogue_case): shown as the transcript view
     "transcript", "verdict", "evidence", "clarification_limit", "simulator", "calls", "dialogue_rates",
@@ -162,7 +163,7 @@ def _tier_payload(case: Mapping[str, Any], table: StringTable, prefixes: tuple[s
             for c in details["checks"] if isinstance(c, Mapping)
         ]
     if tier == "judge" or "judge" in details or "judge_model" in details:
-        out["judge"] = _judge(details)
+        out["judge"] = _judge(details, failing=case.get("outcome") == "fail")
     if isinstance(details.get("trials"), list):
         out["passk"] = _passk(case, details, table)
     if isinstance(details.get("transcript"), Mapping):
@@ -231,7 +232,9 @@ def _source(s: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
     }
 
 
-def _judge(details: Mapping[str, Any]) -> dict[str, Any]:
+def _judge(details: Mapping[str, Any], failing: bool = False) -> dict[str, Any]:
+    """The judge's verdict; for a failing case also its blame lines, in chain order
+    (model text: the report sets them as text, never as markup)."""
     verdict = as_mapping(details.get("judge"))
     out: dict[str, Any] = {
         "model": str(details.get("judge_model") or ""),
@@ -253,6 +256,13 @@ def _judge(details: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("repair_errors", "rejected_modes"):
         if verdict.get(key):
             out[key] = [str(x) for x in verdict[key]]
+    if failing and isinstance(details.get("blame"), list):
+        out["blame"] = [str(x) for x in details["blame"]]
+        out["blame_side"] = details.get("blame_side")
+    if isinstance(verdict.get("diagnosis"), Mapping):
+        out["diagnosis"] = {str(k): v for k, v in verdict["diagnosis"].items()}
+    if "claims_second_call" in verdict:
+        out["claims_second_call"] = verdict["claims_second_call"]
     return out
 
 

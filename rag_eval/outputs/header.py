@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rag_eval.judge.blame import RUN_KEY as BLAME_KEY, summary_line
 from rag_eval.outputs.fmt import as_mapping, fmt_scalar
 from rag_eval.outputs.stages import tier_rank
 
@@ -30,6 +31,7 @@ class Header:
     fields: tuple[Field, ...]
     usage: tuple[UsageRow, ...]
     warnings: tuple[str, ...]
+    blame: str = ""  # the run's judge blame split in one line (rag_eval.judge.blame.summary_line)
 
 
 VERDICT_TEXT = {"pass": "PASSED", "fail": "FAILED", "incomplete": "INCOMPLETE", "shard": "SHARD"}
@@ -78,7 +80,8 @@ def build_header(
         for label, value in rows
         if value not in (None, "", [], {})
     )
-    return Header(verdict, verdict_text, fields, _usage(run), tuple(_warnings(results, run, items, cases)))
+    return Header(verdict, verdict_text, fields, _usage(run), tuple(_warnings(results, run, items, cases)),
+                  summary_line(run.get(BLAME_KEY)))
 
 
 def _short(value: Any, keep: int) -> str | None:

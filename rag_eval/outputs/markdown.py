@@ -19,6 +19,8 @@ from rag_eval.outputs.labels import LabelRow, confidence_of, label_rows
 from rag_eval.results.baseline import tier_notes
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import row_pulling_down
+from rag_eval.judge.blame import RUN_KEY as BLAME_KEY, summary_line
+from rag_eval.outputs.fmt import as_mapping
 from rag_eval.results.file import case_key, case_results, run_of
 
 MARKER = "<!-- rag-eval-summary -->"
@@ -197,6 +199,9 @@ def _sections(results: Mapping[str, Any]) -> Iterable[_Section]:
     stages = _stages_section(results)
     if stages:
         yield stages
+    blame = summary_line(as_mapping(results.get("run")).get(BLAME_KEY))
+    if blame:  # whose fault the failing judge cases are: the retriever's, the generator's, both
+        yield _Section(["### Judge: whose fault", "", escape(blame)], [], "")
     cases = _index(results)
     base = results.get("baseline")
     if base:

@@ -14,6 +14,7 @@ from rag_eval.dialogue.pooled import RATES_KEY, dialogue_block
 from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
 from rag_eval.errors import RagEvalError
 from rag_eval.gates.result import GateResult
+from rag_eval.judge import blame
 from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults, Verdict
 
@@ -102,6 +103,7 @@ def build_run_results(
         "outcomes": outcome_counts(ordered),
         "usage": usage_totals(ordered),
         "warnings": judge_warnings(ordered),
+        **blame.run_block(ordered),
     }
     if baseline_refused is not None:
         info["baseline_refused"] = baseline_refused

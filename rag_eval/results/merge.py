@@ -23,6 +23,7 @@ from rag_eval.results.build import now_iso
 from rag_eval.results.finalize import Baseline, Concluded, conclude
 from rag_eval.shard import shard_of
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
+from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
 
 # run.* fields every shard of one run shares. time, workers and the paths may differ
 # between CI runners; these may not.
@@ -39,7 +40,7 @@ SAME_RUN_FIELDS: tuple[str, ...] = (
 # run.system fields: what each shard's cases reported about the system under test.
 SAME_SYSTEM_FIELDS: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
 # Recomputed by build_run_results from the merged cases, never copied from a shard.
-DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings")
+DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings", BLAME_KEY)
 FIX = "merge the files of one `pytest --rag-shard I/N` run (same commit, dataset, options and thresholds)"
 
 

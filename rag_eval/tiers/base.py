@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
 
 from rag_eval.dialogue.model import DialogueItem
+from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.golden.model import GoldenItem
 from rag_eval.results.case import CaseResult
 
@@ -107,6 +108,17 @@ def case_options(config: EvalConfig, tier: str) -> dict[str, Any]:
 def floors(config: EvalConfig, tier: str) -> dict[str, float]:
     """The ``[<tier>.case]`` per-case metric floors, e.g. {"faithfulness": 0.5}."""
     return dict(config.thresholds.case_rules(tier).floors) if config.thresholds is not None else {}
+
+
+def limit_problem(key: str, value: float | None, limit: float) -> str | None:
+    """Why ``value`` breaks the ``[<tier>.case]`` limit of ``key``, or None: a floor, or for a
+    lower-is-better key (hallucination, noise sensitivity, unknown_share) a ceiling. An
+    absent value is not judged here (the gate counts what was not measured)."""
+    if value is None:
+        return None
+    if lower_is_better(key):
+        return f"{key} = {value:.3f} > {limit} (per-case threshold, lower is better)" if value > limit else None
+    return f"{key} = {value:.3f} < {limit} (per-case threshold)" if value < limit else None
 
 
 def as_golden(item: Item) -> GoldenItem:

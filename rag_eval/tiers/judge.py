@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from rag_eval.tiers.judge_case import JudgeCaseConfig
-from rag_eval.judge import JUDGE_METRICS
+from rag_eval.judge import JUDGE_METRICS, blame
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, Item, Tier, as_golden, floors
 
@@ -34,13 +34,15 @@ class JudgeTier(Tier):
 
     def terminal_lines(self, cases: Sequence[CaseResult], usage: Mapping[str, Mapping[str, float]]) -> list[str]:
         judge = usage.get(self.name)
-        if not judge:
-            return []
-        return [
-            f"judge: {int(judge.get('calls', 0))} calls ({int(judge.get('cached_calls', 0))} from cache), "
-            f"{int(judge.get('prompt_tokens', 0))} prompt + {int(judge.get('completion_tokens', 0))} completion tokens, "
-            f"${judge.get('cost_usd', 0.0):.4f}"
-        ]
+        lines = []
+        if judge:
+            lines.append(
+                f"judge: {int(judge.get('calls', 0))} calls ({int(judge.get('cached_calls', 0))} from cache), "
+                f"{int(judge.get('prompt_tokens', 0))} prompt + {int(judge.get('completion_tokens', 0))} completion "
+                f"tokens, ${judge.get('cost_usd', 0.0):.4f}"
+            )
+        diagnosis = blame.summary_line(blame.run_block(cases).get(blame.RUN_KEY))
+        return lines + ([diagnosis] if diagnosis else [])
 
     def run(self, session: EvalSession, item: Item) -> CaseResult:
         golden = as_golden(item)

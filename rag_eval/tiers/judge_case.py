@@ -13,14 +13,14 @@ from typing import Any, Mapping
 from rag_eval.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
 from rag_eval.results.case import CaseResult
-
-# Lower is better for these; every other judge metric is higher-is-better in [0, 1].
-JUDGE_LOWER_IS_BETTER = frozenset({"unknown_share"})
+from rag_eval.tiers.base import limit_problem
 
 
 @dataclass(frozen=True)
 class JudgeCaseConfig:
-    """Per-case floors, e.g. {"faithfulness": 0.5}; a case below any floor fails."""
+    """Per-case limits, e.g. {"faithfulness": 0.5}: a case below a floor fails, and for a
+    lower-is-better key (hallucination, the noise sensitivities, unknown_share) a case
+    above it."""
 
     floors: Mapping[str, float] = field(default_factory=dict)
 
@@ -41,6 +41,8 @@ class JudgeDetails:
     judge_mode: str | None = None
     usage: Mapping[str, Any] | None = None
     usage_note: str | None = None
+    blame: tuple[str, ...] | None = None  # one line per claim-level finding, chain order (judge/blame.py)
+    blame_side: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"answer": self.answer}
@@ -49,6 +51,8 @@ class JudgeDetails:
         out.update(judge_model=self.judge_model, engine=self.engine)
         if self.judge is not None:  # a verdict: judge_mode is written even when the engine names none
             out.update(judge=dict(self.judge), judge_calls=self.judge_calls, judge_mode=self.judge_mode)
+        if self.blame is not None:
+            out.update(blame=list(self.blame), blame_side=self.blame_side)
         if self.usage is not None:
             out["usage"] = dict(self.usage)
         if self.usage_note is not None:
@@ -60,6 +64,7 @@ class JudgeDetails:
         return cls(
             str(d["judge_model"]), str(d["engine"]), str(d.get("answer", "")), d.get("generator"), d.get("judge"),
             d.get("judge_calls"), d.get("judge_mode"), d.get("usage"), d.get("usage_note"),
+            tuple(d["blame"]) if d.get("blame") is not None else None, d.get("blame_side"),
         )
 
 
@@ -72,10 +77,10 @@ def judge_case(
     duration: float = 0.0,
 ) -> CaseResult:
     problems = []
-    for key, floor in config.floors.items():
-        value = metrics.get(key)
-        if value is not None and value < floor:
-            problems.append(f"{key} = {value:.3f} < {floor} (per-case threshold)")
+    for key, limit in config.floors.items():
+        problem = limit_problem(key, metrics.get(key), limit)
+        if problem:
+            problems.append(problem)
     return CaseResult(
         id=item.id,
         tier="judge",

@@ -13,6 +13,7 @@ from rag_eval.metrics.retrieval import to_doc_ranking
 from rag_eval.records import AnswerRecord, RetrievalRecord, StageResult
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec
+from rag_eval.tiers.base import limit_problem
 
 # "no_vector_hit" is the name this mode had when rag_app's vector stage was the only one.
 NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_threshold_hit", "no_vector_hit", "empty_context")
@@ -152,10 +153,10 @@ def evaluate_retrieval(
     problems: list[str] = []
     if not reached:
         problems.append(f"gold evidence did not reach {require}: " + narrate(ranks, stages, spec, require))
-    for m, floor in config.case_min.items():
-        value = metrics.get(m)
-        if value is not None and value < floor:
-            problems.append(f"{m} = {value:.3f} < {floor} (per-case threshold)")
+    for m, limit in config.case_min.items():
+        problem = limit_problem(m, metrics.get(m), limit)
+        if problem:
+            problems.append(problem)
             failed_stage = failed_stage or loss_stage(ranks, spec) or UNATTRIBUTED_LOSS
     return CaseResult(
         outcome="fail" if problems else "pass",

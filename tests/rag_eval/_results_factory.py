@@ -225,8 +225,10 @@ def _judge(i: int, fate: str, item: Mapping[str, Any], answer: str) -> CaseResul
                           details={**base, "usage": {**usage, "calls": 2, "errors": 1}}, **common)  # type: ignore[arg-type]
     if fate == "judge_skip":
         return CaseResult(outcome="skip", message="not run: judge budget of $0.01 reached", details=base, **common)  # type: ignore[arg-type]
-    claims = [{"claim": "顶点可由配方求得", "verdict": "yes", "reason": "context [1] says so"},
-              {"claim": answer[:40], "verdict": "no" if fate in ("generation", "xss") else "yes", "reason": f"reason with {XSS}"}]
+    wrong = fate in ("generation", "xss")
+    claims = [{"claim": "顶点可由配方求得", "verdict": "yes", "chunks": [1], "reference": "yes", "reason": "context [1] says so"},
+              {"claim": answer[:40], "verdict": "no" if wrong else "yes", "chunks": [] if wrong else [1],
+               "reference": "no" if wrong else "yes", "reason": f"reason with {XSS}"}]
     faith = sum(c["verdict"] == "yes" for c in claims) / len(claims)
     judge = {
         "claims": claims,
@@ -238,10 +240,14 @@ def _judge(i: int, fate: str, item: Mapping[str, Any], answer: str) -> CaseResul
     }
     metrics = {"faithfulness": faith, "coverage": 1.0 if faith == 1 else 0.0, "relevance": 1.0, "citation_faithfulness": 1.0}
     outcome = "pass" if faith >= 0.8 else "fail"
+    judge["diagnosis"] = {"unknown_claims": 0, "unknown_facts": 0, "inconsistent": 0, "context_chunks": 1}
+    blame = [] if faith == 1 else ["generator: key fact 1 is in chunk [1] but not in the answer",
+                                   f'hallucination: claim "{answer[:40]}" is in no chunk and not in the reference']
     return CaseResult(outcome=outcome, failed_stage=None if outcome == "pass" else "judge",  # type: ignore[arg-type]
                       message="" if outcome == "pass" else f"faithfulness = {faith:.3f} < 0.8 (per-case threshold)",
                       metrics=metrics, duration=0.2,
-                      details={**base, "judge": judge, "judge_calls": 1, "judge_mode": "json_schema", "usage": usage}, **common)
+                      details={**base, "judge": judge, "judge_calls": 1, "judge_mode": "json_schema", "usage": usage,
+                               "blame": blame, "blame_side": "generator" if blame else None}, **common)
 
 
 def _passk(i: int, fate: str, item: Mapping[str, Any], det: CaseResult) -> CaseResult:

@@ -415,6 +415,14 @@ def test_judge_tier_gates_and_floors(tmp_path: Path) -> None:
     assert "unknown metric 'faithfulnes'" in error_of(tmp_path, "[judge]\nfaithfulnes = 0.8\n")
 
 
+def test_a_lower_is_better_per_case_limit_is_a_ceiling(tmp_path: Path) -> None:
+    t = load_thresholds(write(tmp_path, "[judge.case]\nhallucination = { max = 0.2 }\ncoverage = 0.5\n"))
+    assert dict(t.case_rules("judge").floors) == {"hallucination": 0.2, "coverage": 0.5}
+    message = error_of(tmp_path, "[judge.case]\nnoise_sensitivity_relevant = 0.2\n")
+    assert "lower is better, so the per-case limit is a ceiling; write noise_sensitivity_relevant = { max = x }" in message
+    assert "per-case thresholds are floors; use min" in error_of(tmp_path, "[judge.case]\ncoverage = { max = 0.5 }\n")
+
+
 def test_metric_names_are_base_names_of_gates_and_floors(tmp_path: Path) -> None:
     t = load_thresholds(
         write(

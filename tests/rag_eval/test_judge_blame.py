@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from rag_eval.golden.model import EvidenceRef, KeyFact
-from rag_eval.judge.blame import FactTrail, Finding, fact_trails, findings, shares, side_of
+from rag_eval.judge.blame import (RUN_KEY, FactTrail, Finding, fact_trails, findings, run_block, shares, side_of,
+                                   summary_line)
 from rag_eval.llm.cached import CachedChatClient
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.records import Chunk, Hit, StageResult, Trace
+from rag_eval.results.case import CaseResult, Outcome
 from tests.support.llm_client import judge_llm
 from tests.support.openai_server import ScriptedOpenAIServer, reply
 
@@ -148,3 +150,32 @@ def test_shares_split_the_failing_cases_by_side() -> None:
     assert out["counts"] == {"retriever": 1, "generator": 2, "both": 1, "unexplained": 1}
     assert out["shares"] == {"retriever": 1 / 5, "generator": 2 / 5, "both": 1 / 5, "unexplained": 1 / 5}
     assert shares([]) == {"failing": 0, "counts": {"retriever": 0, "generator": 0, "both": 0, "unexplained": 0}}
+
+
+def _judged(cid: str, outcome: Outcome, side: str | None, verdict: dict[str, Any]) -> CaseResult:
+    return CaseResult(id=cid, tier="judge", outcome=outcome,
+                      details={"blame": [], "blame_side": side, "judge": verdict})
+
+
+def test_the_run_block_splits_failing_cases_and_counts_second_calls_and_unknowns() -> None:
+    diag = {"unknown_claims": 2, "unknown_facts": 1, "inconsistent": 0, "context_chunks": 3}
+    cases = [_judged("a", "fail", "retriever", {"diagnosis": diag}),
+             _judged("b", "fail", None, {"diagnosis": diag, "claims_second_call": 0}),
+             _judged("c", "pass", None, {"claims_second_call": 4}),
+             CaseResult(id="d", tier="judge", outcome="fail", details={"judge": {}}),  # deepeval: not diagnosed
+             CaseResult(id="a", tier="retrieval", outcome="fail")]
+    block = run_block(cases)[RUN_KEY]
+    assert block == {"diagnosed": 3, "failing": 2, "second_calls": 2, "unknown_claims": 4, "unknown_facts": 2,
+                     "counts": {"retriever": 1, "generator": 0, "both": 0, "unexplained": 1},
+                     "shares": {"retriever": 0.5, "generator": 0.0, "both": 0.0, "unexplained": 0.5}}
+    assert summary_line(block) == ("judge blame: 2 failing of 3 diagnosed — retriever 1 (50%), generator 0 (0%), "
+                                   "both 0 (0%), unexplained 1 (50%); 2 second calls for claims; "
+                                   "4 claims and 2 key facts undecided")
+
+
+def test_without_a_failing_case_shares_are_absent_and_without_diagnosis_there_is_no_block() -> None:
+    block = run_block([_judged("a", "pass", None, {})])[RUN_KEY]
+    assert "shares" not in block and block["failing"] == 0
+    assert summary_line(block) == "judge blame: 0 failing of 1 diagnosed; 0 second calls for claims"
+    assert run_block([CaseResult(id="a", tier="judge", outcome="fail")]) == {}
+    assert summary_line(None) == ""

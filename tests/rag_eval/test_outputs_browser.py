@@ -160,6 +160,23 @@ def test_a_script_question_is_shown_as_text(page: Any, red_run: tuple[dict[str, 
     assert page.locator("script").count() == 3
 
 
+def test_a_failing_judge_case_lists_its_blame_as_text(page: Any, red_run: tuple[dict[str, Any], Path]) -> None:
+    results, path = red_run
+    page.goto(path.as_uri())
+    assert page.locator("#judge-blame").inner_text().startswith("judge blame: ")
+    page.select_option("#f-tier", "judge")
+    page.fill("#f-search", "alert(1)")
+    page.locator("#case-table tr.case", has_text=ID_XSS).click()
+    detail = page.locator("#case-table tr.detail").first
+    detail.wait_for()
+    lines = detail.locator("ul.blame li").all_inner_texts()
+    case = next(c for c in results["cases"] if c["id"] == ID_XSS and c["tier"] == "judge")
+    assert lines == case["details"]["blame"] and XSS in lines[1]  # chain order, model text as text
+    assert "Whose fault (generator)" in detail.inner_text()
+    assert detail.locator("th", has_text="reference").count() == 1  # the claim-level columns
+    assert page.locator("script").count() == 3
+
+
 def test_a_stage_count_filters_by_earliest_stage(page: Any, red_run: tuple[dict[str, Any], Path]) -> None:
     results, path = red_run
     page.goto(path.as_uri())

@@ -21,6 +21,7 @@ from rag_eval.cli import main
 from rag_eval.gates.gate import evaluate_gates, verdict
 from rag_eval.results.merge import MergeError, merge, merge_results, read_shards
 from rag_eval.results.case import CaseResult
+from rag_eval.judge.blame import run_block
 from rag_eval.results.build import build_results
 from rag_eval.shard import shard_of
 from rag_eval.gates.thresholds import load_thresholds
@@ -513,3 +514,20 @@ def test_a_full_disk_is_a_clean_error_and_leaves_no_temporary_file(
         "or write them elsewhere (--rag-results PATH; merge: --out PATH)\n"
     )
     assert list(out.parent.iterdir()) == []  # no merged.json, no merged.json.tmpPID
+
+
+def test_the_judge_blame_of_a_merge_is_recomputed_over_every_shard(thresholds: Path) -> None:
+    shards = shard_files(thresholds, 2)
+    for shard, side in zip(shards, ("retriever", "generator")):
+        cid = shard["cases"][0]["id"]
+        diagnosis = {"unknown_claims": 1, "unknown_facts": 0, "inconsistent": 0, "context_chunks": 2}
+        judged = CaseResult(cid, "judge", "fail", failed_stage="judge", message="coverage = 0.000 < 1.0",
+                            details={"judge_model": "m", "engine": "native", "judge": {"diagnosis": diagnosis},
+                                     "judge_calls": 1, "blame": [f"{side}: …"], "blame_side": side})
+        shard["cases"] = sorted([*shard["cases"], judged.to_dict()], key=lambda c: (c["tier"], c["id"]))
+        shard["run"].update(run_block([judged]))
+        assert shard["run"]["judge_blame"]["failing"] == 1
+    merged = merge_results(shards, NAMES[:2])
+    block = merged["run"]["judge_blame"]
+    assert block["failing"] == 2 and block["unknown_claims"] == 2
+    assert block["counts"] == {"retriever": 1, "generator": 1, "both": 0, "unexplained": 0}
