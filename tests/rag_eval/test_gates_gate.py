@@ -230,19 +230,21 @@ def test_line_of_a_failing_gate() -> None:
     cases = measured({"a": 1.0, "b": 0.0, "c": 0.25}) + [case("d", "error")]
     r = evaluate_gate(gate("recall@5", threshold=0.8), cases)
     # (1.0 + 0.0 + 0.25 + 0 for the error) / 4 = 0.3125
-    assert r.line() == "FAIL retrieval.recall@5 = 0.3125 (need >= 0.8; n=4, incl. 1 error counted as 0)  worst: d, b, c"
+    assert r.line() == (
+        "FAIL retrieval.recall@5 = 0.3125 [0.00, 0.75] (need >= 0.8; n=4, incl. 1 error counted as 0)  worst: d, b, c")
 
 
 def test_line_of_a_passing_gate_has_no_worst_list() -> None:
     r = evaluate_gate(gate("error_rate", "max", 0.0), [case("a"), case("b", "fail")])
-    assert r.line() == "PASS retrieval.error_rate = 0.0000 (need <= 0; n=2)"
+    # 0 of 2: the Wilson interval still reaches 0.66 (two cases say little)
+    assert r.line() == "PASS retrieval.error_rate = 0.0000 [0.00, 0.66] (need <= 0; n=2)"
 
 
 def test_line_with_reason_and_tags() -> None:
     g = gate("pass_rate", threshold=1.0, min_cases=5, tier="deterministic", tags={"scenario": "negative"})
     r = evaluate_gate(g, [case("n1", "fail", tier="deterministic", tags={"scenario": "negative"})])
     assert r.line() == (
-        "FAIL deterministic.pass_rate [scenario=negative] = 0.0000 (need >= 1; n=1)"
+        "FAIL deterministic.pass_rate [scenario=negative] = 0.0000 [0.00, 0.79] (need >= 1; n=1)"
         " (only 1 cases, the gate needs at least 5)  worst: n1"
     )
     none = evaluate_gate(gate("mrr"), [])
@@ -269,6 +271,12 @@ def test_to_dict_is_json_primitives() -> None:
         "passed": False,
         "reason": "no cases measured: a gate over 0 cases fails",
         "worst_cases": [],
+        "confidence": 0.95,
+        "ci_note": "n=0: no case measured it",
+        "ci_method": "bootstrap",
+        "decide": "estimate",
+        "decision": "no estimate (n=0: no case measured it): nothing to compare with 0.80 → fail",
+        "mde_note": "n=0: a detectable drop needs at least 2 units",
     }
     assert isinstance(r, GateResult)
 
@@ -382,8 +390,8 @@ def test_a_file_that_gates_only_judge_cannot_turn_a_tier_that_errored_throughout
 
     results = run_gates(ONLY_JUDGE, cases)
 
-    builtin = [r for r in results if r.gate.tier == "deterministic"]
-    assert [(r.gate.metric, r.gate.op, r.gate.threshold) for r in builtin] == [("error_rate", "max", 0.0)]
+    builtin = [r for r in results if r.tier == "deterministic"]
+    assert [(r.key, r.op, r.threshold) for r in builtin] == [("error_rate", "max", 0.0)]
     assert (builtin[0].value, builtin[0].n, builtin[0].errors, builtin[0].passed) == (1.0, 4, 4, False)
     assert 'ungated = "pass"' in builtin[0].reason and "built-in" in builtin[0].line()
     assert not verdict(results)
@@ -391,28 +399,28 @@ def test_a_file_that_gates_only_judge_cannot_turn_a_tier_that_errored_throughout
 
 def test_a_tier_with_a_gate_of_its_own_gets_no_built_in_error_gate() -> None:
     cases = [case("j1", "error", tier="judge"), case("j2", tier="judge", metrics={"faithfulness": 1.0})]
-    assert [r.gate.label for r in run_gates(ONLY_JUDGE, cases)] == ["judge.faithfulness"]
+    assert [r.metric for r in run_gates(ONLY_JUDGE, cases)] == ["judge.faithfulness"]
 
 
 def test_a_tier_gated_only_per_tag_still_gets_the_built_in_error_gate() -> None:
     tagged = parse_thresholds({"tag": {"scenario=negative": {"retrieval": {"pass_rate": 0.0}}}}, "t.toml")
     cases = [case("a", "error"), case("b", tags={"scenario": "negative"})]
-    labels = {r.gate.label: r.passed for r in run_gates(tagged, cases)}
+    labels = {r.metric: r.passed for r in run_gates(tagged, cases)}
     assert labels == {"retrieval.pass_rate [scenario=negative]": True, "retrieval.error_rate": False}
 
 
 def test_ungated_pass_opts_out_and_a_clean_ungated_tier_passes() -> None:
     erroring = [case("d1", "error", tier="deterministic"), case("j1", tier="judge", metrics={"faithfulness": 1.0})]
     opted_out = parse_thresholds({"defaults": {"ungated": "pass"}, "judge": {"faithfulness": 0.5}}, "t.toml")
-    assert [r.gate.label for r in run_gates(opted_out, erroring)] == ["judge.faithfulness"]
+    assert [r.metric for r in run_gates(opted_out, erroring)] == ["judge.faithfulness"]
     clean = [case("d1", tier="deterministic"), case("j1", tier="judge", metrics={"faithfulness": 1.0})]
     results = run_gates(ONLY_JUDGE, clean)
-    assert verdict(results) and {r.gate.label for r in results} == {"judge.faithfulness", "deterministic.error_rate"}
+    assert verdict(results) and {r.metric for r in results} == {"judge.faithfulness", "deterministic.error_rate"}
 
 
 def test_a_tier_whose_cases_all_skipped_gets_cases_run_not_an_error_gate() -> None:
     results = run_gates(ONLY_JUDGE, [case("d1", "skip", tier="deterministic")])
-    assert [(r.gate.label, r.passed) for r in results] == [("deterministic.cases_run", False)]
+    assert [(r.metric, r.passed) for r in results] == [("deterministic.cases_run", False)]
 
 
 # --------------------------------------------------------------------------- terminal (issue 26.11)
