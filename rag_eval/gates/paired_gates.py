@@ -45,7 +45,11 @@ def per_case(results: Mapping[str, Any], metric: str) -> dict[str, float]:
             continue
         rates = (c.get("details") or {}).get(RATES_KEY) or {}
         entry = rates.get(key) if isinstance(rates, Mapping) else None
-        if c["outcome"] == "error" and errors_for(key, [CaseResult.from_dict(c)]):
+        if key in ("pass_rate", "error_rate"):  # a case's own share: 1 or 0 (as aggregate.metric_value)
+            if key == "error_rate" or not (c.get("details") or {}).get("measured_only"):
+                hit = c["outcome"] == ("pass" if key == "pass_rate" else "error")
+                out[case_key(c)] = 1.0 if hit else 0.0
+        elif c["outcome"] == "error" and errors_for(key, [CaseResult.from_dict(c)]):
             out[case_key(c)] = worst_value(key)
         elif key in (c.get("metrics") or {}):
             out[case_key(c)] = float(c["metrics"][key])
@@ -87,7 +91,7 @@ def drop_evidence(current: Mapping[str, Any], baseline: Mapping[str, Any], metri
     if est.low is not None and est.high is not None:
         out["diff_ci"] = [est.low, est.high]
     if alpha is not None:
-        out.update(test=test.method.replace("_", "-"), p_value=test.p_value, alpha=alpha)
+        out.update(test="sign-flip" if test.method == "sign_flip" else "paired-bootstrap", p_value=test.p_value, alpha=alpha)
     sd = est.se * math.sqrt(est.n) if est.se is not None else None
     seen: Detectable | str = mde_paired_continuous(est.n, sd, alpha or DEFAULT_ALPHA) if sd and est.n >= 2 else (
         f"{est.reason or 'no paired cases'}: the detectable drop is unknown")

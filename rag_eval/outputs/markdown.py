@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from rag_eval.results.baseline import tier_notes
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import row_pulling_down
+from rag_eval.outputs.fmt import interval_words
 from rag_eval.results.file import case_key, case_results, run_of
 
 MARKER = "<!-- rag-eval-summary -->"
@@ -267,13 +268,8 @@ def _n(g: Mapping[str, Any]) -> str:
 
 def _interval(g: Mapping[str, Any]) -> str:
     """`` [0.70, 0.85]`` for a tier gate; a regression gate's paired drop with its interval."""
-    ci = g.get("ci")
-    if ci:
-        return f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-    diff, dci = g.get("diff"), g.get("diff_ci")
-    if diff is None:
-        return ""
-    return f" (drop {diff:.3f}" + (f" [{dci[0]:.3f}, {dci[1]:.3f}]" if dci else "") + ")"
+    words = interval_words(g)
+    return "" if not words else f" {words}" if g.get("ci") else f" ({words})"
 
 
 def _result(g: Mapping[str, Any]) -> str:

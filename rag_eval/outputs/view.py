@@ -27,7 +27,7 @@ from rag_eval.gates.gate import row_pulling_down
 from rag_eval.gates.result import GateResult
 from rag_eval.results.baseline import tier_notes
 from rag_eval.dialogue import pooled as dialogue_rates
-from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
+from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, interval_words, truncate
 from rag_eval.outputs.header import Header, build_header
 from rag_eval.outputs.stages import (
     stage_levels,
@@ -79,14 +79,7 @@ class GateRow:
     def interval_text(self) -> str:
         """``[0.70, 0.85]`` at the run's confidence, a regression gate's paired drop
         ``drop 0.031 [0.010, 0.052]``, or empty when there is none."""
-        e = self.gate.evidence
-        ci = e.get("ci")
-        if ci:
-            return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
-        diff, dci = e.get("diff"), e.get("diff_ci")
-        if diff is None:
-            return ""
-        return f"drop {diff:.3f}" + (f" [{dci[0]:.3f}, {dci[1]:.3f}]" if dci else "")
+        return interval_words(self.gate.evidence)
 
     @property
     def statistics_text(self) -> str:
