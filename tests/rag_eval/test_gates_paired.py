@@ -192,3 +192,13 @@ def test_power_answers_how_many_items_are_needed(tmp_path: Path, capsys: pytest.
     assert "'nope' is not in this results file" in capsys.readouterr().err
     with pytest.raises(PowerError, match="--drop 3 must be a drop between 0 and 1"):
         power_answer(doc, "mrr", 3)
+
+
+def test_a_version_2_file_is_refused_with_the_migration_message() -> None:
+    from rag_eval.results.file import ResultsVersionError, check_version
+
+    with pytest.raises(ResultsVersionError) as info:
+        check_version(2, "main.json")
+    message = str(info.value)
+    assert message.startswith("main.json: results file version 2, this rag_eval reads version 3")
+    assert "every metric its interval" in message and "refused as a baseline too" in message
