@@ -59,7 +59,9 @@ def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env:
     assert judge_env.calls("chat") == N_POS  # one call per case for every judge metric
     results = sandbox.results()
     # 2 claims, both "yes": faithfulness 2 / (2 + 0) = 1.0 on every case
-    assert results["metrics_n"]["judge.faithfulness"] == {"value": 1.0, "n": N_POS, "errors": 0}
+    faithfulness = results["metrics_n"]["judge.faithfulness"]
+    assert {k: faithfulness[k] for k in ("value", "n", "errors")} == {"value": 1.0, "n": N_POS, "errors": 0}
+    assert faithfulness["ci_method"] == "wilson" and faithfulness["ci"][1] == 1.0  # every score 1: a proportion
     assert results["metrics"]["judge.relevance"] == 1.0
     assert results["run"]["usage"]["judge"]["calls"] == N_POS
     assert results["run"]["usage"]["judge"]["prompt_tokens"] == 800 * N_POS
