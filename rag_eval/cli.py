@@ -1,6 +1,6 @@
 """``python -m rag_eval``: validate a golden set, print its coverage, show its corpus hash,
 merge the results files of a sharded run, re-render a results file's summary or report,
-sample judged cases for human labels."""
+sample judged cases for human labels, say how many items a gate needs to see a drop."""
 
 from __future__ import annotations
 
@@ -69,7 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_sam.add_argument("--stratify", default=None, metavar="tag:KEY|verdict", help="sample each tag value or judge verdict in proportion")
     p_sam.add_argument("--metric", action="append", default=[], metavar="KEY", help="label only this metric (repeatable)")
     p_sam.add_argument("--out", default="reports/labelling", metavar="DIR", help="where the sheet and page go")
+    p_pow = sub.add_parser("power", help="how many golden items a gate needs to see a drop (from a results file)")
+    p_pow.add_argument("results", help="a results file (reports/eval-results.json)")
+    p_pow.add_argument("--metric", required=True, help="a metrics key, e.g. recall@5 or retrieval.recall@5")
+    p_pow.add_argument("--drop", type=float, required=True, help="the drop to see, e.g. 0.03 for 3 points")
+    p_pow.add_argument("--alpha", type=float, default=0.05, help="one-sided significance level (default 0.05)")
+    p_pow.add_argument("--power", type=float, default=0.8, help="the power wanted (default 0.8)")
     args = parser.parse_args(argv)
+    if args.command == "power":
+        return _power(args)
     if args.command == "sample":
         return _sample(args)
     if args.command == "merge":
@@ -194,6 +202,20 @@ def _render(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else path.with_suffix(".html")
     write_html(out, results)
     print(f"report: {out}")
+    return 0
+
+
+def _power(args: argparse.Namespace) -> int:
+    """Print the items needed for ``--drop`` on ``--metric`` and the drop the run can see now."""
+    from rag_eval.gates.power_report import PowerError, power_answer
+    from rag_eval.results.file import ResultsFileError, load_results
+
+    try:
+        answer = power_answer(load_results(Path(args.results)), args.metric, args.drop, args.alpha, args.power)
+    except (ResultsFileError, PowerError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(answer.lines()))
     return 0
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Sequence
 
 from rag_eval.dialogue import pooled as dialogue_rates
+from rag_eval.gates import uncertainty
+from rag_eval.stats.interval import Interval
 from rag_eval.metrics.claims import LOWER_IS_BETTER as CLAIM_LOWER_IS_BETTER
 from rag_eval.results.case import CaseResult
 
@@ -23,12 +26,23 @@ class MetricValue:
     errors: int = 0
     numerator: float | None = None
     denominator: int | None = None
+    # its estimate is ``value``; None: not computed. Not part of equality: a MetricValue is its
+    # value, n and errors; the interval is derived from the same cases (to_dict carries it).
+    interval: Interval | None = dataclasses.field(default=None, compare=False)
 
-    def to_dict(self) -> dict[str, float | int | None]:
-        out: dict[str, float | int | None] = {"value": self.value, "n": self.n, "errors": self.errors}
+    def to_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"value": self.value, "n": self.n, "errors": self.errors}
         if self.denominator is not None:
             out.update(numerator=self.numerator, denominator=self.denominator)
+        out.update(uncertainty.interval_fields(self.interval))
         return out
+
+
+def metric_value(cases: Sequence[CaseResult], key: str, confidence: float = uncertainty.DEFAULT_CONFIDENCE) -> MetricValue:
+    """The value of one metric key over already-selected cases of one tier, with its
+    interval at ``confidence`` (``rag_eval.gates.uncertainty``)."""
+    mv, interval = _value_and_interval(cases, key, confidence)
+    return dataclasses.replace(mv, interval=dataclasses.replace(interval, estimate=mv.value))
 
 
 def select(cases: Iterable[CaseResult], tier: str, tags: Mapping[str, str] | None = None) -> list[CaseResult]:
@@ -43,33 +57,40 @@ def select(cases: Iterable[CaseResult], tier: str, tags: Mapping[str, str] | Non
     return out
 
 
-def metric_value(cases: Sequence[CaseResult], key: str) -> MetricValue:
-    """The value of one metric key over already-selected cases of one tier."""
+def _value_and_interval(cases: Sequence[CaseResult], key: str, confidence: float) -> tuple[MetricValue, Interval]:
     errors = sum(1 for c in cases if c.outcome == "error")
     if key == "pass_rate":
         # A case the tier only measured (a retrieval negative under negative = "measure")
         # was never judged: it is neither a pass nor a fail (see measured_count).
         judged = [c for c in cases if not is_measured_only(c)]
-        return _rate(judged, lambda c: c.outcome == "pass", errors)
-    if key == "measured_count":
-        return MetricValue(float(sum(1 for c in cases if is_measured_only(c))), len(cases), errors)
+        return _rate(judged, lambda c: c.outcome == "pass", errors, confidence)
     if key == "error_rate":
-        return _rate(cases, lambda c: c.outcome == "error", errors)
-    if key == "flaky_count":  # repeated trials: how many cases were flaky (0 < c < n)
-        flags = [c.metrics["flaky"] for c in cases if "flaky" in c.metrics]
-        return MetricValue(float(sum(flags)), len(flags), errors)
-    if key == "fail_count":
-        return MetricValue(float(sum(1 for c in cases if c.outcome != "pass")), len(cases), errors)
+        return _rate(cases, lambda c: c.outcome == "error", errors, confidence)
+    if key in uncertainty.COUNT_KEYS:
+        mv = _count(cases, key, errors)
+        return mv, uncertainty.count_interval(mv.value, mv.n, confidence)
     if dialogue_rates.is_rate(key) and all(c.tier == dialogue_rates.TIER for c in cases):
         rate = dialogue_rates.pooled(cases, key)
-        return MetricValue(rate.value, rate.n, rate.errors, rate.numerator, rate.denominator)
+        mv = MetricValue(rate.value, rate.n, rate.errors, rate.numerator, rate.denominator)
+        return mv, uncertainty.of_dialogue_rate(cases, key, confidence)
     values = [float(c.metrics[key]) for c in cases if key in c.metrics]
     # Errors are never dropped from a denominator (dropping them makes scores rise as
     # things break): each error case that would have measured the metric counts as its
     # worst value.
     failed = errors_for(key, cases)
     values += [worst_value(key)] * failed
-    return MetricValue(sum(values) / len(values) if values else None, len(values), failed)
+    mv = MetricValue(sum(values) / len(values) if values else None, len(values), failed)
+    scoped = [c for c in cases if c.outcome != "error" or errors_for(key, [c])]
+    return mv, uncertainty.of_values(uncertainty.per_case_values(scoped, key, worst_value(key), failed), confidence)
+
+
+def _count(cases: Sequence[CaseResult], key: str, errors: int) -> MetricValue:
+    if key == "measured_count":
+        return MetricValue(float(sum(1 for c in cases if is_measured_only(c))), len(cases), errors)
+    if key == "flaky_count":  # repeated trials: how many cases were flaky (0 < c < n)
+        flags = [c.metrics["flaky"] for c in cases if "flaky" in c.metrics]
+        return MetricValue(float(sum(flags)), len(flags), errors)
+    return MetricValue(float(sum(1 for c in cases if c.outcome != "pass")), len(cases), errors)
 
 
 LOWER_IS_BETTER = frozenset(
@@ -101,31 +122,33 @@ def errors_for(key: str, cases: Sequence[CaseResult]) -> int:
     return sum(1 for c in cases if c.outcome == "error" and (c.tier != "retrieval" or c.negative == wants_negative))
 
 
-def _rate(cases: Sequence[CaseResult], pred: Callable[[CaseResult], bool], errors: int) -> MetricValue:
+def _rate(cases: Sequence[CaseResult], pred: Callable[[CaseResult], bool], errors: int,
+          confidence: float) -> tuple[MetricValue, Interval]:
     n = len(cases)
     hits = sum(1 for c in cases if pred(c))
-    return MetricValue(hits / n if n else None, n, errors)
+    return MetricValue(hits / n if n else None, n, errors), uncertainty.proportion(hits, n, confidence)
 
 
-def aggregate_tier(cases: Sequence[CaseResult], tier: str) -> dict[str, MetricValue]:
+def aggregate_tier(cases: Sequence[CaseResult], tier: str,
+                   confidence: float = uncertainty.DEFAULT_CONFIDENCE) -> dict[str, MetricValue]:
     """Every metric any case of the tier measured, plus pass and error rates."""
     scoped = select(cases, tier)
     keys = sorted({k for c in scoped for k in c.metrics})
     if tier == dialogue_rates.TIER:  # pooled over the dialogues, not averaged per case
         keys += dialogue_rates.names_in(scoped)
-    out = {f"{tier}.{k}": metric_value(scoped, k) for k in keys}
-    out[f"{tier}.pass_rate"] = metric_value(scoped, "pass_rate")
+    out = {f"{tier}.{k}": metric_value(scoped, k, confidence) for k in keys}
+    out[f"{tier}.pass_rate"] = metric_value(scoped, "pass_rate", confidence)
     if any(is_measured_only(c) for c in scoped):
-        out[f"{tier}.measured_count"] = metric_value(scoped, "measured_count")
-    out[f"{tier}.error_rate"] = metric_value(scoped, "error_rate")
+        out[f"{tier}.measured_count"] = metric_value(scoped, "measured_count", confidence)
+    out[f"{tier}.error_rate"] = metric_value(scoped, "error_rate", confidence)
     return out
 
 
-def aggregate_all(cases: Sequence[CaseResult]) -> dict[str, MetricValue]:
+def aggregate_all(cases: Sequence[CaseResult], confidence: float = uncertainty.DEFAULT_CONFIDENCE) -> dict[str, MetricValue]:
     tiers = sorted({c.tier for c in cases})
     out: dict[str, MetricValue] = {}
     for t in tiers:
-        out.update(aggregate_tier(cases, t))
+        out.update(aggregate_tier(cases, t, confidence))
     return out
 
 

@@ -6,6 +6,8 @@ import dataclasses
 from typing import Any, Mapping, Protocol, Sequence
 
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
+from rag_eval.gates.evidence import tier_evidence
+from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.escape import terminal
 from rag_eval.results.case import CaseResult
@@ -50,7 +52,8 @@ def run_gates(
     if thresholds is None:
         gates = [evaluate_gate(g, cases) for g in builtin_error_gates(None, ran)]
     else:
-        builtin = [_said_builtin(evaluate_gate(g, cases)) for g in builtin_error_gates(thresholds, ran)]
+        level = thresholds.confidence
+        builtin = [_said_builtin(evaluate_gate(g, cases, confidence=level)) for g in builtin_error_gates(thresholds, ran)]
         gates = evaluate_gates(thresholds, cases, ran, labels) + builtin
     return gates + unmeasured_gates(thresholds, cases)
 
@@ -99,31 +102,35 @@ def evaluate_gates(
     thresholds: Thresholds, cases: Sequence[CaseResult], active_tiers: set[str], labels: LabelEstimates | None = None
 ) -> list[GateResult]:
     """Gates of tiers that ran. A gate over fewer than ``min_cases`` cases fails."""
-    return [evaluate_gate(g, cases, labels) for g in thresholds.gates if g.tier in active_tiers]
+    return [evaluate_gate(g, cases, labels, thresholds.confidence) for g in thresholds.gates if g.tier in active_tiers]
 
 
-def evaluate_gate(gate: Gate, cases: Sequence[CaseResult], labels: LabelEstimates | None = None) -> GateResult:
-    """One gate over the cases in its scope.
+def evaluate_gate(
+    gate: Gate, cases: Sequence[CaseResult], labels: LabelEstimates | None = None, confidence: float = DEFAULT_CONFIDENCE
+) -> GateResult:
+    """One gate over the cases in its scope, decided by its rule (``gate.decide``).
 
     The value is ``aggregate.metric_value``'s, the same number the results file shows:
     errors count as the metric's worst value, rate gates count them in their ``n``.
-    A gate with ``estimate = "labels" | "ppi"`` takes that estimate of the human-labels
-    report instead; without labels (or without a value) it fails, saying why.
+    The interval is at ``confidence``; a gate over fewer than ``min_cases`` fails
+    whatever its interval. A gate with ``estimate = "labels" | "ppi"`` takes that
+    estimate of the human-labels report instead; without labels (or without a value) it
+    fails, saying why.
     """
     scoped = select(cases, gate.tier, gate.tags)
     worst = _worst(gate, scoped)
     if gate.estimate != "judge":
         return _corrected_gate(gate, labels, worst)
-    mv = metric_value(scoped, gate.metric)
+    mv = metric_value(scoped, gate.metric, confidence)
     value, n, errors = mv.value, mv.n, mv.errors
     ratio = (mv.numerator, mv.denominator)
+    ok, evidence = tier_evidence(gate, mv, confidence)
     if value is None or n == 0:
-        return GateResult.of(gate, None, n, errors, False, unmeasured_reason(gate, scoped), worst, *ratio)
+        return GateResult.of(gate, None, n, errors, False, unmeasured_reason(gate, scoped), worst, *ratio, evidence)
     if n < gate.min_cases:
         return GateResult.of(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst,
-                          *ratio)
-    ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
-    return GateResult.of(gate, value, n, errors, ok, "", worst, *ratio)
+                          *ratio, evidence)
+    return GateResult.of(gate, value, n, errors, ok, "", worst, *ratio, evidence)
 
 
 def _corrected_gate(gate: Gate, labels: LabelEstimates | None, worst: tuple[str, ...]) -> GateResult:

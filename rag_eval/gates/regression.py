@@ -4,18 +4,23 @@ Fixed floors let quality slide down to the floor one pull request at a time; the
 gates fail a change that makes things worse than the baseline, even above the floor:
 a case that passed there must not fail here (``no_new_failures``), and a metric may
 fall at most ``max_drop`` below the baseline's value. Without a baseline they are not
-evaluated (an empty list); the caller says so.
+evaluated (an empty list); the caller says so. With an ``alpha`` a gate fails only on a
+change that is significant by a paired test over the cases on both sides
+(``paired_gates``), Holm–Bonferroni-adjusted over every such gate of the run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Mapping
 
+from rag_eval.gates import paired_gates
 from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.results.baseline import case_transitions, metric_of
 from rag_eval.results.file import case_key
 from rag_eval.gates.result import NO_NEW_FAILURES, REGRESSION_TIER as TIER, GateResult
 from rag_eval.gates.thresholds import MaxDrop, Thresholds
+from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
 
 # Means of the same cases can differ in the last bits (sum order); a drop of 1e-12 is
 # no regression, and ``max_drop = 0.0`` must not flap on it.
@@ -37,14 +42,20 @@ def evaluate_regression(
         return []
     out: list[GateResult] = []
     if rules.no_new_failures:
-        out.append(no_new_failures(current_results, baseline))
+        out.append(no_new_failures(current_results, baseline, rules.no_new_failures_alpha))
     active = _active_tiers(current_results)
-    out.extend(max_drop(rule, current_results, baseline) for rule in rules.max_drops if rule.metric.split(".")[0] in active)
-    return out
+    out.extend(max_drop(rule, current_results, baseline, thresholds.confidence)
+               for rule in rules.max_drops if rule.metric.split(".")[0] in active)
+    return paired_gates.apply_holm(out)
 
 
-def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> GateResult:
-    """Cases that passed on the baseline and fail or error now; n = baseline passes that ran now."""
+def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any], alpha: float | None = None) -> GateResult:
+    """Cases that passed on the baseline and fail or error now; n = baseline passes that ran now.
+
+    With ``alpha``: fails only when b (pass→fail) exceeds c (fail→pass) significantly
+    (exact one-sided McNemar p ≤ alpha, Holm-adjusted by the caller)."""
+    if alpha is not None:
+        return _tested_no_new_failures(no_new_failures(current, baseline), current, baseline, alpha)
     newly = case_transitions(current, baseline)["pass_to_fail"]
     now = {case_key(c): c["outcome"] for c in current["cases"]}
     n = sum(1 for c in baseline["cases"] if c["outcome"] == "pass" and now.get(case_key(c)) not in (None, "skip"))
@@ -63,9 +74,25 @@ def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> 
     )
 
 
-def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, Any]) -> GateResult:
+def _tested_no_new_failures(plain: GateResult, current: Mapping[str, Any], baseline: Mapping[str, Any],
+                            alpha: float) -> GateResult:
+    evidence = paired_gates.mcnemar_evidence(current, baseline, alpha)
+    if plain.n == 0:
+        return dataclasses.replace(plain, evidence=evidence)
+    significant = evidence["p_value"] <= alpha
+    reason = "" if not significant else (
+        f"{plain.reason}: b={evidence['b']} pass→fail against c={evidence['c']} fail→pass, "
+        f"exact McNemar p={evidence['p_value']:.3g} <= alpha {alpha:g}")
+    return dataclasses.replace(plain, passed=not significant, reason=reason, evidence=evidence)
+
+
+def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, Any],
+             confidence: float = DEFAULT_CONFIDENCE) -> GateResult:
     """``value >= baseline - max_drop``; for a lower-is-better metric (error_rate, …),
-    ``value <= baseline + max_drop``: a drop means getting worse either way."""
+    ``value <= baseline + max_drop``: a drop means getting worse either way.
+
+    With ``rule.alpha``: fails only when the paired drop over the cases on both sides is
+    larger than max_drop at significance alpha (``paired_gates.drop_evidence``)."""
     label = f"{TIER}.max_drop {rule.metric}"
     now, then = metric_of(current, rule.metric), metric_of(baseline, rule.metric)
     value, n, errors = now.value, now.n, now.errors
@@ -73,9 +100,12 @@ def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, A
     lower_better = lower_is_better(rule.metric.split(".", 1)[1])
     op = "max" if lower_better else "min"
 
+    evidence = paired_gates.drop_evidence(current, baseline, rule.metric, rule.max_drop, rule.alpha, confidence)
+
     def result(threshold: float | None, passed: bool, reason: str) -> GateResult:
         return GateResult.regression(
-            label, rule.metric, op, threshold, value, n, errors, passed, reason, (), base, base_n, rule.max_drop
+            label, rule.metric, op, threshold, value, n, errors, passed, reason, (), base, base_n, rule.max_drop,
+            evidence,
         )
 
     if base is None:
@@ -87,13 +117,28 @@ def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, A
     bound = base + rule.max_drop if lower_better else base - rule.max_drop
     if value is None or n == 0:
         return result(bound, False, f"{rule.metric} was not measured in this run: a gate over 0 cases fails")
-    passed = value <= bound + EPSILON if lower_better else value >= bound - EPSILON
     worse = value - base if lower_better else base - value
+    if rule.alpha is not None:
+        return _tested_drop(result(bound, True, ""), worse, base, base_n)
+    passed = value <= bound + EPSILON if lower_better else value >= bound - EPSILON
     reason = "" if passed else (
         f"{'rose' if lower_better else 'fell'} {worse:.4f} from the baseline's {base:.4f} (n={base_n}), "
         f"more than max_drop {rule.max_drop:g}"
     )
     return result(bound, passed, reason)
+
+
+def _tested_drop(row: GateResult, worse: float, base: float, base_n: int) -> GateResult:
+    """A max_drop gate with alpha: the paired test decides (Holm follows in ``apply_holm``)."""
+    e = row.evidence
+    if e.get("paired_n", 0) == 0:
+        return dataclasses.replace(row, passed=False, reason="no case was measured on both sides: nothing to compare")
+    significant = e["p_value"] <= e["alpha"]
+    reason = "" if not significant else (
+        f"{'rose' if row.op == 'max' else 'fell'} {worse:.4f} from the baseline's {base:.4f} (n={base_n}); "
+        f"the paired drop {e['diff']:.4f} over {e['paired_n']} cases is more than max_drop {row.max_drop:g} "
+        f"at alpha {e['alpha']:g} (p={e['p_value']:.3g})")
+    return dataclasses.replace(row, passed=not significant, reason=reason)
 
 
 def _active_tiers(results: Mapping[str, Any]) -> set[str]:

@@ -19,6 +19,12 @@ GateKind = Literal["tier", "regression"]
 REGRESSION_TIER = "regression"  # the ``tier`` of a regression gate's row
 NO_NEW_FAILURES = "no_new_failures"
 SHOWN_IN_LINE = 10  # newly failing cases named on a no_new_failures line
+# The statistics of a gate row (docs/thresholds.md, "Intervals, rules and power"), in file order:
+# a tier gate's interval, rule and detectable drop; a regression gate's paired test.
+EVIDENCE_KEYS: tuple[str, ...] = (
+    "confidence", "ci", "ci_note", "ci_method", "decide", "decision", "mde", "mde_note",
+    "diff", "diff_ci", "p_value", "alpha", "holm", "b", "c", "paired_n", "one_sided", "test",
+)
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class GateResult:
     baseline: float | None = None
     baseline_n: int = 0
     max_drop: float = 0.0
+    evidence: Mapping[str, Any] = field(default_factory=dict)  # EVIDENCE_KEYS: JSON values
 
     @classmethod
     def of(
@@ -65,11 +72,12 @@ class GateResult:
         worst: tuple[str, ...],
         numerator: float | None = None,
         denominator: int | None = None,
+        evidence: Mapping[str, Any] | None = None,
     ) -> GateResult:
         """A tier gate's result: the rule ``gate`` evaluated over a run's cases."""
         return cls(
             "tier", gate.label, gate.tier, gate.metric, gate.op, gate.threshold, value, n, errors, passed, reason,
-            worst, dict(gate.tags), gate.min_cases, numerator, denominator,
+            worst, dict(gate.tags), gate.min_cases, numerator, denominator, evidence=dict(evidence or {}),
         )
 
     @classmethod
@@ -88,11 +96,12 @@ class GateResult:
         baseline: float | None = None,
         baseline_n: int = 0,
         max_drop: float = 0.0,
+        evidence: Mapping[str, Any] | None = None,
     ) -> GateResult:
         """A [regression] gate's result (this run against a baseline)."""
         return cls(
             "regression", metric, REGRESSION_TIER, key, op, threshold, value, n, errors, passed, reason, worst,
-            baseline=baseline, baseline_n=baseline_n, max_drop=max_drop,
+            baseline=baseline, baseline_n=baseline_n, max_drop=max_drop, evidence=dict(evidence or {}),
         )
 
     def rule(self) -> Gate:
@@ -117,6 +126,7 @@ class GateResult:
             "passed": self.passed,
             "reason": self.reason,
             "worst_cases": list(self.worst),
+            **{k: self.evidence[k] for k in EVIDENCE_KEYS if k in self.evidence},
         }
 
     @classmethod
@@ -141,6 +151,7 @@ class GateResult:
             min_cases=int(row["min_cases"]),
             numerator=row.get("numerator"),
             denominator=row.get("denominator"),
+            evidence={k: row[k] for k in EVIDENCE_KEYS if k in row},
         )
 
     def line(self) -> str:
@@ -173,7 +184,11 @@ def _tier_line(g: GateResult) -> str:
     shown = (terminal(i, keep_newlines=False) for i in g.worst)
     tail = f"  worst: {', '.join(shown)}" if g.worst and not g.passed else ""
     why = f" ({g.reason})" if g.reason and not g.passed else ""
-    return f"{verdict} {g.metric} = {value} (need {sign} {g.threshold or 0.0:g}; n={g.n}{err}){why}{tail}"
+    ci = g.evidence.get("ci")
+    shown_ci = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
+    rule = g.evidence.get("decide", "estimate")
+    decided = f" — {rule}: {g.evidence['decision']}" if rule != "estimate" and g.evidence.get("decision") else ""
+    return f"{verdict} {g.metric} = {value}{shown_ci} (need {sign} {g.threshold or 0.0:g}; n={g.n}{err}){why}{decided}{tail}"
 
 
 def _regression_line(g: GateResult) -> str:
@@ -196,4 +211,19 @@ def _regression_line(g: GateResult) -> str:
         need = f"need {sign} {g.threshold:.4f} = baseline {g.baseline:.4f} {pm} {g.max_drop:g}"
     else:
         need = f"need {sign} {g.threshold:.4f}"
-    return f"{verdict} {g.metric} = {value} ({need}; n={g.n}{err}, baseline n={g.baseline_n}){why}"
+    return f"{verdict} {g.metric} = {value} ({need}; n={g.n}{err}, baseline n={g.baseline_n}){why}{_test_words(g)}"
+
+
+def _test_words(g: GateResult) -> str:
+    """A significance-tested regression gate's paired test, as the line ends with it."""
+    if "p_value" not in g.evidence:
+        return ""
+    e = g.evidence
+    diff, ci = e.get("diff"), e.get("diff_ci")
+    shown = "" if diff is None else f"drop {diff:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "") + ", "
+    pairs = f"b={e['b']}, c={e['c']}" if "b" in e else f"paired n={e.get('paired_n', 0)}"
+    holm = e.get("holm") or {}
+    adjusted = f", Holm p={holm['p_adjusted']:.3g}" if "p_adjusted" in holm else ""
+    only = e.get("one_sided") or []
+    left = f"; {len(only)} on one side only, left out" if only else ""
+    return f"  [{e.get('test')}: {shown}{pairs}, p={e['p_value']:.3g}{adjusted}, alpha={e['alpha']:g}{left}]"

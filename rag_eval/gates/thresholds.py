@@ -32,9 +32,10 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar
 
 from rag_eval import tiers
+from rag_eval.gates import stat_options
 from rag_eval.errors import ConfigError
 from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.metrics.retrieval import parse_metric_name
@@ -44,6 +45,7 @@ from rag_eval.tiers.retrieval import STAGE_NAME, retrieval_stage_of
 __all__ = ["RATE_KEYS", "Gate", "Thresholds", "ThresholdsError", "load_thresholds", "parse_thresholds", "retrieval_stage_of"]
 from rag_eval.utf8 import NotUtf8Error, decode
 
+T = TypeVar("T")
 OPS: tuple[str, ...] = ("min", "max")
 # What a judged metric's gate decides on (docs/human-labels.md): the judge's own mean (default),
 # the human labels' mean, or the PPI++ estimate that corrects the judge with the labels.
@@ -68,6 +70,7 @@ class Gate:
     min_cases: int
     tags: Mapping[str, str] = field(default_factory=dict)
     where: str = ""
+    decide: str = "estimate"  # the floor rule (rag_eval.stats.floors): estimate, clearly_below, clearly_above
     estimate: str = "judge"  # ESTIMATES: "labels" and "ppi" need --rag-human-labels
 
     @property
@@ -93,6 +96,7 @@ class MaxDrop:
     metric: str
     max_drop: float
     where: str = ""
+    alpha: float | None = None  # given: fail only on a drop larger than max_drop at significance alpha
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ class RegressionRules:
 
     no_new_failures: bool = False
     max_drops: tuple[MaxDrop, ...] = ()
+    no_new_failures_alpha: float | None = None  # given: exact McNemar on pass→fail against fail→pass
 
     def __bool__(self) -> bool:
         return self.no_new_failures or bool(self.max_drops)
@@ -116,6 +121,7 @@ class Thresholds:
     regression: RegressionRules = field(default_factory=RegressionRules)
     unmeasured: str = "fail"  # [defaults] unmeasured: see rag_eval.gates.gate.unmeasured_gates
     ungated: str = "fail"  # [defaults] ungated: see rag_eval.gates.gate.builtin_error_gates
+    confidence: float = 0.95  # [defaults] confidence: the level of every interval
 
     def case_rules(self, tier: str) -> CaseRules:
         return self.cases.get(tier, CaseRules())
@@ -166,8 +172,10 @@ def load_thresholds(path: str | Path) -> Thresholds:
 
 def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thresholds:
     defaults = doc.get("defaults", {})
-    _only_keys(defaults, {"min_cases", "unmeasured", "ungated"}, path, "[defaults]")
+    _only_keys(defaults, {"min_cases", "unmeasured", "ungated", "confidence", "decide"}, path, "[defaults]")
     min_cases = _int(defaults.get("min_cases", 1), path, "[defaults] min_cases")
+    level = _stat(stat_options.confidence, defaults.get("confidence", 0.95), f"{path}: [defaults]")
+    rule = _stat(stat_options.decide, defaults.get("decide", "estimate"), f"{path}: [defaults]")
     unmeasured = defaults.get("unmeasured", "fail")
     if unmeasured not in UNMEASURED_MODES:
         raise ThresholdsError(
@@ -187,17 +195,25 @@ def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thr
         if table == "defaults":
             continue
         if table == "tag":
-            gates.extend(_tag_gates(body, path, min_cases))
+            gates.extend(_tag_gates(body, path, min_cases, rule))
             continue
         if table == "regression":
             regression = _regression(body, path)
             continue
         _check_tier(table, path, top_level=True)
-        tier_gates, rules = _tier(table, body, path, f"[{table}]", min_cases, {})
+        tier_gates, rules = _tier(table, body, path, f"[{table}]", min_cases, {}, rule)
         gates.extend(tier_gates)
         if rules is not None:
             cases[table] = rules
-    return Thresholds(path, sha256, tuple(gates), cases, min_cases, regression, unmeasured, ungated)
+    return Thresholds(path, sha256, tuple(gates), cases, min_cases, regression, unmeasured, ungated, level)
+
+
+def _stat(check: Callable[[Any, str], T], value: Any, where: str) -> T:
+    """A statistical option checked by ``stat_options``; its ValueError as a ThresholdsError."""
+    try:
+        return check(value, where)
+    except ValueError as exc:
+        raise ThresholdsError(str(exc)) from None
 
 
 def _check_tier(table: str, path: str, top_level: bool = False) -> None:
@@ -209,7 +225,7 @@ def _check_tier(table: str, path: str, top_level: bool = False) -> None:
 
 
 def _tier(
-    tier: str, body: Any, path: str, table: str, min_cases: int, tags: Mapping[str, str]
+    tier: str, body: Any, path: str, table: str, min_cases: int, tags: Mapping[str, str], rule: str = "estimate"
 ) -> tuple[list[Gate], CaseRules | None]:
     if not isinstance(body, dict):
         raise ThresholdsError(f"{path}: {table} must be a table of metric = {{ min = ... }} entries")
@@ -222,7 +238,8 @@ def _tier(
         _check_metric(tier, key, path, table)
         op, threshold, n_min = _gate_spec(spec, path, table, key, min_cases)
         estimate = _estimate(spec, tier, tags, f"{path}: {table} {key}")
-        gates.append(Gate(tier, key, op, threshold, n_min, dict(tags), f"{path} {table} {key}", estimate))
+        decide = _stat(stat_options.decide, spec.get("decide", rule), f"{path}: {table} {key}") if isinstance(spec, dict) else rule
+        gates.append(Gate(tier, key, op, threshold, n_min, dict(tags), f"{path} {table} {key}", decide, estimate))
     return gates, rules
 
 
@@ -240,7 +257,7 @@ def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tu
         return "min", float(spec), min_cases
     if not isinstance(spec, dict):
         raise ThresholdsError(f"{where}: expected a number or {{ min = x }} / {{ max = x }}, got {spec!r}")
-    _only_keys(spec, {"min", "max", "min_cases", "estimate"}, path, f"{table} {key}")
+    _only_keys(spec, {"min", "max", "min_cases", "estimate", "decide"}, path, f"{table} {key}")
     ops = [op for op in OPS if op in spec]
     if len(ops) != 1:
         raise ThresholdsError(f"{where}: give exactly one of min or max, got {sorted(spec)}")
@@ -345,7 +362,7 @@ def _case_option(value: Any, option: CaseOption, path: str, table: str) -> int |
     return list(values) if option.kind == "names" else values[0]
 
 
-def _tag_gates(body: Any, path: str, min_cases: int) -> list[Gate]:
+def _tag_gates(body: Any, path: str, min_cases: int, rule: str = "estimate") -> list[Gate]:
     if not isinstance(body, dict):
         raise ThresholdsError(f'{path}: [tag] holds tables like [tag."scenario=negative".retrieval]')
     gates: list[Gate] = []
@@ -365,7 +382,7 @@ def _tag_gates(body: Any, path: str, min_cases: int) -> list[Gate]:
             raise ThresholdsError(f'{path}: [tag."{selector}"] must hold tier tables')
         for tier, tbody in tiers.items():
             _check_tier(tier, path)
-            tier_gates, _ = _tier(tier, tbody, path, f'[tag."{selector}".{tier}]', min_cases, tags)
+            tier_gates, _ = _tier(tier, tbody, path, f'[tag."{selector}".{tier}]', min_cases, tags, rule)
             gates.extend(tier_gates)
     return gates
 
@@ -380,23 +397,31 @@ def _regression(body: Any, path: str) -> RegressionRules:
     if not isinstance(body, dict):
         raise ThresholdsError(f"{path}: [regression] must be a table of no_new_failures = true and metric = {{ max_drop = x }}")
     no_new_failures = False
+    nnf_alpha: float | None = None
     drops: list[MaxDrop] = []
     for key, spec in body.items():
         if key == "no_new_failures":
+            if isinstance(spec, dict):
+                _only_keys(spec, {"alpha"}, path, "[regression] no_new_failures")
+                no_new_failures = True
+                nnf_alpha = _stat(stat_options.alpha, spec.get("alpha"), f"{path}: [regression] no_new_failures")
+                continue
             if not isinstance(spec, bool):
-                raise ThresholdsError(f"{path}: [regression] no_new_failures must be true or false, got {spec!r}")
+                raise ThresholdsError(
+                    f"{path}: [regression] no_new_failures must be true, false or {{ alpha = 0.05 }}, got {spec!r}")
             no_new_failures = spec
             continue
         _check_regression_metric(key, path)
         where = f"{path}: [regression] {key}"
         if not isinstance(spec, dict):
             raise ThresholdsError(f"{where}: expected {{ max_drop = x }} (the largest allowed fall below the baseline), got {spec!r}")
-        _only_keys(spec, {"max_drop"}, path, f"[regression] {key}")
+        _only_keys(spec, {"max_drop", "alpha"}, path, f"[regression] {key}")
         value = spec.get("max_drop")
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
             raise ThresholdsError(f"{where}: max_drop must be a finite number >= 0, got {value!r}")
-        drops.append(MaxDrop(key, float(value), f"{path} [regression] {key}"))
-    return RegressionRules(no_new_failures, tuple(drops))
+        level = None if "alpha" not in spec else _stat(stat_options.alpha, spec["alpha"], where)
+        drops.append(MaxDrop(key, float(value), f"{path} [regression] {key}", level))
+    return RegressionRules(no_new_failures, tuple(drops), nnf_alpha)
 
 
 def _check_regression_metric(key: str, path: str) -> None:

@@ -20,7 +20,7 @@ from rag_eval.results.baseline import tier_notes
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import row_pulling_down
 from rag_eval.judge.blame import RUN_KEY as BLAME_KEY, summary_line
-from rag_eval.outputs.fmt import as_mapping
+from rag_eval.outputs.fmt import as_mapping, interval_words
 from rag_eval.results.file import case_key, case_results, run_of
 
 MARKER = "<!-- rag-eval-summary -->"
@@ -237,7 +237,7 @@ def _gates_section(results: Mapping[str, Any]) -> _Section:
         header = ["| metric | value | threshold | n | result |", "|---|---:|---:|---:|---|"]
     rows = []
     for g in gates:
-        cells = [escape(g["metric"]), _value(g["value"], str(g["key"]))]
+        cells = [escape(g["metric"]), _value(g["value"], str(g["key"])) + _interval(g)]
         if base:
             cells.append(_delta(deltas.get(g["metric"])))
         cells += [_threshold(g), _n(g), _result(g)]
@@ -273,11 +273,35 @@ def _n(g: Mapping[str, Any]) -> str:
     return f"{int(g['n'])}" + (f" ({errors} error{'s' if errors != 1 else ''})" if errors else "")
 
 
+def _interval(g: Mapping[str, Any]) -> str:
+    """`` [0.70, 0.85]`` for a tier gate; a regression gate's paired drop with its interval."""
+    words = interval_words(g)
+    return "" if not words else f" {words}" if g.get("ci") else f" ({words})"
+
+
 def _result(g: Mapping[str, Any]) -> str:
+    notes = _statistics(g)
     if g["passed"]:
-        return "✅ pass"
+        return "✅ pass" + notes
     reason = g["reason"]
-    return "❌ **fail**" + (f": {escape(shorten(reason, REASON_CHARS))}" if reason else "")
+    return "❌ **fail**" + (f": {escape(shorten(reason, REASON_CHARS))}" if reason else "") + notes
+
+
+def _statistics(g: Mapping[str, Any]) -> str:
+    """What the summary adds to the result: a rule other than estimate and its decision,
+    the paired test's p (Holm-adjusted), a detectable drop larger than the tolerance."""
+    out: list[str] = []
+    if g.get("decide", "estimate") != "estimate" and g.get("decision"):
+        out.append(f"{g['decide']}: {g['decision']}")
+    if "p_value" in g:
+        holm = g.get("holm") or {}
+        adjusted = f", Holm p={holm['p_adjusted']:.3g}" if "p_adjusted" in holm else ""
+        out.append(f"{g.get('test', 'paired test')} p={g['p_value']:.3g}{adjusted}, alpha={g['alpha']:g}")
+    if g.get("one_sided"):
+        out.append(f"{len(g['one_sided'])} case(s) on one side only, left out")
+    if "larger than its tolerance" in str(g.get("mde_note", "")):
+        out.append(str(g["mde_note"]))
+    return "".join(f"<br>{escape(shorten(text, REASON_CHARS))}" for text in out)
 
 
 def _labels_section(block: Mapping[str, Any]) -> _Section:

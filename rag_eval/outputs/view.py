@@ -27,7 +27,7 @@ from rag_eval.gates.gate import row_pulling_down
 from rag_eval.gates.result import GateResult
 from rag_eval.results.baseline import tier_notes
 from rag_eval.dialogue import pooled as dialogue_rates
-from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, truncate
+from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, interval_words, truncate
 from rag_eval.outputs.header import Header, build_header
 from rag_eval.outputs.stages import (
     stage_levels,
@@ -76,6 +76,17 @@ class GateRow:
         return f"{fmt_number(self.gate.numerator)}/{self.gate.denominator}"
 
     @property
+    def interval_text(self) -> str:
+        """``[0.70, 0.85]`` at the run's confidence, a regression gate's paired drop
+        ``drop 0.031 [0.010, 0.052]``, or empty when there is none."""
+        return interval_words(self.gate.evidence)
+
+    @property
+    def statistics_text(self) -> str:
+        """Which rule decided and why, the paired test, and what the gate cannot see."""
+        return " · ".join(gate_statistics(self.gate))
+
+    @property
     def threshold_text(self) -> str:
         sign = {"min": "≥", "max": "≤"}.get(self.gate.op, self.gate.op)
         return f"{sign} {fmt_number(self.gate.threshold)}"
@@ -89,6 +100,30 @@ class GateRow:
         if self.baseline is None:
             return "n/a"
         return f"{fmt_number(self.baseline)} (n={self.baseline_n if self.baseline_n is not None else '?'})"
+
+
+def gate_statistics(g: GateResult) -> list[str]:
+    """The sentences of a gate row's statistics (the report's and the summary's): the rule
+    and its decision, a regression gate's paired test with Holm, the detectable drop."""
+    e = g.evidence
+    out: list[str] = []
+    if e.get("decision"):
+        out.append(f"decided by {e.get('decide', 'estimate')}: {e['decision']}")
+    elif e.get("ci_note"):
+        out.append(f"no interval: {e['ci_note']}")
+    if "p_value" in e:
+        pairs = f"b={e['b']}, c={e['c']}" if "b" in e else f"paired n={e.get('paired_n', 0)}"
+        out.append(f"{e.get('test', 'paired test')}: {pairs}, p={e['p_value']:.3g}, alpha={e['alpha']:g}")
+    holm = e.get("holm")
+    if isinstance(holm, Mapping) and holm.get("sentence"):
+        out.append(str(holm["sentence"]))
+    only = e.get("one_sided") or []
+    if only:
+        shown = ", ".join(str(k) for k in only[:5]) + (f" … and {len(only) - 5} more" if len(only) > 5 else "")
+        out.append(f"{len(only)} case(s) on one side only, left out of the comparison: {shown}")
+    if e.get("mde_note"):
+        out.append(str(e["mde_note"]))
+    return out
 
 
 @dataclass(frozen=True)

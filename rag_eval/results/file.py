@@ -24,13 +24,17 @@ from typing import Any, Iterable, Mapping
 from rag_eval.errors import RagEvalError
 from rag_eval.results.case import CaseResult
 
-RESULTS_VERSION = 2
+RESULTS_VERSION = 3
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "results.schema.json"  # package data: ships in the wheel
 SCHEMA_NAME = "rag_eval/results.schema.json"
 # What each version changed, for the message on a file of another version.
 CHANGES: Mapping[int, str] = {
     2: "version 2 names stages by the system's own declared stages (failed_stage, details.stages, metric keys) "
     "and leaves cases a tier only measured out of pass_rate",
+    3: "version 3 gives every metric its interval (metrics_n: se, ci, ci_method, confidence), every gate its "
+    "rule, decision and detectable drop, and regression gates their paired test (docs/thresholds.md); "
+    "a version-2 file is refused as a baseline too, since its gates carry none of these: regenerate the "
+    "baseline on main with this rag_eval",
 }
 ERRORS_SHOWN = 3
 

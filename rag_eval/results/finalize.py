@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Protocol, Sequence
 
 from rag_eval.gates.aggregate import MetricValue, aggregate_all
+from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
 from rag_eval.gates.gate import verdict
 from rag_eval.gates.regression import evaluate_regression
 from rag_eval.gates.result import GateResult
@@ -125,7 +126,7 @@ def conclude(
     An incomplete run (stopped early) and a shard are not compared: their verdicts are
     ``incomplete`` and ``shard``."""
     ordered = sorted(cases, key=lambda c: (c.tier, c.id))
-    metrics = aggregate_all(ordered)
+    metrics = aggregate_all(ordered, thresholds.confidence if thresholds is not None else DEFAULT_CONFIDENCE)
     comparison = compare_run(ordered, gates, metrics, thresholds, baseline) if complete and not sharded else Comparison()
     passed = complete and verdict(gates) and comparison.passed
     word: Verdict = "incomplete" if not complete else "shard" if sharded else "pass" if passed else "fail"

@@ -19,6 +19,7 @@ from typing import Any, Literal, Mapping, cast
 from rag_eval.dialogue.pooled import RATES_KEY
 from rag_eval.gates.aggregate import MetricValue
 from rag_eval.gates.result import GateResult
+from rag_eval.gates.uncertainty import interval_of_row
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import RESULTS_VERSION
 
@@ -99,4 +100,6 @@ class RunResults:
 def metric_value_of(row: Mapping[str, Any]) -> MetricValue:
     """A ``metrics_n`` row (``MetricValue.to_dict``) read back."""
     # Numbers as they were written (an int stays an int), so to_dict writes them back the same.
-    return MetricValue(row["value"], int(row["n"]), int(row["errors"]), row.get("numerator"), row.get("denominator"))
+    n = int(row["n"])
+    return MetricValue(row["value"], n, int(row["errors"]), row.get("numerator"), row.get("denominator"),
+                       interval_of_row(row, row["value"], n))

@@ -43,7 +43,10 @@ def test_the_aggregate_and_the_gate_read_the_pooled_value_with_its_arithmetic() 
     mv = metric_value(CASES, "final_leak_rate")
     assert (mv.value, mv.n, mv.errors, mv.numerator, mv.denominator) == (1 / 4, 2, 1, 1, 4)
     agg = aggregate_tier(CASES, "dialogue")
-    assert agg["dialogue.final_leak_rate"].to_dict() == {"value": 0.25, "n": 2, "errors": 1, "numerator": 1, "denominator": 4}
+    row = agg["dialogue.final_leak_rate"].to_dict()
+    assert {k: row[k] for k in ("value", "n", "errors", "numerator", "denominator")} == {
+        "value": 0.25, "n": 2, "errors": 1, "numerator": 1, "denominator": 4}
+    assert row["ci_method"] == "ratio-bootstrap"  # dialogues resampled whole
     assert agg["dialogue.pass_rate"].value == 2 / 4 and agg["dialogue.error_rate"].value == 1 / 4
 
 

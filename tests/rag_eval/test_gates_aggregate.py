@@ -101,7 +101,9 @@ def test_all_errors_pass_rate_is_zero_not_undefined() -> None:
 def test_aggregate_tier_has_every_metric_and_the_rates() -> None:
     out = aggregate_tier(CASES, "retrieval")
     assert set(out) == {"retrieval.recall@5", "retrieval.pass_rate", "retrieval.error_rate"}
-    assert out["retrieval.recall@5"].to_dict() == {"value": (1.0 + 0.5 + 0.0 + 0.0) / 4, "n": 4, "errors": 1}
+    row = out["retrieval.recall@5"].to_dict()
+    assert {k: row[k] for k in ("value", "n", "errors")} == {"value": (1.0 + 0.5 + 0.0 + 0.0) / 4, "n": 4, "errors": 1}
+    assert row["ci_method"] == "bootstrap" and row["confidence"] == 0.95  # a mean of per-case values
 
 
 def test_aggregate_all_covers_every_tier() -> None:

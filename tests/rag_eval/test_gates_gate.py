@@ -230,19 +230,21 @@ def test_line_of_a_failing_gate() -> None:
     cases = measured({"a": 1.0, "b": 0.0, "c": 0.25}) + [case("d", "error")]
     r = evaluate_gate(gate("recall@5", threshold=0.8), cases)
     # (1.0 + 0.0 + 0.25 + 0 for the error) / 4 = 0.3125
-    assert r.line() == "FAIL retrieval.recall@5 = 0.3125 (need >= 0.8; n=4, incl. 1 error counted as 0)  worst: d, b, c"
+    assert r.line() == (
+        "FAIL retrieval.recall@5 = 0.3125 [0.00, 0.75] (need >= 0.8; n=4, incl. 1 error counted as 0)  worst: d, b, c")
 
 
 def test_line_of_a_passing_gate_has_no_worst_list() -> None:
     r = evaluate_gate(gate("error_rate", "max", 0.0), [case("a"), case("b", "fail")])
-    assert r.line() == "PASS retrieval.error_rate = 0.0000 (need <= 0; n=2)"
+    # 0 of 2: the Wilson interval still reaches 0.66 (two cases say little)
+    assert r.line() == "PASS retrieval.error_rate = 0.0000 [0.00, 0.66] (need <= 0; n=2)"
 
 
 def test_line_with_reason_and_tags() -> None:
     g = gate("pass_rate", threshold=1.0, min_cases=5, tier="deterministic", tags={"scenario": "negative"})
     r = evaluate_gate(g, [case("n1", "fail", tier="deterministic", tags={"scenario": "negative"})])
     assert r.line() == (
-        "FAIL deterministic.pass_rate [scenario=negative] = 0.0000 (need >= 1; n=1)"
+        "FAIL deterministic.pass_rate [scenario=negative] = 0.0000 [0.00, 0.79] (need >= 1; n=1)"
         " (only 1 cases, the gate needs at least 5)  worst: n1"
     )
     none = evaluate_gate(gate("mrr"), [])
@@ -269,6 +271,12 @@ def test_to_dict_is_json_primitives() -> None:
         "passed": False,
         "reason": "no cases measured: a gate over 0 cases fails",
         "worst_cases": [],
+        "confidence": 0.95,
+        "ci_note": "n=0: no case measured it",
+        "ci_method": "bootstrap",
+        "decide": "estimate",
+        "decision": "no estimate (n=0: no case measured it): nothing to compare with 0.80 → fail",
+        "mde_note": "n=0: a detectable drop needs at least 2 units",
     }
     assert isinstance(r, GateResult)
 

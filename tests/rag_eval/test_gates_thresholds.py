@@ -255,7 +255,7 @@ def test_unknown_metric_in_a_tag_table_names_that_table(tmp_path: Path) -> None:
 
 def test_unknown_defaults_key(tmp_path: Path) -> None:
     msg = error_of(tmp_path, "[defaults]\nmin_case = 5\n")
-    assert "unknown key 'min_case' in [defaults]; valid keys: min_cases, ungated, unmeasured" in msg
+    assert "unknown key 'min_case' in [defaults]; valid keys: confidence, decide, min_cases, ungated, unmeasured" in msg
 
 
 def test_defaults_unmeasured_is_fail_unless_set_to_pass(tmp_path: Path) -> None:
@@ -283,7 +283,7 @@ def test_neither_min_nor_max(tmp_path: Path) -> None:
 
 def test_unknown_key_in_a_gate_lists_the_valid_keys(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retrieval]\n"recall@5" = { minimum = 0.5 }\n')
-    assert "unknown key 'minimum' in [retrieval] recall@5; valid keys: estimate, max, min, min_cases" in msg
+    assert "unknown key 'minimum' in [retrieval] recall@5; valid keys: decide, estimate, max, min, min_cases" in msg
 
 
 @pytest.mark.parametrize(
@@ -508,11 +508,11 @@ def test_regression_refuses_gate_only_counts(tmp_path: Path) -> None:
     ("body", "expected"),
     [
         ('"retrieval.recall@5" = 0.02', "expected { max_drop = x }"),
-        ('"retrieval.recall@5" = { min = 0.8 }', "unknown key 'min' in [regression] retrieval.recall@5; valid keys: max_drop"),
+        ('"retrieval.recall@5" = { min = 0.8 }', "unknown key 'min' in [regression] retrieval.recall@5; valid keys: alpha, max_drop"),
         ('"retrieval.recall@5" = { max_drop = -0.1 }', "max_drop must be a finite number >= 0, got -0.1"),
         ('"retrieval.recall@5" = { max_drop = "a" }', "max_drop must be a finite number >= 0, got 'a'"),
         ('"retrieval.recall@5" = { max_drop = true }', "max_drop must be a finite number >= 0, got True"),
-        ("no_new_failures = 1", "[regression] no_new_failures must be true or false, got 1"),
+        ("no_new_failures = 1", "[regression] no_new_failures must be true, false or { alpha = 0.05 }, got 1"),
     ],
 )
 def test_regression_value_errors(tmp_path: Path, body: str, expected: str) -> None:

@@ -107,7 +107,7 @@ def test_gates_table_without_baseline_has_value_threshold_n_and_result() -> None
     md = render_markdown(r)
     assert "| metric | value | threshold | n | result |" in md
     (recall,) = table_rows(md, "retrieval.recall@5")
-    assert recall[1:4] == ["0.3333", "≥ 0.5", "3 (1 error)"]
+    assert recall[1:4] == ["0.3333 [0.06, 0.79]", "≥ 0.5", "3 (1 error)"]  # Wilson 1 of 3
     assert recall[4] == "❌ **fail**"
     assert "Δ vs baseline" not in md
 
@@ -140,7 +140,7 @@ def test_with_baseline_deltas_and_newly_failing_cases() -> None:
     md = render_markdown(with_baseline(now, base, no_new_failures=True))
     assert "| metric | value | Δ vs baseline | threshold | n | result |" in md
     (recall,) = table_rows(md, "retrieval.recall@5")
-    assert recall[1:5] == ["0.7500", "+0.0000 (was 0.7500, n=4)", "≥ 0.5", "4"]
+    assert recall[1:5] == ["0.7500 [0.30, 0.95]", "+0.0000 (was 0.7500, n=4)", "≥ 0.5", "4"]
     (nnf,) = table_rows(md, "regression.no\\_new\\_failures")
     assert nnf[1:5] == ["1", "—", "≤ 0", "2"]
     assert nnf[5].startswith("❌ **fail**: 1 case that passed on the baseline fails now")

@@ -79,7 +79,7 @@ def test_the_faithful_tutor_passes_every_case_and_gate(sandbox: Sandbox) -> None
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     cases = sandbox.cases("dialogue")
     assert len(cases) == N and {c["outcome"] for c in cases.values()} == {"pass"}
-    result.stdout.fnmatch_lines(["dialogue: 40 pass", "PASS dialogue.over_clarification_rate = 0.0000 (need <= 0; n=34, 0/51)"])
+    result.stdout.fnmatch_lines(["dialogue: 40 pass", "PASS dialogue.over_clarification_rate = 0.0000* (need <= 0; n=34, 0/51)"])
 
 
 @pytest.mark.parametrize(
@@ -172,7 +172,7 @@ def test_passk_over_dialogues_replays_k_times_independently(sandbox: Sandbox) ->
     block = sandbox.results()["dialogue_rates"]["passk"]
     assert (block["pass@3"]["numerator"], block["pass@3"]["denominator"]) == (N, N)
     assert (block["pass^3"]["numerator"], block["pass^3"]["denominator"]) == (N - 10, N)
-    result.stdout.fnmatch_lines([f"FAIL passk.pass^3 = {(N - 10) / N:.4f} (need >= 0.9; n={N})*"])
+    result.stdout.fnmatch_lines([f"FAIL passk.pass^3 = {(N - 10) / N:.4f}* (need >= 0.9; n={N})*"])
 
 
 def test_a_system_without_a_dialogue_call_skips_the_tier_with_its_reason(sandbox: Sandbox) -> None:

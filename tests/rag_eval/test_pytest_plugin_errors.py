@@ -71,7 +71,7 @@ def test_unknown_gold_doc_is_an_error_case_and_fails_error_rate(sandbox: Sandbox
             "XFAIL *q-ghost*gold doc id 'ghost-doc' is not in the corpus*",  # -rx: pytest's own summary
             f"retrieval: {N_ITEMS} pass, 1 error*",  # then the gate's, after pytest's stats line
             "    q-ghost (error): *gold doc id 'ghost-doc' is not in the corpus*",
-            f"FAIL retrieval.error_rate = 0.1000 (need <= 0; n={n}, 1 error*)*worst: q-ghost",
+            f"FAIL retrieval.error_rate = 0.1000* (need <= 0; n={n}, 1 error*)*worst: q-ghost",
             "rag-eval gate FAILED: 1 of 4 gates failed (retrieval.error_rate 0.1 > 0, n=10)*",
         ]
     )
@@ -210,7 +210,7 @@ def test_pipeline_exception_is_an_error_outcome_not_a_fail(sandbox: Sandbox) -> 
         [
             "*[[]error[]] q-deriv: RuntimeError: vector store is down*",
             f"retrieval: {N_ITEMS - 1} pass, 1 error*",
-            f"FAIL retrieval.error_rate = 0.1111 (need <= 0; n={N_ITEMS}, 1 error*)*worst: q-deriv",
+            f"FAIL retrieval.error_rate = 0.1111* (need <= 0; n={N_ITEMS}, 1 error*)*worst: q-deriv",
         ]
     )
     results = sandbox.results()

@@ -56,8 +56,8 @@ pass_rate = { min = 0.5 }
         [
             "*rag-eval gate*",
             f"retrieval: {N_ITEMS} pass*",
-            f"FAIL retrieval.doc.recall@5 = * (need >= 0.5; n={N_POS}) (only {N_POS} cases, the gate needs at least 100)",
-            f"PASS retrieval.pass_rate = 1.0000 (need >= 0.5; n={N_ITEMS - 2})",  # negatives measured apart
+            f"FAIL retrieval.doc.recall@5 = ** (need >= 0.5; n={N_POS}) (only {N_POS} cases, the gate needs at least 100)",
+            f"PASS retrieval.pass_rate = 1.0000* (need >= 0.5; n={N_ITEMS - 2})",  # negatives measured apart
             "gate: FAILED (1/2 gates passed)",
             f"results: {sandbox.results_path}",
         ]
@@ -78,7 +78,7 @@ def test_gate_on_a_metric_no_case_measured_fails(sandbox: Sandbox) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
-            "FAIL retrieval.recall@5 = n/a (need >= 0.8; n=0) (no cases measured*)",
+            "FAIL retrieval.recall@5 = n/a* (need >= 0.8; n=0) (no cases measured*)",
             "gate: FAILED (0/1 gates passed)",
         ]
     )
@@ -91,15 +91,15 @@ def test_passing_gate_writes_the_results_file(sandbox: Sandbox) -> None:
     result.assert_outcomes(passed=N_ITEMS, deselected=N_ITEMS)
     result.stdout.fnmatch_lines(
         [
-            f"PASS retrieval.doc.recall@5 = * (need >= 0.5; n={N_POS})",
-            f"PASS retrieval.bm25.doc.mrr = * (need >= 0.1; n={N_POS})",
-            f"PASS retrieval.pass_rate = 1.0000 (need >= 0.5; n={N_ITEMS - 2})",  # negatives measured apart
-            f"PASS retrieval.error_rate = 0.0000 (need <= 0; n={N_ITEMS})",
+            f"PASS retrieval.doc.recall@5 = ** (need >= 0.5; n={N_POS})",
+            f"PASS retrieval.bm25.doc.mrr = ** (need >= 0.1; n={N_POS})",
+            f"PASS retrieval.pass_rate = 1.0000* (need >= 0.5; n={N_ITEMS - 2})",  # negatives measured apart
+            f"PASS retrieval.error_rate = 0.0000* (need <= 0; n={N_ITEMS})",
             "gate: PASSED (4/4 gates passed)",
         ]
     )
     results = sandbox.results()
-    assert results["version"] == 2
+    assert results["version"] == 3
     assert results["verdict"] == "pass"
 
     run = results["run"]
@@ -167,7 +167,7 @@ def test_chunk_level_gold_adds_chunk_level_metrics(sandbox: Sandbox) -> None:
     result = sandbox.run("-m", "retrieval")
 
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["PASS retrieval.recall@5 = * (need >= 0.5; n=2)"])
+    result.stdout.fnmatch_lines(["PASS retrieval.recall@5 = ** (need >= 0.5; n=2)"])
     results = sandbox.results()
     assert results["metrics_n"]["retrieval.recall@5"]["n"] == len(quoted)
     assert results["metrics_n"]["retrieval.bm25.mrr"]["n"] == len(quoted)
@@ -356,6 +356,6 @@ def test_a_file_gating_only_judge_cannot_turn_an_erroring_deterministic_tier_gre
     assert {c["outcome"] for c in sandbox.cases("deterministic").values()} == {"error"}
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.stdout.fnmatch_lines([
-        f"FAIL deterministic.error_rate = 1.0000 (need <= 0; n={N_ITEMS}, {N_ITEMS} errors) (built-in gate: *ungated = \"pass\"*",
+        f"FAIL deterministic.error_rate = 1.0000* (need <= 0; n={N_ITEMS}, {N_ITEMS} errors) (built-in gate: *ungated = \"pass\"*",
         "rag-eval gate FAILED: 1 of 1 gates failed*",
     ])

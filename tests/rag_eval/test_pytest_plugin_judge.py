@@ -59,7 +59,9 @@ def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env:
     assert judge_env.calls("chat") == N_POS  # one call per case for every judge metric
     results = sandbox.results()
     # 2 claims, both "yes": faithfulness 2 / (2 + 0) = 1.0 on every case
-    assert results["metrics_n"]["judge.faithfulness"] == {"value": 1.0, "n": N_POS, "errors": 0}
+    faithfulness = results["metrics_n"]["judge.faithfulness"]
+    assert {k: faithfulness[k] for k in ("value", "n", "errors")} == {"value": 1.0, "n": N_POS, "errors": 0}
+    assert faithfulness["ci_method"] == "wilson" and faithfulness["ci"][1] == 1.0  # every score 1: a proportion
     assert results["metrics"]["judge.relevance"] == 1.0
     assert results["run"]["usage"]["judge"]["calls"] == N_POS
     assert results["run"]["usage"]["judge"]["prompt_tokens"] == 800 * N_POS
@@ -94,8 +96,8 @@ def test_a_malformed_judge_is_an_error_counted_by_the_gate(
     result.stdout.fnmatch_lines(
         [
             f"judge: {N_POS} error",
-            f"FAIL judge.faithfulness = 0.0000 (need >= 0.9; n={N_POS}, incl. {N_POS} errors counted as 0)*",
-            f"FAIL judge.error_rate = 1.0000 (need <= 0; n={N_POS}, {N_POS} errors)*",
+            f"FAIL judge.faithfulness = 0.0000* (need >= 0.9; n={N_POS}, incl. {N_POS} errors counted as 0)*",
+            f"FAIL judge.error_rate = 1.0000* (need <= 0; n={N_POS}, {N_POS} errors)*",
         ]
     )
     case = json.loads(json.dumps(sandbox.cases("judge")))[POSITIVE_IDS[0]]
@@ -158,7 +160,7 @@ def test_a_judge_tier_whose_every_case_skipped_fails_the_gate(
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # selected, none measured: not a silent pass
     (gate,) = sandbox.results()["gates"]
     assert (gate["metric"], gate["value"], gate["passed"]) == ("judge.cases_run", 0.0, False)
-    result.stdout.fnmatch_lines([f"FAIL judge.cases_run = 0.0000 (need >= 1; n=0) (all {N_POS} selected cases were skipped*",
+    result.stdout.fnmatch_lines([f"FAIL judge.cases_run = 0.0000* (need >= 1; n=0) (all {N_POS} selected cases were skipped*",
                                  "rag-eval gate FAILED: 1 of 1 gates failed*"])
 
     sandbox.write_thresholds('[defaults]\nunmeasured = "pass"\n\n[judge]\nerror_rate = { max = 0.0 }\n')

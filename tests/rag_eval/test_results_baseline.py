@@ -54,7 +54,7 @@ def test_a_json_list_is_not_a_results_file(tmp_path: Path) -> None:
     assert "not a results file (a JSON list, expected an object)" in error_of(write(tmp_path, [1, 2]))
 
 
-@pytest.mark.parametrize("version, said", [(99, "results file version 99 is newer than this rag_eval"), (1, "results file version 1, this rag_eval reads version 2")])
+@pytest.mark.parametrize("version, said", [(99, "results file version 99 is newer than this rag_eval"), (1, "results file version 1, this rag_eval reads version 3")])
 def test_another_version(tmp_path: Path, version: int, said: str) -> None:
     doc = {**results([case("a")]), "version": version}
     msg = error_of(write(tmp_path, doc))
@@ -265,7 +265,7 @@ def test_an_older_results_version_is_refused_or_with_warn_not_compared(tmp_path:
 
     now = results([case("a")])
     path = write(tmp_path, {**results([case("a")]), "version": 1})
-    with pytest.raises(BaselineError, match="results file version 1, this rag_eval reads version 2"):
+    with pytest.raises(BaselineError, match="results file version 1, this rag_eval reads version 3"):
         Baseline.load(path, now["run"], "error")
     kept = Baseline.load(path, now["run"], "warn")
     assert kept.data is None and kept.refused is not None

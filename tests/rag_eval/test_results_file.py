@@ -68,14 +68,14 @@ def test_a_valid_file_loads_as_written(tmp_path: Path, doc: dict[str, Any]) -> N
 
 def test_an_older_version_names_the_file_both_versions_what_changed_and_the_fix(tmp_path: Path, doc: dict[str, Any]) -> None:
     message = refusal(tmp_path, {**doc, "version": 1})
-    assert "results file version 1, this rag_eval reads version 2" in message
+    assert "results file version 1, this rag_eval reads version 3" in message
     assert "system's own declared stages" in message and "pass_rate" in message  # what changed
     assert "re-run the gate with this rag_eval" in message and "python -m rag_eval report" in message
 
 
 def test_a_newer_version_says_to_upgrade(tmp_path: Path, doc: dict[str, Any]) -> None:
-    message = refusal(tmp_path, {**doc, "version": 3})
-    assert "version 3 is newer than this rag_eval, which reads version 2" in message and "upgrade rag_eval" in message
+    message = refusal(tmp_path, {**doc, "version": 4})
+    assert "version 4 is newer than this rag_eval, which reads version 3" in message and "upgrade rag_eval" in message
 
 
 @pytest.mark.parametrize("version", ["2", None, 2.5, True])
@@ -138,7 +138,7 @@ def test_a_malformed_file_is_refused_with_the_place_and_the_reason(
     bad = copy.deepcopy(doc)
     mutate(bad)
     message = refusal(tmp_path, bad)
-    assert f"not a valid version-2 results file (rag_eval/results.schema.json): {said}" in message, message
+    assert f"not a valid version-3 results file (rag_eval/results.schema.json): {said}" in message, message
     assert message.endswith("re-run the gate to write it again")
     # the reference implementation refuses it too, at the same place (it checks date-time
     # formats only with the optional rfc3339-validator installed)

@@ -25,7 +25,7 @@ def valid(path: Path) -> dict[str, Any]:
     """The file as the reader returns it, after the reference validator agreed."""
     results = load_results(path)
     jsonschema.Draft202012Validator(schema(), format_checker=jsonschema.FormatChecker()).validate(results)
-    assert results["version"] == RESULTS_VERSION == 2
+    assert results["version"] == RESULTS_VERSION == 3
     typed = RunResults.from_dict(results)  # the typed results read back: the same file, the same object
     assert typed.to_dict() == results and RunResults.from_dict(typed.to_dict()) == typed
     return results
@@ -206,5 +206,5 @@ def test_the_writer_reports_a_file_the_schema_refuses_and_keeps_it(tmp_path: Pat
     written = write_outputs(Dumped(data), Outputs(out, redactor=Redactor(())))
     assert out.is_file() and json.loads(out.read_text(encoding="utf-8"))["items"] == data["items"]
     assert len(written.problems) == 1
-    assert written.problems[0].startswith(f"results file {out} was written but is not a valid version-2 results file")
+    assert written.problems[0].startswith(f"results file {out} was written but is not a valid version-3 results file")
     assert "items.d1" in written.problems[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 import types
 from pathlib import Path
@@ -264,9 +265,9 @@ def _unsharded(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
         (_unsharded, "s2.json: not a shard results file (verdict 'pass', no run.shard): merge takes the files written by `pytest --rag-shard I/N`"),
         (_incomplete, "s3.json: shard 3/3 is incomplete (the run was stopped early: -x, --maxfail or Ctrl-C); re-run `pytest --rag-shard 3/3`"),
         (_set("verdict", "fail"), "s2.json: verdict 'fail', a shard file says 'shard'"),
-        (_set("version", 1), "s2.json: results file version 1, this rag_eval reads version 2"),
+        (_set("version", 1), "s2.json: results file version 1, this rag_eval reads version 3"),
         (lambda s: [s[0], s[1], {"hello": "world"}], "s3.json: not a rag-eval results file (no 'version' and 'cases')"),
-        (_set("run.shard", {"index": 0, "count": 3}), "s2.json: not a valid version-2 results file (rag_eval/results.schema.json): run.shard.index: 0 is less than the minimum of 1"),
+        (_set("run.shard", {"index": 0, "count": 3}), "s2.json: not a valid version-3 results file (rag_eval/results.schema.json): run.shard.index: 0 is less than the minimum of 1"),
         (lambda s: [], "no shard files given"),
     ],
 )
@@ -362,9 +363,9 @@ def test_cli_exit_1_when_a_gate_failed(thresholds: Path, tmp_path: Path, capsys:
 
     printed = capsys.readouterr().out
     assert code == 1
-    assert "FAIL retrieval.recall@5 = 0.4722 (need >= 0.9; n=12, incl. 1 error counted as 0)" in printed
+    assert re.search(r"FAIL retrieval\.recall@5 = 0\.4722 \[0\.\d\d, 0\.\d\d\] \(need >= 0\.9; n=12, incl\. 1 error counted as 0\)", printed)
     # deterministic has no gate in that file: the built-in error gate holds it (issue 26.8)
-    assert "PASS deterministic.error_rate = 0.0000 (need <= 0; n=12)" in printed
+    assert "PASS deterministic.error_rate = 0.0000 [0.00, 0.24] (need <= 0; n=12)" in printed  # Wilson 0 of 12
     assert "gate: FAILED (1/2 gates passed)" in printed
     assert json.loads(out.read_text(encoding="utf-8"))["verdict"] == "fail"
 
@@ -485,8 +486,8 @@ def test_a_file_gating_only_judge_cannot_merge_all_errors_into_a_pass(
 
     printed = capsys.readouterr().out
     assert code == 1, printed
-    assert "FAIL deterministic.error_rate = 1.0000 (need <= 0; n=12, 12 errors)" in printed
-    assert "FAIL retrieval.error_rate = 1.0000 (need <= 0; n=12, 12 errors)" in printed
+    assert "FAIL deterministic.error_rate = 1.0000 [0.76, 1.00] (need <= 0; n=12, 12 errors)" in printed
+    assert "FAIL retrieval.error_rate = 1.0000 [0.76, 1.00] (need <= 0; n=12, 12 errors)" in printed
     assert json.loads(out.read_text(encoding="utf-8"))["verdict"] == "fail"
 
 
