@@ -26,7 +26,7 @@ from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
 from rag_eval.plugin.terminal import Progress
 from rag_eval.redact import Redactor
 from rag_eval.results.baseline import BaselineError
-from rag_eval.results.build import file_sha256_or_none, git_commit, now_iso
+from rag_eval.results.build import ResultsWriteError, file_sha256_or_none, git_commit, now_iso
 from rag_eval.results.case import USER_PROPERTY, CaseResult
 from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude, write_outputs
 from rag_eval.results.model import RunResults
@@ -49,6 +49,8 @@ class Controller:
         self.baseline_lines: list[str] = []
         self.passed = True
         self.written: Written | None = None
+        self.complete = True  # False: -x, --maxfail, Ctrl-C or SIGTERM stopped the loop
+        self.write_error: str | None = None  # the results file could not be written: why
         # What the controller's warm-up build did (index_built, embeddings_computed, ...): under
         # xdist the workers only load the index it built, so their cases would say "not built".
         self.warm_build: dict[str, Any] = {}
@@ -137,19 +139,22 @@ class Controller:
         if not self.cases and not sharded:  # a shard that owns no selected item still writes its (empty) file
             return
         results = self._results(complete, sharded)
+        self.complete = complete
         cfg = self.run.config
-        self.written = write_outputs(
-            results,
-            Outputs(
-                results=cfg.results_path,
-                report=cfg.report_path,
-                summary=cfg.summary_path if complete else None,
-                artifact_url=cfg.artifact_url,
-                redactor=self.redactor,
-            ),
+        outputs = Outputs(
+            results=cfg.results_path,
+            report=cfg.report_path,
+            summary=cfg.summary_path if complete else None,
+            artifact_url=cfg.artifact_url,
+            redactor=self.redactor,
         )
+        try:
+            self.written = write_outputs(results, outputs)
+        except ResultsWriteError as exc:  # disk full, no permission: a failed run said in one line, not INTERNALERROR
+            self.write_error = self.redactor.text(str(exc))
+            self.passed = False
         _junit_properties(self.pytest_config, results, self.redactor)
-        if complete and (not self.passed or self.written.problems):
+        if self.write_error is not None or (complete and (not self.passed or self.written is None or self.written.problems)):
             session.testsfailed += 1
 
     def _results(self, complete: bool, sharded: bool) -> RunResults:

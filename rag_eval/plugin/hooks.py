@@ -11,6 +11,8 @@ numbers of a serial run. The only package of rag_eval that imports pytest.
 from __future__ import annotations
 
 import shutil
+import signal
+import threading
 from typing import Any, Iterator
 
 import pytest
@@ -22,7 +24,8 @@ from rag_eval.plugin.options import add_options, read_config
 from rag_eval.plugin.run import RUN, Run, run_of
 from rag_eval.plugin.runner import CaseRunner
 from rag_eval.plugin.terminal import write_summary
-from rag_eval.session import EvalSession
+from rag_eval.redact import install_log_redaction
+from rag_eval.session import EvalSession, run_redactor
 
 GOLDEN_MARKER = "golden set validation: schema, ids, gold traceability, split hygiene"
 
@@ -40,9 +43,28 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # inert: a user's unrelated test run gets no extra output, files or gates
     run = Run(run_config)
     config.stash[RUN] = run
+    # every log record of the run redacted (httpcore logs headers a server may echo the key in),
+    # on the controller and on each xdist worker
+    config.add_cleanup(install_log_redaction(run_redactor(run_config.eval.pipeline)))
     if not hasattr(config, "workerinput"):
         run.controller = Controller(run, config)
         config.pluginmanager.register(run.controller, CONTROLLER_PLUGIN)
+        _sigterm_as_interrupt(config)
+
+
+def _sigterm_as_interrupt(config: pytest.Config) -> None:
+    """SIGTERM (a CI runner's cancel or its own timeout) stops the run as Ctrl-C does: the
+    cases done are written as an incomplete run, with the report and JUnit. A second SIGTERM
+    ends the process at once. A handler someone else installed is left alone."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -70,6 +70,10 @@ def add_options(parser: pytest.Parser) -> None:
         help="gate (default): a failing case is reported as xfail and the gates decide the exit code; "
         "strict: every failing or erroring case fails its test",
     )
+    group.addoption(
+        "--rag-case-timeout", type=float, default=None, metavar="SECONDS",
+        help="a case that takes longer ends as an error naming the limit; the other cases go on (default: no limit)",
+    )
     parser.addini("rag_eval_case_failures", "default --rag-case-failures (gate or strict)", default="gate")
     judge = parser.getgroup("rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)")
     judge.addoption("--rag-judge-engine", choices=("native", "deepeval"), default="native", help="native: one call per case (default); deepeval: deepeval's metrics on the same client")
@@ -157,6 +161,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         passk_n=_positive(config, "passk_n"),
         passk_k=_positive(config, "passk_k"),
         pipeline=spec,
+        case_timeout=_case_timeout(config),
     )
     _check_tier_options(cfg)
     results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
@@ -259,6 +264,12 @@ def _positive(config: pytest.Config, option: str) -> int | None:
     value = config.getoption(f"rag_{option}")
     if value is not None and value < 1:
         raise pytest.UsageError(f"--rag-{option.replace('_', '-')} must be at least 1, got {value}")
+    return value
+
+def _case_timeout(config: pytest.Config) -> float | None:
+    value: float | None = config.getoption("rag_case_timeout")
+    if value is not None and not value > 0:  # also refuses nan
+        raise pytest.UsageError(f"--rag-case-timeout must be a number of seconds above 0 (e.g. 120), got {value}")
     return value
 
 def _judge_ledger(config: pytest.Config) -> Path | None:

@@ -28,7 +28,6 @@ class Sut:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.9: plugin-side, fixed on plugin/")
 def test_a_case_past_the_time_limit_is_an_error_and_the_run_goes_on(sandbox: Sandbox) -> None:
     (sandbox.root / "pytest.ini").write_text(PYTEST_INI + "pythonpath = .\n", encoding="utf-8")
     (sandbox.root / "sandbox_sut.py").write_text(SLOW_ON_ONE, encoding="utf-8")

@@ -19,7 +19,6 @@ from tests.support.openai_server import ScriptedOpenAIServer, Status
 KEY = "sk-judge-DEBUG-echoed-key-0123456789"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.3: plugin-side, fixed on plugin/")
 def test_debug_logging_of_a_key_echoing_server_reaches_neither_stdout_nor_junit(
     sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

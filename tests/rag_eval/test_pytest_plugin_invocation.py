@@ -164,7 +164,6 @@ def test_a_dataset_outside_the_rootdir_in_the_space_form_keeps_the_users_thresho
 # --------------------------------------------------------------------------- (b) -x
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(3))
 def test_x_prints_the_incomplete_verdict_as_such(pytester: pytest.Pytester, repo: Path) -> None:
     result = run(pytester, "-x", "--rag-case-failures", "strict")
     out = result.stdout.str()

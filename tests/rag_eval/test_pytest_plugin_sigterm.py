@@ -38,7 +38,6 @@ class Sut:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.6: plugin-side, fixed on plugin/")
 def test_sigterm_writes_the_cases_done_as_an_incomplete_run_with_report_and_junit(sandbox: Sandbox) -> None:
     (sandbox.root / "pytest.ini").write_text(PYTEST_INI + "pythonpath = .\n", encoding="utf-8")
     (sandbox.root / "sandbox_sut.py").write_text(SLOW, encoding="utf-8")

@@ -39,7 +39,6 @@ def pytest_configure(config):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.12: plugin-side, fixed on plugin/")
 def test_a_full_disk_on_the_results_file_fails_the_run_cleanly(sandbox: Sandbox) -> None:
     sandbox.write_conftest(FULL_DISK)
     sandbox.write_thresholds("[retrieval]\npass_rate = { min = 0.0 }\n")
