@@ -12,7 +12,7 @@ import pytest
 from rag_eval import tiers
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.model import GoldenItem
-from rag_eval.plugin.run import DatasetInputError, Run, run_of
+from rag_eval.plugin.run import DatasetInputError, Run, run_of, started_session
 from rag_eval.plugin.runner import CaseRunner
 
 CASE_FIXTURES = frozenset({"golden_case", "dialogue_case"})
@@ -110,7 +110,7 @@ def runner(config: pytest.Config, node: pytest.Item) -> CaseRunner:
     run = run_of(config)
     if run is None:
         pytest.fail(NOT_CONFIGURED, pytrace=False)
-    return CaseRunner(run.session(), node, strict=run.config.strict, progress_total=run.progress_total)
+    return CaseRunner(started_session(run), node, strict=run.config.strict, progress_total=run.progress_total)
 
 
 def add_golden_set_cases(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

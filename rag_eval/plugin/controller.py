@@ -20,8 +20,9 @@ from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
+from rag_eval.plugin.junit import write_junit
 from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
-from rag_eval.plugin.run import DatasetInputError, Run
+from rag_eval.plugin.run import DatasetInputError, Run, StartError
 from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
 from rag_eval.plugin.terminal import Progress
 from rag_eval.redact import Redactor
@@ -113,7 +114,12 @@ class Controller:
             self.warm_system()
 
     def warm_system(self) -> None:
-        system = self.run.session().system
+        """Start and warm the system before any case; one that cannot start is a usage
+        error said in one line (``ERROR: ...``), not a traceback or an ``Exit`` banner."""
+        try:
+            system = self.run.session().system
+        except StartError as exc:
+            raise pytest.UsageError(str(exc)) from None
         warm = getattr(system, "warm", None)
         if not callable(warm):
             return
@@ -126,7 +132,7 @@ class Controller:
             else:
                 warm(show)
         except RagEvalError as exc:
-            pytest.exit(f"rag-eval: the system could not start: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+            raise pytest.UsageError(f"rag-eval: the system could not start: {exc}") from None
         describe = getattr(system, "describe", None)
         if callable(describe):
             self.warm_build = index_build(describe())
@@ -153,7 +159,8 @@ class Controller:
         except ResultsWriteError as exc:  # disk full, no permission: a failed run said in one line, not INTERNALERROR
             self.write_error = self.redactor.text(str(exc))
             self.passed = False
-        _junit_properties(self.pytest_config, results, self.redactor)
+        gates = [*self.gates, *self.regression] if complete and not sharded else []
+        write_junit(self.pytest_config, results, gates, self.redactor, self.write_error)
         if self.write_error is not None or (complete and (not self.passed or self.written is None or self.written.problems)):
             session.testsfailed += 1
 
@@ -243,27 +250,3 @@ def _holds_a_case(nodeids: Iterable[str], case_ids: set[str]) -> bool:
         if bracket and param.endswith("]") and param[:-1] in case_ids:
             return True
     return False
-
-
-def _junit_properties(config: pytest.Config, results: RunResults, redactor: Redactor) -> None:
-    """With --junitxml: the verdict and each failed gate as testsuite properties, so a
-    JUnit viewer shows why a run whose every case passed still failed (redacted, and
-    control and bidi characters escaped: ``escape.terminal``)."""
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:  # pragma: no cover - pytest moved its private module
-        return
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
-        return
-    shown = lambda text: redactor.text(terminal(text, keep_newlines=False))  # noqa: E731
-    xml.add_global_property("rag_eval_verdict", shown(results.verdict))
-    for gate in results.gates:
-        if not gate.passed:
-            number = "n/a" if gate.value is None else f"{gate.value:.4f}"
-            xml.add_global_property(
-                shown(f"rag_eval_failed_gate {gate.metric}"),
-                shown(f"{number} (threshold {gate.threshold}, n={gate.n})"),
-            )
-
-

@@ -21,7 +21,7 @@ from rag_eval import tiers
 from rag_eval.plugin.collect import add_golden_set_cases, parametrize, progress_count, runner
 from rag_eval.plugin.controller import CONTROLLER_PLUGIN, Controller
 from rag_eval.plugin.options import add_options, read_config
-from rag_eval.plugin.run import RUN, Run, run_of
+from rag_eval.plugin.run import RUN, Run, run_of, started_session
 from rag_eval.plugin.runner import CaseRunner
 from rag_eval.plugin.terminal import write_summary
 from rag_eval.redact import install_log_redaction
@@ -144,7 +144,7 @@ def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
     run = run_of(pytestconfig)
     if run is None:
         pytest.fail("rag-eval is not configured: give --rag-golden-set FILE or --rag-dataset DIR", pytrace=False)
-    return run.session()
+    return started_session(run)
 
 
 @pytest.fixture

@@ -98,10 +98,11 @@ def _tier_lines(cases: list[CaseResult], quiet: bool) -> list[Line]:
         row[c.outcome] += 1
     for tier, row in sorted(counts.items()):
         measured = sum(1 for c in cases if c.tier == tier and c.details.get("measured_only"))
-        apart = f" ({measured} negatives measured, not judged)" if measured else ""
+        apart = f" ({measured} {'negative' if measured == 1 else 'negatives'} measured, not judged)" if measured else ""
         out.append(Line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v) + apart))
-        if not quiet:
-            out += [Line(t) for t in _failing_lines(tier, [c for c in cases if c.tier == tier])]
+        failing = _failing_lines(tier, [c for c in cases if c.tier == tier])
+        # under -q the count and the first failing case stay: a run where every case errored shows its cause
+        out += [Line(t) for t in (failing[:2] if quiet else failing)]
     return out
 
 

@@ -207,7 +207,6 @@ def test_sw_goes_on_from_the_first_failing_case(pytester: pytest.Pytester, repo:
 # --------------------------------------------------------------------------- (d) JUnit
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(5))
 def test_junit_has_a_failing_testcase_per_failed_gate(pytester: pytest.Pytester, repo: Path) -> None:
     (repo / "thresholds.toml").write_text(FAILING, encoding="utf-8")
     result = run(pytester, "--junitxml", "junit.xml")
@@ -221,7 +220,6 @@ def test_junit_has_a_failing_testcase_per_failed_gate(pytester: pytest.Pytester,
 # --------------------------------------------------------------------------- (e) -q
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(10))
 def test_q_keeps_the_first_cause_and_the_verdict(pytester: pytest.Pytester, repo: Path) -> None:
     (repo / "usersys.py").write_text(
         USER_SYSTEM.replace("        ids = _rank(question)", "        raise RuntimeError('index offline: start the search service')"),
