@@ -62,6 +62,33 @@ class Controller:
     # --- hooks (registered on the controller only) ------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress.total = progress_count(session)
+        self.check_keyword_subset([i.nodeid for i in session.items], stop=True)
+
+    def check_keyword_subset(self, nodeids: list[str], stop: bool) -> None:
+        """A ``-k`` subset against a full baseline is refused like a ``--rag-tag`` subset
+        (other cases, numbers not comparable; not "16 removed"): a usage error in ``error``
+        mode, else the run goes on without the comparison and says why. Under xdist the
+        controller learns the selection only when the workers have collected (``stop``
+        False): the comparison is then left out in either mode, with the reason."""
+        keyword = self.pytest_config.option.keyword
+        baseline = self.baseline
+        if not keyword or baseline is None or baseline.data is None or self.pytest_config.option.collectonly:
+            return
+        missing = _unselected(nodeids, self._selected_ids())
+        if not missing:
+            return
+        why = (
+            f"the baseline ran every selected case but this run selects {missing} fewer with -k {keyword!r}: "
+            "other cases, numbers not comparable; run without -k to compare, or compare a -k run with a -k baseline"
+        )
+        if stop and self.run.config.baseline_mismatch == "error":
+            raise pytest.UsageError(f"--rag-baseline {baseline.path}: {why} (or --rag-baseline-mismatch warn)")
+        self.baseline = Baseline(baseline.path, None, f"baseline {baseline.path} not compared: {why}")
+
+    def _selected_ids(self) -> tuple[set[str], set[str]]:
+        """The golden and the dialogue ids of the run's --rag-split/--rag-tag/--rag-shard selection."""
+        golden = {i.id for i in self.run.selected(self.run.dataset().items)}
+        return golden, {d.id for d in self.run.selected(self.run.dialogues())}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -72,6 +99,7 @@ class Controller:
         if self.warmed or self.pytest_config.option.collectonly:
             return
         self.warmed = True
+        self.check_keyword_subset(ids, stop=False)
         if _holds_a_case(ids, self._case_ids()):
             self.warm_system()
 
@@ -242,11 +270,24 @@ def _baseline(run: Run) -> Baseline | None:
         raise pytest.UsageError(f"--rag-baseline: {exc}") from None
 
 
+def _params(nodeids: Iterable[str]) -> set[str]:
+    """The parameters of parametrized node ids: ``test_rag.py::test_retrieval[q-1]`` -> ``q-1``."""
+    out: set[str] = set()
+    for nodeid in nodeids:
+        head, bracket, param = nodeid.rpartition("[")
+        if bracket and param.endswith("]"):
+            out.add(param[:-1])
+    return out
+
+
+def _unselected(nodeids: Iterable[str], selected: tuple[set[str], set[str]]) -> int:
+    """How many golden (or dialogue) ids of the selection have no case among ``nodeids``,
+    counted for each kind of which at least one case was collected (-m picks tiers, not cases)."""
+    collected = _params(nodeids)
+    return sum(len(ids - collected) for ids in selected if ids & collected)
+
+
 def _holds_a_case(nodeids: Iterable[str], case_ids: set[str]) -> bool:
     """Whether a worker's collection holds a case: ``test_rag.py::test_retrieval[q-1]``
     or an auto-collected ``retrieval[q-1]``, parametrized by a golden or dialogue id."""
-    for nodeid in nodeids:
-        head, bracket, param = nodeid.rpartition("[")
-        if bracket and param.endswith("]") and param[:-1] in case_ids:
-            return True
-    return False
+    return bool(_params(nodeids) & case_ids)

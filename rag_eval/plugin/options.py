@@ -147,7 +147,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
     inputs = _inputs(config)
     if inputs is None:
         return None
-    root = config.rootpath
+    root = project_base(config)
     spec = _pipeline_spec(config)
     cfg = EvalConfig(
         paths=DatasetPaths(inputs.dataset or Path(), None, inputs.golden or Path()),  # resolved lazily (Run.paths)
@@ -189,10 +189,10 @@ def read_config(config: pytest.Config) -> RunConfig | None:
 def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
     """Read and check the adapter configuration once, before any case: a bad one is a usage error."""
     ini_config = config.getini("rag_eval_pipeline_config")
-    path = config.getoption("rag_pipeline_config") or (str(config.rootpath / ini_config) if ini_config else None)
+    path = config.getoption("rag_pipeline_config") or (str(project_base(config) / ini_config) if ini_config else None)
     # `--rag-pipeline mypipe:make` names a module of the user's repository: importable from
     # the rootdir and the invocation dir, as under `python -m pytest`.
-    for folder in (str(config.invocation_params.dir), str(config.rootpath)):
+    for folder in (str(config.invocation_params.dir), str(project_base(config))):
         if folder not in sys.path:
             sys.path.insert(0, folder)
     try:
@@ -206,7 +206,7 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
 def _inputs(config: pytest.Config) -> InputSource | None:
     """The configured inputs, or None: the plugin is then inert (a user's unrelated test
     run gets no extra output, files or gates)."""
-    root = config.rootpath
+    root = project_base(config)
     ini_file = config.inipath.name if config.inipath else "the ini file"
     dataset, golden = config.getoption("rag_dataset"), config.getoption("rag_golden_set")
     where = "--rag-dataset"
@@ -220,6 +220,19 @@ def _inputs(config: pytest.Config) -> InputSource | None:
     if not dataset and not golden:
         return None
     return InputSource(Path(dataset) if dataset else None, Path(golden) if golden else None, where)
+
+def project_base(config: pytest.Config) -> Path:
+    """What the plugin's default and relative paths (thresholds.toml, reports/, .rag_cache,
+    the ini keys' values) are relative to: ``--rootdir`` when given, else the folder of the
+    ini file (pytest.ini, pyproject.toml, tox.ini, setup.cfg), else the folder pytest was
+    started in. Never the rootdir pytest guessed from its arguments: it takes the value of
+    a space-form option (``--rag-dataset ../data``) for a path and would move every default
+    to the parent folder, dropping the user's thresholds (issue 20.2)."""
+    if config.option.rootdir:
+        return config.rootpath
+    if config.inipath is not None:
+        return config.inipath.parent
+    return config.invocation_params.dir
 
 def _rooted(root: Path, path: str) -> Path:
     p = Path(path)
