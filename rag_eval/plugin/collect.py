@@ -82,7 +82,19 @@ class GoldenSetFile(pytest.File):
         items = [*run.selected(_golden(run)), *run.selected(_dialogues(run))]
         for tier in tiers.all_tiers():  # passk takes dialogues too: k independent replays
             for golden in [i for i in items if tier.applies(i)]:
-                yield GoldenCase.from_parent(self, name=f"{tier.name}[{golden.id}]", tier=tier.name, golden=golden)
+                name = f"{tier.name}[{golden.id}]"
+                yield GoldenCase.from_parent(self, name=name, tier=tier.name, golden=golden, **_case_id(self, tier.name, golden.id))
+
+
+def _case_id(parent: pytest.File, tier: str, golden_id: str) -> dict[str, Any]:
+    """The case's node id as pytest parses a parametrized one (``tier`` with params
+    ``golden_id``), where pytest has structured node ids (9+): ``--lf`` and ``--sw`` read
+    ``evals/golden.jsonl::retrieval[q05]`` back from the cache in that form, and a plain
+    name ``retrieval[q05]`` would never match it. Older pytest compares the strings."""
+    structured = getattr(parent, "id", None)
+    if structured is None or not hasattr(structured, "child"):
+        return {}
+    return {"nodeid": structured.child(tier).with_params(golden_id)}
 
 
 class GoldenCase(pytest.Item):

@@ -21,6 +21,7 @@ from rag_eval.escape import terminal
 from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
 from rag_eval.plugin.junit import write_junit
+from rag_eval.plugin.lastfailed import GateModeFailures
 from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
 from rag_eval.plugin.run import DatasetInputError, Run, StartError
 from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
@@ -58,6 +59,7 @@ class Controller:
         self.short: dict[str, str] = {}  # nodeid -> the one-line stand-in of its case
         self.progress = Progress(config)
         self.warmed = False  # under xdist: the system was warmed when the first worker collected
+        self.gate_failures = GateModeFailures(config)  # --lf in gate mode (registered with the controller)
 
     # --- hooks (registered on the controller only) ------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -87,7 +89,7 @@ class Controller:
 
     def _selected_ids(self) -> tuple[set[str], set[str]]:
         """The golden and the dialogue ids of the run's --rag-split/--rag-tag/--rag-shard selection."""
-        golden = {i.id for i in self.run.selected(self.run.dataset().items)}
+        golden = {i.id for i in self.run.selected(list(self.run.dataset().items))}
         return golden, {d.id for d in self.run.selected(self.run.dialogues())}
 
     @pytest.hookimpl(optionalhook=True)
@@ -123,6 +125,8 @@ class Controller:
                 self.cases[case.key] = case
                 if case.tier in tiers.names() and tiers.get(case.tier).progress:
                     self.progress.case_done()
+                if case.outcome in ("fail", "error"):
+                    self.gate_failures.failing.add(report.nodeid)
                 stage = f" at {case.failed_stage}" if case.failed_stage else ""
                 self.short[report.nodeid] = terminal(f"{case.key}: {case.outcome}{stage} (details in the results file)", False)
             short = self.short.get(report.nodeid)

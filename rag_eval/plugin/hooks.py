@@ -49,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         run.controller = Controller(run, config)
         config.pluginmanager.register(run.controller, CONTROLLER_PLUGIN)
+        config.pluginmanager.register(run.controller.gate_failures, CONTROLLER_PLUGIN + "_lastfailed")
         _sigterm_as_interrupt(config)
 
 
@@ -64,7 +65,11 @@ def _sigterm_as_interrupt(config: pytest.Config) -> None:
         raise KeyboardInterrupt("SIGTERM")
 
     previous = signal.signal(signal.SIGTERM, stop)
-    config.add_cleanup(lambda: signal.signal(signal.SIGTERM, previous))
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    config.add_cleanup(restore)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -119,10 +124,14 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A shard that owns none of the selected items is a valid, empty part of the run
-    (it wrote its empty file): exit 0, not 5, so a CI matrix job does not fail for it."""
+    (it wrote its empty file): exit 0, not 5, so a CI matrix job does not fail for it.
+    ``--sw`` stopping at a failing case is a failed run (1), not an interrupted one (2)."""
     run = run_of(session.config)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and run is not None and run.config.shard is not None:
         session.exitstatus = pytest.ExitCode.OK
+    stepwise = session.config.getoption("stepwise", False)
+    if run is not None and stepwise and exitstatus == pytest.ExitCode.INTERRUPTED and session.shouldstop and session.testsfailed:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(tryfirst=True)

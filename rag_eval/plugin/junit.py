@@ -5,7 +5,7 @@ gate as a failing test, not a green build that exited 1."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import pytest
 
@@ -52,6 +52,6 @@ def _testcase(xml: Any, name: str, failure: str | None) -> None:
     """One testcase, fed to the JUnit writer as pytest's own reports would be (call, then teardown)."""
     nodeid = f"{GATE_SUITE}::{name}"
     location = (GATE_SUITE, None, name)
-    outcome = "passed" if failure is None else "failed"
-    for when, result, text in (("call", outcome, failure), ("teardown", "passed", None)):
-        xml.pytest_runtest_logreport(pytest.TestReport(nodeid, location, {}, result, text, when))
+    outcome: Literal["passed", "failed"] = "passed" if failure is None else "failed"
+    xml.pytest_runtest_logreport(pytest.TestReport(nodeid, location, {}, outcome, failure, "call"))
+    xml.pytest_runtest_logreport(pytest.TestReport(nodeid, location, {}, "passed", None, "teardown"))

@@ -183,17 +183,14 @@ def _lf_run(pytester: pytest.Pytester, repo: Path, *mode: str) -> set[str]:
     return set(case_metrics(results(repo / "reports" / "eval-results.json")))
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(4))
 def test_lf_reruns_the_failing_golden_cases_only_in_gate_mode(pytester: pytest.Pytester, repo: Path) -> None:
     assert _lf_run(pytester, repo) == MISSED
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(4))
 def test_lf_reruns_the_failing_golden_cases_only_in_strict_mode(pytester: pytest.Pytester, repo: Path) -> None:
     assert _lf_run(pytester, repo, "--rag-case-failures", "strict") == MISSED
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(4))
 def test_sw_goes_on_from_the_first_failing_case(pytester: pytest.Pytester, repo: Path) -> None:
     first = run(pytester, "--sw", "--rag-case-failures", "strict", "--rag-results", "first.json")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
