@@ -58,9 +58,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--rag-tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
     group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
     group.addoption("--rag-top-k", type=int, help="how many items to ask the system for (rag_app: rerank_top_n)")
-    parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the rootdir); the plugin is inert without a dataset or golden set", default="")
-    parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the rootdir)", default="")
-    parser.addini("rag_eval_results", "default --rag-results (relative to the rootdir)", default="reports/eval-results.json")
+    parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the ini file); the plugin is inert without a dataset or golden set", default="")
+    parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the ini file)", default="")
+    parser.addini("rag_eval_results", "default --rag-results (relative to the ini file)", default="reports/eval-results.json")
     parser.addini("rag_eval_thresholds", "default --rag-thresholds", default="thresholds.toml")
     group.addoption("--rag-dialogues", default=None, metavar="PATH", help="dialogue set JSONL (default: dialogues.jsonl beside the golden set)")
     group.addoption(
@@ -103,7 +103,7 @@ def _add_pipeline_options(parser: pytest.Parser) -> None:
     )
     group.addoption("--rag-pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
     parser.addini("rag_eval_pipeline", "default --rag-pipeline", default="")
-    parser.addini("rag_eval_pipeline_config", "default --rag-pipeline-config (relative to the rootdir)", default="")
+    parser.addini("rag_eval_pipeline_config", "default --rag-pipeline-config (relative to the ini file)", default="")
 
 @dataclass(frozen=True)
 class InputSource:

@@ -4,7 +4,7 @@ With ``--log-level=DEBUG -o log_cli=true -o junit_logging=all`` every library lo
 reaches stdout and the JUnit file, httpcore's included, which logs the response
 headers: a server echoing the key in a ``Retry-After`` header put it in both. The
 plugin must install the redacting logging filter (rag_eval's redactor) on the run's
-log handlers; the filter is helper llm's, the wiring is plugin-side.
+log records (redact.install_log_redaction, installed at configure on controller and workers).
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@ option forms and a dataset outside the rootdir, plus ``-x``, ``--lf``, ``--sw``,
 ``--junitxml``, ``-q``, the user's own unit tests and a ``-k`` subset against a full
 baseline.
 
-The tests marked ``xfail(strict=True)`` are the plugin-side acceptance: they fail on the
-plugin as it is and are to pass on the restructured plugin (rag_eval/plugin/); strict, so
-the day one passes it must lose its mark. The others pass today and guard the behaviour.
+Each test is the acceptance of one point of issue 20 (the number in its docstring or
+section); they all pass on the restructured plugin (rag_eval/plugin/) and guard it.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Any
 
 import pytest
 
-PLUGIN_SIDE = "issue 20.{}: plugin-side, fixed on plugin/"
 
 N_ITEMS = 18
 MISSED = {"q05", "q11", "q17"}  # the system never returns their gold chunk
