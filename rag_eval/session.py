@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -57,6 +58,7 @@ class EvalConfig:
     deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
     passk_n: int | None = None  # command-line overrides of [passk.case] n / k
     passk_k: int | None = None
+    case_timeout: float | None = None  # --rag-case-timeout: seconds one case may take (None: no limit)
     pipeline: PipelineSpec = field(kw_only=True)  # which system, and how gold meets its ids: no default
 
 
@@ -178,7 +180,10 @@ class EvalSession:
         """Run one case in a registered tier; any exception becomes an ``error`` outcome, never a pass."""
         t0 = time.perf_counter()
         try:
-            return tiers.get(tier).run(self, item)
+            limit = self.config.case_timeout
+            if limit is None:
+                return tiers.get(tier).run(self, item)
+            return within(limit, lambda: tiers.get(tier).run(self, item))
         except Exception as exc:  # noqa: BLE001 - every failure of the system is recorded, not raised
             return tiers.errored(item, tier, exc, self, t0)
 
@@ -246,6 +251,39 @@ class EvalSession:
         if item.id not in self._chats:
             self._chats[item.id] = self.answer(item)
         return self._chats[item.id]
+
+
+class CaseTimeout(Exception):
+    """A case outlived ``--rag-case-timeout``: recorded as its ``error``."""
+
+
+def within(limit: float, call: Callable[[], T]) -> T:
+    """``call()``, or :class:`CaseTimeout` once it has run ``limit`` seconds.
+
+    The call runs in a daemon thread: Python cannot stop a thread, so a call past the limit
+    goes on in the background (its result is dropped) while the next cases run, and ends
+    with the process. A system that cannot take a second call meanwhile errors those too,
+    which the results then show."""
+    box: list[T] = []
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            box.append(call())
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=target, name="rag-eval-case", daemon=True)
+    worker.start()
+    worker.join(limit)
+    if worker.is_alive():
+        raise CaseTimeout(
+            f"the case took longer than --rag-case-timeout {limit:g} s and was abandoned; "
+            "raise the limit, or make the system answer faster (e.g. shorter questions)"
+        )
+    if failure:
+        raise failure[0]
+    return box[0]
 
 
 def run_redactor(pipeline: PipelineSpec, env: Mapping[str, str] = os.environ) -> Redactor:

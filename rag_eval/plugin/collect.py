@@ -12,7 +12,7 @@ import pytest
 from rag_eval import tiers
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.model import GoldenItem
-from rag_eval.plugin.run import DatasetInputError, Run, run_of
+from rag_eval.plugin.run import DatasetInputError, Run, run_of, started_session
 from rag_eval.plugin.runner import CaseRunner
 
 CASE_FIXTURES = frozenset({"golden_case", "dialogue_case"})
@@ -82,7 +82,19 @@ class GoldenSetFile(pytest.File):
         items = [*run.selected(_golden(run)), *run.selected(_dialogues(run))]
         for tier in tiers.all_tiers():  # passk takes dialogues too: k independent replays
             for golden in [i for i in items if tier.applies(i)]:
-                yield GoldenCase.from_parent(self, name=f"{tier.name}[{golden.id}]", tier=tier.name, golden=golden)
+                name = f"{tier.name}[{golden.id}]"
+                yield GoldenCase.from_parent(self, name=name, tier=tier.name, golden=golden, **_case_id(self, tier.name, golden.id))
+
+
+def _case_id(parent: pytest.File, tier: str, golden_id: str) -> dict[str, Any]:
+    """The case's node id as pytest parses a parametrized one (``tier`` with params
+    ``golden_id``), where pytest has structured node ids (9+): ``--lf`` and ``--sw`` read
+    ``evals/golden.jsonl::retrieval[q05]`` back from the cache in that form, and a plain
+    name ``retrieval[q05]`` would never match it. Older pytest compares the strings."""
+    structured = getattr(parent, "id", None)
+    if structured is None or not hasattr(structured, "child"):
+        return {}
+    return {"nodeid": structured.child(tier).with_params(golden_id)}
 
 
 class GoldenCase(pytest.Item):
@@ -110,7 +122,7 @@ def runner(config: pytest.Config, node: pytest.Item) -> CaseRunner:
     run = run_of(config)
     if run is None:
         pytest.fail(NOT_CONFIGURED, pytrace=False)
-    return CaseRunner(run.session(), node, strict=run.config.strict, progress_total=run.progress_total)
+    return CaseRunner(started_session(run), node, strict=run.config.strict, progress_total=run.progress_total)
 
 
 def add_golden_set_cases(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

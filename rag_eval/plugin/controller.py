@@ -22,13 +22,15 @@ from rag_eval.escape import terminal
 from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
 from rag_eval.labels.compare import LabelReport, compare_labels
+from rag_eval.plugin.junit import write_junit
+from rag_eval.plugin.lastfailed import GateModeFailures
 from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
-from rag_eval.plugin.run import DatasetInputError, Run
+from rag_eval.plugin.run import DatasetInputError, Run, StartError
 from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
 from rag_eval.plugin.terminal import Progress
 from rag_eval.redact import Redactor
 from rag_eval.results.baseline import BaselineError
-from rag_eval.results.build import file_sha256_or_none, git_commit, now_iso
+from rag_eval.results.build import ResultsWriteError, file_sha256_or_none, git_commit, now_iso
 from rag_eval.results.case import USER_PROPERTY, CaseResult
 from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude, write_outputs
 from rag_eval.results.model import RunResults
@@ -52,16 +54,46 @@ class Controller:
         self.passed = True
         self.written: Written | None = None
         self.label_report: LabelReport | None = None  # with --rag-human-labels, at finish
+        self.complete = True  # False: -x, --maxfail, Ctrl-C or SIGTERM stopped the loop
+        self.write_error: str | None = None  # the results file could not be written: why
         # What the controller's warm-up build did (index_built, embeddings_computed, ...): under
         # xdist the workers only load the index it built, so their cases would say "not built".
         self.warm_build: dict[str, Any] = {}
         self.short: dict[str, str] = {}  # nodeid -> the one-line stand-in of its case
         self.progress = Progress(config)
         self.warmed = False  # under xdist: the system was warmed when the first worker collected
+        self.gate_failures = GateModeFailures(config)  # --lf in gate mode (registered with the controller)
 
     # --- hooks (registered on the controller only) ------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.progress.total = progress_count(session)
+        self.check_keyword_subset([i.nodeid for i in session.items], stop=True)
+
+    def check_keyword_subset(self, nodeids: list[str], stop: bool) -> None:
+        """A ``-k`` subset against a full baseline is refused like a ``--rag-tag`` subset
+        (other cases, numbers not comparable; not "16 removed"): a usage error in ``error``
+        mode, else the run goes on without the comparison and says why. Under xdist the
+        controller learns the selection only when the workers have collected (``stop``
+        False): the comparison is then left out in either mode, with the reason."""
+        keyword = self.pytest_config.option.keyword
+        baseline = self.baseline
+        if not keyword or baseline is None or baseline.data is None or self.pytest_config.option.collectonly:
+            return
+        missing = _unselected(nodeids, self._selected_ids())
+        if not missing:
+            return
+        why = (
+            f"the baseline ran every selected case but this run selects {missing} fewer with -k {keyword!r}: "
+            "other cases, numbers not comparable; run without -k to compare, or compare a -k run with a -k baseline"
+        )
+        if stop and self.run.config.baseline_mismatch == "error":
+            raise pytest.UsageError(f"--rag-baseline {baseline.path}: {why} (or --rag-baseline-mismatch warn)")
+        self.baseline = Baseline(baseline.path, None, f"baseline {baseline.path} not compared: {why}")
+
+    def _selected_ids(self) -> tuple[set[str], set[str]]:
+        """The golden and the dialogue ids of the run's --rag-split/--rag-tag/--rag-shard selection."""
+        golden = {i.id for i in self.run.selected(list(self.run.dataset().items))}
+        return golden, {d.id for d in self.run.selected(self.run.dialogues())}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -72,6 +104,7 @@ class Controller:
         if self.warmed or self.pytest_config.option.collectonly:
             return
         self.warmed = True
+        self.check_keyword_subset(ids, stop=False)
         if _holds_a_case(ids, self._case_ids()):
             self.warm_system()
 
@@ -95,6 +128,8 @@ class Controller:
                 self.cases[case.key] = case
                 if case.tier in tiers.names() and tiers.get(case.tier).progress:
                     self.progress.case_done()
+                if case.outcome in ("fail", "error"):
+                    self.gate_failures.failing.add(report.nodeid)
                 stage = f" at {case.failed_stage}" if case.failed_stage else ""
                 self.short[report.nodeid] = terminal(f"{case.key}: {case.outcome}{stage} (details in the results file)", False)
             short = self.short.get(report.nodeid)
@@ -114,7 +149,12 @@ class Controller:
             self.warm_system()
 
     def warm_system(self) -> None:
-        system = self.run.session().system
+        """Start and warm the system before any case; one that cannot start is a usage
+        error said in one line (``ERROR: ...``), not a traceback or an ``Exit`` banner."""
+        try:
+            system = self.run.session().system
+        except StartError as exc:
+            raise pytest.UsageError(str(exc)) from None
         warm = getattr(system, "warm", None)
         if not callable(warm):
             return
@@ -127,7 +167,7 @@ class Controller:
             else:
                 warm(show)
         except RagEvalError as exc:
-            pytest.exit(f"rag-eval: the system could not start: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+            raise pytest.UsageError(f"rag-eval: the system could not start: {exc}") from None
         describe = getattr(system, "describe", None)
         if callable(describe):
             self.warm_build = index_build(describe())
@@ -140,19 +180,23 @@ class Controller:
         if not self.cases and not sharded:  # a shard that owns no selected item still writes its (empty) file
             return
         results = self._results(complete, sharded)
+        self.complete = complete
         cfg = self.run.config
-        self.written = write_outputs(
-            results,
-            Outputs(
-                results=cfg.results_path,
-                report=cfg.report_path,
-                summary=cfg.summary_path if complete else None,
-                artifact_url=cfg.artifact_url,
-                redactor=self.redactor,
-            ),
+        outputs = Outputs(
+            results=cfg.results_path,
+            report=cfg.report_path,
+            summary=cfg.summary_path if complete else None,
+            artifact_url=cfg.artifact_url,
+            redactor=self.redactor,
         )
-        _junit_properties(self.pytest_config, results, self.redactor)
-        if complete and (not self.passed or self.written.problems):
+        try:
+            self.written = write_outputs(results, outputs)
+        except ResultsWriteError as exc:  # disk full, no permission: a failed run said in one line, not INTERNALERROR
+            self.write_error = self.redactor.text(str(exc))
+            self.passed = False
+        gates = [*self.gates, *self.regression] if complete and not sharded else []
+        write_junit(self.pytest_config, results, gates, self.redactor, self.write_error)
+        if self.write_error is not None or (complete and (not self.passed or self.written is None or self.written.problems)):
             session.testsfailed += 1
 
     def _results(self, complete: bool, sharded: bool) -> RunResults:
@@ -238,35 +282,24 @@ def _baseline(run: Run) -> Baseline | None:
         raise pytest.UsageError(f"--rag-baseline: {exc}") from None
 
 
+def _params(nodeids: Iterable[str]) -> set[str]:
+    """The parameters of parametrized node ids: ``test_rag.py::test_retrieval[q-1]`` -> ``q-1``."""
+    out: set[str] = set()
+    for nodeid in nodeids:
+        head, bracket, param = nodeid.rpartition("[")
+        if bracket and param.endswith("]"):
+            out.add(param[:-1])
+    return out
+
+
+def _unselected(nodeids: Iterable[str], selected: tuple[set[str], set[str]]) -> int:
+    """How many golden (or dialogue) ids of the selection have no case among ``nodeids``,
+    counted for each kind of which at least one case was collected (-m picks tiers, not cases)."""
+    collected = _params(nodeids)
+    return sum(len(ids - collected) for ids in selected if ids & collected)
+
+
 def _holds_a_case(nodeids: Iterable[str], case_ids: set[str]) -> bool:
     """Whether a worker's collection holds a case: ``test_rag.py::test_retrieval[q-1]``
     or an auto-collected ``retrieval[q-1]``, parametrized by a golden or dialogue id."""
-    for nodeid in nodeids:
-        head, bracket, param = nodeid.rpartition("[")
-        if bracket and param.endswith("]") and param[:-1] in case_ids:
-            return True
-    return False
-
-
-def _junit_properties(config: pytest.Config, results: RunResults, redactor: Redactor) -> None:
-    """With --junitxml: the verdict and each failed gate as testsuite properties, so a
-    JUnit viewer shows why a run whose every case passed still failed (redacted, and
-    control and bidi characters escaped: ``escape.terminal``)."""
-    try:
-        from _pytest.junitxml import xml_key
-    except ImportError:  # pragma: no cover - pytest moved its private module
-        return
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
-        return
-    shown = lambda text: redactor.text(terminal(text, keep_newlines=False))  # noqa: E731
-    xml.add_global_property("rag_eval_verdict", shown(results.verdict))
-    for gate in results.gates:
-        if not gate.passed:
-            number = "n/a" if gate.value is None else f"{gate.value:.4f}"
-            xml.add_global_property(
-                shown(f"rag_eval_failed_gate {gate.metric}"),
-                shown(f"{number} (threshold {gate.threshold}, n={gate.n})"),
-            )
-
-
+    return bool(_params(nodeids) & case_ids)

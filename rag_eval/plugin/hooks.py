@@ -11,6 +11,8 @@ numbers of a serial run. The only package of rag_eval that imports pytest.
 from __future__ import annotations
 
 import shutil
+import signal
+import threading
 from typing import Any, Iterator
 
 import pytest
@@ -19,10 +21,11 @@ from rag_eval import tiers
 from rag_eval.plugin.collect import add_golden_set_cases, parametrize, progress_count, runner
 from rag_eval.plugin.controller import CONTROLLER_PLUGIN, Controller
 from rag_eval.plugin.options import add_options, read_config
-from rag_eval.plugin.run import RUN, Run, run_of
+from rag_eval.plugin.run import RUN, Run, run_of, started_session
 from rag_eval.plugin.runner import CaseRunner
 from rag_eval.plugin.terminal import write_summary
-from rag_eval.session import EvalSession
+from rag_eval.redact import install_log_redaction
+from rag_eval.session import EvalSession, run_redactor
 
 GOLDEN_MARKER = "golden set validation: schema, ids, gold traceability, split hygiene"
 
@@ -40,9 +43,33 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # inert: a user's unrelated test run gets no extra output, files or gates
     run = Run(run_config)
     config.stash[RUN] = run
+    # every log record of the run redacted (httpcore logs headers a server may echo the key in),
+    # on the controller and on each xdist worker
+    config.add_cleanup(install_log_redaction(run_redactor(run_config.eval.pipeline)))
     if not hasattr(config, "workerinput"):
         run.controller = Controller(run, config)
         config.pluginmanager.register(run.controller, CONTROLLER_PLUGIN)
+        config.pluginmanager.register(run.controller.gate_failures, CONTROLLER_PLUGIN + "_lastfailed")
+        _sigterm_as_interrupt(config)
+
+
+def _sigterm_as_interrupt(config: pytest.Config) -> None:
+    """SIGTERM (a CI runner's cancel or its own timeout) stops the run as Ctrl-C does: the
+    cases done are written as an incomplete run, with the report and JUnit. A second SIGTERM
+    ends the process at once. A handler someone else installed is left alone."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise KeyboardInterrupt("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    config.add_cleanup(restore)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -97,10 +124,14 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A shard that owns none of the selected items is a valid, empty part of the run
-    (it wrote its empty file): exit 0, not 5, so a CI matrix job does not fail for it."""
+    (it wrote its empty file): exit 0, not 5, so a CI matrix job does not fail for it.
+    ``--sw`` stopping at a failing case is a failed run (1), not an interrupted one (2)."""
     run = run_of(session.config)
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and run is not None and run.config.shard is not None:
         session.exitstatus = pytest.ExitCode.OK
+    stepwise = session.config.getoption("stepwise", False)
+    if run is not None and stepwise and exitstatus == pytest.ExitCode.INTERRUPTED and session.shouldstop and session.testsfailed:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -122,7 +153,7 @@ def rag_eval_session(pytestconfig: pytest.Config) -> EvalSession:
     run = run_of(pytestconfig)
     if run is None:
         pytest.fail("rag-eval is not configured: give --rag-golden-set FILE or --rag-dataset DIR", pytrace=False)
-    return run.session()
+    return started_session(run)
 
 
 @pytest.fixture

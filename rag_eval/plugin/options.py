@@ -60,9 +60,9 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--rag-tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
     group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
     group.addoption("--rag-top-k", type=int, help="how many items to ask the system for (rag_app: rerank_top_n)")
-    parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the rootdir); the plugin is inert without a dataset or golden set", default="")
-    parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the rootdir)", default="")
-    parser.addini("rag_eval_results", "default --rag-results (relative to the rootdir)", default="reports/eval-results.json")
+    parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the ini file); the plugin is inert without a dataset or golden set", default="")
+    parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the ini file)", default="")
+    parser.addini("rag_eval_results", "default --rag-results (relative to the ini file)", default="reports/eval-results.json")
     parser.addini("rag_eval_thresholds", "default --rag-thresholds", default="thresholds.toml")
     group.addoption("--rag-dialogues", default=None, metavar="PATH", help="dialogue set JSONL (default: dialogues.jsonl beside the golden set)")
     group.addoption(
@@ -71,6 +71,10 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         help="gate (default): a failing case is reported as xfail and the gates decide the exit code; "
         "strict: every failing or erroring case fails its test",
+    )
+    group.addoption(
+        "--rag-case-timeout", type=float, default=None, metavar="SECONDS",
+        help="a case that takes longer ends as an error naming the limit; the other cases go on (default: no limit)",
     )
     parser.addini("rag_eval_case_failures", "default --rag-case-failures (gate or strict)", default="gate")
     judge = parser.getgroup("rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)")
@@ -104,7 +108,7 @@ def _add_pipeline_options(parser: pytest.Parser) -> None:
     )
     group.addoption("--rag-pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
     parser.addini("rag_eval_pipeline", "default --rag-pipeline", default="")
-    parser.addini("rag_eval_pipeline_config", "default --rag-pipeline-config (relative to the rootdir)", default="")
+    parser.addini("rag_eval_pipeline_config", "default --rag-pipeline-config (relative to the ini file)", default="")
 
 @dataclass(frozen=True)
 class InputSource:
@@ -149,7 +153,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
     inputs = _inputs(config)
     if inputs is None:
         return None
-    root = config.rootpath
+    root = project_base(config)
     spec = _pipeline_spec(config)
     cfg = EvalConfig(
         paths=DatasetPaths(inputs.dataset or Path(), None, inputs.golden or Path()),  # resolved lazily (Run.paths)
@@ -163,6 +167,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         passk_n=_positive(config, "passk_n"),
         passk_k=_positive(config, "passk_k"),
         pipeline=spec,
+        case_timeout=_case_timeout(config),
     )
     _check_tier_options(cfg)
     results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
@@ -205,10 +210,10 @@ def _human_labels(config: pytest.Config, root: Path) -> tuple[Label, ...] | None
 def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
     """Read and check the adapter configuration once, before any case: a bad one is a usage error."""
     ini_config = config.getini("rag_eval_pipeline_config")
-    path = config.getoption("rag_pipeline_config") or (str(config.rootpath / ini_config) if ini_config else None)
+    path = config.getoption("rag_pipeline_config") or (str(project_base(config) / ini_config) if ini_config else None)
     # `--rag-pipeline mypipe:make` names a module of the user's repository: importable from
     # the rootdir and the invocation dir, as under `python -m pytest`.
-    for folder in (str(config.invocation_params.dir), str(config.rootpath)):
+    for folder in (str(config.invocation_params.dir), str(project_base(config))):
         if folder not in sys.path:
             sys.path.insert(0, folder)
     try:
@@ -225,7 +230,7 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
 def _inputs(config: pytest.Config) -> InputSource | None:
     """The configured inputs, or None: the plugin is then inert (a user's unrelated test
     run gets no extra output, files or gates)."""
-    root = config.rootpath
+    root = project_base(config)
     ini_file = config.inipath.name if config.inipath else "the ini file"
     dataset, golden = config.getoption("rag_dataset"), config.getoption("rag_golden_set")
     where = "--rag-dataset"
@@ -239,6 +244,19 @@ def _inputs(config: pytest.Config) -> InputSource | None:
     if not dataset and not golden:
         return None
     return InputSource(Path(dataset) if dataset else None, Path(golden) if golden else None, where)
+
+def project_base(config: pytest.Config) -> Path:
+    """What the plugin's default and relative paths (thresholds.toml, reports/, .rag_cache,
+    the ini keys' values) are relative to: ``--rootdir`` when given, else the folder of the
+    ini file (pytest.ini, pyproject.toml, tox.ini, setup.cfg), else the folder pytest was
+    started in. Never the rootdir pytest guessed from its arguments: it takes the value of
+    a space-form option (``--rag-dataset ../data``) for a path and would move every default
+    to the parent folder, dropping the user's thresholds (issue 20.2)."""
+    if config.option.rootdir:
+        return config.rootpath
+    if config.inipath is not None:
+        return config.inipath.parent
+    return config.invocation_params.dir
 
 def _rooted(root: Path, path: str) -> Path:
     p = Path(path)
@@ -283,6 +301,12 @@ def _positive(config: pytest.Config, option: str) -> int | None:
     value = config.getoption(f"rag_{option}")
     if value is not None and value < 1:
         raise pytest.UsageError(f"--rag-{option.replace('_', '-')} must be at least 1, got {value}")
+    return value
+
+def _case_timeout(config: pytest.Config) -> float | None:
+    value: float | None = config.getoption("rag_case_timeout")
+    if value is not None and not value > 0:  # also refuses nan
+        raise pytest.UsageError(f"--rag-case-timeout must be a number of seconds above 0 (e.g. 120), got {value}")
     return value
 
 def _judge_ledger(config: pytest.Config) -> Path | None:

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from rag_eval.plugin.controller import Controller
 
 
+class StartError(RagEvalError):
+    """The system cannot start, or the thresholds name stages it lacks: a usage error at start-up."""
+
+
 class DatasetInputError(Exception):
     """The dataset, golden set or selection cannot be used; the message says why and the fix."""
 
@@ -106,6 +110,16 @@ class Run:
 RUN = pytest.StashKey[Run]()
 
 
+def started_session(run: Run) -> EvalSession:
+    """The run's session inside a test (a fixture): a system that cannot start ends the
+    run. The controller has usually stopped it as a usage error before any case
+    (``Controller.warm_system``); this is the fallback where it did not warm."""
+    try:
+        return run.session()
+    except StartError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 def run_of(config: pytest.Config) -> Run | None:
     """The run's state, or None when the plugin is inert (no dataset or golden set)."""
     return config.stash.get(RUN, None)
@@ -113,16 +127,14 @@ def run_of(config: pytest.Config) -> Run | None:
 
 def _start_system(session: EvalSession) -> None:
     """Build a non-default system up front, so a factory that returns the wrong object
-    stops the run with its message instead of erroring every case."""
+    stops the run with its message instead of erroring every case (:class:`StartError`:
+    the controller turns it into a usage error before any case runs)."""
     try:
         session.system
         stages = session.stages
     except ConfigError as exc:
-        pytest.exit(f"rag-eval pipeline: {exc}", returncode=pytest.ExitCode.USAGE_ERROR)
+        raise StartError(f"rag-eval pipeline: {exc}") from None
     thresholds = session.config.thresholds
     problems = thresholds.stage_problems(stages.names) if thresholds is not None and stages is not None else []
     if problems and stages is not None:
-        pytest.exit(
-            "rag-eval thresholds: " + "; ".join(problems) + f" — the system's stages are {', '.join(stages.names)}",
-            returncode=pytest.ExitCode.USAGE_ERROR,
-        )
+        raise StartError("rag-eval thresholds: " + "; ".join(problems) + f" — the system's stages are {', '.join(stages.names)}")

@@ -83,7 +83,10 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
         out.append(Line("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case "
                         "run per selected tier; create thresholds.toml or pass --rag-thresholds)"))
     gates: list[GateResult] = [*state.gates, *state.regression]
-    out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written)
+    out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written,
+                         verdict_text=_gate_word(gates, state))
+    if state.write_error is not None:
+        out.append(Line(f"ERROR: {state.write_error}", "fail", bold=True))
     if shard is None:
         out.append(_verdict_line(gates, state))
     return out
@@ -98,10 +101,11 @@ def _tier_lines(cases: list[CaseResult], quiet: bool) -> list[Line]:
         row[c.outcome] += 1
     for tier, row in sorted(counts.items()):
         measured = sum(1 for c in cases if c.tier == tier and c.details.get("measured_only"))
-        apart = f" ({measured} negatives measured, not judged)" if measured else ""
+        apart = f" ({measured} {'negative' if measured == 1 else 'negatives'} measured, not judged)" if measured else ""
         out.append(Line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v) + apart))
-        if not quiet:
-            out += [Line(t) for t in _failing_lines(tier, [c for c in cases if c.tier == tier])]
+        failing = _failing_lines(tier, [c for c in cases if c.tier == tier])
+        # under -q the count and the first failing case stay: a run where every case errored shows its cause
+        out += [Line(t) for t in (failing[:2] if quiet else failing)]
     return out
 
 
@@ -123,10 +127,27 @@ def _failing_lines(tier: str, cases: list[CaseResult]) -> list[str]:
     return out
 
 
+def _gate_word(gates: list[GateResult], state: Controller) -> str | None:
+    """The ``gate:`` line of a run that has no pass/fail verdict of its own, else None."""
+    n_passed = sum(1 for g in gates if g.passed)
+    if state.write_error is not None:
+        return f"gate: FAILED (the results file was not written; {n_passed}/{len(gates)} gates passed)"
+    if not state.complete:
+        return f"gate: INCOMPLETE ({n_passed}/{len(gates)} gates passed over the {len(state.cases)} cases run)"
+    return None
+
+
 def _verdict_line(gates: list[GateResult], state: Controller) -> Line:
     """One line, last: the verdict, the failed gates with their numbers, where the report is."""
     failed = [g for g in gates if not g.passed]
     report = f" — report: {state.written.report}" if state.written is not None and state.written.report else ""
+    if state.write_error is not None:
+        return Line("rag-eval gate FAILED: the results file could not be written (the ERROR above says why)", "fail", bold=True)
+    if not state.complete:
+        return Line(
+            f"rag-eval gate INCOMPLETE: the run stopped before every selected case ran (-x, --maxfail, Ctrl-C or "
+            f"SIGTERM); {len(state.cases)} cases kept, verdict \"incomplete\"{report}", "fail", bold=True,
+        )
     if not gates:
         return Line(f"rag-eval gate: no gates evaluated{report}", "warn", bold=True)
     if state.passed:

@@ -221,18 +221,20 @@ def summary_lines(
     comparison: Sequence[str],
     written: Written | None,
     results_note: str = "",
+    verdict_text: str | None = None,
 ) -> list[Line]:
     """The gate, baseline, verdict and output lines that the pytest terminal summary and
     ``python -m rag_eval merge`` both print (``gates`` include the regression gates;
-    ``comparison`` is ``baseline_lines(results)``)."""
+    ``comparison`` is ``baseline_lines(results)``; ``verdict_text`` replaces the ``gate:`` line,
+    e.g. for a run that stopped early or whose results file was not written)."""
     out = [Line(g.line(), "pass" if g.passed else "fail") for g in gates]
     if baseline is not None and baseline.data is not None and not regression_evaluated:
         out.append(Line("baseline compared; no [regression] gates in the thresholds file"))
     out += [Line(text, "warn", bold=True) if text.startswith("WARNING") else Line(text) for text in comparison]
     if gates:
         n_failed = sum(1 for g in gates if not g.passed)
-        verdict = f"gate: {'PASSED' if passed else 'FAILED'} ({len(gates) - n_failed}/{len(gates)} gates passed)"
-        out.append(Line(verdict, "pass" if passed else "fail", bold=True))
+        said = verdict_text or f"gate: {'PASSED' if passed else 'FAILED'} ({len(gates) - n_failed}/{len(gates)} gates passed)"
+        out.append(Line(said, "pass" if passed else "fail", bold=True))
     if written is not None:
         out.append(Line(f"results: {written.results}{results_note}"))
         out += [Line(f"WARNING: {warning}", "warn", bold=True) for warning in written.warnings]

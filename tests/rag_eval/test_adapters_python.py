@@ -179,7 +179,7 @@ def test_a_factory_that_builds_the_wrong_object_stops_the_run(sandbox: Sandbox) 
     result = sandbox.run("-m", "retrieval", "--rag-pipeline", "sandbox_sut:make")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*rag-eval pipeline: --rag-pipeline sandbox_sut:make: sandbox_sut:make has no method retrieve; expected `{RETRIEVE_SIGNATURE}`*"])
+    result.stderr.fnmatch_lines([f"ERROR: rag-eval pipeline: --rag-pipeline sandbox_sut:make: sandbox_sut:make has no method retrieve; expected `{RETRIEVE_SIGNATURE}`*"])
 
 
 def test_an_unimportable_pipeline_is_a_usage_error(sandbox: Sandbox) -> None:

@@ -5,7 +5,7 @@ wrote no results. The loaders now refuse questions over the documented length
 (docs/golden-sets.md#limits); the per-case limit is the second half: a case whose
 system call outlives it ends as an ``error`` naming the limit, the other cases are
 measured, the run completes and writes its results. Scaled down here: a user system
-that sleeps on one question, a 1 s limit. Plugin/tier-side: not implemented yet.
+that sleeps on one question, a 1 s limit. The session runs each case within the limit (session.within).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ class Sut:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.9: plugin-side, fixed on plugin/")
 def test_a_case_past_the_time_limit_is_an_error_and_the_run_goes_on(sandbox: Sandbox) -> None:
     (sandbox.root / "pytest.ini").write_text(PYTEST_INI + "pythonpath = .\n", encoding="utf-8")
     (sandbox.root / "sandbox_sut.py").write_text(SLOW_ON_ONE, encoding="utf-8")

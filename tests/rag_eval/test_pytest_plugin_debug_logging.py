@@ -4,7 +4,7 @@ With ``--log-level=DEBUG -o log_cli=true -o junit_logging=all`` every library lo
 reaches stdout and the JUnit file, httpcore's included, which logs the response
 headers: a server echoing the key in a ``Retry-After`` header put it in both. The
 plugin must install the redacting logging filter (rag_eval's redactor) on the run's
-log handlers; the filter is helper llm's, the wiring is plugin-side.
+log records (redact.install_log_redaction, installed at configure on controller and workers).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from tests.support.openai_server import ScriptedOpenAIServer, Status
 KEY = "sk-judge-DEBUG-echoed-key-0123456789"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.3: plugin-side, fixed on plugin/")
 def test_debug_logging_of_a_key_echoing_server_reaches_neither_stdout_nor_junit(
     sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -5,9 +5,8 @@ option forms and a dataset outside the rootdir, plus ``-x``, ``--lf``, ``--sw``,
 ``--junitxml``, ``-q``, the user's own unit tests and a ``-k`` subset against a full
 baseline.
 
-The tests marked ``xfail(strict=True)`` are the plugin-side acceptance: they fail on the
-plugin as it is and are to pass on the restructured plugin (rag_eval/plugin/); strict, so
-the day one passes it must lose its mark. The others pass today and guard the behaviour.
+Each test is the acceptance of one point of issue 20 (the number in its docstring or
+section); they all pass on the restructured plugin (rag_eval/plugin/) and guard it.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Any
 
 import pytest
 
-PLUGIN_SIDE = "issue 20.{}: plugin-side, fixed on plugin/"
 
 N_ITEMS = 18
 MISSED = {"q05", "q11", "q17"}  # the system never returns their gold chunk
@@ -142,7 +140,6 @@ def test_the_equals_and_space_forms_are_the_same_run(pytester: pytest.Pytester, 
     assert a["metrics"] == b["metrics"] and a["run"]["thresholds"] == b["run"]["thresholds"] is not None
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(2))
 def test_a_dataset_outside_the_rootdir_in_the_space_form_keeps_the_users_thresholds(pytester: pytest.Pytester, repo: Path) -> None:
     """No pytest ini: ``--rag-dataset ../x/ds`` (space form) must not make pytest take the
     value for a path, move the rootdir to the parent and drop the user's thresholds.toml."""
@@ -164,7 +161,6 @@ def test_a_dataset_outside_the_rootdir_in_the_space_form_keeps_the_users_thresho
 # --------------------------------------------------------------------------- (b) -x
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(3))
 def test_x_prints_the_incomplete_verdict_as_such(pytester: pytest.Pytester, repo: Path) -> None:
     result = run(pytester, "-x", "--rag-case-failures", "strict")
     out = result.stdout.str()
@@ -185,17 +181,14 @@ def _lf_run(pytester: pytest.Pytester, repo: Path, *mode: str) -> set[str]:
     return set(case_metrics(results(repo / "reports" / "eval-results.json")))
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(4))
 def test_lf_reruns_the_failing_golden_cases_only_in_gate_mode(pytester: pytest.Pytester, repo: Path) -> None:
     assert _lf_run(pytester, repo) == MISSED
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(4))
 def test_lf_reruns_the_failing_golden_cases_only_in_strict_mode(pytester: pytest.Pytester, repo: Path) -> None:
     assert _lf_run(pytester, repo, "--rag-case-failures", "strict") == MISSED
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(4))
 def test_sw_goes_on_from_the_first_failing_case(pytester: pytest.Pytester, repo: Path) -> None:
     first = run(pytester, "--sw", "--rag-case-failures", "strict", "--rag-results", "first.json")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
@@ -208,7 +201,6 @@ def test_sw_goes_on_from_the_first_failing_case(pytester: pytest.Pytester, repo:
 # --------------------------------------------------------------------------- (d) JUnit
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(5))
 def test_junit_has_a_failing_testcase_per_failed_gate(pytester: pytest.Pytester, repo: Path) -> None:
     (repo / "thresholds.toml").write_text(FAILING, encoding="utf-8")
     result = run(pytester, "--junitxml", "junit.xml")
@@ -222,7 +214,6 @@ def test_junit_has_a_failing_testcase_per_failed_gate(pytester: pytest.Pytester,
 # --------------------------------------------------------------------------- (e) -q
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(10))
 def test_q_keeps_the_first_cause_and_the_verdict(pytester: pytest.Pytester, repo: Path) -> None:
     (repo / "usersys.py").write_text(
         USER_SYSTEM.replace("        ids = _rank(question)", "        raise RuntimeError('index offline: start the search service')"),
@@ -266,7 +257,6 @@ def test_the_plugin_does_not_put_the_rootdir_on_sys_path(
 # --------------------------------------------------------------------------- (g) -k vs baseline
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGIN_SIDE.format(11))
 def test_a_k_subset_against_a_full_baseline_is_handled_like_a_tag_subset(pytester: pytest.Pytester, repo: Path) -> None:
     run(pytester, "--rag-results", "full.json")
     result = run(pytester, "-k", "q01 or q03", "--rag-baseline", "full.json")

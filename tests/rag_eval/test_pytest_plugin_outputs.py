@@ -136,10 +136,14 @@ def test_junitxml_has_every_case_and_the_failed_gates(sandbox: Sandbox) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # every case passed, the gate did not
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
-    names = {tc.get("name") for tc in suite.iter("testcase")}
-    assert names == {f"test_retrieval[{i}]" for i in IDS}
+    cases = [tc for tc in suite.iter("testcase") if tc.get("classname") != "rag-eval gate"]
+    assert {tc.get("name") for tc in cases} == {f"test_retrieval[{i}]" for i in IDS}
+    # and one testcase per gate, failing for the failed one (issue 20.5)
+    gates = {tc.get("name"): tc.find("failure") for tc in suite.iter("testcase") if tc.get("classname") == "rag-eval gate"}
+    assert set(gates) == {"retrieval.doc.recall@5"} and gates["retrieval.doc.recall@5"] is not None
+    assert int(suite.get("failures", "0")) == 1
     # Each test carries a one-line stand-in of its case, not the case itself (kilobytes).
-    for tc in suite.iter("testcase"):
+    for tc in cases:
         (case,) = [p.get("value") for p in tc.iter("property") if p.get("name") == "rag_eval_case"]
         assert case.startswith("retrieval::q-") and ": pass" in case and len(case) < 120
     props = {p.get("name"): p.get("value") for p in suite.find("properties").iter("property")}  # type: ignore[union-attr]

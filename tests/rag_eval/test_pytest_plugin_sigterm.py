@@ -4,7 +4,7 @@ CI runners send SIGTERM on cancel and on their own timeout. SIGINT already write
 results with ``verdict: incomplete`` and the cases done; SIGTERM ended the run with
 rc=143 and no results, report or JUnit file. A real pytest process is started on a
 user system that takes 0.5 s a question; once two cases are done it gets SIGTERM.
-Plugin-side: not implemented yet.
+The plugin turns SIGTERM into the interrupt Ctrl-C raises (hooks._sigterm_as_interrupt).
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ class Sut:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.6: plugin-side, fixed on plugin/")
 def test_sigterm_writes_the_cases_done_as_an_incomplete_run_with_report_and_junit(sandbox: Sandbox) -> None:
     (sandbox.root / "pytest.ini").write_text(PYTEST_INI + "pythonpath = .\n", encoding="utf-8")
     (sandbox.root / "sandbox_sut.py").write_text(SLOW, encoding="utf-8")

@@ -99,7 +99,10 @@ def test_a_gate_on_a_stage_the_system_does_not_have_stops_the_run(repo: pytest.P
     gates = thresholds(repo, '[retrieval]\n"vector.recall@10" = { min = 0.5 }\n')
     result = run(repo, "--rag-pipeline", "mysys:make", "--rag-thresholds", gates)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines(["*vector.recall@10 names stage 'vector'*the system's stages are dense, sparse, hybrid, final*"])
+    # a clean usage error (issue 20.7), not pytest's `! _pytest.outcomes.Exit: ...` banner
+    result.stderr.fnmatch_lines(["ERROR: rag-eval thresholds: *vector.recall@10 names stage 'vector'*the system's stages are dense, sparse, hybrid, final*"])
+    assert "_pytest.outcomes.Exit" not in result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
 class _Service(BaseHTTPRequestHandler):

@@ -2,7 +2,7 @@
 
 Disk full on ``--rag-results``: the writer raises ``ResultsWriteError`` (an OSError
 naming the file, the reason and the fix) and leaves no ``r.json.tmpPID``
-(tests/rag_eval/test_run.py). Today the plugin lets it escape as INTERNALERROR, exit
+(tests/rag_eval/test_run.py). The plugin used to let it escape as INTERNALERROR, exit
 3, and its summary still prints ``rag-eval gate PASSED``; it must print the error, no
 PASSED verdict, and exit 1. The disk is made full at the OS call the writer makes.
 """
@@ -39,7 +39,6 @@ def pytest_configure(config):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="issue 26.12: plugin-side, fixed on plugin/")
 def test_a_full_disk_on_the_results_file_fails_the_run_cleanly(sandbox: Sandbox) -> None:
     sandbox.write_conftest(FULL_DISK)
     sandbox.write_thresholds("[retrieval]\npass_rate = { min = 0.0 }\n")
