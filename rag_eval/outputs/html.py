@@ -29,6 +29,7 @@ from rag_eval.atomic import write_atomic
 from rag_eval.escape import terminal
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.labels import confidence_of, label_rows, left_out_lines
+from rag_eval.outputs.svg import is_diff_row, recall_curves, recall_svg, row_svg
 from rag_eval.outputs.view import build_view
 
 TEMPLATE = "report.html.j2"
@@ -105,7 +106,8 @@ def render_html(results: Mapping[str, Any]) -> str:
         data = build_case_data(results, [r.id for r in view.rows])
         template = _environment().get_template(TEMPLATE)
         index = {**view.filter_index(), "page": PAGE_SIZE}
-        return template.render(view=view, index=index, case_data=data, page_size=PAGE_SIZE, labels=_labels(results))
+        return template.render(view=view, index=index, case_data=data, page_size=PAGE_SIZE, labels=_labels(results),
+                               charts=_charts(results))
 
 
 def _labels(results: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -114,6 +116,18 @@ def _labels(results: Mapping[str, Any]) -> dict[str, Any] | None:
     if not block:
         return None
     return {"rows": label_rows(block), "left_out": left_out_lines(block), "confidence": confidence_of(block)}
+
+
+def _charts(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The inline SVGs (``outputs.svg``): one per gate row (same order as the gate table),
+    the regression rows' differences, and recall@k per stage ("" without recall metrics)."""
+    rows = [g for g in results.get("gates") or () if isinstance(g, Mapping)]
+    metrics = results.get("metrics")
+    return {
+        "gates": [Markup(row_svg(g)) for g in rows],
+        "regressions": [(str(g.get("metric", "")), Markup(row_svg(g))) for g in rows if is_diff_row(g)],
+        "recall": Markup(recall_svg(recall_curves(metrics if isinstance(metrics, Mapping) else {}))),
+    }
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 from rag_eval.outputs.html import PAGE_SIZE, write_html
+from rag_eval.outputs.svg import recall_curves
 from rag_eval.outputs.view import build_view
 from tests.rag_eval._results_factory import (
     ID_JUDGE_ERROR,
@@ -195,3 +196,24 @@ def test_a_5000_item_report_opens_and_search_filters(page: Any, tmp_path: Path) 
     assert visible_ids(page) == ["syn-04999"]
     page.locator("#case-table tr.case", has_text="syn-04999").click()
     assert "syn-04999" in page.locator("#case-table tr.detail").first.inner_text()
+
+
+def test_the_svg_charts_render_and_the_page_makes_no_request(page: Any, tmp_path: Path) -> None:
+    results = make_results(40)
+    results["gates"][0]["ci"] = [0.45, 0.75]
+    results["metrics"]["retrieval.recall@10"] = 0.8
+    results["metrics"]["retrieval.vector.recall@10"] = 0.7
+    path = write_html(tmp_path / "report.html", results)
+    requests: list[str] = []
+    page.on("request", lambda req: requests.append(req.url))
+    page.goto(path.as_uri())
+    charts = page.locator("svg.gate-chart")
+    assert charts.count() == len(results["gates"])
+    for i in range(charts.count()):
+        box = charts.nth(i).bounding_box()
+        assert box and box["width"] > 0 and box["height"] > 0
+    curve = page.locator("svg.recall-chart polyline")
+    assert curve.count() == len(recall_curves(results["metrics"])) >= 2
+    box = curve.first.bounding_box()
+    assert box and box["width"] > 0
+    assert requests == [path.as_uri()]  # the page itself, nothing else

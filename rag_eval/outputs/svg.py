@@ -1,0 +1,203 @@
+"""Inline SVG charts for the HTML report: the noise drawn, not only printed.
+
+Pure functions from results-file rows to SVG strings (no script library, no CDN, no
+network): a gate's value with its interval against its threshold (one small SVG per
+gate row, together a forest plot), a regression row's difference with its interval
+around zero, and recall@k against k, one line per retrieval stage.
+
+A missing interval is said ("no interval"), never drawn as a zero-width bar; a missing
+value is said ("no value"), never drawn at 0. Every text (stage names, metric labels,
+notes) is HTML-escaped, so a hostile stage name stays text.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+ROW_W, ROW_H, PAD = 220.0, 20.0, 10.0  # a gate row's SVG
+CURVE_W, CURVE_H, CURVE_PAD = 420.0, 220.0, 36.0  # the recall@k chart
+PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+_RECALL = re.compile(r"^retrieval\.(?:(?P<stage>.+)\.)?recall@(?P<k>\d+)$")
+FINAL_STAGE = "final"  # the label of retrieval.recall@k (no stage in the key)
+
+
+def esc(text: object) -> str:
+    """Text safe in SVG element content and attribute values."""
+    return html.escape(str(text), quote=True)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A linear map from data values ``[lo, hi]`` to pixels ``[left, right]``."""
+
+    lo: float
+    hi: float
+    left: float
+    right: float
+
+    def x(self, value: float) -> float:
+        span = self.hi - self.lo
+        return self.left + (value - self.lo) / span * (self.right - self.left) if span else (self.left + self.right) / 2
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def interval(value: Any) -> tuple[float, float] | None:
+    """``[lo, hi]`` of a results-file ``ci``/``diff_ci`` field, None when absent or not finite."""
+    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
+        lo, hi = _num(value[0]), _num(value[1])
+        if lo is not None and hi is not None and lo <= hi:
+            return lo, hi
+    return None
+
+
+def domain(values: Sequence[float]) -> tuple[float, float]:
+    """[0, 1] when every value is a rate; otherwise the values' range padded by 10%."""
+    if all(0.0 <= v <= 1.0 for v in values):
+        return 0.0, 1.0
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.1 or abs(hi) * 0.1 or 1.0
+    return lo - pad, hi + pad
+
+
+def _f(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def _svg(width: float, height: float, label: str, body: list[str], cls: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="{cls}" width="{_f(width)}" height="{_f(height)}" '
+        f'viewBox="0 0 {_f(width)} {_f(height)}" role="img" aria-label="{esc(label)}"><title>{esc(label)}</title>'
+        + "".join(body) + "</svg>"
+    )
+
+
+def _bar(scale: Scale, ci: tuple[float, float], y: float, cls: str) -> list[str]:
+    x1, x2 = scale.x(ci[0]), scale.x(ci[1])
+    return [
+        f'<line class="{cls}" x1="{_f(x1)}" y1="{_f(y)}" x2="{_f(x2)}" y2="{_f(y)}"/>',
+        f'<line class="{cls}" x1="{_f(x1)}" y1="{_f(y - 4)}" x2="{_f(x1)}" y2="{_f(y + 4)}"/>',
+        f'<line class="{cls}" x1="{_f(x2)}" y1="{_f(y - 4)}" x2="{_f(x2)}" y2="{_f(y + 4)}"/>',
+    ]
+
+
+def _mark(scale: Scale, value: float | None, ci: tuple[float, float] | None, note: str, passed: bool) -> list[str]:
+    """The dot, its interval bar or the words saying what is missing."""
+    y = ROW_H / 2
+    if value is None:
+        return [f'<text class="note" x="{_f(PAD)}" y="{_f(y + 4)}">no value</text>']
+    out = _bar(scale, ci, y, "ci") if ci else []
+    dot = "pass" if passed else "fail"
+    out.append(f'<circle class="dot {dot}" cx="{_f(scale.x(value))}" cy="{_f(y)}" r="3.5"/>')
+    if ci is None:
+        words = "no interval" + (f": {note}" if note else "")
+        anchor, tx = ("end", ROW_W - 2) if scale.x(value) < ROW_W / 2 else ("start", 2.0)
+        out.append(f'<text class="note" x="{_f(tx)}" y="{_f(y + 4)}" text-anchor="{anchor}">{esc(words[:40])}</text>')
+    return out
+
+
+def gate_svg(row: Mapping[str, Any]) -> str:
+    """One tier gate: value (dot), its interval (bar) and the threshold (dashed line)."""
+    value, threshold = _num(row.get("value")), _num(row.get("threshold"))
+    ci = interval(row.get("ci"))
+    points = [v for v in (value, threshold, *(ci or ())) if v is not None]
+    scale = Scale(*domain(points or [0.0]), PAD, ROW_W - PAD)
+    body = [f'<line class="axis" x1="{_f(PAD)}" y1="{_f(ROW_H - 2)}" x2="{_f(ROW_W - PAD)}" y2="{_f(ROW_H - 2)}"/>']
+    if threshold is not None:
+        tx = _f(scale.x(threshold))
+        body.append(f'<line class="threshold" x1="{tx}" y1="1" x2="{tx}" y2="{_f(ROW_H - 1)}"/>')
+    passed = bool(row.get("passed"))
+    body += _mark(scale, value, ci, str(row.get("ci_note") or ""), passed)
+    label = f"{row.get('metric', '')}: value {_text(value)}, interval {_ci_text(ci)}, threshold {_text(threshold)}"
+    return _svg(ROW_W, ROW_H, label, body, "chart gate-chart")
+
+
+def diff_svg(row: Mapping[str, Any]) -> str:
+    """One regression row: the difference from the baseline and its interval, around zero."""
+    diff = _num(row.get("diff"))
+    ci = interval(row.get("diff_ci"))
+    reach = max([abs(v) for v in (diff, *(ci or ())) if v is not None] or [0.0]) * 1.1 or 1.0
+    scale = Scale(-reach, reach, PAD, ROW_W - PAD)
+    zx = _f(scale.x(0.0))
+    body = [
+        f'<line class="axis" x1="{_f(PAD)}" y1="{_f(ROW_H - 2)}" x2="{_f(ROW_W - PAD)}" y2="{_f(ROW_H - 2)}"/>',
+        f'<line class="zero" x1="{zx}" y1="1" x2="{zx}" y2="{_f(ROW_H - 1)}"/>',
+    ]
+    body += _mark(scale, diff, ci, str(row.get("ci_note") or ""), bool(row.get("passed")))
+    label = f"{row.get('metric', '')}: difference {_text(diff)}, interval {_ci_text(ci)}, around 0"
+    return _svg(ROW_W, ROW_H, label, body, "chart diff-chart")
+
+
+def is_diff_row(row: Mapping[str, Any]) -> bool:
+    """A regression gate row (``tier`` "regression") that carries a ``diff``."""
+    return (row.get("tier") == "regression" or row.get("kind") == "regression") and "diff" in row
+
+
+def row_svg(row: Mapping[str, Any]) -> str:
+    """The gate table's chart of a row: a regression row with a ``diff`` is drawn around
+    zero, every other row against its threshold."""
+    return diff_svg(row) if is_diff_row(row) else gate_svg(row)
+
+
+def recall_curves(metrics: Mapping[str, Any]) -> dict[str, list[tuple[int, float]]]:
+    """``{stage: [(k, recall@k), ...]}`` from ``retrieval.<stage>.recall@k`` keys
+    (``retrieval.recall@k`` is the stage ``final``), k ascending; values not numbers are left out."""
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for key, raw in metrics.items():
+        m = _RECALL.match(str(key))
+        value = _num(raw)
+        if m and value is not None:
+            curves.setdefault(m.group("stage") or FINAL_STAGE, []).append((int(m.group("k")), value))
+    return {stage: sorted(points) for stage, points in curves.items()}
+
+
+def recall_svg(curves: Mapping[str, Sequence[tuple[int, float]]]) -> str:
+    """recall@k against k, one polyline (and dots) per stage, a legend of stage names; "" without data."""
+    if not curves:
+        return ""
+    ks = sorted({k for points in curves.values() for k, _ in points})
+    xs = Scale(float(ks[0]), float(ks[-1]), CURVE_PAD, CURVE_W - 130)
+    ys = Scale(0.0, 1.0, CURVE_H - CURVE_PAD, 12.0)  # y grows downwards
+    body = _curve_axes(xs, ys, ks)
+    for i, (stage, points) in enumerate(sorted(curves.items())):
+        color = PALETTE[i % len(PALETTE)]
+        coords = " ".join(f"{_f(xs.x(k))},{_f(ys.x(v))}" for k, v in points)
+        body.append(f'<polyline class="curve" fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>')
+        for k, v in points:
+            body.append(f'<circle cx="{_f(xs.x(k))}" cy="{_f(ys.x(v))}" r="3" fill="{color}">'
+                        f"<title>{esc(stage)} recall@{k} = {v:.3f}</title></circle>")
+        ly = 20.0 + 16 * i
+        body.append(f'<rect x="{_f(CURVE_W - 120)}" y="{_f(ly - 8)}" width="10" height="10" fill="{color}"/>')
+        body.append(f'<text class="legend" x="{_f(CURVE_W - 105)}" y="{_f(ly + 1)}">{esc(stage[:20])}</text>')
+    return _svg(CURVE_W, CURVE_H, "recall@k against k per retrieval stage", body, "chart recall-chart")
+
+
+def _curve_axes(xs: Scale, ys: Scale, ks: Sequence[int]) -> list[str]:
+    bottom, left = ys.x(0.0), xs.left
+    out = [
+        f'<line class="axis" x1="{_f(left)}" y1="{_f(bottom)}" x2="{_f(xs.right)}" y2="{_f(bottom)}"/>',
+        f'<line class="axis" x1="{_f(left)}" y1="{_f(ys.x(1.0))}" x2="{_f(left)}" y2="{_f(bottom)}"/>',
+    ]
+    for k in ks:
+        out.append(f'<text class="tick" x="{_f(xs.x(k))}" y="{_f(bottom + 14)}" text-anchor="middle">{k}</text>')
+    for v in (0.0, 0.5, 1.0):
+        out.append(f'<text class="tick" x="{_f(left - 4)}" y="{_f(ys.x(v) + 4)}" text-anchor="end">{v:.1f}</text>')
+    out.append(f'<text class="tick" x="{_f((left + xs.right) / 2)}" y="{_f(CURVE_H - 4)}" text-anchor="middle">k</text>')
+    return out
+
+
+def _text(v: float | None) -> str:
+    return "none" if v is None else f"{v:.3g}"
+
+
+def _ci_text(ci: tuple[float, float] | None) -> str:
+    return "none" if ci is None else f"[{ci[0]:.3g}, {ci[1]:.3g}]"
