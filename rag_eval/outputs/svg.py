@@ -150,13 +150,26 @@ def row_svg(row: Mapping[str, Any]) -> str:
 
 def recall_curves(metrics: Mapping[str, Any]) -> dict[str, list[tuple[int, float]]]:
     """``{stage: [(k, recall@k), ...]}`` from ``retrieval.<stage>.recall@k`` keys
-    (``retrieval.recall@k`` is the stage ``final``), k ascending; values not numbers are left out."""
-    curves: dict[str, list[tuple[int, float]]] = {}
+    (``retrieval.recall@k`` is the stage ``final``), k ascending; values not numbers are left out.
+
+    Chunk-level recall only: ``doc`` is a level, not a stage (``retrieval.doc.recall@k``,
+    ``retrieval.<stage>.doc.recall@k``). A run whose gold is at document level only has no
+    chunk-level keys; its document-level curves are drawn instead, named ``<stage> (doc)``."""
+    chunk: dict[str, list[tuple[int, float]]] = {}
+    doc: dict[str, list[tuple[int, float]]] = {}
     for key, raw in metrics.items():
         m = _RECALL.match(str(key))
         value = _num(raw)
-        if m and value is not None:
-            curves.setdefault(m.group("stage") or FINAL_STAGE, []).append((int(m.group("k")), value))
+        if not m or value is None:
+            continue
+        stage = m.group("stage") or ""
+        parts = stage.split(".") if stage else []
+        if parts and parts[-1] == "doc":
+            name = ".".join(parts[:-1]) or FINAL_STAGE
+            doc.setdefault(f"{name} (doc)", []).append((int(m.group("k")), value))
+        else:
+            chunk.setdefault(stage or FINAL_STAGE, []).append((int(m.group("k")), value))
+    curves = chunk or doc
     return {stage: sorted(points) for stage, points in curves.items()}
 
 

@@ -91,3 +91,11 @@ def test_a_regression_row_is_drawn_around_zero_in_the_gate_table_and_the_charts_
     assert page.count('class="chart diff-chart"') == 2  # its gate-table row and the baseline-differences table
     assert page.count('class="chart gate-chart"') == len(results["gates"]) - 1
     assert "Differences from the baseline" in page
+
+
+def test_doc_is_a_level_not_a_stage_in_the_recall_curves() -> None:
+    metrics = {"retrieval.recall@5": 0.7, "retrieval.doc.recall@5": 0.9, "retrieval.vector.recall@5": 0.6,
+               "retrieval.vector.doc.recall@5": 0.8}
+    assert recall_curves(metrics) == {"final": [(5, 0.7)], "vector": [(5, 0.6)]}
+    doc_only = {"retrieval.doc.recall@5": 0.9, "retrieval.doc.recall@10": 0.95, "retrieval.bm25.doc.recall@5": 0.8}
+    assert recall_curves(doc_only) == {"final (doc)": [(5, 0.9), (10, 0.95)], "bm25 (doc)": [(5, 0.8)]}
