@@ -14,6 +14,7 @@ import pytest
 
 from rag_eval.results.file import (
     RESULTS_VERSION,
+    SCHEMA_PATH,
     ResultsFileError,
     case_results,
     check_results,
@@ -59,6 +60,20 @@ def test_the_schema_is_valid_draft_2020_12() -> None:
     jsonschema.Draft202012Validator.check_schema(schema())
     assert schema()["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert schema()["properties"]["version"] == {**schema()["properties"]["version"], "const": RESULTS_VERSION}
+
+
+def test_the_schema_names_no_key_twice() -> None:
+    """json.load keeps the last of two equal keys: a second ``$defs`` entry of one name
+    silently replaces the first (two branches once both added ``$defs/interval``)."""
+    twice: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        twice.extend(k for k in set(keys) if keys.count(k) > 1)
+        return dict(items)
+
+    json.loads(SCHEMA_PATH.read_text(encoding="utf-8"), object_pairs_hook=pairs)
+    assert twice == []
 
 
 def test_a_valid_file_loads_as_written(tmp_path: Path, doc: dict[str, Any]) -> None:
