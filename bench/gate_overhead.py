@@ -53,7 +53,7 @@ Reported per repeat (references = mean of A and B):
 ``--profile`` adds one serial run under cProfile and prints where the framework's time
 goes (cumulative time of the gate's entry points, exclusive time by package).
 
-    /tmp/probe/bin/python bench/gate_overhead.py [--n 1000] [--repeats 2] [--profile] [--keep]
+    RAG_EVAL_DATASETS=/work/shared/datasets python bench/gate_overhead.py [--n 1000] [--repeats 2] [--profile] [--keep]
 
 Writes ``bench/results/gate_overhead.json``. Nothing outside the temporary folders is
 written except that file; the repo's ``.rag_cache`` and ``reports/`` are not touched.
@@ -102,13 +102,14 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("collection (pytest_collection)", "_pytest/main.py", "pytest_collection"),
     ("test loop (pytest_runtestloop)", "_pytest/main.py", "pytest_runtestloop"),
     ("per-test protocol (runtestprotocol)", "_pytest/runner.py", "runtestprotocol"),
+    ("CaseRunner.run (the test's fixture call)", "rag_eval/plugin/runner.py", "run"),
     ("EvalSession.run_case", "rag_eval/session.py", "run_case"),
+    ("  redacted (the system's record, per case)", "rag_eval/session.py", "redacted"),
     ("  RagPipeline.retrieve (the pipeline)", "rag_app/pipeline.py", "retrieve"),
     ("  pipeline build / index load (RagPipeline.__init__)", "rag_app/pipeline.py", "__init__"),
     ("  evaluate_retrieval", "rag_eval/tiers/retrieval_case.py", "evaluate_retrieval"),
     ("    grouped_compute (metrics)", "rag_eval/metrics/grouped.py", "grouped_compute"),
     ("    to_doc_ranking", "rag_eval/metrics/retrieval.py", "to_doc_ranking"),
-    ("    _gold_ranks", "rag_eval/tiers/retrieval_case.py", "_gold_ranks"),
     ("    _top (stage top-20 lists)", "rag_eval/tiers/retrieval_case.py", "_top"),
     ("  EvalSession.tier_options (per case, memo)", "rag_eval/session.py", "tier_options"),
     ("  _with_system", "rag_eval/session.py", "_with_system"),
@@ -122,7 +123,14 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("short test summary (-ra)", "_pytest/terminal.py", "short_test_summary"),
     ("Controller.finish (aggregate + gate + write)", "rag_eval/plugin/controller.py", "finish"),
     ("  build_run_results", "rag_eval/results/build.py", "build_run_results"),
-    ("  write_results (json.dumps)", "rag_eval/results/build.py", "write_results"),
+    ("  conclude (RunResults: aggregate + gate)", "rag_eval/results/finalize.py", "conclude"),
+    ("  write_outputs (results file, report, summary)", "rag_eval/results/finalize.py", "write_outputs"),
+    ("    Redactor.obj (every output string)", "rag_eval/redact.py", "obj"),
+    ("    write_results (json.dumps)", "rag_eval/results/build.py", "write_results"),
+    ("    written_problem (schema check of the file)", "rag_eval/results/file.py", "written_problem"),
+    ("    write_html (the report)", "rag_eval/outputs/html.py", "write_html"),
+    ("      build_case_data (the report's case data)", "rag_eval/outputs/case_data.py", "build_case_data"),
+    ("  _junit_properties", "rag_eval/plugin/controller.py", "_junit_properties"),
 )
 PIPELINE_PACKAGES: tuple[str, ...] = ("rag_app/", "chromadb/", "numpy/", "rank_bm25", "bm25s/", "jieba/")
 FRAMEWORK_PACKAGES: tuple[tuple[str, str], ...] = (

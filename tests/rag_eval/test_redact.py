@@ -103,3 +103,17 @@ def test_log_redaction_covers_debug_lines_of_child_loggers_and_later_handlers() 
     assert "Retry-After" in text and "ValueError" in text and MASK in text
     assert_no_window([text], KEY)
     assert logging.getLogRecordFactory() is logging.LogRecord  # undone
+
+
+def test_obj_copies_every_container_and_redacts_str_subclasses_and_nested_keys() -> None:
+    class Tag(str):
+        pass
+
+    r = Redactor([KEY])
+    inner: list[object] = [Tag(f"x{KEY}"), {("t", 1): [KEY]}, "", 0, False]
+    data = {"a": {"b": inner}, 3: (KEY,)}
+    out = r.obj(data)
+    assert out == {"a": {"b": [f"x{MASK}", {("t", 1): [MASK]}, "", 0, False]}, 3: (MASK,)}
+    out["a"]["b"].append("more")  # a deep copy: the input's containers are not shared
+    assert inner == [Tag(f"x{KEY}"), {("t", 1): [KEY]}, "", 0, False]
+    assert Redactor([]).obj(data) == data and Redactor([]).obj(data)["a"] is not data["a"]
