@@ -54,7 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, load_average, md_table, ratio, read_jsonl, run_header, write_results  # noqa: E402
+from _common import REPO, fmt, load_average, md_table, ratio, read_jsonl, run_header, write_results  # noqa: E402
 
 from rag_eval.llm.client import LLMClient  # noqa: E402
 from rag_eval.llm.endpoint import Endpoint  # noqa: E402
@@ -65,6 +65,9 @@ from rag_eval.judge.native import JudgeInput, JudgeVerdict, NativeJudge  # noqa:
 from tests.support.deepeval_replies import Responder, estimate_tokens, request_prompt_tokens  # noqa: E402
 from tests.support.judge_replies import native_verdict  # noqa: E402
 from tests.support.openai_server import Reply, ScriptedOpenAIServer  # noqa: E402
+
+from _claims_cost import ClaimsResponder, answer_claims, demo_judge_calls, ragchecker_calls  # noqa: E402
+from _prediagnosis import prediagnosis_judge  # noqa: E402
 
 GOLDEN = REPO / "golden_sets" / "demo_maths" / "golden.jsonl"
 CORPUS = REPO / "golden_sets" / "demo_maths" / "corpus"
@@ -163,6 +166,7 @@ def run_engine(srv: ScriptedOpenAIServer, cache_dir: Path, items: Sequence[Judge
     prompt = sum(r.prompt_tokens for r in fresh)
     completion = sum(r.completion_tokens for r in fresh)
     per_case_calls = sorted({v.calls for v in verdicts})
+    claims = [len(v.details.get("claims", [])) for v in verdicts]
     return {
         "cases": n, "server_calls": server_calls, "client_calls": len(records),
         "cached_calls": len(records) - len(fresh), "calls_per_case": server_calls / n,
@@ -171,7 +175,65 @@ def run_engine(srv: ScriptedOpenAIServer, cache_dir: Path, items: Sequence[Judge
         "prompt_tokens_per_case": prompt / n, "completion_tokens_per_case": completion / n,
         "total_tokens_per_case": (prompt + completion) / n, "wall_s": wall,
         "metrics": sorted({k for v in verdicts for k in v.metrics}),
+        "modes": sorted({v.mode for v in verdicts}),
+        "judge_calls_per_case": sum(v.calls for v in verdicts) / n,  # the verdicts' own count: no refused probe
+        "claims_per_case": sum(claims) / n, "claims_max": max(claims, default=0),
+        "claims_second_calls": sum(1 for v in verdicts if "claims_second_call" in v.details),
     }
+
+
+def diagnosis_comparison(srv: ScriptedOpenAIServer, root: Path, items: Sequence[JudgeInput]) -> dict[str, Any]:
+    """The native judge with the claim-level diagnosis vs without it (the pre-diagnosis
+    prompt and schema from git history), in json_schema mode and in json_object mode (the
+    server refuses json_schema, as llama-cpp-python does); RAGChecker's calls on the same
+    cases from its call formula. Every run on a fresh cache."""
+    runs: dict[str, Any] = {}
+    for name, reject in (("json_schema", False), ("json_object", True)):
+        srv.set_default("chat", ClaimsResponder(reject_json_schema=reject))
+        runs[f"with_{name}"] = run_engine(srv, root / f"diag-{name}", items, lambda c: NativeJudge(c, MODEL))
+        srv.set_default("chat", ClaimsResponder(reject_json_schema=reject))
+        with prediagnosis_judge():
+            runs[f"without_{name}"] = run_engine(srv, root / f"prediag-{name}", items,
+                                                 lambda c: NativeJudge(c, MODEL))
+    claims = [len(answer_claims(it.answer)) for it in items]
+    rc = [ragchecker_calls(a, len(it.key_facts), len(it.context)) for a, it in zip(claims, items)]
+    runs["ragchecker_formula"] = {
+        "source": "formula (ragchecker not run: see BENCHMARKS.md)", "calls_per_case": sum(rc) / len(rc),
+        "calls_per_case_values": sorted(set(rc)), "answer_claims_per_case": sum(claims) / len(claims),
+        "reference_claims_per_case": sum(len(it.key_facts) for it in items) / len(items),
+        "k_per_case": sum(len(it.context) for it in items) / len(items),
+        "formula": "2 + (k + 1) * (ceil(answer_claims / 5) + ceil(reference_claims / 5)); reference claims = key facts",
+    }
+    srv.set_default("chat", ClaimsResponder(reject_json_schema=True))
+    runs["demo_json_object"] = demo_judge_calls(srv.base_url, MODEL, root / "demo")
+    return runs
+
+
+def print_diagnosis_table(runs: dict[str, Any], deepeval: dict[str, Any], n: int) -> None:
+    rows: list[list[Any]] = []
+    for mode in ("json_schema", "json_object"):
+        w, wo = runs[f"with_{mode}"], runs[f"without_{mode}"]
+        for label, r in (("without diagnosis (pre-issue-24 prompt + schema)", wo), ("with diagnosis", w)):
+            rows.append([f"native, {mode}: {label}", r["calls_per_case"], r["judge_calls_per_case"],
+                         r["claims_second_calls"],
+                         r["prompt_tokens_per_case"], r["completion_tokens_per_case"], r["total_tokens_per_case"]])
+        rows.append([f"native, {mode}: with / without", ratio(w["calls_per_case"], wo["calls_per_case"]),
+                     ratio(w["judge_calls_per_case"], wo["judge_calls_per_case"]), "–",
+                     ratio(w["prompt_tokens_per_case"], wo["prompt_tokens_per_case"]),
+                     ratio(w["completion_tokens_per_case"], wo["completion_tokens_per_case"]),
+                     ratio(w["total_tokens_per_case"], wo["total_tokens_per_case"])])
+    rows.append([f"deepeval ({' + '.join(DEEPEVAL_METRICS)})", deepeval["calls_per_case"], "–", "–",
+                 deepeval["prompt_tokens_per_case"], deepeval["completion_tokens_per_case"],
+                 deepeval["total_tokens_per_case"]])
+    rc = runs["ragchecker_formula"]
+    rows.append(["RAGChecker (call formula, not run)", rc["calls_per_case"], "–", "–", "–", "–", "–"])
+    print(f"\n### Claim-level diagnosis: cost per case ({n} demo_maths cases, one claim per answer clause)\n")
+    print(md_table(["judge", "LLM calls/case (server)", "judge calls/case", "second calls (claims)",
+                    "prompt tok/case", "completion tok/case", "total tok/case"], rows))
+    d = runs["demo_json_object"]
+    print(f"\nDemo judge tier ({d['cases']} answerable demo items, demo pipeline answers, json_object mode): "
+          f"{d['valid']} valid, judge calls/case {fmt(d['judge_calls_per_case'])}, second calls for claims "
+          f"{d['claims_second_calls']}, claims/case {fmt(d['claims_per_case'])} (max {d['claims_max']}).")
 
 
 def parallel_native(srv: ScriptedOpenAIServer, cache_dir: Path, items: Sequence[JudgeInput],
@@ -224,6 +286,9 @@ def main(argv: Sequence[str]) -> int:
         deepeval = run_engine(srv, root / "deepeval", items,
                               lambda c: DeepEvalEngine(c, MODEL, metrics=DEEPEVAL_METRICS))
 
+        # 1b. with vs without the claim-level diagnosis (issue 24), and RAGChecker's formula.
+        diagnosis = diagnosis_comparison(srv, root, items)
+
         # 2. 1 worker vs N workers, each run on its own fresh cache directory.
         srv.set_default("chat", native_reply)
         serial = parallel_native(srv, root / "par1", items_all, args.parallel_n, 1)
@@ -258,6 +323,11 @@ def main(argv: Sequence[str]) -> int:
             "prompt_tokens": ratio(deepeval["prompt_tokens_per_case"], native["prompt_tokens_per_case"]),
             "total_tokens": ratio(deepeval["total_tokens_per_case"], native["total_tokens_per_case"]),
         },
+        "diagnosis": diagnosis,
+        "diagnosis_over_prediagnosis": {
+            mode: {k: ratio(diagnosis[f"with_{mode}"][k], diagnosis[f"without_{mode}"][k])
+                   for k in ("calls_per_case", "prompt_tokens_per_case", "completion_tokens_per_case",
+                             "total_tokens_per_case")} for mode in ("json_schema", "json_object")},
         "parallel": {"serial": serial, "parallel": parallel, "speedup": speedup,
                      "ideal_speedup": float(args.workers),
                      "efficiency": speedup / args.workers},
@@ -287,6 +357,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"\n### Judge cost per case ({args.n} demo_maths cases, scripted server, {args.latency * 1e3:.0f} ms/call)\n")
     print(md_table(["engine", "requests/case", "LLM calls/case", "prompt tok/case", "completion tok/case", "total tok/case",
                     "wall ms/case", "rerun calls"], rows))
+    print_diagnosis_table(diagnosis, deepeval, args.n)
     print(f"\n### Native judge, {args.parallel_n} cases: 1 vs {args.workers} workers\n")
     print(md_table(["workers", "wall s", "ms/case", "server calls", "speed-up (ideal)", "rerun calls"], [
         [1, serial["wall_s"], serial["ms_per_case"], serial["server_calls"], "1.00", "–"],
