@@ -51,11 +51,11 @@ def prediagnosis_judge() -> Iterator[None]:
 
     def response_schema(has_reference: bool, n_facts: int | None = None, markers: Sequence[int] | None = None,
                         n_chunks: int | None = None) -> dict[str, Any]:
-        return schema.response_schema(has_reference, n_facts, markers)  # type: ignore[no-any-return]
+        return schema.response_schema(has_reference, n_facts, markers)
 
     def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int],
                        n_chunks: int | None = None) -> dict[str, Any]:
-        return schema.grammar_schema(has_reference, n_facts, markers)  # type: ignore[no-any-return]
+        return schema.grammar_schema(has_reference, n_facts, markers)
 
     with mock.patch.multiple(native, response_schema=response_schema, grammar_schema=grammar_schema,
                              build_messages=prompt.build_messages, validate=schema.validate,

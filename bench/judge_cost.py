@@ -9,6 +9,17 @@ provider):
    engine (``DeepEvalEngine`` with faithfulness + answer_relevancy + contextual_recall;
    contextual_recall is deepeval's coverage-like metric and needs the reference answer)
    over the same ``--n`` cases (default 50).
+1b. The claim-level diagnosis (issue 24): calls and tokens per case of the native judge
+   with the diagnosis against the same judge without it (the pre-diagnosis prompt and
+   schema, read from git history by ``bench/_prediagnosis.py``), over the same cases, with
+   one claim per answer clause (``bench/_claims_cost.py``), in ``json_schema`` mode and in
+   ``json_object`` mode (the server refuses json_schema once per run, as llama-cpp-python
+   does; the mode where a verdict at the 20-claim cap gets a second call); second calls
+   counted. Then the demo pipeline's judge tier over every answerable demo item in
+   ``json_object`` mode: judge calls per case (target <= 1.2). RAGChecker's calls on the
+   same cases from its documented formula, 2 + (k + 1) * (ceil(a / 5) + ceil(r / 5)) with
+   a = answer claims, r = reference claims (here the key facts), k = context chunks:
+   ``ragchecker`` is not run (BENCHMARKS.md says why).
 2. Wall time of ``--parallel-n`` (200) native-judge cases with 1 worker vs ``--workers``
    (4) threads, each thread with its own ``CachedChatClient`` (and ``LLMClient``) on a
    fresh cache directory shared by the run's workers -- the ``pytest -n 4`` set-up.
@@ -54,7 +65,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, fmt, load_average, md_table, ratio, read_jsonl, run_header, write_results  # noqa: E402
+from _common import REPO, load_average, md_table, ratio, read_jsonl, run_header, write_results  # noqa: E402
 
 from rag_eval.llm.client import LLMClient  # noqa: E402
 from rag_eval.llm.endpoint import Endpoint  # noqa: E402
@@ -66,7 +77,14 @@ from tests.support.deepeval_replies import Responder, estimate_tokens, request_p
 from tests.support.judge_replies import native_verdict  # noqa: E402
 from tests.support.openai_server import Reply, ScriptedOpenAIServer  # noqa: E402
 
-from _claims_cost import ClaimsResponder, answer_claims, demo_judge_calls, ragchecker_calls  # noqa: E402
+from _claims_cost import (  # noqa: E402
+    ClaimsResponder,
+    answer_claims,
+    demo_judge_calls,
+    print_diagnosis_table,
+    ragchecker_calls,
+    ragchecker_run,
+)  # noqa: E402
 from _prediagnosis import prediagnosis_judge  # noqa: E402
 
 GOLDEN = REPO / "golden_sets" / "demo_maths" / "golden.jsonl"
@@ -209,33 +227,6 @@ def diagnosis_comparison(srv: ScriptedOpenAIServer, root: Path, items: Sequence[
     return runs
 
 
-def print_diagnosis_table(runs: dict[str, Any], deepeval: dict[str, Any], n: int) -> None:
-    rows: list[list[Any]] = []
-    for mode in ("json_schema", "json_object"):
-        w, wo = runs[f"with_{mode}"], runs[f"without_{mode}"]
-        for label, r in (("without diagnosis (pre-issue-24 prompt + schema)", wo), ("with diagnosis", w)):
-            rows.append([f"native, {mode}: {label}", r["calls_per_case"], r["judge_calls_per_case"],
-                         r["claims_second_calls"],
-                         r["prompt_tokens_per_case"], r["completion_tokens_per_case"], r["total_tokens_per_case"]])
-        rows.append([f"native, {mode}: with / without", ratio(w["calls_per_case"], wo["calls_per_case"]),
-                     ratio(w["judge_calls_per_case"], wo["judge_calls_per_case"]), "–",
-                     ratio(w["prompt_tokens_per_case"], wo["prompt_tokens_per_case"]),
-                     ratio(w["completion_tokens_per_case"], wo["completion_tokens_per_case"]),
-                     ratio(w["total_tokens_per_case"], wo["total_tokens_per_case"])])
-    rows.append([f"deepeval ({' + '.join(DEEPEVAL_METRICS)})", deepeval["calls_per_case"], "–", "–",
-                 deepeval["prompt_tokens_per_case"], deepeval["completion_tokens_per_case"],
-                 deepeval["total_tokens_per_case"]])
-    rc = runs["ragchecker_formula"]
-    rows.append(["RAGChecker (call formula, not run)", rc["calls_per_case"], "–", "–", "–", "–", "–"])
-    print(f"\n### Claim-level diagnosis: cost per case ({n} demo_maths cases, one claim per answer clause)\n")
-    print(md_table(["judge", "LLM calls/case (server)", "judge calls/case", "second calls (claims)",
-                    "prompt tok/case", "completion tok/case", "total tok/case"], rows))
-    d = runs["demo_json_object"]
-    print(f"\nDemo judge tier ({d['cases']} answerable demo items, demo pipeline answers, json_object mode): "
-          f"{d['valid']} valid, judge calls/case {fmt(d['judge_calls_per_case'])}, second calls for claims "
-          f"{d['claims_second_calls']}, claims/case {fmt(d['claims_per_case'])} (max {d['claims_max']}).")
-
-
 def parallel_native(srv: ScriptedOpenAIServer, cache_dir: Path, items: Sequence[JudgeInput],
                     n_cases: int, workers: int) -> dict[str, Any]:
     """``n_cases`` native-judge cases split round-robin over ``workers`` threads, each with its own client."""
@@ -264,6 +255,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--parallel-n", type=int, default=200, help="native-judge cases for the 1-vs-N worker timing")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--latency", type=float, default=0.05, help="seconds the scripted server waits per call")
+    ap.add_argument("--ragchecker-python", default="",
+                    help="Python of a venv with ragchecker installed: run RAGChecker on the same cases too")
     args = ap.parse_args(argv)
 
     items_all = build_items(GOLDEN, CORPUS)
@@ -288,6 +281,8 @@ def main(argv: Sequence[str]) -> int:
 
         # 1b. with vs without the claim-level diagnosis (issue 24), and RAGChecker's formula.
         diagnosis = diagnosis_comparison(srv, root, items)
+        if args.ragchecker_python:
+            diagnosis["ragchecker_run"] = ragchecker_run(srv, root, items, args.ragchecker_python, MODEL)
 
         # 2. 1 worker vs N workers, each run on its own fresh cache directory.
         srv.set_default("chat", native_reply)
@@ -357,7 +352,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"\n### Judge cost per case ({args.n} demo_maths cases, scripted server, {args.latency * 1e3:.0f} ms/call)\n")
     print(md_table(["engine", "requests/case", "LLM calls/case", "prompt tok/case", "completion tok/case", "total tok/case",
                     "wall ms/case", "rerun calls"], rows))
-    print_diagnosis_table(diagnosis, deepeval, args.n)
+    print_diagnosis_table(diagnosis, deepeval, f"deepeval ({' + '.join(DEEPEVAL_METRICS)})", args.n)
     print(f"\n### Native judge, {args.parallel_n} cases: 1 vs {args.workers} workers\n")
     print(md_table(["workers", "wall s", "ms/case", "server calls", "speed-up (ideal)", "rerun calls"], [
         [1, serial["wall_s"], serial["ms_per_case"], serial["server_calls"], "1.00", "–"],
