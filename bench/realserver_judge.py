@@ -57,7 +57,7 @@ def engine_run(engine: str, base_url: str, args: argparse.Namespace, work: Path)
     env = judge_env(base_url, LLAMA_MODEL_ALIAS, RAG_JUDGE_MAX_TOKENS=str(args.max_tokens),
                     RAG_JUDGE_TIMEOUT=str(args.timeout))
     config = JudgeConfig.from_env(env, cache_dir=work / f"cache-{engine}", engine=engine)
-    session = demo_session(config, deepeval_metrics=tuple(args.deepeval_metrics.split(",")))
+    session = demo_session(config, deepeval_metrics=tuple(args.rag_deepeval_metrics.split(",")))
     items = demo_items(session, args.cases)
     for item in items:  # answer first: the wall time below is the judge's alone
         session.chat(item)
@@ -127,7 +127,7 @@ def main(argv: list[str]) -> int:
                 # after each engine, so a run stopped half-way still leaves what it measured
                 write_results(NAME, {**header, "complete": len(results) == len(engines), "engines": results})
     payload: dict[str, Any] = {**header, "complete": True, "model": LLAMA_MODEL_ALIAS, "max_tokens": args.max_tokens,
-                               "deepeval_metrics": args.deepeval_metrics.split(","), "engines": results,
+                               "deepeval_metrics": args.rag_deepeval_metrics.split(","), "engines": results,
                                "load_average_at_end": load_average()}
     if {"native", "deepeval"} <= set(results):
         nat, de = results["native"], results["deepeval"]
