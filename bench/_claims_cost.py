@@ -115,8 +115,9 @@ def demo_judge_calls(base_url: str, model: str, cache: Path) -> dict[str, Any]:
 
 
 # --- RAGChecker against the same scripted server -------------------------------------------
-_RC_ANSWER = re.compile(r"### Candidate Answer:\n(?P<text>.*)\n\n### KG:\s*$", re.S)
-_RC_INPUT = re.compile(r"### Input:\n(?P<text>.*)\n\n### KG:\s*$", re.S)
+# the text to extract from is the last block of the prompt (the earlier ones are RAGChecker's examples)
+_RC_ANSWER = re.compile(r".*### Candidate Answer:\n(?P<text>.*?)\n\n### KG:\s*$", re.S)
+_RC_INPUT = re.compile(r".*### Input:\n(?P<text>.*?)\n\n### KG:\s*$", re.S)
 _RC_CLAIMS = re.compile(r"### Claims:\n(?P<claims>.*?)\n\n\nYour answer", re.S)
 
 

@@ -18,8 +18,9 @@ provider):
    counted. Then the demo pipeline's judge tier over every answerable demo item in
    ``json_object`` mode: judge calls per case (target <= 1.2). RAGChecker's calls on the
    same cases from its documented formula, 2 + (k + 1) * (ceil(a / 5) + ceil(r / 5)) with
-   a = answer claims, r = reference claims (here the key facts), k = context chunks:
-   ``ragchecker`` is not run (BENCHMARKS.md says why).
+   a = answer claims, r = reference claims (here the key facts), k = context chunks;
+   with ``--ragchecker-python`` RAGChecker itself runs on the same cases against the
+   same server (``bench/_ragchecker_run.py`` in its own venv) and its calls are counted.
 2. Wall time of ``--parallel-n`` (200) native-judge cases with 1 worker vs ``--workers``
    (4) threads, each thread with its own ``CachedChatClient`` (and ``LLMClient``) on a
    fresh cache directory shared by the run's workers -- the ``pytest -n 4`` set-up.
@@ -216,7 +217,7 @@ def diagnosis_comparison(srv: ScriptedOpenAIServer, root: Path, items: Sequence[
     claims = [len(answer_claims(it.answer)) for it in items]
     rc = [ragchecker_calls(a, len(it.key_facts), len(it.context)) for a, it in zip(claims, items)]
     runs["ragchecker_formula"] = {
-        "source": "formula (ragchecker not run: see BENCHMARKS.md)", "calls_per_case": sum(rc) / len(rc),
+        "source": "formula", "calls_per_case": sum(rc) / len(rc),
         "calls_per_case_values": sorted(set(rc)), "answer_claims_per_case": sum(claims) / len(claims),
         "reference_claims_per_case": sum(len(it.key_facts) for it in items) / len(items),
         "k_per_case": sum(len(it.context) for it in items) / len(items),
