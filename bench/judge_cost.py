@@ -9,6 +9,18 @@ provider):
    engine (``DeepEvalEngine`` with faithfulness + answer_relevancy + contextual_recall;
    contextual_recall is deepeval's coverage-like metric and needs the reference answer)
    over the same ``--n`` cases (default 50).
+1b. The claim-level diagnosis (issue 24): calls and tokens per case of the native judge
+   with the diagnosis against the same judge without it (the pre-diagnosis prompt and
+   schema, read from git history by ``bench/_prediagnosis.py``), over the same cases, with
+   one claim per answer clause (``bench/_claims_cost.py``), in ``json_schema`` mode and in
+   ``json_object`` mode (the server refuses json_schema once per run, as llama-cpp-python
+   does; the mode where a verdict at the 20-claim cap gets a second call); second calls
+   counted. Then the demo pipeline's judge tier over every answerable demo item in
+   ``json_object`` mode: judge calls per case (target <= 1.2). RAGChecker's calls on the
+   same cases from its documented formula, 2 + (k + 1) * (ceil(a / 5) + ceil(r / 5)) with
+   a = answer claims, r = reference claims (here the key facts), k = context chunks;
+   with ``--ragchecker-python`` RAGChecker itself runs on the same cases against the
+   same server (``bench/_ragchecker_run.py`` in its own venv) and its calls are counted.
 2. Wall time of ``--parallel-n`` (200) native-judge cases with 1 worker vs ``--workers``
    (4) threads, each thread with its own ``CachedChatClient`` (and ``LLMClient``) on a
    fresh cache directory shared by the run's workers -- the ``pytest -n 4`` set-up.
@@ -65,6 +77,16 @@ from rag_eval.judge.native import JudgeInput, JudgeVerdict, NativeJudge  # noqa:
 from tests.support.deepeval_replies import Responder, estimate_tokens, request_prompt_tokens  # noqa: E402
 from tests.support.judge_replies import native_verdict  # noqa: E402
 from tests.support.openai_server import Reply, ScriptedOpenAIServer  # noqa: E402
+
+from _claims_cost import (  # noqa: E402
+    ClaimsResponder,
+    answer_claims,
+    demo_judge_calls,
+    print_diagnosis_table,
+    ragchecker_calls,
+    ragchecker_run,
+)  # noqa: E402
+from _prediagnosis import prediagnosis_judge  # noqa: E402
 
 GOLDEN = REPO / "golden_sets" / "demo_maths" / "golden.jsonl"
 CORPUS = REPO / "golden_sets" / "demo_maths" / "corpus"
@@ -163,6 +185,7 @@ def run_engine(srv: ScriptedOpenAIServer, cache_dir: Path, items: Sequence[Judge
     prompt = sum(r.prompt_tokens for r in fresh)
     completion = sum(r.completion_tokens for r in fresh)
     per_case_calls = sorted({v.calls for v in verdicts})
+    claims = [len(v.details.get("claims", [])) for v in verdicts]
     return {
         "cases": n, "server_calls": server_calls, "client_calls": len(records),
         "cached_calls": len(records) - len(fresh), "calls_per_case": server_calls / n,
@@ -171,7 +194,38 @@ def run_engine(srv: ScriptedOpenAIServer, cache_dir: Path, items: Sequence[Judge
         "prompt_tokens_per_case": prompt / n, "completion_tokens_per_case": completion / n,
         "total_tokens_per_case": (prompt + completion) / n, "wall_s": wall,
         "metrics": sorted({k for v in verdicts for k in v.metrics}),
+        "modes": sorted({v.mode for v in verdicts}),
+        "judge_calls_per_case": sum(v.calls for v in verdicts) / n,  # the verdicts' own count: no refused probe
+        "claims_per_case": sum(claims) / n, "claims_max": max(claims, default=0),
+        "claims_second_calls": sum(1 for v in verdicts if "claims_second_call" in v.details),
     }
+
+
+def diagnosis_comparison(srv: ScriptedOpenAIServer, root: Path, items: Sequence[JudgeInput]) -> dict[str, Any]:
+    """The native judge with the claim-level diagnosis vs without it (the pre-diagnosis
+    prompt and schema from git history), in json_schema mode and in json_object mode (the
+    server refuses json_schema, as llama-cpp-python does); RAGChecker's calls on the same
+    cases from its call formula. Every run on a fresh cache."""
+    runs: dict[str, Any] = {}
+    for name, reject in (("json_schema", False), ("json_object", True)):
+        srv.set_default("chat", ClaimsResponder(reject_json_schema=reject))
+        runs[f"with_{name}"] = run_engine(srv, root / f"diag-{name}", items, lambda c: NativeJudge(c, MODEL))
+        srv.set_default("chat", ClaimsResponder(reject_json_schema=reject))
+        with prediagnosis_judge():
+            runs[f"without_{name}"] = run_engine(srv, root / f"prediag-{name}", items,
+                                                 lambda c: NativeJudge(c, MODEL))
+    claims = [len(answer_claims(it.answer)) for it in items]
+    rc = [ragchecker_calls(a, len(it.key_facts), len(it.context)) for a, it in zip(claims, items)]
+    runs["ragchecker_formula"] = {
+        "source": "formula", "calls_per_case": sum(rc) / len(rc),
+        "calls_per_case_values": sorted(set(rc)), "answer_claims_per_case": sum(claims) / len(claims),
+        "reference_claims_per_case": sum(len(it.key_facts) for it in items) / len(items),
+        "k_per_case": sum(len(it.context) for it in items) / len(items),
+        "formula": "2 + (k + 1) * (ceil(answer_claims / 5) + ceil(reference_claims / 5)); reference claims = key facts",
+    }
+    srv.set_default("chat", ClaimsResponder(reject_json_schema=True))
+    runs["demo_json_object"] = demo_judge_calls(srv.base_url, MODEL, root / "demo")
+    return runs
 
 
 def parallel_native(srv: ScriptedOpenAIServer, cache_dir: Path, items: Sequence[JudgeInput],
@@ -202,6 +256,8 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--parallel-n", type=int, default=200, help="native-judge cases for the 1-vs-N worker timing")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--latency", type=float, default=0.05, help="seconds the scripted server waits per call")
+    ap.add_argument("--ragchecker-python", default="",
+                    help="Python of a venv with ragchecker installed: run RAGChecker on the same cases too")
     args = ap.parse_args(argv)
 
     items_all = build_items(GOLDEN, CORPUS)
@@ -223,6 +279,11 @@ def main(argv: Sequence[str]) -> int:
         deepeval_import_s = time.perf_counter() - t0
         deepeval = run_engine(srv, root / "deepeval", items,
                               lambda c: DeepEvalEngine(c, MODEL, metrics=DEEPEVAL_METRICS))
+
+        # 1b. with vs without the claim-level diagnosis (issue 24), and RAGChecker's formula.
+        diagnosis = diagnosis_comparison(srv, root, items)
+        if args.ragchecker_python:
+            diagnosis["ragchecker_run"] = ragchecker_run(srv, root, items, args.ragchecker_python, MODEL)
 
         # 2. 1 worker vs N workers, each run on its own fresh cache directory.
         srv.set_default("chat", native_reply)
@@ -258,6 +319,11 @@ def main(argv: Sequence[str]) -> int:
             "prompt_tokens": ratio(deepeval["prompt_tokens_per_case"], native["prompt_tokens_per_case"]),
             "total_tokens": ratio(deepeval["total_tokens_per_case"], native["total_tokens_per_case"]),
         },
+        "diagnosis": diagnosis,
+        "diagnosis_over_prediagnosis": {
+            mode: {k: ratio(diagnosis[f"with_{mode}"][k], diagnosis[f"without_{mode}"][k])
+                   for k in ("calls_per_case", "prompt_tokens_per_case", "completion_tokens_per_case",
+                             "total_tokens_per_case")} for mode in ("json_schema", "json_object")},
         "parallel": {"serial": serial, "parallel": parallel, "speedup": speedup,
                      "ideal_speedup": float(args.workers),
                      "efficiency": speedup / args.workers},
@@ -287,6 +353,7 @@ def main(argv: Sequence[str]) -> int:
     print(f"\n### Judge cost per case ({args.n} demo_maths cases, scripted server, {args.latency * 1e3:.0f} ms/call)\n")
     print(md_table(["engine", "requests/case", "LLM calls/case", "prompt tok/case", "completion tok/case", "total tok/case",
                     "wall ms/case", "rerun calls"], rows))
+    print_diagnosis_table(diagnosis, deepeval, f"deepeval ({' + '.join(DEEPEVAL_METRICS)})", args.n)
     print(f"\n### Native judge, {args.parallel_n} cases: 1 vs {args.workers} workers\n")
     print(md_table(["workers", "wall s", "ms/case", "server calls", "speed-up (ideal)", "rerun calls"], [
         [1, serial["wall_s"], serial["ms_per_case"], serial["server_calls"], "1.00", "–"],

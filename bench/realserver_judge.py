@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import load_average, md_table, ratio, run_header, write_results  # noqa: E402
 
 from rag_eval.judge.config import JudgeConfig  # noqa: E402
-from tests.realserver.demo import JudgeRun, demo_items, demo_session, judge_env, run_judge  # noqa: E402
+from tests.realserver.demo import JUDGE_TIMEOUT_S, JudgeRun, demo_items, demo_session, judge_env, run_judge  # noqa: E402
 from tests.realserver.servers import (  # noqa: E402
     LLAMA_MODEL_ALIAS,
     cache_dir,
@@ -54,9 +54,10 @@ NAME = "realserver_judge"
 
 
 def engine_run(engine: str, base_url: str, args: argparse.Namespace, work: Path) -> tuple[JudgeRun, dict[str, Any]]:
-    env = judge_env(base_url, LLAMA_MODEL_ALIAS, RAG_JUDGE_MAX_TOKENS=str(args.max_tokens))
+    env = judge_env(base_url, LLAMA_MODEL_ALIAS, RAG_JUDGE_MAX_TOKENS=str(args.max_tokens),
+                    RAG_JUDGE_TIMEOUT=str(args.timeout))
     config = JudgeConfig.from_env(env, cache_dir=work / f"cache-{engine}", engine=engine)
-    session = demo_session(config, deepeval_metrics=tuple(args.deepeval_metrics.split(",")))
+    session = demo_session(config, deepeval_metrics=tuple(args.rag_deepeval_metrics.split(",")))
     items = demo_items(session, args.cases)
     for item in items:  # answer first: the wall time below is the judge's alone
         session.chat(item)
@@ -70,6 +71,8 @@ def engine_run(engine: str, base_url: str, args: argparse.Namespace, work: Path)
         "valid_verdicts": run.valid,
         "valid_share": run.valid / n,
         "errors_by_kind": _error_kinds(run),
+        "claims_second_calls": sum(1 for c in run.cases if "claims_second_call" in c.details.get("judge", {})),
+        "extended_verdicts": sum(1 for c in run.cases if "diagnosis" in c.details.get("judge", {})),
         "calls": usage.get("calls", 0),
         "calls_per_case": usage.get("calls", 0) / n,
         "prompt_tokens_per_case": usage.get("prompt_tokens", 0) / n if known else None,
@@ -103,6 +106,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cases", type=int, default=10)
     ap.add_argument("--max-tokens", type=int, default=1500)
     ap.add_argument("--engines", default="native,deepeval")
+    ap.add_argument("--timeout", type=int, default=JUDGE_TIMEOUT_S, help="seconds per judge call attempt")
     ap.add_argument("--rag-deepeval-metrics", default="faithfulness,answer_relevancy")
     args = ap.parse_args(argv)
     reason = missing_reason()
@@ -123,7 +127,7 @@ def main(argv: list[str]) -> int:
                 # after each engine, so a run stopped half-way still leaves what it measured
                 write_results(NAME, {**header, "complete": len(results) == len(engines), "engines": results})
     payload: dict[str, Any] = {**header, "complete": True, "model": LLAMA_MODEL_ALIAS, "max_tokens": args.max_tokens,
-                               "deepeval_metrics": args.deepeval_metrics.split(","), "engines": results,
+                               "deepeval_metrics": args.rag_deepeval_metrics.split(","), "engines": results,
                                "load_average_at_end": load_average()}
     if {"native", "deepeval"} <= set(results):
         nat, de = results["native"], results["deepeval"]

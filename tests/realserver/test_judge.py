@@ -35,6 +35,12 @@ def judge_run(judge_config: JudgeConfig, realserver_summary: list[str]) -> Judge
     realserver_summary.append(
         f"judge (native, {LLAMA_MODEL_ALIAS} on llama-cpp-python): {run.valid}/{len(run.cases)} valid verdicts "
         f"(target >= {VALID_TARGET}), {usage.get('calls', 0)} calls, {tokens}, {run.seconds:.0f} s")
+    verdicts = [c for c in run.cases if c.outcome != "error"]
+    second = sum(1 for c in verdicts if "claims_second_call" in c.details["judge"])
+    unknown = sum(c.details["judge"]["diagnosis"].get("unknown_claims", 0) for c in verdicts)
+    realserver_summary.append(
+        f"  extended verdict (claim-level diagnosis): {len(verdicts)}/{len(run.cases)} carry it; "
+        f"{second} second call(s) for claims; {unknown} claim reference check(s) unknown")
     for case in run.cases:
         if case.outcome == "error":
             realserver_summary.append(f"  {case.id}: {case.message[:300]}")
@@ -56,6 +62,28 @@ def test_every_case_ends_with_an_outcome(judge_run: JudgeRun) -> None:
 def test_at_least_nine_of_ten_valid_verdicts(judge_run: JudgeRun) -> None:
     errors = [f"{c.id}: {c.message[:400]}" for c in judge_run.cases if c.outcome == "error"]
     assert judge_run.valid >= VALID_TARGET, f"{judge_run.valid}/{N_CASES} valid verdicts; errors:\n" + "\n".join(errors)
+
+
+def test_every_valid_verdict_is_the_extended_one(judge_run: JudgeRun) -> None:
+    """The claim-level diagnosis (issue 24) is part of every valid verdict: each claim names
+    the chunks that entail it and the reference check, each key fact its chunks, and the
+    claim-level metrics are computed from them."""
+    verdicts = [c for c in judge_run.cases if c.outcome != "error"]
+    assert len(verdicts) >= VALID_TARGET
+    for case in verdicts:
+        judge = case.details["judge"]
+        n_context = judge["diagnosis"]["context_chunks"]
+        assert n_context >= 1, case.id
+        for claim in judge["claims"]:
+            assert claim["reference"] in ("yes", "no", "unknown"), (case.id, claim)
+            assert all(1 <= n <= n_context for n in claim["chunks"]), (case.id, claim)
+        assert judge["key_facts"], case.id  # every demo item has key facts
+        for fact in judge["key_facts"]:
+            assert fact["context"] in ("yes", "no", "unknown"), (case.id, fact)
+            assert all(1 <= n <= n_context for n in fact["chunks"]), (case.id, fact)
+        if judge["claims"]:
+            assert "hallucination" in case.metrics or judge["diagnosis"]["unknown_claims"], case.id
+        assert "claim_recall" in case.metrics or judge["diagnosis"]["unknown_facts"], (case.id, case.metrics)
 
 
 def test_structured_output_is_the_grammar_mode(judge_run: JudgeRun) -> None:
