@@ -82,6 +82,7 @@ def test_log_redaction_covers_debug_lines_of_child_loggers_and_later_handlers() 
     from rag_eval.redact import install_log_redaction
     from tests.support.leaks import assert_no_window
 
+    before = logging.getLogRecordFactory()  # the plugin's own, in this repository's test run
     undo = install_log_redaction(Redactor([KEY]))
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)  # added after the install, as pytest's are
@@ -102,7 +103,7 @@ def test_log_redaction_covers_debug_lines_of_child_loggers_and_later_handlers() 
     text = stream.getvalue()
     assert "Retry-After" in text and "ValueError" in text and MASK in text
     assert_no_window([text], KEY)
-    assert logging.getLogRecordFactory() is logging.LogRecord  # undone
+    assert logging.getLogRecordFactory() is before  # undone: the factory it found is back
 
 
 def test_obj_copies_every_container_and_redacts_str_subclasses_and_nested_keys() -> None:
