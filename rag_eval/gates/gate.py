@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Protocol, Sequence
 
+from rag_eval.tier_names import JUDGE, PASSK
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.gates.evidence import tier_evidence
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
@@ -119,7 +120,7 @@ def evaluate_gate(
     """
     scoped = select(cases, gate.tier, gate.tags)
     worst = _worst(gate, scoped)
-    if gate.estimate != "judge":
+    if gate.estimate != JUDGE:
         return _corrected_gate(gate, labels, worst)
     mv = metric_value(scoped, gate.metric, confidence)
     value, n, errors = mv.value, mv.n, mv.errors
@@ -159,7 +160,7 @@ def unmeasured_reason(gate: Gate, scoped: Sequence[CaseResult]) -> str:
             return (f"no case returned stage {parts[0]!r}: the system's stages are {has} "
                     f"(name one of them in the gate, or declare the system's stages)")
     name, at, k = gate.metric.partition("@") if "@" in gate.metric else gate.metric.partition("^")
-    if gate.tier == "passk" and at and name == "pass" and k.isdigit():
+    if gate.tier == PASSK and at and name == "pass" and k.isdigit():
         ks = sorted({int(c.details["k"]) for c in scoped if isinstance(c.details.get("k"), int)})
         if ks and int(k) not in ks:
             run_k = ", ".join(str(v) for v in ks)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from rag_eval.tier_names import JUDGE
 from rag_eval import tiers
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
 from rag_eval.dataset import DatasetPaths
@@ -263,7 +264,7 @@ def _rooted(root: Path, path: str) -> Path:
 def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
     from rag_eval.judge.config import load_prices
 
-    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / "judge")
+    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / JUDGE)
     try:
         prices = load_prices(config.getoption("rag_judge_prices")) if config.getoption("rag_judge_prices") else None
         return JudgeConfig.from_env(

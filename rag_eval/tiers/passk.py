@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from rag_eval import tier_names
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.errors import ConfigError
 from rag_eval.tiers.deterministic_case import DeterministicCaseConfig
@@ -55,7 +56,7 @@ class PasskOptions:
 
 
 class PasskTier(Tier):
-    name = "passk"
+    name = tier_names.PASSK
     marker = "repeated trials: pass@k, pass^k and stability per case"
     items = (GoldenItem, DialogueItem)
     case_options = (

@@ -7,6 +7,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
+from rag_eval import tier_names
 from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 from rag_eval.records import Trace
@@ -48,7 +49,7 @@ def retrieval_metric_ok(key: str) -> bool:
 
 
 class RetrievalTier(Tier):
-    name = "retrieval"
+    name = tier_names.RETRIEVAL
     marker = "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item"
     case_options = (
         CaseOption("require", "stage", (), None),  # checked against the system's stages at start-up
