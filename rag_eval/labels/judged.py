@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from rag_eval import tiers
 from rag_eval.tier_names import DIALOGUE, JUDGE
 from rag_eval.judge.schema import FACT_SCORE
 from rag_eval.results.case import CaseResult
@@ -35,7 +36,7 @@ def judged_metrics(results: Mapping[str, Any]) -> dict[str, JudgedMetric]:
     out: dict[str, JudgedMetric] = {}
     judge_errors: list[str] = []
     for case in case_results(results):
-        if case.tier == JUDGE:
+        if tiers.judges_answers(case.tier):
             if case.outcome == "error":
                 judge_errors.append(case.id)
             elif case.outcome in ("pass", "fail"):

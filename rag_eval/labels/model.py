@@ -8,15 +8,11 @@ not_relevant / not_supported → 0; JSON ``true`` / ``false`` are 1 / 0.
 
 from __future__ import annotations
 
-from rag_eval.tier_names import DIALOGUE, JUDGE
-
 from dataclasses import dataclass
 from typing import Literal, Mapping
 
 Unit = Literal["claim", "fact"]
 UNITS: tuple[Unit, ...] = ("claim", "fact")
-# The tiers whose metrics a judge decides (``judge.faithfulness``, ``dialogue.hint_success``).
-JUDGED_TIERS: tuple[str, ...] = (JUDGE, DIALOGUE)
 
 VERDICT_VALUE: Mapping[str, float] = {
     "yes": 1.0, "no": 0.0,

@@ -15,7 +15,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from rag_eval.tier_names import DIALOGUE, JUDGE
+from rag_eval import tiers
+from rag_eval.tier_names import DETERMINISTIC, DIALOGUE
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import case_results
 
@@ -104,7 +105,7 @@ def _candidates(results: Mapping[str, Any], only: Sequence[str]) -> list[tuple[C
     out = []
     for case in case_results(results):
         keys: tuple[str, ...] = ()
-        if case.tier == JUDGE and case.outcome in ("pass", "fail"):
+        if tiers.judges_answers(case.tier) and case.outcome in ("pass", "fail"):
             keys = tuple(k for k in QUESTIONS if k.startswith("judge.") and k[6:] in case.metrics)
         elif case.tier == DIALOGUE and isinstance(_hint(case), bool):
             keys = ("dialogue.hint_success",)
@@ -152,7 +153,7 @@ def _contexts(results: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ..
     """Per id, the chunks the generator saw as the deterministic tier recorded them: (label, text)."""
     return {case.id: tuple((str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
                            for c in case.details.get("context") or () if isinstance(c, Mapping))
-            for case in case_results(results) if case.tier == "deterministic"}
+            for case in case_results(results) if case.tier == DETERMINISTIC}
 
 
 def sheet_lines(sample: Sequence[SampledCase]) -> list[dict[str, Any]]:

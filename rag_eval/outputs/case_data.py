@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_eval import tiers
 from rag_eval.tier_names import DIALOGUE, JUDGE, PASSK
 from rag_eval.outputs.fmt import as_mapping
 from rag_eval.outputs.stages import lost_at, normalize_stage, stage_levels, stage_order, stage_rank, tier_rank
@@ -163,7 +164,7 @@ def _tier_payload(case: Mapping[str, Any], table: StringTable, prefixes: tuple[s
             {"name": str(c.get("name", "")), "passed": bool(c.get("passed")), "message": str(c.get("message") or "")}
             for c in details["checks"] if isinstance(c, Mapping)
         ]
-    if tier == JUDGE or JUDGE in details or "judge_model" in details:
+    if tiers.judges_answers(tier) or JUDGE in details or "judge_model" in details:
         out[JUDGE] = _judge(details, failing=case.get("outcome") == "fail")
     if isinstance(details.get("trials"), list):
         out[PASSK] = _passk(case, details, table)

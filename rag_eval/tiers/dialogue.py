@@ -46,6 +46,7 @@ def _dialogue(item: Item) -> DialogueItem:
 
 class DialogueTier(Tier):
     name = tier_names.DIALOGUE
+    judged = True  # dialogue.hint_success
     marker = "dialogue tier: replay each dialogue item (clarification, retrieval, hints, interception)"
     items = (DialogueItem,)
     case_options = (

@@ -20,6 +20,8 @@ class JudgeTier(Tier):
     marker = "judge tier: LLM-as-judge metrics (needs a configured judge endpoint)"
     valid_names = f"{', '.join(JUDGE_METRICS + RATE_KEYS)}"
     progress = True  # one model call per case
+    judged = True
+    judges_answers = True
 
     def applies(self, item: Item) -> bool:
         return super().applies(item) and not getattr(item, "is_negative", False)

@@ -79,6 +79,17 @@ class PasskTier(Tier):
         if "n" in options and "k" in options:
             check_trials(int(options["n"]), int(options["k"]), where)
 
+    def unmeasured_reason(self, metric: str, scoped: Sequence[CaseResult]) -> str | None:
+        name, at, k = metric.partition("@") if "@" in metric else metric.partition("^")
+        if not (at and name == "pass" and k.isdigit()):
+            return None
+        ks = sorted({int(c.details["k"]) for c in scoped if isinstance(c.details.get("k"), int)})
+        if not ks or int(k) in ks:
+            return None
+        run_k = ", ".join(str(v) for v in ks)
+        return (f"{metric} is not measured: this run's k is {run_k} (set [passk.case] k = {k} or "
+                f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})")
+
     def options(self, config: EvalConfig) -> PasskOptions:
         given = case_options(config, self.name)
         n = config.passk_n or int(given.get("n", DEFAULT_N))

@@ -36,3 +36,19 @@ def test_the_grep_finds_a_spelt_name() -> None:
 def test_the_name_table_names_registered_tiers() -> None:
     table = {tier_names.RETRIEVAL, tier_names.DETERMINISTIC, tier_names.JUDGE, tier_names.PASSK, tier_names.DIALOGUE}
     assert table <= set(tiers.names())
+
+
+def test_the_tiers_say_which_are_judged_and_which_judge_one_answer() -> None:
+    assert tiers.judged() == (tier_names.JUDGE, tier_names.DIALOGUE)
+    assert [t for t in tiers.names() if tiers.judges_answers(t)] == [tier_names.JUDGE]
+    assert not tiers.judges_answers("no-such-tier")
+
+
+def test_an_unmeasured_reason_is_the_tiers_own() -> None:
+    from rag_eval.results.case import CaseResult
+
+    trial = CaseResult(id="q1", tier=tier_names.PASSK, outcome="pass", details={"k": 3})
+    reason = tiers.get(tier_names.PASSK).unmeasured_reason("pass@5", [trial])
+    assert reason is not None and "this run's k is 3" in reason
+    assert tiers.get(tier_names.PASSK).unmeasured_reason("pass@3", [trial]) is None
+    assert tiers.get(tier_names.JUDGE).unmeasured_reason("pass@5", [trial]) is None
