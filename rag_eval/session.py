@@ -153,13 +153,9 @@ class EvalSession:
 
     @property
     def top_k(self) -> int | None:
-        """The call's top_k: EvalConfig.top_k, else --rag-top-k (which the plugin stores as the
-        setting rerank_top_n), the same for every adapter: rag_app keeps that many chunks after
-        reranking whether it reads them from the call or from its settings."""
-        if self.config.top_k is not None:
-            return self.config.top_k
-        value = self.config.settings_overrides.get("rerank_top_n")
-        return int(value) if value is not None else None
+        """The call's top_k (EvalConfig.top_k, set by --rag-top-k), the same for every
+        adapter; None: the system's own default (rag_app: its rerank_top_n setting)."""
+        return self.config.top_k
 
     def retrieve(self, question: str) -> RetrievalRecord:
         """The system's retrieval as the tiers score it (contract records -> rag_eval records)."""

@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from rag_eval.tier_names import DIALOGUE
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.fields import FieldPath, optional_path
 from rag_eval.llm.policy import DEFAULT_BREAKER, CallPolicy
@@ -224,7 +225,7 @@ class HttpConfig:
             top_k=top_k,
             preset=preset,
             info=_info(data["info"], source, env) if "info" in data else None,
-            dialogue=_dialogue(data["dialogue"], source, env) if "dialogue" in data else None,
+            dialogue=_dialogue(data[DIALOGUE], source, env) if DIALOGUE in data else None,
         )
 
 
@@ -304,7 +305,7 @@ def _dialogue(table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
         if path.depth:
             raise AdapterConfigError(f"{where}.fields.{key} = {path.text!r}: one value per turn (asked_conditions: a list value), so no []")
     retrieval = ListFields.parse(table["retrieval"], f"{where}.retrieval") if "retrieval" in table else None
-    return Endpoint("dialogue", url, method, body, accept, retrieval, None, {}, scalars)
+    return Endpoint(DIALOGUE, url, method, body, accept, retrieval, None, {}, scalars)
 
 
 def _body(table: Mapping[str, Any], default: Any, where: str, env: Mapping[str, str]) -> Any:

@@ -24,6 +24,7 @@ import importlib
 import inspect
 from typing import Any, Callable, Mapping, Sequence
 
+from rag_eval.tier_names import DIALOGUE
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.contract import CHAT_SIGNATURE, RETRIEVE_SIGNATURE, Answer, Retrieval, as_answer, as_retrieval
 from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
@@ -86,7 +87,7 @@ def check_methods(obj: Any, target: str, where: str) -> tuple[bool, bool]:
 def check_dialogue(obj: Any, target: str, where: str) -> bool:
     """Whether ``obj`` has the optional dialogue call; one that cannot be called as
     ``dialogue(turns, context)`` is a configuration error."""
-    dialogue = getattr(obj, "dialogue", None)
+    dialogue = getattr(obj, DIALOGUE, None)
     if dialogue is None:
         return False
     if not callable(dialogue) or not _accepts(dialogue, ((), {}), inspect.isclass(obj)):

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from rag_eval.tier_names import DIALOGUE
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.gold import GOLD_MODES, IdMapEntry, load_id_map
 from rag_eval.adapters.http_config import HttpConfig
@@ -42,7 +43,7 @@ STAGE_KEYS: tuple[str, ...] = ("stages", "final_stage", "thresholded_stage")
 KEYS_BY_KIND: dict[str, tuple[str, ...]] = {
     "rag_app": COMMON_KEYS,  # rag_app declares its own stages
     "python": (*COMMON_KEYS, *STAGE_KEYS, "options"),
-    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info", "dialogue"),
+    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info", DIALOGUE),
     "dify": (*COMMON_KEYS, *STAGE_KEYS, "dify"),
 }
 DEFAULT_GOLD: dict[str, str] = {"rag_app": "corpus", "python": "ids", "http": "ids", "dify": "ids"}

@@ -19,10 +19,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from rag_eval.tier_names import DIALOGUE, PASSK
 from rag_eval.dialogue.rate import Rate
 from rag_eval.results.case import CaseResult
 
-TIER = "dialogue"
+TIER = DIALOGUE
 RATES_KEY = "dialogue_rates"  # where a case keeps its contributions (details) and the results file the pooled rates
 
 #: The fixed-name rates; clarification_failure_<L> and past_<L>_rounds carry the clarification limit.
@@ -170,7 +171,7 @@ def passk_rates(cases: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
     """PASS@k / PASS^k over dialogues from the passk tier's dialogue cases (METRICS.md):
     dialogues with at least one (every) passing replay ÷ dialogues with k finished replays;
     dialogues whose replays did not all finish are listed apart, not in the denominator."""
-    scoped = [c for c in cases if c.tier == "passk" and c.details.get("dialogue") and c.outcome != "skip"]
+    scoped = [c for c in cases if c.tier == PASSK and c.details.get(DIALOGUE) and c.outcome != "skip"]
     out: dict[str, dict[str, Any]] = {}
     for k in sorted({int(c.details.get("k") or 0) for c in scoped} - {0}):
         at_k = [c for c in scoped if int(c.details.get("k") or 0) == k]
@@ -191,5 +192,5 @@ def dialogue_block(cases: Sequence[CaseResult]) -> dict[str, Any]:
     rates = {key: rate.to_dict() for key, rate in pooled_all(cases).items()}
     passk = passk_rates(cases)
     if passk:
-        rates["passk"] = passk
+        rates[PASSK] = passk
     return {RATES_KEY: rates} if rates else {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from rag_eval.tier_names import DIALOGUE
 from rag_eval.contract import ContractError
 from rag_eval.dialogue.asking import asked_names
 from rag_eval.dialogue.leak import leaks
@@ -29,7 +30,7 @@ def replay(system: Any, item: DialogueItem, simulator: Simulator | None = None, 
     the replay stops after the system's first clarifying question beyond it.
     Raises ContractError only when ``system`` has no dialogue call at all (a configuration error).
     """
-    call = getattr(system, "dialogue", None)
+    call = getattr(system, DIALOGUE, None)
     if not callable(call):
         raise ContractError(f"{type(system).__name__} has no dialogue call; implement `{DIALOGUE_SIGNATURE}`")
     limit = item.clarification_limit if limit is None else limit

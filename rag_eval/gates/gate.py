@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping, Protocol, Sequence
 
+from rag_eval import tiers
+from rag_eval.tier_names import JUDGE
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.gates.evidence import tier_evidence
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
@@ -12,7 +14,7 @@ from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.escape import terminal
 from rag_eval.results.case import CaseResult
 from rag_eval.gates.result import GateResult
-from rag_eval.gates.thresholds import Gate, Thresholds, retrieval_stage_of
+from rag_eval.gates.thresholds import Gate, Thresholds
 
 WORST_SHOWN = 3
 
@@ -119,7 +121,7 @@ def evaluate_gate(
     """
     scoped = select(cases, gate.tier, gate.tags)
     worst = _worst(gate, scoped)
-    if gate.estimate != "judge":
+    if gate.estimate != JUDGE:
         return _corrected_gate(gate, labels, worst)
     mv = metric_value(scoped, gate.metric, confidence)
     value, n, errors = mv.value, mv.n, mv.errors
@@ -149,23 +151,12 @@ def _corrected_gate(gate: Gate, labels: LabelEstimates | None, worst: tuple[str,
 
 
 def unmeasured_reason(gate: Gate, scoped: Sequence[CaseResult]) -> str:
-    """Why a gate has no value, in the words the user can act on: a stage the system
-    never returned, a pass@k the run's k cannot give, or simply no case in scope."""
-    parts = gate.metric.split(".")
-    if gate.tier == "retrieval" and retrieval_stage_of(gate.metric) is not None:
-        returned = sorted({str(s) for c in scoped for s in (c.details.get("stages") or {})})
-        if parts[0] not in returned:
-            has = ", ".join(returned) if returned else "none"
-            return (f"no case returned stage {parts[0]!r}: the system's stages are {has} "
-                    f"(name one of them in the gate, or declare the system's stages)")
-    name, at, k = gate.metric.partition("@") if "@" in gate.metric else gate.metric.partition("^")
-    if gate.tier == "passk" and at and name == "pass" and k.isdigit():
-        ks = sorted({int(c.details["k"]) for c in scoped if isinstance(c.details.get("k"), int)})
-        if ks and int(k) not in ks:
-            run_k = ", ".join(str(v) for v in ks)
-            return (f"{gate.metric} is not measured: this run's k is {run_k} (set [passk.case] k = {k} or "
-                    f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})")
-    return "no cases measured: a gate over 0 cases fails"
+    """Why a gate has no value, in the words the user can act on: the tier's own reason
+    (a stage the system never returned, a pass@k the run's k cannot give), or simply no
+    case in scope."""
+    tier = tiers.get(gate.tier) if gate.tier in tiers.names() else None
+    reason = tier.unmeasured_reason(gate.metric, scoped) if tier is not None else None
+    return reason or "no cases measured: a gate over 0 cases fails"
 
 
 def _worst(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:

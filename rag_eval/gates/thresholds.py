@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence, TypeVar
 
+from rag_eval.tier_names import JUDGE, RETRIEVAL
 from rag_eval import tiers
 from rag_eval.gates import stat_options
 from rag_eval.errors import ConfigError
@@ -49,8 +50,7 @@ T = TypeVar("T")
 OPS: tuple[str, ...] = ("min", "max")
 # What a judged metric's gate decides on (docs/human-labels.md): the judge's own mean (default),
 # the human labels' mean, or the PPI++ estimate that corrects the judge with the labels.
-ESTIMATES: tuple[str, ...] = ("judge", "labels", "ppi")
-ESTIMATE_TIERS: tuple[str, ...] = ("judge", "dialogue")
+ESTIMATES: tuple[str, ...] = (JUDGE, "labels", "ppi")
 # [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
 UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
 # [defaults] ungated: what an error in a tier that ran but has no gate in the file does ("fail": built-in error_rate = 0).
@@ -71,12 +71,12 @@ class Gate:
     tags: Mapping[str, str] = field(default_factory=dict)
     where: str = ""
     decide: str = "estimate"  # the floor rule (rag_eval.stats.floors): estimate, clearly_below, clearly_above
-    estimate: str = "judge"  # ESTIMATES: "labels" and "ppi" need --rag-human-labels
+    estimate: str = JUDGE  # ESTIMATES: "labels" and "ppi" need --rag-human-labels
 
     @property
     def label(self) -> str:
         scope = ",".join(f"{k}={v}" for k, v in sorted(self.tags.items()))
-        corrected = f" ({self.estimate} estimate)" if self.estimate != "judge" else ""
+        corrected = f" ({self.estimate} estimate)" if self.estimate != JUDGE else ""
         return f"{self.tier}.{self.metric}" + (f" [{scope}]" if scope else "") + corrected
 
 
@@ -130,7 +130,7 @@ class Thresholds:
         """Each retrieval gate, floor or ``require`` naming a stage the system does not have."""
         problems: list[str] = []
         known = set(stages)
-        keys = [(g.where or f"{self.path}: [{g.tier}] {g.metric!r}", g.metric) for g in self.gates if g.tier == "retrieval"]
+        keys = [(g.where or f"{self.path}: [{g.tier}] {g.metric!r}", g.metric) for g in self.gates if g.tier == RETRIEVAL]
         keys += [(f"{self.path}: [retrieval.case] {k!r}", k) for k in self.case_rules("retrieval").floors]
         for where, key in keys:
             stage = retrieval_stage_of(key)
@@ -269,15 +269,15 @@ def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tu
 
 
 def _estimate(spec: Any, tier: str, tags: Mapping[str, str], where: str) -> str:
-    """``estimate = "judge" | "labels" | "ppi"`` of a judged metric's gate (default judge)."""
-    value = spec.get("estimate", "judge") if isinstance(spec, dict) else "judge"
-    if value == "judge":
-        return "judge"
+    """``estimate = judge | labels | ppi`` of a judged metric's gate (default judge)."""
+    value = spec.get("estimate", JUDGE) if isinstance(spec, dict) else JUDGE
+    if value == JUDGE:
+        return JUDGE
     if value not in ESTIMATES:
         raise ThresholdsError(f"{where}: estimate = {value!r}; valid: {', '.join(map(repr, ESTIMATES))}")
-    if tier not in ESTIMATE_TIERS:
+    if tier not in tiers.judged():
         raise ThresholdsError(f"{where}: estimate = {value!r} corrects a judged metric with human labels; "
-                              f"only [{'], ['.join(ESTIMATE_TIERS)}] gates take it")
+                              f"only [{'], ['.join(tiers.judged())}] gates take it")
     if tags:
         raise ThresholdsError(f"{where}: estimate = {value!r} is over every labelled case of the run, not a tag's; "
                               "put this gate in the untagged table")

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from rag_eval.tier_names import JUDGE
 from rag_eval.golden.model import KeyFact
 from rag_eval.judge.diagnosis import checks_from_details
 from rag_eval.metrics.claims import ClaimChecks, chunk_relevance, tri_all, tri_not
@@ -151,7 +152,7 @@ def _unknown(checks: ClaimChecks) -> list[Finding]:
 def findings(verdict: Mapping[str, Any], trails: Sequence[FactTrail] = ()) -> tuple[Finding, ...]:
     """The blame of one case, in chain order; empty for a verdict without claim-level fields.
 
-    ``verdict`` is the native judge's details (``case.details["judge"]``, already
+    ``verdict`` is the native judge's details (its ``judge`` details key, already
     redacted); ``trails`` the :func:`fact_trails` of its key facts (empty: not known).
     """
     checks = checks_from_details(verdict)
@@ -199,12 +200,12 @@ def run_block(cases: Sequence[CaseResult]) -> dict[str, Any]:
     of the failing ones by side, as :func:`shares`; ``second_calls``: cases whose claims
     needed a second call; ``unknown_claims`` / ``unknown_facts``: undecided checks summed.
     """
-    judged = [c for c in cases if c.tier == "judge" and "blame_side" in c.details]
+    judged = [c for c in cases if c.tier == JUDGE and "blame_side" in c.details]
     if not judged:
         return {}
     sides = [c.details.get("blame_side") for c in judged if c.outcome == "fail"]
     block: dict[str, Any] = {"diagnosed": len(judged), **split_of(sides)}
-    verdicts = [c.details.get("judge") or {} for c in judged]
+    verdicts = [c.details.get(JUDGE) or {} for c in judged]
     block["second_calls"] = sum(1 for v in verdicts if "claims_second_call" in v)
     for key in ("unknown_claims", "unknown_facts"):
         block[key] = sum(int((v.get("diagnosis") or {}).get(key, 0)) for v in verdicts)

@@ -38,6 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rag_eval.tier_names import JUDGE
 from rag_eval.errors import ConfigError, unknown_name
 from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
@@ -52,7 +53,7 @@ _NEEDS_REFERENCE = frozenset({"contextual_precision", "contextual_recall"})
 _NEEDS_CONTEXT = frozenset({"faithfulness", "contextual_precision", "contextual_recall", "geval"})
 # Per-metric intermediate results worth keeping in the verdict details for debugging.
 _DETAIL_ATTRS: tuple[str, ...] = ("truths", "claims", "statements", "verdicts", "evaluation_steps")
-JUDGE_TIER = "judge"
+JUDGE_TIER = JUDGE
 
 
 def prepare_environment() -> None:

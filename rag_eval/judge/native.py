@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Protocol, Sequence
 
+from rag_eval.tier_names import JUDGE
 from rag_eval.llm.cached import JudgeCallError
 from rag_eval.judge.config import MAX_TOKENS_VAR
 from rag_eval.judge.prompt import build_messages, repair_messages
@@ -120,7 +121,7 @@ class NativeJudge:
     """Judges cases with one chat call each (more after a cut-off or a repair); module doc."""
 
     def __init__(self, client: ChatCompleter, model: str, *, temperature: float = 0.0, max_tokens: int = 1500,
-                 tier: str = "judge") -> None:
+                 tier: str = JUDGE) -> None:
         if not model:
             raise ValueError("NativeJudge: model is empty; set RAG_JUDGE_MODEL")
         self.client = client

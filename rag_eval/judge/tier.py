@@ -7,10 +7,10 @@ context the generator actually saw, goes to the judge; a judge failure becomes a
 call* is ``skip`` ("not run"); a budget reached between two calls of one case, a time
 budget, a timeout or a transport failure is an ``error``.
 
-Usage: every call is recorded with (tier, case id, trial). ``run(..., tier="passk",
+Usage: every call is recorded with (tier, case id, trial). ``run(..., tier=PASSK,
 trial=t)`` records a pass@k trial's judge calls under ``passk``; the case's
 ``details.usage`` is :meth:`JudgeRunner.usage_for` of that case, tier and trial, and
-``usage_for(case_id, "passk")`` (no trial) sums a passk case's trials. Summing
+``usage_for(case_id, PASSK)`` (no trial) sums a passk case's trials. Summing
 ``usage_for`` over the cases of a tier equals ``totals()[tier]``.
 """
 
@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
+from rag_eval.tier_names import JUDGE, PASSK
 from rag_eval.citations import chunk_label
 from rag_eval.citations import numbered_chunks
 from rag_eval.records import AnswerRecord
@@ -85,7 +86,7 @@ class JudgeRunner:
             self.engine = NativeJudge(self.client, config.model, max_tokens=config.max_tokens)
 
     def run(
-        self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0, tier: str = "judge"
+        self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0, tier: str = JUDGE
     ) -> CaseResult:
         t0 = time.perf_counter()
         before = len(self.client.records)
@@ -122,7 +123,7 @@ class JudgeRunner:
                     "call(s): their tokens and cost are unknown, not 0")
         return JudgeDetails(self.config.model, self.config.engine, usage=usage, usage_note=note, **verdict)
 
-    def usage_for(self, case_id: str, tier: str = "judge", trial: int | None = None) -> dict[str, Any]:
+    def usage_for(self, case_id: str, tier: str = JUDGE, trial: int | None = None) -> dict[str, Any]:
         """Usage of one case of ``tier`` (every trial unless ``trial`` is given)."""
         return self.client.usage_for(case_id, tier, trial)
 

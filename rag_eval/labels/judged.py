@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from rag_eval import tiers
+from rag_eval.tier_names import DIALOGUE, JUDGE
 from rag_eval.judge.schema import FACT_SCORE
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import case_results
@@ -34,12 +36,12 @@ def judged_metrics(results: Mapping[str, Any]) -> dict[str, JudgedMetric]:
     out: dict[str, JudgedMetric] = {}
     judge_errors: list[str] = []
     for case in case_results(results):
-        if case.tier == "judge":
+        if tiers.judges_answers(case.tier):
             if case.outcome == "error":
                 judge_errors.append(case.id)
             elif case.outcome in ("pass", "fail"):
                 _judge_case(case, out)
-        elif case.tier == "dialogue":
+        elif case.tier == DIALOGUE:
             _dialogue_case(case, out)
     for key, metric in out.items():
         if key.startswith("judge."):
@@ -52,7 +54,7 @@ def _judge_case(case: CaseResult, out: dict[str, JudgedMetric]) -> None:
     for key, value in case.metrics.items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out.setdefault(f"judge.{key}", JudgedMetric()).values[cid] = float(value)
-    verdict = case.details.get("judge")
+    verdict = case.details.get(JUDGE)
     if not isinstance(verdict, Mapping):
         return
     faith = out.setdefault("judge.faithfulness", JudgedMetric())

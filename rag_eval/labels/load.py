@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from rag_eval.golden.load import GoldenSetError, read_items
-from rag_eval.labels.model import JUDGED_TIERS, UNIT_METRIC, UNIT_VERDICTS, UNITS, VERDICT_VALUE, Label, Unit
+from rag_eval import tiers
+from rag_eval.labels.model import UNIT_METRIC, UNIT_VERDICTS, UNITS, VERDICT_VALUE, Label, Unit
 
 KEYS = frozenset({"case", "metric", "label", "annotator", "claim", "fact", "note"})
 _METRIC = re.compile(r"^([a-z_]+)\.(\S+)$")
@@ -66,10 +67,10 @@ def _text(raw: dict[str, Any], key: str, where: str, what: str) -> str:
 def _metric(raw: dict[str, Any], where: str) -> str:
     metric = _text(raw, "metric", where, "the judged metric's key, e.g. 'judge.faithfulness'")
     match = _METRIC.match(metric)
-    if match is None or match.group(1) not in JUDGED_TIERS:
+    if match is None or match.group(1) not in tiers.judged():
         raise LabelsError(
             f"{where}: metric {metric!r} is not a judged metric's key; write tier.name with tier one of "
-            f"{', '.join(JUDGED_TIERS)}, e.g. 'judge.faithfulness', 'judge.coverage', 'dialogue.hint_success'"
+            f"{', '.join(tiers.judged())}, e.g. 'judge.faithfulness', 'judge.coverage', 'dialogue.hint_success'"
         )
     return metric
 

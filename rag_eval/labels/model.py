@@ -13,8 +13,6 @@ from typing import Literal, Mapping
 
 Unit = Literal["claim", "fact"]
 UNITS: tuple[Unit, ...] = ("claim", "fact")
-# The tiers whose metrics a judge decides (``judge.faithfulness``, ``dialogue.hint_success``).
-JUDGED_TIERS: tuple[str, ...] = ("judge", "dialogue")
 
 VERDICT_VALUE: Mapping[str, float] = {
     "yes": 1.0, "no": 0.0,

@@ -15,6 +15,8 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from rag_eval import tiers
+from rag_eval.tier_names import DETERMINISTIC, DIALOGUE
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import case_results
 
@@ -103,9 +105,9 @@ def _candidates(results: Mapping[str, Any], only: Sequence[str]) -> list[tuple[C
     out = []
     for case in case_results(results):
         keys: tuple[str, ...] = ()
-        if case.tier == "judge" and case.outcome in ("pass", "fail"):
+        if tiers.judges_answers(case.tier) and case.outcome in ("pass", "fail"):
             keys = tuple(k for k in QUESTIONS if k.startswith("judge.") and k[6:] in case.metrics)
-        elif case.tier == "dialogue" and isinstance(_hint(case), bool):
+        elif case.tier == DIALOGUE and isinstance(_hint(case), bool):
             keys = ("dialogue.hint_success",)
         keys = tuple(k for k in keys if not only or k in only)
         if keys:
@@ -124,7 +126,7 @@ def _stratum(case: CaseResult, how: tuple[str, str] | None) -> str:
     if how[0] == "tag":
         value = case.tags.get(how[1])
         return f"{how[1]}:{value}" if value is not None else f"(no {how[1]})"
-    if case.tier == "dialogue":
+    if case.tier == DIALOGUE:
         return "hint success" if _hint(case) else "no hint success"
     return case.outcome
 
@@ -132,7 +134,7 @@ def _stratum(case: CaseResult, how: tuple[str, str] | None) -> str:
 def _sampled(case: CaseResult, keys: tuple[str, ...], stratum: str, item: Mapping[str, Any],
              context: tuple[tuple[str, str], ...]) -> SampledCase:
     cid, details = case.id, case.details
-    if case.tier == "dialogue":
+    if case.tier == DIALOGUE:
         turns = (details.get("transcript") or {}).get("turns") or ()
         question = str(item.get("opening") or (turns[0].get("student_message", "") if turns else ""))
         answer = "\n\n".join(f"student: {t.get('student_message', '')}\nsystem: {(t.get('turn') or {}).get('message', '')}"
@@ -142,7 +144,7 @@ def _sampled(case: CaseResult, keys: tuple[str, ...], stratum: str, item: Mappin
         question, answer = str(item.get("question", "")), str(details.get("answer", ""))
     facts = tuple(str(f.get("fact", "")) if isinstance(f, Mapping) else str(f) for f in item.get("key_facts") or ())
     judged = {k: float(case.metrics[k[6:]]) for k in keys if k.startswith("judge.")}
-    if case.tier == "dialogue":
+    if case.tier == DIALOGUE:
         judged["dialogue.hint_success"] = 1.0 if _hint(case) else 0.0
     return SampledCase(case.tier, cid, stratum, question, context, answer, facts, keys, judged)
 
@@ -151,7 +153,7 @@ def _contexts(results: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ..
     """Per id, the chunks the generator saw as the deterministic tier recorded them: (label, text)."""
     return {case.id: tuple((str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
                            for c in case.details.get("context") or () if isinstance(c, Mapping))
-            for case in case_results(results) if case.tier == "deterministic"}
+            for case in case_results(results) if case.tier == DETERMINISTIC}
 
 
 def sheet_lines(sample: Sequence[SampledCase]) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Protocol
 
+from rag_eval.tier_names import JUDGE
 from rag_eval.llm.cache import ResponseCache, request_key
 from rag_eval.llm.ledger import Ledger
 from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse, Usage
@@ -164,7 +165,7 @@ class CachedChatClient:
         req: ChatRequest,
         *,
         case_id: str = "",
-        tier: str = "judge",
+        tier: str = JUDGE,
         trial: int = 0,
         accept: Accept | None = None,
         answers: ChatRequest | None = None,
@@ -324,7 +325,7 @@ class CachedChatClient:
 
     def usage_for(self, case_id: str, tier: str | None = None, trial: int | None = None) -> dict[str, Any]:
         """:func:`~rag_eval.llm.usage.summarize` of the calls made for one case -- of one
-        tier (``"judge"``, ``"passk"``) and one trial when given. Summing
+        tier (``judge``, ``passk``) and one trial when given. Summing
         ``usage_for(case, tier)`` over the cases of a tier gives exactly ``totals()[tier]``."""
         return summarize(r for r in self.records if r.case_id == case_id and (tier is None or r.tier == tier)
                          and (trial is None or r.trial == trial))

@@ -16,18 +16,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_eval import tiers
+from rag_eval.tier_names import DIALOGUE, JUDGE, PASSK
 from rag_eval.outputs.fmt import as_mapping
 from rag_eval.outputs.stages import lost_at, normalize_stage, stage_levels, stage_order, stage_rank, tier_rank
 
 # details keys rendered by a dedicated part of the expanded view; the rest is shown raw.
 _KNOWN_DETAILS = frozenset({
     "stages", "gold", "gold_ranks", "degraded", "degradation_reason", "system", "answer", "refused", "generator",
-    "sources", "context", "checks", "usage", "judge", "judge_model", "engine", "judge_calls", "judge_mode",
+    "sources", "context", "checks", "usage", JUDGE, "judge_model", "engine", "judge_calls", "judge_mode",
     "blame", "blame_side",
     "trials", "n", "k", "c", "class", "trials_run", "deterministic_generator", "traceback",
     # the dialogue tier (rag_eval.tiers.dialogue_case): shown as the transcript view
     "transcript", "verdict", "evidence", "clarification_limit", "simulator", "calls", "dialogue_rates",
-    "hint_verdict", "dialogue", "not_finished",
+    "hint_verdict", DIALOGUE, "not_finished",
 })
 
 
@@ -162,12 +164,12 @@ def _tier_payload(case: Mapping[str, Any], table: StringTable, prefixes: tuple[s
             {"name": str(c.get("name", "")), "passed": bool(c.get("passed")), "message": str(c.get("message") or "")}
             for c in details["checks"] if isinstance(c, Mapping)
         ]
-    if tier == "judge" or "judge" in details or "judge_model" in details:
-        out["judge"] = _judge(details, failing=case.get("outcome") == "fail")
+    if tiers.judges_answers(tier) or JUDGE in details or "judge_model" in details:
+        out[JUDGE] = _judge(details, failing=case.get("outcome") == "fail")
     if isinstance(details.get("trials"), list):
-        out["passk"] = _passk(case, details, table)
+        out[PASSK] = _passk(case, details, table)
     if isinstance(details.get("transcript"), Mapping):
-        out["dialogue"] = dialogue_payload(details, table)
+        out[DIALOGUE] = dialogue_payload(details, table)
     if isinstance(details.get("usage"), Mapping) and details["usage"]:
         out["usage"] = {str(k): v for k, v in details["usage"].items() if isinstance(v, (int, float, str))}
     extra = {k: v for k, v in details.items() if k not in _KNOWN_DETAILS}
@@ -235,7 +237,7 @@ def _source(s: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
 def _judge(details: Mapping[str, Any], failing: bool = False) -> dict[str, Any]:
     """The judge's verdict; for a failing case also its blame lines, in chain order
     (model text: the report sets them as text, never as markup)."""
-    verdict = as_mapping(details.get("judge"))
+    verdict = as_mapping(details.get(JUDGE))
     out: dict[str, Any] = {
         "model": str(details.get("judge_model") or ""),
         "engine": str(details.get("engine") or verdict.get("engine") or ""),

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rag_eval.tier_names import JUDGE
 from rag_eval import tiers
 
 # Where a case can fail after retrieval, in order; the retrieval part comes from the
 # system's own declared stages (each case's details.stage_levels), never from here.
 AFTER_RETRIEVAL: tuple[str, ...] = (
-    "retrieval", "generation", "citation", "judge",
+    "retrieval", "generation", "citation", JUDGE,
     "clarification", "hint", "interception",  # a dialogue's steps after its retrieval (rag_eval.dialogue.verdict)
 )
 UNATTRIBUTED = "unattributed"  # a failing case that names no stage

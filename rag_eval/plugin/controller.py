@@ -34,7 +34,7 @@ from rag_eval.results.build import ResultsWriteError, file_sha256_or_none, git_c
 from rag_eval.results.case import USER_PROPERTY, CaseResult
 from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude, write_outputs
 from rag_eval.results.model import RunResults
-from rag_eval.session import index_build, run_redactor
+from rag_eval.session import EvalConfig, index_build, run_redactor
 
 CONTROLLER_PLUGIN = "rag_eval_controller"
 
@@ -253,11 +253,16 @@ class Controller:
             "split": cfg.split,
             "tags": list(cfg.tags),
             "shard": cfg.shard.to_dict() if cfg.shard else None,
-            "overrides": dict(cfg.eval.settings_overrides),
+            "overrides": _overrides(cfg.eval),
             "thresholds": thresholds.path if thresholds else None,
             "thresholds_sha256": thresholds.sha256 if thresholds else None,
             "workers": getattr(self.pytest_config.option, "numprocesses", None) or 0,
         }
+
+
+def _overrides(cfg: EvalConfig) -> dict[str, Any]:
+    """The settings the run changed: --rag-set's, and --rag-top-k as ``top_k``."""
+    return {**cfg.settings_overrides, **({"top_k": cfg.top_k} if cfg.top_k is not None else {})}
 
 
 def _baseline(run: Run) -> Baseline | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from rag_eval.tier_names import JUDGE
 from rag_eval import tiers
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
 from rag_eval.dataset import DatasetPaths
@@ -27,9 +28,6 @@ from rag_eval.shard import Shard
 
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 
-# --rag-top-k means the call's top_k for any system (rag_app: its rerank_top_n setting);
-# every other rag_app setting goes through --rag-set NAME=VALUE.
-SHORTCUTS: dict[str, tuple[str, type]] = {"rag_top_k": ("rerank_top_n", int)}
 
 
 def _add_output_options(parser: pytest.Parser) -> None:
@@ -59,7 +57,7 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--rag-shard", default=None, metavar="I/N", help="run shard I of N (a stable partition by golden id); merge with `python -m rag_eval merge`")
     group.addoption("--rag-tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
     group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
-    group.addoption("--rag-top-k", type=int, help="how many items to ask the system for (rag_app: rerank_top_n)")
+    group.addoption("--rag-top-k", type=int, help="how many items to ask the system for (the call's top_k, for every system)")
     parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the ini file); the plugin is inert without a dataset or golden set", default="")
     parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the ini file)", default="")
     parser.addini("rag_eval_results", "default --rag-results (relative to the ini file)", default="reports/eval-results.json")
@@ -168,6 +166,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         passk_k=_positive(config, "passk_k"),
         pipeline=spec,
         case_timeout=_case_timeout(config),
+        top_k=_positive(config, "top_k"),
     )
     _check_tier_options(cfg)
     results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
@@ -265,7 +264,7 @@ def _rooted(root: Path, path: str) -> Path:
 def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
     from rag_eval.judge.config import load_prices
 
-    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / "judge")
+    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / JUDGE)
     try:
         prices = load_prices(config.getoption("rag_judge_prices")) if config.getoption("rag_judge_prices") else None
         return JudgeConfig.from_env(
@@ -353,8 +352,8 @@ def _checked_tags(config: pytest.Config) -> tuple[str, ...]:
 
 
 def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
-    """``--rag-set NAME=VALUE`` and the shortcut options: rag_app settings, checked by its
-    adapter; refused for any other pipeline, where they would do nothing."""
+    """``--rag-set NAME=VALUE``: rag_app settings, checked by its adapter; refused for any
+    other pipeline, where they would do nothing (``--rag-top-k`` is EvalConfig.top_k)."""
     out: dict[str, Any] = {}
     where: dict[str, str] = {}
     for item in config.getoption("rag_set"):
@@ -363,22 +362,13 @@ def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
             raise pytest.UsageError(f"--rag-set expects NAME=VALUE (e.g. --rag-set reranker=none), got {item!r}")
         out[name.strip()] = value.strip()
         where[name.strip()] = f"--rag-set {item}"
-    for option, (setting, _) in SHORTCUTS.items():
-        value = config.getoption(option)
-        if value is not None:
-            out[setting] = value
-            where[setting] = f"--{option.replace('_', '-')} {value}"
     if not out:
         return out
-    # --rag-top-k means the call's top_k for every system (see EvalSession.top_k); the rest are rag_app's.
-    foreign = {k: w for k, w in where.items() if k != "rerank_top_n"}
-    if foreign and spec.kind != "rag_app" and spec.gold != "corpus":  # corpus gold is chunked by rag_app's settings
+    if spec.kind != "rag_app" and spec.gold != "corpus":  # corpus gold is chunked by rag_app's settings
         raise pytest.UsageError(
-            f"{', '.join(foreign.values())}: these change rag_app's settings, but the pipeline is {spec.where}; "
+            f"{', '.join(where.values())}: these change rag_app's settings, but the pipeline is {spec.where}; "
             "configure your own system in its own code or in [options] of the pipeline configuration"
         )
-    if spec.kind != "rag_app" and not foreign:
-        return out
     from rag_eval.adapters.rag_app import check_overrides
 
     try:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from rag_eval import tiers
 from rag_eval.atomic import write_atomic
 from rag_eval.dialogue.pooled import RATES_KEY, dialogue_block
 from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
@@ -64,7 +65,7 @@ def judge_warnings(cases: Sequence[CaseResult]) -> list[str]:
     pairs = {
         (str(c.details.get("judge_model", "")), str(c.details.get("generator", "")))
         for c in cases
-        if c.tier == "judge"
+        if tiers.judges_answers(c.tier)
     }
     return sorted(
         f"judge model {m!r} also generated the answers ({g}): a model grading its own answers inflates "

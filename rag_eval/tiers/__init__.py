@@ -23,7 +23,7 @@ from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, ca
 
 __all__ = [
     "RATE_KEYS", "CaseOption", "Item", "Tier", "all_tiers", "as_golden", "case_options", "errored", "floors", "get",
-    "golden_applies", "names", "register", "skipped", "unregister",
+    "golden_applies", "judged", "judges_answers", "names", "register", "skipped", "unregister",
 ]
 
 _REGISTRY: dict[str, Tier] = {}
@@ -57,6 +57,17 @@ def names() -> tuple[str, ...]:
 
 def all_tiers() -> tuple[Tier, ...]:
     return tuple(_REGISTRY.values())
+
+
+def judged() -> tuple[str, ...]:
+    """The tiers whose metrics a judge decides (human labels check them), in registry order."""
+    return tuple(t.name for t in _REGISTRY.values() if t.judged)
+
+
+def judges_answers(tier: str) -> bool:
+    """Whether the cases of ``tier`` carry a judge's verdict of one answer (an unknown tier: no)."""
+    found = _REGISTRY.get(tier)
+    return found is not None and found.judges_answers
 
 
 def golden_applies() -> dict[str, Callable[[GoldenItem], bool]]:

@@ -55,6 +55,11 @@ class Tier:
     valid_names: str = ", ".join(RATE_KEYS)  # the metric names it gates, for error messages
     floor_refusal: str | None = None
     progress: bool = False  # slow (a model call per case): the plugin shows its progress
+    # A judge decides its metrics (judge.faithfulness, dialogue.hint_success): human labels
+    # check them (--rag-human-labels, thresholds estimate = "labels" | "ppi").
+    judged: bool = False
+    # Its cases carry a judge's verdict of one answer (details judge_model, generator, judge).
+    judges_answers: bool = False
 
 
     # --- collection -------------------------------------------------------------------
@@ -89,6 +94,12 @@ class Tier:
     def run(self, session: EvalSession, item: Item) -> CaseResult:
         """One case; raise on failure (:func:`run_case` records it as an ``error``)."""
         raise NotImplementedError
+
+    # --- gates ----------------------------------------------------------------------------
+    def unmeasured_reason(self, metric: str, scoped: Sequence[CaseResult]) -> str | None:
+        """Why a gate on ``metric`` has no value, in words the user can act on (e.g. a stage
+        the system never returned); None: no reason of this tier's (the gate says "no cases")."""
+        return None
 
     # --- the terminal ----------------------------------------------------------------------
     def terminal_lines(self, cases: Sequence[CaseResult], usage: Mapping[str, Mapping[str, float]]) -> list[str]:

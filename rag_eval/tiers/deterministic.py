@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from rag_eval import tier_names
 from rag_eval.tiers.deterministic_case import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.deterministic import CHECK_NAMES
@@ -36,7 +37,7 @@ def check_answer(
 
 
 class DeterministicTier(Tier):
-    name = "deterministic"
+    name = tier_names.DETERMINISTIC
     marker = "deterministic tier: model-free checks of each generated answer"
     case_options = (CaseOption("skip_checks", "names", CHECK_NAMES, ()),)
     valid_names = f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}"

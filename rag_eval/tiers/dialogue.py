@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from rag_eval import tier_names
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.dialogue.llm import LLMHintJudge, simulator_config, simulator_missing, student_completion
 from rag_eval.dialogue.metrics import HintVerdict, judge_hints
@@ -44,7 +45,8 @@ def _dialogue(item: Item) -> DialogueItem:
 
 
 class DialogueTier(Tier):
-    name = "dialogue"
+    name = tier_names.DIALOGUE
+    judged = True  # dialogue.hint_success
     marker = "dialogue tier: replay each dialogue item (clarification, retrieval, hints, interception)"
     items = (DialogueItem,)
     case_options = (

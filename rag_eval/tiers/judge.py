@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+from rag_eval import tier_names
 from rag_eval.tiers.judge_case import JudgeCaseConfig
 from rag_eval.judge import JUDGE_METRICS, blame
 from rag_eval.results.case import CaseResult
@@ -15,10 +16,12 @@ if TYPE_CHECKING:
 
 
 class JudgeTier(Tier):
-    name = "judge"
+    name = tier_names.JUDGE
     marker = "judge tier: LLM-as-judge metrics (needs a configured judge endpoint)"
     valid_names = f"{', '.join(JUDGE_METRICS + RATE_KEYS)}"
     progress = True  # one model call per case
+    judged = True
+    judges_answers = True
 
     def applies(self, item: Item) -> bool:
         return super().applies(item) and not getattr(item, "is_negative", False)

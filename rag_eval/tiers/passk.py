@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from rag_eval import tier_names
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.errors import ConfigError
 from rag_eval.tiers.deterministic_case import DeterministicCaseConfig
@@ -55,7 +56,7 @@ class PasskOptions:
 
 
 class PasskTier(Tier):
-    name = "passk"
+    name = tier_names.PASSK
     marker = "repeated trials: pass@k, pass^k and stability per case"
     items = (GoldenItem, DialogueItem)
     case_options = (
@@ -77,6 +78,17 @@ class PasskTier(Tier):
     def check_options(self, options: Mapping[str, Any], where: str) -> None:
         if "n" in options and "k" in options:
             check_trials(int(options["n"]), int(options["k"]), where)
+
+    def unmeasured_reason(self, metric: str, scoped: Sequence[CaseResult]) -> str | None:
+        name, at, k = metric.partition("@") if "@" in metric else metric.partition("^")
+        if not (at and name == "pass" and k.isdigit()):
+            return None
+        ks = sorted({int(c.details["k"]) for c in scoped if isinstance(c.details.get("k"), int)})
+        if not ks or int(k) in ks:
+            return None
+        run_k = ", ".join(str(v) for v in ks)
+        return (f"{metric} is not measured: this run's k is {run_k} (set [passk.case] k = {k} or "
+                f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})")
 
     def options(self, config: EvalConfig) -> PasskOptions:
         given = case_options(config, self.name)

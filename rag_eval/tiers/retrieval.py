@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
+from rag_eval import tier_names
 from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 from rag_eval.records import Trace
@@ -48,7 +49,7 @@ def retrieval_metric_ok(key: str) -> bool:
 
 
 class RetrievalTier(Tier):
-    name = "retrieval"
+    name = tier_names.RETRIEVAL
     marker = "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item"
     case_options = (
         CaseOption("require", "stage", (), None),  # checked against the system's stages at start-up
@@ -67,6 +68,17 @@ class RetrievalTier(Tier):
         if key in NEGATIVE_KEYS:  # only negatives have these metrics, and negatives carry no floors
             return f"negatives are checked per case with negative = one of {', '.join(NEGATIVE_MODES)}, not with a floor"
         return None
+
+    def unmeasured_reason(self, metric: str, scoped: Sequence[CaseResult]) -> str | None:
+        stage = retrieval_stage_of(metric)
+        if stage is None:
+            return None
+        returned = sorted({str(s) for c in scoped for s in (c.details.get("stages") or {})})
+        if stage in returned:
+            return None
+        has = ", ".join(returned) if returned else "none"
+        return (f"no case returned stage {stage!r}: the system's stages are {has} "
+                f"(name one of them in the gate, or declare the system's stages)")
 
     def options(self, config: EvalConfig) -> RetrievalCaseConfig:
         given = case_options(config, self.name)

@@ -130,6 +130,7 @@ def test_a_failing_service_call_is_an_error_for_that_case_only(
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # error_rate gate
     assert {r.json["size"] for r in srv.requests} == {3}  # --rag-top-k reaches the service
+    assert sandbox.results()["run"]["overrides"] == {"top_k": 3}  # and the run records it
     cases = sandbox.cases()
     assert re.match(
         r"ServiceCallError: retrieve at http://127\.0\.0\.1:\d+/search failed after 2 attempts \[server\]: HTTP 500",

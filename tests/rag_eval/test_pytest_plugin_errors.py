@@ -128,6 +128,14 @@ def test_thresholds_unknown_tier_table_is_a_usage_error(sandbox: Sandbox) -> Non
     assert "retrieval" in err.split("valid tables:")[1] and "deterministic" in err.split("valid tables:")[1]
 
 
+def test_a_top_k_below_one_is_a_usage_error(sandbox: Sandbox) -> None:
+    result = sandbox.run("--rag-top-k", "0")
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--rag-top-k must be at least 1, got 0" in result.stderr.str()
+    assert not sandbox.results_path.exists()
+
+
 def test_missing_explicit_thresholds_file_is_a_usage_error(sandbox: Sandbox) -> None:
     result = sandbox.run("--rag-thresholds", "nope.toml")
 
