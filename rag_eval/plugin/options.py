@@ -211,10 +211,12 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
     ini_config = config.getini("rag_eval_pipeline_config")
     path = config.getoption("rag_pipeline_config") or (str(project_base(config) / ini_config) if ini_config else None)
     # `--rag-pipeline mypipe:make` names a module of the user's repository: importable from
-    # the rootdir and the invocation dir, as under `python -m pytest`.
-    for folder in (str(config.invocation_params.dir), str(project_base(config))):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    # the project folder and the invocation dir, as under `python -m pytest`, while the spec
+    # imports it (it stays in sys.modules). Only then: left on sys.path, those folders would
+    # make the repository's modules importable to the user's own unit tests too, which then
+    # pass only when rag options are given (issue 20.11).
+    added = [f for f in dict.fromkeys((str(config.invocation_params.dir), str(project_base(config)))) if f not in sys.path]
+    sys.path[:0] = added
     try:
         return load_spec(config.getoption("rag_pipeline"), path, default=config.getini("rag_eval_pipeline") or None)
     except AdapterConfigError as exc:
@@ -224,6 +226,10 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
                if config.getini(key) and not any(config.getoption(o) for o in options)]
         source = f" (set by ini {', '.join(ini)} in {config.inipath.name if config.inipath else 'the ini file'})" if ini else ""
         raise pytest.UsageError(f"rag-eval pipeline{source}: {exc}") from None
+    finally:
+        for folder in added:
+            if folder in sys.path:
+                sys.path.remove(folder)
 
 
 def _inputs(config: pytest.Config) -> InputSource | None:

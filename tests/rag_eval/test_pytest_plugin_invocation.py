@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -229,29 +230,26 @@ def test_q_keeps_the_first_cause_and_the_verdict(pytester: pytest.Pytester, repo
 # --------------------------------------------------------------------------- (f) sys.path
 
 
-def test_the_plugin_does_not_put_the_rootdir_on_sys_path(
-    pytester: pytest.Pytester, repo: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A user's own unit tests see the same sys.path with and without rag options: the
-    plugin must not make the repository's modules importable (a test that imports one
-    would pass only when rag options are given). Passes on today's plugin as measured
-    here (sys.path when the unit test runs, `python -P`: no cwd); kept as the guard for
-    the restructured plugin, which must not insert the rootdir at any point."""
+def test_the_plugin_does_not_put_the_rootdir_on_sys_path(repo: Path) -> None:
+    """A user's own unit test that imports a module of the repository passes or fails the
+    same with and without rag options: the plugin imports the user's pipeline module with
+    the project folder on sys.path, then takes that folder off again. Run as the `pytest`
+    command is (`python -P`: no cwd on sys.path) and without pytester's PYTHONPATH, which
+    holds the folder and hid the leak."""
     (repo / "pytest.ini").write_text("[pytest]\naddopts = -p no:deepeval -p no:randomly\n", encoding="utf-8")
+    (repo / "helpers.py").write_text("ANSWER = 42\n", encoding="utf-8")  # another module of the repository
     (repo / "tests").mkdir()
     (repo / "tests" / "test_unit.py").write_text(
-        "import json, os, sys\n\ndef test_path():\n"
-        "    open(os.environ['PATHS_OUT'], 'w').write(json.dumps(sys.path))\n",
+        "import importlib.util\n\ndef test_the_repository_module_is_not_importable():\n"
+        "    assert importlib.util.find_spec('helpers') is None\n",
         encoding="utf-8",
     )
-    script = (sys.executable, "-P", "-m", "pytest")  # -P: no cwd on sys.path (as the `pytest` command)
-    monkeypatch.setenv("PATHS_OUT", str(repo / "plain.json"))
-    assert pytester.run(*script, "tests/test_unit.py").ret == 0
-    monkeypatch.setenv("PATHS_OUT", str(repo / "rag.json"))
-    pytester.run(*script, "--rag-dataset", "evals", "--rag-pipeline", "usersys:make")  # the unit test and the cases
-    plain = json.loads((repo / "plain.json").read_text(encoding="utf-8"))
-    with_rag = json.loads((repo / "rag.json").read_text(encoding="utf-8"))
-    assert [p for p in with_rag if p not in plain] == []
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    passed = "PASSED tests/test_unit.py::test_the_repository_module_is_not_importable"
+    for rag in ((), ("--rag-dataset", "evals", "--rag-pipeline", "usersys:make")):
+        run = subprocess.run([sys.executable, "-P", "-m", "pytest", "-rA", "tests/test_unit.py", *rag], cwd=repo,
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert passed in run.stdout, (rag, run.stdout[-3000:], run.stderr[-2000:])
 
 
 # --------------------------------------------------------------------------- (g) -k vs baseline
