@@ -92,3 +92,33 @@ def test_the_same_seed_gives_the_same_interval(sandbox: Sandbox, monkeypatch: py
     first = sandbox.results()["metrics_n"]["retrieval.doc.mrr"]
     sandbox.run(*ARGS)
     assert sandbox.results()["metrics_n"]["retrieval.doc.mrr"] == first and "confidence" in first
+
+
+def test_holm_is_applied_across_three_tested_regression_gates(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Three significance-tested regression gates in one run: each row states Holm over m = 3,
+    and the adjusted p-values are Holm's step-down of the three raw ones."""
+    noisy(sandbox)
+    sandbox.write_thresholds(
+        '[retrieval]\n"doc.recall@5" = { min = 0.0 }\n[regression]\nno_new_failures = { alpha = 0.05 }\n'
+        '"retrieval.doc.recall@5" = { max_drop = 0.1, alpha = 0.05 }\n"retrieval.doc.mrr" = { max_drop = 0.1, alpha = 0.05 }\n'
+    )
+    monkeypatch.setenv("RAG_TEST_MODE", "all")
+    assert sandbox.run(*ARGS).ret == pytest.ExitCode.OK
+    baseline = tmp_path / "main.json"
+    baseline.write_text(sandbox.results_path.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setenv("RAG_TEST_MODE", "noisy")
+    monkeypatch.setenv("RAG_TEST_SEED", "7")  # 4 of the 7 positives keep their gold document
+    sandbox.run(*ARGS, "--rag-baseline", str(baseline))
+    doc = sandbox.results()
+    check_results(doc)
+    tested = [g for g in doc["gates"] if g["tier"] == "regression" and "p_value" in g]
+    assert len(tested) == 3 and all(g["holm"]["m"] == 3 for g in tested)
+    raw = sorted(g["p_value"] for g in tested)
+    holm = sorted(g["holm"]["p_adjusted"] for g in tested)
+    expected, running = [], 0.0
+    for i, p in enumerate(raw):  # Holm's step-down: max over j <= i of (m - j) * p_(j), capped at 1
+        running = max(running, min(1.0, (3 - i) * p))
+        expected.append(running)
+    assert holm == pytest.approx(expected)
