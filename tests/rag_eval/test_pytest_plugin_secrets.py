@@ -22,6 +22,7 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from tests.support.leaks import leaked
 from tests.rag_eval._plugin_sandbox import POSITIVE_IDS, Sandbox
 from tests.support.judge_replies import native_verdict
 from tests.support.openai_server import Raw, Reply, ScriptedOpenAIServer, Status, Step, reply
@@ -55,8 +56,12 @@ ECHO = f"{echo(JUDGE_KEY)} {echo(GENERATOR_KEY)}"
 
 
 def leaks(data: bytes) -> list[bytes]:
-    """Each form of each key, whole or as its first 12 bytes (what a message cut before redaction keeps)."""
-    return [p for key in (JUDGE_KEY, GENERATOR_KEY) for f in forms(key) for p in (f, f[:12]) if p in data]
+    """Each form of each key, whole or as its first 12 bytes (what a message cut before redaction
+    keeps), and every 12-character window of the key as plain text, URL-encoded, base64, hex,
+    upper case or JSON ``\\u`` escapes (tests/support/leaks.py): a cut anywhere leaves none."""
+    text = data.decode("latin-1")
+    found = [p for key in (JUDGE_KEY, GENERATOR_KEY) for f in forms(key) for p in (f, f[:12]) if p in data]
+    return found + [w.encode() for key in (JUDGE_KEY, GENERATOR_KEY) for w in leaked(text, key)]
 
 
 def verdict_echoing(request: Any) -> Reply:
