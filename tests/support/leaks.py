@@ -21,6 +21,7 @@ def forms(key: str) -> dict[str, str]:
         "plain": key,
         "url": quote(key, safe=""),
         "base64": base64.b64encode(raw).decode("ascii"),
+        "base64-after-prefix": base64.b64encode(b"Bearer " + raw).decode("ascii")[10:],  # key-only characters
         "hex": raw.hex(),
         "upper": key.upper(),
         "escapes": "".join(f"\\u{ord(c):04x}" for c in key),
