@@ -102,18 +102,47 @@ class Redactor:
         return " ".join(self.text(str(value)).split())[:limit]
 
     def obj(self, value: Any) -> Any:
-        """A deep copy of a JSON-like value with every string (keys too) redacted."""
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, Mapping):
-            return {self.text(k) if isinstance(k, str) else k: self.obj(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            out = [self.obj(v) for v in value]
-            return out if isinstance(value, list) else tuple(out)
-        return value
+        """A deep copy of a JSON-like value with every string (keys too) redacted.
+
+        Mappings (read-only proxies too) become dicts, lists stay lists, tuples tuples.
+        Without secrets the copy is made in one walk that scans no string (the results
+        file of a run is ~300k nodes)."""
+        if self._pattern is None:
+            return _copy(value)
+        return _walk(value, self.text)
 
     def contains_secret(self, value: str) -> bool:
         return self._pattern is not None and self._pattern.search(value) is not None
+
+
+_ATOMS = (int, float, bool, type(None))
+
+
+def _copy(value: Any) -> Any:
+    """``Redactor.obj`` without secrets: the same copy and conversion, no string scanned."""
+    kind = type(value)
+    if kind is dict:
+        return {k: _copy(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy(v) for v in value]
+    if kind is str or kind in _ATOMS:
+        return value
+    return _walk(value, _same)
+
+
+def _same(value: str) -> str:
+    return value
+
+
+def _walk(value: Any, text: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return text(value) if value else value
+    if isinstance(value, Mapping):
+        return {text(k) if isinstance(k, str) else k: _walk(v, text) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        out = [_walk(v, text) for v in value]
+        return out if isinstance(value, list) else tuple(out)
+    return value
 
 
 def run_secrets(env: Mapping[str, str] = os.environ, extra: Iterable[str] = ()) -> tuple[str, ...]:
