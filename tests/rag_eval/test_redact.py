@@ -118,3 +118,19 @@ def test_obj_copies_every_container_and_redacts_str_subclasses_and_nested_keys()
     out["a"]["b"].append("more")  # a deep copy: the input's containers are not shared
     assert inner == [Tag(f"x{KEY}"), {("t", 1): [KEY]}, "", 0, False]
     assert Redactor([]).obj(data) == data and Redactor([]).obj(data)["a"] is not data["a"]
+
+
+def test_obj_without_secrets_makes_the_same_copy_as_the_scanning_walk() -> None:
+    from types import MappingProxyType
+
+    class Label(str):
+        pass
+
+    inner = {"k": [1, 2.5, None, True], "t": (MappingProxyType({"x": "y"}), Label("z"))}
+    value = MappingProxyType({"a": inner, "b": [inner, ("p", 3)], "c": "plain"})
+    plain = Redactor(()).obj(value)
+    scanned = Redactor(("a-secret-that-is-not-there",)).obj(value)
+    assert plain == scanned
+    assert type(plain) is dict and type(plain["a"]["t"]) is tuple and type(plain["a"]["t"][0]) is dict
+    assert type(plain["b"][1]) is tuple and plain["a"]["t"][1] == "z"
+    assert plain["a"] is not inner and plain["a"]["k"] is not inner["k"]  # a copy, not the input
