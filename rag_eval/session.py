@@ -24,6 +24,7 @@ from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
 from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.stages import StageSpec, infer_stages
+from rag_eval.errors import ConfigError
 from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval
 from rag_eval.redact import Redactor, run_secrets
 from rag_eval.results.case import CaseResult
@@ -59,6 +60,7 @@ class EvalConfig:
     passk_n: int | None = None  # command-line overrides of [passk.case] n / k
     passk_k: int | None = None
     case_timeout: float | None = None  # --rag-case-timeout: seconds one case may take (None: no limit)
+    concurrency: int = 1  # --rag-concurrency: cases run ahead at once in this process (1: one at a time)
     pipeline: PipelineSpec = field(kw_only=True)  # which system, and how gold meets its ids: no default
 
 
@@ -80,7 +82,13 @@ class EvalSession:
         self._dataset = dataset
         self._factory = system_factory or (lambda: build_system(config.pipeline, self.context))
         self._chats: dict[str, AnswerRecord] = {}
+        self._chat_locks: dict[str, threading.Lock] = {}
         self._memo: dict[str, Any] = {}
+        # Cases may run on several threads (rag_eval.plugin.prefetch): the memo builds a value
+        # once, each item's answer is generated once, and the system gets at most
+        # ``system_concurrency`` calls at a time.
+        self._lock = threading.RLock()
+        self._held: dict[int, int] = {}  # thread -> system slots it holds (calling, abandon)
 
     @cached_property
     def context(self) -> SystemContext:
@@ -157,14 +165,64 @@ class EvalSession:
         adapter; None: the system's own default (rag_app: its rerank_top_n setting)."""
         return self.config.top_k
 
+    @cached_property
+    def system_concurrency(self) -> int:
+        """How many calls the system takes at once: what it declares (``concurrency``; an
+        in-process object that says nothing takes one at a time), at most the run's."""
+        declared = getattr(self.system, "concurrency", None)
+        if declared is None:
+            return 1
+        if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
+            raise ConfigError(f"{self.config.pipeline.where}: concurrency = {declared!r}; the system's `concurrency` "
+                              "is how many of its calls may run at once: a whole number >= 1 (1: not thread-safe)")
+        return min(declared, self.config.concurrency)
+
+    @cached_property
+    def _system_slots(self) -> threading.BoundedSemaphore:
+        return threading.BoundedSemaphore(self.system_concurrency)
+
+    def calling(self, call: Callable[[], T]) -> T:
+        """``call()`` of the system, holding one of its ``system_concurrency`` slots."""
+        slots = self._system_slots
+        slots.acquire()
+        me = threading.get_ident()
+        with self._lock:
+            self._held[me] = self._held.get(me, 0) + 1
+        try:
+            return call()
+        finally:
+            with self._lock:
+                mine = self._held.get(me, 0)
+                if mine:  # not given back by abandon()
+                    self._held[me] = mine - 1
+                    slots.release()
+
+    def abandon(self, thread: int | None) -> None:
+        """A case past ``--rag-case-timeout`` is left running on ``thread``: the system slots
+        it holds are given back, so the cases after it do not wait for it too."""
+        with self._lock:
+            held = self._held.pop(thread, 0) if thread is not None else 0
+        for _ in range(held):
+            self._system_slots.release()
+
+    def warm(self) -> None:
+        """Build on this thread what the tiers read lazily, before cases run on others."""
+        for value in (lambda: self.system_info, lambda: self.stages, lambda: self.gold_space, lambda: self.redactor,
+                      lambda: self._system_slots):
+            value()
+        for tier in tiers.all_tiers():
+            self.tier_options(tier)
+        if self.judge_ready():
+            self.judge_runner
+
     def retrieve(self, question: str) -> RetrievalRecord:
         """The system's retrieval as the tiers score it (contract records -> rag_eval records)."""
-        raw = self.system.retrieve(question, self.top_k)
+        raw = self.calling(lambda: self.system.retrieve(question, self.top_k))
         return self.gold_space.retrieval_result(question, redacted(as_retrieval(raw), self.redactor))
 
     def answer(self, item: GoldenItem) -> AnswerRecord:
         """One fresh answer (no memo), converted for the tiers."""
-        raw = self.system.chat(item.question, self.top_k, item.history)
+        raw = self.calling(lambda: self.system.chat(item.question, self.top_k, item.history))
         return self.gold_space.chat_result(item.question, redacted(as_answer(raw), self.redactor))
 
     def redacted(self, record: Record) -> Record:
@@ -179,7 +237,7 @@ class EvalSession:
             limit = self.config.case_timeout
             if limit is None:
                 return tiers.get(tier).run(self, item)
-            return within(limit, lambda: tiers.get(tier).run(self, item))
+            return within(limit, lambda: tiers.get(tier).run(self, item), self.abandon)
         except Exception as exc:  # noqa: BLE001 - every failure of the system is recorded, not raised
             return tiers.errored(item, tier, exc, self, t0)
 
@@ -194,7 +252,9 @@ class EvalSession:
     def memo(self, key: str, build: Callable[[], T]) -> T:
         """A value the session keeps for its tiers (a client, options), built on first use."""
         if key not in self._memo:
-            self._memo[key] = build()
+            with self._lock:
+                if key not in self._memo:
+                    self._memo[key] = build()
         return cast(T, self._memo[key])
 
     def memoized(self, key: str) -> Any:
@@ -245,7 +305,11 @@ class EvalSession:
         """The system's answer to an item, once per process: the deterministic and the
         judge tier grade the same answer instead of paying for a second generation."""
         if item.id not in self._chats:
-            self._chats[item.id] = self.answer(item)
+            with self._lock:
+                lock = self._chat_locks.setdefault(item.id, threading.Lock())
+            with lock:  # two tiers' cases of one item on two threads: one generation
+                if item.id not in self._chats:
+                    self._chats[item.id] = self.answer(item)
         return self._chats[item.id]
 
 
@@ -253,13 +317,14 @@ class CaseTimeout(Exception):
     """A case outlived ``--rag-case-timeout``: recorded as its ``error``."""
 
 
-def within(limit: float, call: Callable[[], T]) -> T:
+def within(limit: float, call: Callable[[], T], abandon: Callable[[int | None], None] | None = None) -> T:
     """``call()``, or :class:`CaseTimeout` once it has run ``limit`` seconds.
 
     The call runs in a daemon thread: Python cannot stop a thread, so a call past the limit
     goes on in the background (its result is dropped) while the next cases run, and ends
-    with the process. A system that cannot take a second call meanwhile errors those too,
-    which the results then show."""
+    with the process; ``abandon(thread)`` is told, so it gives back what that call holds (the
+    system's call slot). A system that cannot take a second call meanwhile errors those
+    too, which the results then show."""
     box: list[T] = []
     failure: list[BaseException] = []
 
@@ -273,6 +338,8 @@ def within(limit: float, call: Callable[[], T]) -> T:
     worker.start()
     worker.join(limit)
     if worker.is_alive():
+        if abandon is not None:
+            abandon(worker.ident)
         raise CaseTimeout(
             f"the case took longer than --rag-case-timeout {limit:g} s and was abandoned; "
             "raise the limit, or make the system answer faster (e.g. shorter questions)"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import random as _random
+import sys
 import threading
 import time
 from typing import Any, Callable, Mapping, Sequence
@@ -66,6 +67,8 @@ class HttpSystem:
         self.config = config
         self.answers = config.chat is not None
         self.converses = config.dialogue is not None
+        # a service takes concurrent calls (the run's --rag-concurrency) unless [http] concurrency caps them
+        self.concurrency = config.concurrency or sys.maxsize
         self._transport = transport
         self.breaker = CircuitBreaker(config.policy.breaker_after, name=f"the HTTP service of {config.source}",
                                       setting=f"[http] breaker in {config.source}")

@@ -24,7 +24,7 @@ from rag_eval.adapters.fields import FieldPath, optional_path
 from rag_eval.llm.policy import DEFAULT_BREAKER, CallPolicy
 from rag_eval.redact import Redactor
 
-HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "breaker", "top_k", "headers")
+HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "breaker", "top_k", "headers", "concurrency")
 ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "sources", "context")
 LIST_KEYS = ("ids", "texts", "scores", "doc_ids", "metadata")
 RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason")
@@ -133,6 +133,7 @@ class HttpConfig:
     total_budget_s: float = 120.0
     breaker: int = DEFAULT_BREAKER
     top_k: int | None = None
+    concurrency: int | None = None  # calls in flight at once; None: as many as the run's --rag-concurrency
     preset: str = ""
     info: InfoSource | None = None
     dialogue: Endpoint | None = None  # [dialogue]: items = the turn's retrieval, scalars = the DialogueTurn fields
@@ -211,6 +212,10 @@ class HttpConfig:
         top_k = http.get("top_k")
         if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
             raise AdapterConfigError(f"{source} [http] top_k: a positive integer (sent when the run sets none), got {top_k!r}")
+        concurrency = http.get("concurrency")
+        if concurrency is not None and (not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1):
+            raise AdapterConfigError(f"{source} [http] concurrency: how many calls the service takes at once, a whole "
+                                     f"number >= 1 (1: one at a time), got {concurrency!r}")
         return cls(
             source=source,
             retrieve=_endpoint("retrieve", data["retrieve"], source, env),
@@ -223,6 +228,7 @@ class HttpConfig:
             total_budget_s=_positive(http, "total_budget_s", 120.0, source),
             breaker=_count(http, "breaker", DEFAULT_BREAKER, source),
             top_k=top_k,
+            concurrency=concurrency,
             preset=preset,
             info=_info(data["info"], source, env) if "info" in data else None,
             dialogue=_dialogue(data[DIALOGUE], source, env) if DIALOGUE in data else None,

@@ -113,6 +113,8 @@ class PythonSystem:
         self.converses = check_dialogue(obj, target, where)
         self.target = target
         self.obj = obj
+        # how many calls the object takes at once (checked by the session); absent: one at a time
+        self.concurrency = getattr(obj, "concurrency", None)
         declared = getattr(obj, "stages", None)
         try:
             self.stages: StageSpec | None = (

@@ -79,6 +79,9 @@ class RagAppSystem:
     """``rag_app.pipeline.RagPipeline`` behind the contract."""
 
     answers = True
+    # One call at a time: the pipeline's index, caches and model clients are not made for
+    # threads (the plugin may still overlap the judge's calls with it).
+    concurrency = 1
 
     def __init__(self, overrides: Mapping[str, Any], project_root: Path | None, corpus: Path | None) -> None:
         self.settings = load_settings(overrides, project_root, corpus)

@@ -99,18 +99,20 @@ class JudgeConfig:
         budget_usd: float | None = None,
         budget_tokens: int | None = None,
         engine: str = "native",
+        concurrency: int | None = None,
     ) -> JudgeConfig:
         """Read ``RAG_JUDGE_BASE_URL/MODEL/API_KEY`` (URL and key fall back to ``OPENAI_*``).
 
         Never raises for a missing endpoint: check :meth:`missing_reason` and skip. A bad
         ``RAG_JUDGE_TIMEOUT`` / ``_MAX_RETRIES`` / ``_BREAKER`` / ``_MAX_TOKENS`` raises
-        ``ConfigError`` naming the variable.
+        ``ConfigError`` naming the variable. ``concurrency``: requests in flight when
+        ``RAG_JUDGE_CONCURRENCY`` is unset (the run's ``--rag-concurrency``).
         """
         max_tokens = int(env_number(env, MAX_TOKENS_VAR, DEFAULT_MAX_TOKENS, "an integer >= 16, e.g. 1500", int,
                                     minimum=16))
         return cls(
             endpoint=Endpoint.from_env(PREFIX, env),
-            policy=CallPolicy.from_env(PREFIX, env),
+            policy=CallPolicy.from_env(PREFIX, env, concurrency=concurrency),
             max_tokens=max_tokens,
             cache_dir=Path(cache_dir),
             engine=engine,

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from rag_eval.errors import ConfigError
+from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 
 RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
 QUOTA_CODE = "insufficient_quota"
@@ -51,7 +52,7 @@ class CallPolicy:
     total_budget_s: float | None = None  # None: every attempt its full timeout plus BUDGET_SLACK_S
     breaker_after: int = DEFAULT_BREAKER  # 0 = no breaker
     max_retry_after: float = 30.0  # a server's Retry-After is honoured up to this
-    concurrency: int = 4  # requests in flight per endpoint and process (rag_eval.llm.limiter); 1 = one at a time
+    concurrency: int = DEFAULT_CONCURRENCY  # requests in flight per endpoint and process (rag_eval.llm.limiter); 1 = one at a time
     timeout_setting: str = "timeout"
     retries_setting: str = "max_retries"
     breaker_setting: str = "breaker"
@@ -88,6 +89,7 @@ class CallPolicy:
         timeout: float = DEFAULT_TIMEOUT,
         max_retries: int = DEFAULT_MAX_RETRIES,
         breaker_after: int = DEFAULT_BREAKER,
+        concurrency: int | None = None,
     ) -> CallPolicy:
         """``{prefix}_TIMEOUT`` (seconds per attempt), ``{prefix}_MAX_RETRIES``,
         ``{prefix}_BREAKER``, ``{prefix}_CONCURRENCY``; a bad value is a ``ConfigError``
@@ -100,7 +102,7 @@ class CallPolicy:
             breaker_after=int(env_number(env, names[2], breaker_after,
                                          "an integer >= 0 (consecutive failures before the endpoint is given up; "
                                          "0 = never), e.g. 5", int, minimum=0)),
-            concurrency=int(env_number(env, names[3], 4, "an integer >= 1 (requests in flight; 1 = one at a time), "
+            concurrency=int(env_number(env, names[3], concurrency or DEFAULT_CONCURRENCY, "an integer >= 1 (requests in flight; 1 = one at a time), "
                                        "e.g. 4", int, minimum=1)),
             timeout_setting=names[0],
             retries_setting=names[1],

@@ -26,6 +26,7 @@ from rag_eval.plugin.options import RunConfig
 from rag_eval.session import EvalSession
 
 if TYPE_CHECKING:
+    from rag_eval.plugin.ahead import Ahead
     from rag_eval.plugin.controller import Controller
 
 
@@ -46,6 +47,7 @@ class Run:
         # Under xdist the controller collects nothing: a worker counts the slow (judge)
         # cases it collected (every worker collects the same items) and its cases carry it.
         self.progress_total = 0
+        self.ahead: Ahead | None = None  # cases started ahead of their tests (--rag-concurrency > 1)
         self._paths: DatasetPaths | None = None
         self._dataset: Dataset | None = None
         self._dialogues: list[DialogueItem] | None = None
@@ -93,6 +95,9 @@ class Run:
             and (shard is None or shard.owns(i.id))
         ]
 
+    def session_started(self) -> bool:
+        return self._session is not None
+
     def session(self) -> EvalSession:
         """The per-process evaluation session (dataset, system under test, tiers), built once."""
         if self._session is None:
@@ -131,6 +136,7 @@ def _start_system(session: EvalSession) -> None:
     the controller turns it into a usage error before any case runs)."""
     try:
         session.system
+        session.system_concurrency
         stages = session.stages
     except ConfigError as exc:
         raise StartError(f"rag-eval pipeline: {exc}") from None

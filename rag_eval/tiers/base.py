@@ -91,6 +91,11 @@ class Tier:
         """Why this case does not run on this system (the pytest case is skipped), or None."""
         return None
 
+    def ahead(self, session: EvalSession) -> bool:
+        """Whether its cases may run ahead of their tests on other threads (``--rag-concurrency``):
+        their calls wait on a model or a service. Here: when the system takes concurrent calls."""
+        return session.system_concurrency > 1
+
     def run(self, session: EvalSession, item: Item) -> CaseResult:
         """One case; raise on failure (:func:`run_case` records it as an ``error``)."""
         raise NotImplementedError

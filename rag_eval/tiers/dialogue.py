@@ -79,6 +79,10 @@ class DialogueTier(Tier):
             raise ConfigError(f"[dialogue.case]: retrieval {cfg.retrieval!r} / simulator {cfg.simulator!r} not valid")
         return cfg
 
+    def ahead(self, session: EvalSession) -> bool:
+        """An LLM student or the hint judge makes model calls per case."""
+        return session.tier_options(self).simulator == "llm" or session.judge_ready() or super().ahead(session)
+
     def skip_reason(self, session: EvalSession, item: Item) -> str | None:
         """Why the tier cannot run (the system has no dialogue call), or None: one reason for every case."""
         system = session.system
@@ -159,7 +163,7 @@ class DialogueTier(Tier):
 
     def _replay(self, session: EvalSession, item: DialogueItem, tier: str, trial: int) -> tuple[Transcript, str]:
         simulator, name = self._student(session, item, tier, trial)
-        system = _Redacting(session.system, session.redacted)
+        system = _Redacting(session.system, session.redacted, session.calling)
         return replay(system, item, simulator, limit=session.tier_options(self).limit_for(item)), name
 
     def _usage(self, session: EvalSession, case_id: str, tier: str) -> dict[str, Any]:
@@ -198,15 +202,17 @@ class _Redacting:
     """The system as the replay sees it: every turn it returns, with the run's secrets
     removed (the session boundary, as for retrievals and answers)."""
 
-    def __init__(self, system: Any, clean: Callable[[DialogueTurn], DialogueTurn]) -> None:
+    def __init__(self, system: Any, clean: Callable[[DialogueTurn], DialogueTurn],
+                 calling: Callable[[Callable[[], Any]], Any]) -> None:
         self._system = system
         self._clean = clean
+        self._calling = calling  # the session's system slots (EvalSession.calling)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._system, name)
 
     def dialogue(self, turns: Any, context: Any) -> DialogueTurn:
-        return self._clean(as_dialogue_turn(self._system.dialogue(turns, context)))
+        return self._clean(as_dialogue_turn(self._calling(lambda: self._system.dialogue(turns, context))))
 
 
 DIALOGUE = DialogueTier()

@@ -35,6 +35,9 @@ class JudgeTier(Tier):
     def skip_reason(self, session: EvalSession, item: Item) -> str | None:
         return session.judge_skip_reason()
 
+    def ahead(self, session: EvalSession) -> bool:
+        return True  # a judge call per case: they overlap even when the system takes one call at a time
+
     def terminal_lines(self, cases: Sequence[CaseResult], usage: Mapping[str, Mapping[str, float]]) -> list[str]:
         judge = usage.get(self.name)
         lines = []

@@ -104,6 +104,9 @@ class PasskTier(Tier):
         reason = session.answer_skip_reason() or (session.judge_skip_reason() if condition == "judge" else None)
         return None if reason is None else f"passk condition 'judge': {reason}"
 
+    def ahead(self, session: EvalSession) -> bool:
+        return session.tier_options(self).condition == "judge" or super().ahead(session)
+
     def terminal_lines(self, cases: Sequence[CaseResult], usage: Mapping[str, Mapping[str, float]]) -> list[str]:
         one = [c for c in cases if c.tier == self.name and c.details.get("deterministic_generator")]
         if not one:

@@ -232,6 +232,8 @@ GOOD = '[retrieve]\nurl = "http://127.0.0.1:9/api"\n[retrieve.fields]\nids = "it
         (GOOD.replace('"items[].id"', '"items[x].id"'), "bad field path 'items[x].id' at 'items[x]'"),
         (GOOD + '[http]\nheaders = { Authorization = "Bearer ${NOT_SET_VAR}" }\n', "environment variable NOT_SET_VAR is not set"),
         (GOOD + "[http]\ntop_k = 0\n", "[http] top_k: a positive integer"),
+        (GOOD + "[http]\nconcurrency = 0\n", "[http] concurrency: how many calls the service takes at once"),
+        (GOOD + "[http]\nconcurrency = true\n", "a whole number >= 1 (1: one at a time), got True"),
         (GOOD + 'texts = "items[].sub[].t"\n', "has more [] than ids"),
         (GOOD.replace("http://127.0.0.1:9/api", "ftp://h/x"), "not an http(s) URL"),
         ('pipeline = "http"\nwhat = 1\n' + GOOD, "key(s) 'what' do not apply to pipeline 'http'"),

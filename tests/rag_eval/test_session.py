@@ -1,15 +1,22 @@
 """session.EvalSession.top_k: EvalConfig.top_k (set by --rag-top-k) is the call's top_k for
-every adapter, rag_app included; a rag_app setting (--rag-set rerank_top_n=...) is not."""
+every adapter, rag_app included; a rag_app setting (--rag-set rerank_top_n=...) is not.
+EvalSession.system_concurrency and calling: a system gets at most the calls at once it
+declares, an abandoned case gives its slot back, and one answer per item across threads."""
 
 from __future__ import annotations
 
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rag_eval.adapters.spec import PipelineSpec
 from rag_eval.dataset import DatasetPaths
-from rag_eval.session import EvalConfig, EvalSession
+from rag_eval.errors import ConfigError
+from rag_eval.golden.model import GoldenItem
+from rag_eval.session import CaseTimeout, EvalConfig, EvalSession, within
 
 PATHS = DatasetPaths(Path("."), None, Path("golden.jsonl"))
 
@@ -28,3 +35,88 @@ def test_a_rag_app_setting_is_not_the_calls_top_k() -> None:
 def test_a_config_names_its_pipeline() -> None:
     with pytest.raises(TypeError, match="pipeline"):
         EvalConfig(PATHS)  # type: ignore[call-arg]
+
+
+class Counting:
+    """A system that records how many of its calls ran at once."""
+
+    answers = True
+
+    def __init__(self, concurrency: Any = None) -> None:
+        if concurrency is not None:
+            self.concurrency = concurrency
+        self.lock = threading.Lock()
+        self.now = self.most = self.chats = 0
+
+    def _busy(self) -> None:
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(0.05)
+        with self.lock:
+            self.now -= 1
+
+    def retrieve(self, question: str, top_k: int | None = None) -> list[Any]:
+        self._busy()
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+
+def session_of(system: Any, concurrency: int = 8) -> EvalSession:
+    return EvalSession(EvalConfig(PATHS, pipeline=PipelineSpec("python"), concurrency=concurrency), lambda: system)
+
+
+def overlap(session: EvalSession, system: Counting, threads: int = 6) -> int:
+    workers = [threading.Thread(target=session.calling, args=(lambda: system.retrieve("q"),)) for _ in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return system.most
+
+
+@pytest.mark.parametrize(("declared", "run", "expected"), [(None, 8, 1), (3, 8, 3), (16, 2, 2)])
+def test_a_system_gets_at_most_the_calls_it_declares_and_the_run_allows(declared: Any, run: int, expected: int) -> None:
+    system = Counting(declared)
+    session = session_of(system, run)
+    assert session.system_concurrency == expected
+    assert overlap(session, system) == expected
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, "4", True])
+def test_a_bad_declared_concurrency_is_a_configuration_error(bad: Any) -> None:
+    with pytest.raises(ConfigError, match=r"concurrency = .*a whole number >= 1 \(1: not thread-safe\)"):
+        session_of(Counting(bad)).system_concurrency
+
+
+def test_an_abandoned_case_gives_its_slot_back() -> None:
+    release = threading.Event()
+    session = session_of(Counting(None))
+    with pytest.raises(CaseTimeout):
+        within(0.05, lambda: session.calling(lambda: release.wait(5)), session.abandon)
+    done = threading.Event()
+    threading.Thread(target=lambda: session.calling(done.set), daemon=True).start()
+    assert done.wait(2)  # the next call did not wait for the abandoned one
+    release.set()
+
+
+def test_two_tiers_of_one_item_on_two_threads_get_one_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    session = session_of(Counting(None))
+    calls: list[str] = []
+
+    def answer(item: GoldenItem) -> Any:
+        calls.append(item.id)
+        time.sleep(0.05)
+        return object()
+
+    monkeypatch.setattr(session, "answer", answer)
+    item = GoldenItem(id="q1", question="q?")
+    got: list[Any] = []
+    workers = [threading.Thread(target=lambda: got.append(session.chat(item))) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert calls == ["q1"] and len({id(g) for g in got}) == 1
