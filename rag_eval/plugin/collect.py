@@ -122,7 +122,8 @@ def runner(config: pytest.Config, node: pytest.Item) -> CaseRunner:
     run = run_of(config)
     if run is None:
         pytest.fail(NOT_CONFIGURED, pytrace=False)
-    return CaseRunner(started_session(run), node, strict=run.config.strict, progress_total=run.progress_total)
+    return CaseRunner(started_session(run), node, strict=run.config.strict, progress_total=run.progress_total,
+                      ahead=run.ahead.prefetcher if run.ahead is not None else None)
 
 
 def add_golden_set_cases(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import pytest
 
 from rag_eval import tiers
+from rag_eval.plugin.ahead import Ahead
 from rag_eval.plugin.collect import add_golden_set_cases, parametrize, progress_count, runner
 from rag_eval.plugin.controller import CONTROLLER_PLUGIN, Controller
 from rag_eval.plugin.options import add_options, read_config
@@ -98,6 +99,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         run.progress_total = progress_count(session)
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Before each test: start the next cases' model and service calls (rag_eval.plugin.ahead)."""
+    run = run_of(item.config)
+    if run is not None and run.config.eval.concurrency > 1 and run.session_started():
+        if run.ahead is None:
+            run.ahead = Ahead(item.session, run.config.eval.concurrency)
+        run.ahead.top_up(run.session(), item, nextitem)
+    return (yield)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
     """After all cases ran (on the controller): aggregate, gate, write results.
@@ -113,12 +125,19 @@ def pytest_runtestloop(session: pytest.Session) -> Iterator[None]:
         result = yield
     except BaseException:
         # -x, --maxfail or Ctrl-C stopped the loop: keep what was computed, marked incomplete.
+        _stop_ahead(run)
         if controller is not None:
             controller.finish(session, complete=False)
         raise
+    _stop_ahead(run)
     if controller is not None:
         controller.finish(session, complete=True)
     return result
+
+
+def _stop_ahead(run: Run | None) -> None:
+    if run is not None and run.ahead is not None:
+        run.ahead.stop()
 
 
 @pytest.hookimpl(trylast=True)

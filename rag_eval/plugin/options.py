@@ -4,6 +4,7 @@ the option or ini key and the fix."""
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -22,11 +23,13 @@ from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.labels.load import LabelsError, load_labels
 from rag_eval.labels.model import Label
+from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
 from rag_eval.session import EvalConfig
 from rag_eval.shard import Shard
 
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
+CONCURRENCY_VAR = "RAG_EVAL_CONCURRENCY"
 
 
 
@@ -75,6 +78,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="a case that takes longer ends as an error naming the limit; the other cases go on (default: no limit)",
     )
     parser.addini("rag_eval_case_failures", "default --rag-case-failures (gate or strict)", default="gate")
+    group.addoption(
+        "--rag-concurrency", type=int, default=None, metavar="N",
+        help=f"cases whose model or service calls run ahead of their tests, at once, in each process (default "
+        f"{DEFAULT_CONCURRENCY}, or ini rag_eval_concurrency, or {CONCURRENCY_VAR}; 1 = one call at a time)",
+    )
+    parser.addini("rag_eval_concurrency", f"default --rag-concurrency (default {DEFAULT_CONCURRENCY})", default="")
     judge = parser.getgroup("rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)")
     judge.addoption("--rag-judge-engine", choices=("native", "deepeval"), default="native", help="native: one call per case (default); deepeval: deepeval's metrics on the same client")
     judge.addoption("--rag-fresh", action="store_true", help="ignore the judge response cache (answers are still stored)")
@@ -153,12 +162,13 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         return None
     root = project_base(config)
     spec = _pipeline_spec(config)
+    concurrency = _concurrency(config)
     cfg = EvalConfig(
         paths=DatasetPaths(inputs.dataset or Path(), None, inputs.golden or Path()),  # resolved lazily (Run.paths)
         settings_overrides=_overrides(config, spec),
         thresholds=_load_thresholds(config, root),
         project_root=root,
-        judge=_judge_config(config, root),
+        judge=_judge_config(config, root, concurrency),
         judge_ledger=_judge_ledger(config),
         geval_criteria=config.getoption("rag_geval_criteria"),
         deepeval_metrics=_deepeval_metrics(config),
@@ -167,6 +177,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         pipeline=spec,
         case_timeout=_case_timeout(config),
         top_k=_positive(config, "top_k"),
+        concurrency=concurrency,
     )
     _check_tier_options(cfg)
     results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
@@ -267,7 +278,7 @@ def _rooted(root: Path, path: str) -> Path:
     p = Path(path)
     return p if p.is_absolute() else root / p
 
-def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
+def _judge_config(config: pytest.Config, root: Path, concurrency: int) -> JudgeConfig:
     from rag_eval.judge.config import load_prices
 
     cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / JUDGE)
@@ -280,6 +291,7 @@ def _judge_config(config: pytest.Config, root: Path) -> JudgeConfig:
             budget_usd=config.getoption("rag_judge_budget_usd"),
             budget_tokens=config.getoption("rag_judge_budget_tokens"),
             engine=config.getoption("rag_judge_engine"),
+            concurrency=concurrency,
         )
     except (ConfigError, ValueError, OSError) as exc:
         raise pytest.UsageError(f"judge configuration: {exc}") from None
@@ -312,6 +324,29 @@ def _case_timeout(config: pytest.Config) -> float | None:
     value: float | None = config.getoption("rag_case_timeout")
     if value is not None and not value > 0:  # also refuses nan
         raise pytest.UsageError(f"--rag-case-timeout must be a number of seconds above 0 (e.g. 120), got {value}")
+    return value
+
+def _concurrency(config: pytest.Config) -> int:
+    """--rag-concurrency, else ini rag_eval_concurrency, else RAG_EVAL_CONCURRENCY, else the
+    default; anything but a whole number >= 1 stops the run naming where it was set."""
+    given: int | None = config.getoption("rag_concurrency")
+    ini = str(config.getini("rag_eval_concurrency")).strip()
+    env = os.environ.get(CONCURRENCY_VAR, "").strip()
+    if given is not None:
+        where, text = "--rag-concurrency", str(given)
+    elif ini:
+        where, text = f"ini rag_eval_concurrency (in {config.inipath.name if config.inipath else 'the ini file'})", ini
+    elif env:
+        where, text = f"the environment variable {CONCURRENCY_VAR}", env
+    else:
+        return DEFAULT_CONCURRENCY
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise pytest.UsageError(f"{where} = {text!r}: a whole number >= 1 (cases run ahead at once; 1 = one at a "
+                                f"time, as before), e.g. {DEFAULT_CONCURRENCY}")
     return value
 
 def _judge_ledger(config: pytest.Config) -> Path | None:

@@ -13,6 +13,7 @@ from rag_eval.dialogue.model import DialogueItem
 from rag_eval.errors import ConfigError
 from rag_eval.escape import terminal
 from rag_eval.golden.model import GoldenItem
+from rag_eval.plugin.prefetch import Prefetcher, case_key
 from rag_eval.results.case import USER_PROPERTY, CaseResult
 from rag_eval.session import EvalSession
 
@@ -30,14 +31,17 @@ class CaseRunner:
     request. In ``strict`` mode it fails its test.
     """
 
-    def __init__(self, session: EvalSession, node: pytest.Item, strict: bool, progress_total: int = 0) -> None:  # noqa: D107
+    def __init__(self, session: EvalSession, node: pytest.Item, strict: bool, progress_total: int = 0,  # noqa: D107
+                 ahead: Prefetcher | None = None) -> None:
         self.session = session
         self.node = node
         self.strict = strict
         self.progress_total = progress_total
+        self.ahead = ahead  # cases started ahead of their tests (rag_eval.plugin.ahead)
 
     def run(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:
-        result = self.session.run_case(tier, item)
+        started = self.ahead.take(case_key(self.node.nodeid, tier, item.id)) if self.ahead is not None else None
+        result = started if started is not None else self.session.run_case(tier, item)
         # One JSON string: xdist's serialiser is far slower on nested dicts.
         self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))
         if tiers.get(tier).progress and self.progress_total:  # for the controller's progress under xdist

@@ -4,8 +4,6 @@ budget reserved before sending, the RAG_JUDGE_CONCURRENCY setting."""
 
 from __future__ import annotations
 
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -18,7 +16,7 @@ from rag_eval.llm.client import LLMClient
 from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.llm.policy import CallPolicy
-from tests.support.openai_server import Reply, ScriptedOpenAIServer, Status, Step, status
+from tests.support.openai_server import Reply, ScriptedOpenAIServer, Step, one_request_per, status
 
 THREADS, CALLS = 8, 24
 
@@ -33,19 +31,7 @@ def request(i: int) -> ChatRequest:
 
 
 def one_per(seconds: float) -> tuple[Callable[[Any], Step], list[int]]:
-    """A server that takes one request per ``seconds`` and answers 429 + Retry-After to the rest."""
-    lock, state, refused = threading.Lock(), {"free": 0.0}, [0]
-
-    def respond(req: Any) -> Step:
-        with lock:
-            now = time.monotonic()
-            if now < state["free"]:
-                refused[0] += 1
-                return Status(429, headers={"Retry-After": f"{state['free'] - now:.3f}"})
-            state["free"] = now + seconds
-        return Reply("ok", prompt_tokens=100, completion_tokens=10)
-
-    return respond, refused
+    return one_request_per(seconds, lambda req: Reply("ok", prompt_tokens=100, completion_tokens=10))
 
 
 def run_threads(fn: Callable[[int], object], n: int = CALLS) -> list[object]:

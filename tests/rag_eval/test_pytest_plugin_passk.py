@@ -4,7 +4,9 @@ deterministic generator, and n < k refused as a configuration error."""
 
 from __future__ import annotations
 
+import collections
 import itertools
+import threading
 import json
 from math import comb
 from pathlib import Path
@@ -43,10 +45,17 @@ def test_alternating_judge_verdicts_give_the_expected_c_over_n(
     monkeypatch.setenv("RAG_JUDGE_BASE_URL", openai_server.base_url)
     monkeypatch.setenv("RAG_JUDGE_MODEL", "judge-model")
     monkeypatch.setenv("RAG_JUDGE_API_KEY", "sk-test")
-    verdicts = itertools.cycle(["yes", "no"])  # trial 1 passes, trial 2 fails, ... (serial run)
+    # each case's trial 1 passes, trial 2 fails, ...: counted per case (its prompt), so that
+    # cases run ahead on other threads (--rag-concurrency) interleave without changing it
+    seen: collections.Counter[str] = collections.Counter()
+    lock = threading.Lock()
 
     def alternate(request: Any) -> Reply:
-        return reply(json.dumps(native_verdict(request, claim_verdict=next(verdicts))))
+        with lock:
+            prompt = json.dumps(request["messages"], sort_keys=True)
+            seen[prompt] += 1
+            verdict = "yes" if seen[prompt] % 2 else "no"
+        return reply(json.dumps(native_verdict(request, claim_verdict=verdict)))
 
     openai_server.set_default("chat", alternate)
     sandbox.write_thresholds(

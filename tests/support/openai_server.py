@@ -139,6 +139,23 @@ def rate_limited(retry_after: float | str | None = None) -> Status:
     return Status(429, headers=None if retry_after is None else {"Retry-After": str(retry_after)})
 
 
+def one_request_per(seconds: float, answer: Responder) -> tuple[Responder, list[int]]:
+    """A rate-limited server: one request per ``seconds`` gets ``answer``, the rest 429 with
+    the ``Retry-After`` left; the list counts the refusals."""
+    lock, state, refused = threading.Lock(), {"free": 0.0}, [0]
+
+    def respond(request: Any) -> Step:
+        with lock:
+            now = time.monotonic()
+            if now < state["free"]:
+                refused[0] += 1
+                return Status(429, headers={"Retry-After": f"{state['free'] - now:.3f}"})
+            state["free"] = now + seconds
+        return answer(request)
+
+    return respond, refused
+
+
 def insufficient_quota() -> Status:
     """A 429 for quota exhaustion: retrying never helps, so clients must not retry it."""
     err = {"message": "You exceeded your current quota.", "type": "insufficient_quota",

@@ -1,0 +1,131 @@
+"""Which cases this process runs next, started ahead of their tests (``--rag-concurrency``).
+
+Before each test's call, :meth:`Ahead.top_up` looks at the cases this process will run
+next and hands those whose tier waits on a model or a service (``Tier.ahead``) to the
+:class:`~rag_eval.plugin.prefetch.Prefetcher`, up to its width. "Will run next" is exact:
+
+* in a serial run, the tests after this one in ``session.items`` (after ``-k``, ``-m``,
+  ``--lf``, any reordering);
+* on an xdist worker, the tests the controller already sent to *this* worker (its queue),
+  so no case is called by two workers. Under ``--dist worksteal`` a queued test can still be
+  stolen by another worker; only the next test is started ahead there.
+
+A test that is not a case of one tier (no ``golden_case`` / ``dialogue_case`` with the
+``rag_eval`` fixture, or the plugin's own case), a skipped one, or a case its tier would
+skip is never started ahead: its test runs it as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+
+from rag_eval import tiers
+from rag_eval.dialogue.model import DialogueItem
+from rag_eval.errors import ConfigError
+from rag_eval.golden.model import GoldenItem
+from rag_eval.plugin.collect import GoldenCase, tier_of
+from rag_eval.plugin.prefetch import Prefetcher, case_key
+from rag_eval.session import EvalSession
+
+CASE_PARAMS = ("golden_case", "dialogue_case")
+SKIP_MARKERS = ("skip", "skipif", "xfail")  # their outcome is decided before the call: never called ahead
+# How far past the current test to look for cases to start: bounded, so a run of 100k
+# retrieval cases before its judge cases does not rescan them on every test.
+MIN_HORIZON = 64
+
+
+def case_of(node: pytest.Item) -> tuple[str, GoldenItem | DialogueItem] | None:
+    """The (tier, item) a test runs, or None when it is not one case of one tier."""
+    if isinstance(node, GoldenCase):
+        return node.tier, node.golden
+    callspec = getattr(node, "callspec", None)
+    if callspec is None or "rag_eval" not in getattr(node, "fixturenames", ()):
+        return None
+    for name in CASE_PARAMS:
+        value = callspec.params.get(name)
+        if isinstance(value, (GoldenItem, DialogueItem)):
+            tier = tier_of(node)
+            return (tier, value) if tier is not None else None
+    return None
+
+
+class Ahead:
+    """One process's cases started ahead (module doc)."""
+
+    def __init__(self, session: pytest.Session, width: int) -> None:
+        self.session = session
+        self.prefetcher = Prefetcher(width)
+        self.horizon = max(MIN_HORIZON, 4 * width)
+        self._position: dict[str, int] | None = None
+        self._queue: Any = _worker_interactor(session.config)
+        self._steals = session.config.getoption("dist", "no") == "worksteal"
+        self._ahead: dict[str, bool] = {}
+        self._warm = False
+
+    def top_up(self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """Start the cases of ``node`` and of the tests after it, while there is room."""
+        if not self._warm:
+            eval_session.warm()  # lazy attributes built here, on the main thread
+            self._warm = True
+        for upcoming in self._upcoming(node, nextitem):
+            if self.prefetcher.room() <= 0:
+                return
+            self._start(eval_session, upcoming)
+
+    def _start(self, eval_session: EvalSession, node: pytest.Item) -> None:
+        case = case_of(node)
+        if case is None or any(node.get_closest_marker(m) is not None for m in SKIP_MARKERS):
+            return
+        tier, item = case
+        if not self._worth(eval_session, tier):
+            return
+        try:
+            if eval_session.skip_reason(tier, item) is not None:
+                return  # its test skips it
+        except ConfigError:
+            return  # its test reports the configuration error
+        self.prefetcher.submit(case_key(node.nodeid, tier, item.id), tier, lambda: eval_session.run_case(tier, item))
+
+    def _worth(self, eval_session: EvalSession, tier: str) -> bool:
+        if tier not in self._ahead:
+            try:
+                self._ahead[tier] = tier in tiers.names() and tiers.get(tier).ahead(eval_session)
+            except ConfigError:
+                self._ahead[tier] = False
+        return self._ahead[tier]
+
+    def _upcoming(self, node: pytest.Item, nextitem: pytest.Item | None) -> Iterator[pytest.Item]:
+        """``node``, then the tests this process runs after it (module doc), up to the horizon."""
+        yield node
+        items = self.session.items
+        if self._queue is not None:  # an xdist worker: what the controller sent it
+            if nextitem is not None:
+                yield nextitem
+            if self._steals:
+                return
+            with self._queue.torun.lock() as queued:
+                indices = [i for i in queued if isinstance(i, int)][: self.horizon]
+            for index in indices:
+                if index < len(items):
+                    yield items[index]
+            return
+        if self._position is None:
+            self._position = {i.nodeid: n for n, i in enumerate(items)}
+        start = self._position.get(node.nodeid)
+        if start is not None:
+            yield from items[start + 1 : start + 1 + self.horizon]
+
+    def stop(self) -> None:
+        self.prefetcher.stop()
+
+
+def _worker_interactor(config: pytest.Config) -> Any:
+    """xdist's worker-side plugin holding this worker's queue of test indices, or None."""
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        if type(plugin).__name__ == "WorkerInteractor" and hasattr(plugin, "torun"):
+            return plugin
+    return None
