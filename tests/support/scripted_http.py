@@ -45,6 +45,11 @@ class Recorded:
     json: Any
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default backlog of 5 drops bursts of concurrent calls -> 1 s SYN retries
+
+
 class ScriptedJSONServer:
     def __init__(self, default: Callable[[str, Any], Status] | None = None) -> None:
         self.default = default or (lambda path, body: Status(404, {"error": f"no route {path}"}))
@@ -77,8 +82,7 @@ class ScriptedJSONServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
