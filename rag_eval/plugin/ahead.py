@@ -13,6 +13,11 @@ next and hands those whose tier waits on a model or a service (``Tier.ahead``) t
 A test that is not a case of one tier (no ``golden_case`` / ``dialogue_case`` with the
 ``rag_eval`` fixture, or the plugin's own case), a skipped one, or a case its tier would
 skip is never started ahead: its test runs it as before.
+
+Each test is looked at once (:meth:`Ahead._candidate`: its case, its skip marks, whether
+its tier runs ahead), not once per test before it within the horizon: with a tier that
+never runs ahead (rag_app in process) that look, repeated ~65 times per test, cost about
+1 ms per case (bench/gate_overhead.py).
 """
 
 from __future__ import annotations
@@ -62,6 +67,9 @@ class Ahead:
         self._queue: Any = _worker_interactor(session.config)
         self._steals = session.config.getoption("dist", "no") == "worksteal"
         self._ahead: dict[str, bool] = {}
+        # nodeid -> its (tier, item) while it may still be started ahead; None once it never will
+        # (not a case, marked skip, its tier does not run ahead, or already started)
+        self._looked: dict[str, tuple[str, GoldenItem | DialogueItem] | None] = {}
         self._warm = False
 
     def top_up(self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -75,18 +83,28 @@ class Ahead:
             self._start(eval_session, upcoming)
 
     def _start(self, eval_session: EvalSession, node: pytest.Item) -> None:
-        case = case_of(node)
-        if case is None or any(node.get_closest_marker(m) is not None for m in SKIP_MARKERS):
+        nodeid = node.nodeid
+        if nodeid in self._looked:
+            case = self._looked[nodeid]
+        else:
+            case = self._looked[nodeid] = self._candidate(eval_session, node)
+        if case is None:
             return
         tier, item = case
-        if not self._worth(eval_session, tier):
-            return
         try:
             if eval_session.skip_reason(tier, item) is not None:
                 return  # its test skips it
         except ConfigError:
             return  # its test reports the configuration error
-        self.prefetcher.submit(case_key(node.nodeid, tier, item.id), tier, lambda: eval_session.run_case(tier, item))
+        if self.prefetcher.submit(case_key(nodeid, tier, item.id), tier, lambda: eval_session.run_case(tier, item)):
+            self._looked[nodeid] = None  # started: the prefetcher never takes it twice
+
+    def _candidate(self, eval_session: EvalSession, node: pytest.Item) -> tuple[str, GoldenItem | DialogueItem] | None:
+        """The test's (tier, item) when it may run ahead, else None; once per test (module doc)."""
+        case = case_of(node)
+        if case is None or any(node.get_closest_marker(m) is not None for m in SKIP_MARKERS):
+            return None
+        return case if self._worth(eval_session, case[0]) else None
 
     def _worth(self, eval_session: EvalSession, tier: str) -> bool:
         if tier not in self._ahead:
