@@ -70,6 +70,10 @@ class Ahead:
         # nodeid -> its (tier, item) while it may still be started ahead; None once it never will
         # (not a case, marked skip, its tier does not run ahead, or already started)
         self._looked: dict[str, tuple[str, GoldenItem | DialogueItem] | None] = {}
+        # a serial run: session.items up to _scanned are looked at; _open, the positions among
+        # them that may still be started (so a test past the current one is passed over once)
+        self._scanned = 0
+        self._open: list[int] = []
         self._warm = False
 
     def top_up(self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -77,17 +81,21 @@ class Ahead:
         if not self._warm:
             eval_session.warm()  # lazy attributes built here, on the main thread
             self._warm = True
-        for upcoming in self._upcoming(node, nextitem):
+        for upcoming in self._upcoming(eval_session, node, nextitem):
             if self.prefetcher.room() <= 0:
                 return
             self._start(eval_session, upcoming)
 
-    def _start(self, eval_session: EvalSession, node: pytest.Item) -> None:
+    def _look(self, eval_session: EvalSession, node: pytest.Item) -> tuple[str, GoldenItem | DialogueItem] | None:
         nodeid = node.nodeid
         if nodeid in self._looked:
-            case = self._looked[nodeid]
-        else:
-            case = self._looked[nodeid] = self._candidate(eval_session, node)
+            return self._looked[nodeid]
+        case = self._looked[nodeid] = self._candidate(eval_session, node)
+        return case
+
+    def _start(self, eval_session: EvalSession, node: pytest.Item) -> None:
+        nodeid = node.nodeid
+        case = self._look(eval_session, node)
         if case is None:
             return
         tier, item = case
@@ -114,8 +122,9 @@ class Ahead:
                 self._ahead[tier] = False
         return self._ahead[tier]
 
-    def _upcoming(self, node: pytest.Item, nextitem: pytest.Item | None) -> Iterator[pytest.Item]:
-        """``node``, then the tests this process runs after it (module doc), up to the horizon."""
+    def _upcoming(self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None) -> Iterator[pytest.Item]:
+        """``node``, then the tests this process runs after it (module doc), up to the horizon;
+        in a serial run only those that may still be started."""
         yield node
         items = self.session.items
         if self._queue is not None:  # an xdist worker: what the controller sent it
@@ -133,7 +142,17 @@ class Ahead:
             self._position = {i.nodeid: n for n, i in enumerate(items)}
         start = self._position.get(node.nodeid)
         if start is not None:
-            yield from items[start + 1 : start + 1 + self.horizon]
+            yield from self._open_between(eval_session, items, start + 1, start + 1 + self.horizon)
+
+    def _open_between(self, eval_session: EvalSession, items: list[pytest.Item], low: int, high: int) -> list[pytest.Item]:
+        """The tests at positions ``low`` to ``high`` (excluded) that may still be started,
+        looking at those not looked at before."""
+        for index in range(max(self._scanned, low), min(high, len(items))):
+            if self._look(eval_session, items[index]) is not None:
+                self._open.append(index)
+        self._scanned = max(self._scanned, high)
+        self._open = [i for i in self._open if i >= low and self._looked.get(items[i].nodeid) is not None]
+        return [items[i] for i in self._open if i < high]
 
     def stop(self) -> None:
         self.prefetcher.stop()

@@ -116,8 +116,18 @@ def test_each_test_is_looked_at_once_whatever_the_horizon(counted: list[str], wi
     items += [Node(f"t::judge[j{i}]", ("judge", f"j{i}")) for i in range(100)]
     es = EvalSessionStub()
     ahead = make_ahead(items, width)
+    offered: list[str] = []
+    start = ahead._start
+
+    def counting_start(eval_session: Any, node: Node) -> None:
+        offered.append(node.nodeid)
+        start(eval_session, node)  # type: ignore[arg-type]
+
+    ahead._start = counting_start  # type: ignore[method-assign]
     by_test = run_all(items, ahead, es)
     ahead.stop()
     assert len(counted) == len(items) and len(set(counted)) == len(items)  # linear: once per test
+    # and a test that will never run ahead is not offered again by every test before it
+    assert len(offered) <= len(items) + 100 * width
     assert by_test == [f"q{i}" for i in range(500)]  # retrieval by its tests
     assert [i for i in es.ran if i not in by_test] == [f"j{i}" for i in range(100)]  # the judge's ahead
