@@ -108,7 +108,7 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("  RagPipeline.retrieve (the pipeline)", "rag_app/pipeline.py", "retrieve"),
     ("  pipeline build / index load (RagPipeline.__init__)", "rag_app/pipeline.py", "__init__"),
     ("  evaluate_retrieval", "rag_eval/tiers/retrieval_case.py", "evaluate_retrieval"),
-    ("    grouped_compute (metrics)", "rag_eval/metrics/grouped.py", "grouped_compute"),
+    ("    grouped_compute_all (metrics, one pass per ranked list)", "rag_eval/metrics/grouped.py", "grouped_compute_all"),
     ("    to_doc_ranking", "rag_eval/metrics/retrieval.py", "to_doc_ranking"),
     ("    _top (stage top-20 lists)", "rag_eval/tiers/retrieval_case.py", "_top"),
     ("  EvalSession.tier_options (per case, memo)", "rag_eval/session.py", "tier_options"),
@@ -131,6 +131,8 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("    write_html (the report)", "rag_eval/outputs/html.py", "write_html"),
     ("      build_case_data (the report's case data)", "rag_eval/outputs/case_data.py", "build_case_data"),
     ("  _junit_properties", "rag_eval/plugin/controller.py", "_junit_properties"),
+    ("Ahead.top_up (cases started ahead, per test)", "rag_eval/plugin/ahead.py", "top_up"),
+    ("bootstrap draws (resampled_sums)", "rag_eval/stats/bootstrap.py", "resampled_sums"),
 )
 PIPELINE_PACKAGES: tuple[str, ...] = ("rag_app/", "chromadb/", "numpy/", "rank_bm25", "bm25s/", "jieba/")
 FRAMEWORK_PACKAGES: tuple[tuple[str, str], ...] = (

@@ -13,13 +13,11 @@ expanded view with ``createElement``/``textContent`` only.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import json
 import math
 from pathlib import Path
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -27,6 +25,7 @@ from markupsafe import Markup
 
 from rag_eval.atomic import write_atomic
 from rag_eval.escape import terminal
+from rag_eval.heap import paused
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.labels import confidence_of, label_rows, left_out_lines
 from rag_eval.outputs.svg import is_diff_row, recall_curves, recall_svg, row_svg
@@ -101,7 +100,9 @@ def bdi(text: object) -> Markup:
 
 def render_html(results: Mapping[str, Any]) -> str:
     """The report page for one results dict (as written by ``rag_eval.results.build.build_results``)."""
-    with _no_gc():
+    # the collector paused: the view and payload are millions of acyclic objects at 5,000
+    # items, and full collections over them took about half the render time
+    with paused():
         view = build_view(results)
         data = build_case_data(results, [r.id for r in view.rows])
         template = _environment().get_template(TEMPLATE)
@@ -128,20 +129,6 @@ def _charts(results: Mapping[str, Any]) -> dict[str, Any]:
         "regressions": [(str(g.get("metric", "")), Markup(row_svg(g))) for g in rows if is_diff_row(g)],
         "recall": Markup(recall_svg(recall_curves(metrics if isinstance(metrics, Mapping) else {}))),
     }
-
-
-@contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
-    """Pause the cyclic GC while building: the view and payload are millions of acyclic
-    objects at 5,000 items, and full collections over them (and over the results dict)
-    took about half the render time."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def write_html(path: Path, results: Mapping[str, Any]) -> Path:

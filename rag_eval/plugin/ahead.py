@@ -13,6 +13,11 @@ next and hands those whose tier waits on a model or a service (``Tier.ahead``) t
 A test that is not a case of one tier (no ``golden_case`` / ``dialogue_case`` with the
 ``rag_eval`` fixture, or the plugin's own case), a skipped one, or a case its tier would
 skip is never started ahead: its test runs it as before.
+
+Each test is looked at once (:meth:`Ahead._candidate`: its case, its skip marks, whether
+its tier runs ahead), not once per test before it within the horizon: with a tier that
+never runs ahead (rag_app in process) that look, repeated ~65 times per test, cost about
+1 ms per case (bench/gate_overhead.py).
 """
 
 from __future__ import annotations
@@ -62,6 +67,13 @@ class Ahead:
         self._queue: Any = _worker_interactor(session.config)
         self._steals = session.config.getoption("dist", "no") == "worksteal"
         self._ahead: dict[str, bool] = {}
+        # nodeid -> its (tier, item) while it may still be started ahead; None once it never will
+        # (not a case, marked skip, its tier does not run ahead, or already started)
+        self._looked: dict[str, tuple[str, GoldenItem | DialogueItem] | None] = {}
+        # a serial run: session.items up to _scanned are looked at; _open, the positions among
+        # them that may still be started (so a test past the current one is passed over once)
+        self._scanned = 0
+        self._open: list[int] = []
         self._warm = False
 
     def top_up(self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None) -> None:
@@ -69,24 +81,38 @@ class Ahead:
         if not self._warm:
             eval_session.warm()  # lazy attributes built here, on the main thread
             self._warm = True
-        for upcoming in self._upcoming(node, nextitem):
+        for upcoming in self._upcoming(eval_session, node, nextitem):
             if self.prefetcher.room() <= 0:
                 return
             self._start(eval_session, upcoming)
 
+    def _look(self, eval_session: EvalSession, node: pytest.Item) -> tuple[str, GoldenItem | DialogueItem] | None:
+        nodeid = node.nodeid
+        if nodeid in self._looked:
+            return self._looked[nodeid]
+        case = self._looked[nodeid] = self._candidate(eval_session, node)
+        return case
+
     def _start(self, eval_session: EvalSession, node: pytest.Item) -> None:
-        case = case_of(node)
-        if case is None or any(node.get_closest_marker(m) is not None for m in SKIP_MARKERS):
+        nodeid = node.nodeid
+        case = self._look(eval_session, node)
+        if case is None:
             return
         tier, item = case
-        if not self._worth(eval_session, tier):
-            return
         try:
             if eval_session.skip_reason(tier, item) is not None:
                 return  # its test skips it
         except ConfigError:
             return  # its test reports the configuration error
-        self.prefetcher.submit(case_key(node.nodeid, tier, item.id), tier, lambda: eval_session.run_case(tier, item))
+        if self.prefetcher.submit(case_key(nodeid, tier, item.id), tier, lambda: eval_session.run_case(tier, item)):
+            self._looked[nodeid] = None  # started: the prefetcher never takes it twice
+
+    def _candidate(self, eval_session: EvalSession, node: pytest.Item) -> tuple[str, GoldenItem | DialogueItem] | None:
+        """The test's (tier, item) when it may run ahead, else None; once per test (module doc)."""
+        case = case_of(node)
+        if case is None or any(node.get_closest_marker(m) is not None for m in SKIP_MARKERS):
+            return None
+        return case if self._worth(eval_session, case[0]) else None
 
     def _worth(self, eval_session: EvalSession, tier: str) -> bool:
         if tier not in self._ahead:
@@ -96,8 +122,9 @@ class Ahead:
                 self._ahead[tier] = False
         return self._ahead[tier]
 
-    def _upcoming(self, node: pytest.Item, nextitem: pytest.Item | None) -> Iterator[pytest.Item]:
-        """``node``, then the tests this process runs after it (module doc), up to the horizon."""
+    def _upcoming(self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None) -> Iterator[pytest.Item]:
+        """``node``, then the tests this process runs after it (module doc), up to the horizon;
+        in a serial run only those that may still be started."""
         yield node
         items = self.session.items
         if self._queue is not None:  # an xdist worker: what the controller sent it
@@ -115,7 +142,17 @@ class Ahead:
             self._position = {i.nodeid: n for n, i in enumerate(items)}
         start = self._position.get(node.nodeid)
         if start is not None:
-            yield from items[start + 1 : start + 1 + self.horizon]
+            yield from self._open_between(eval_session, items, start + 1, start + 1 + self.horizon)
+
+    def _open_between(self, eval_session: EvalSession, items: list[pytest.Item], low: int, high: int) -> list[pytest.Item]:
+        """The tests at positions ``low`` to ``high`` (excluded) that may still be started,
+        looking at those not looked at before."""
+        for index in range(max(self._scanned, low), min(high, len(items))):
+            if self._look(eval_session, items[index]) is not None:
+                self._open.append(index)
+        self._scanned = max(self._scanned, high)
+        self._open = [i for i in self._open if i >= low and self._looked.get(items[i].nodeid) is not None]
+        return [items[i] for i in self._open if i < high]
 
     def stop(self) -> None:
         self.prefetcher.stop()

@@ -21,6 +21,7 @@ from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
+from rag_eval.heap import paused
 from rag_eval.labels.compare import LabelReport, compare_labels
 from rag_eval.plugin.junit import write_junit
 from rag_eval.plugin.lastfailed import GateModeFailures
@@ -173,9 +174,14 @@ class Controller:
             self.warm_build = index_build(describe())
 
     def finish(self, session: pytest.Session, complete: bool) -> None:
-        """Aggregate, gate and write the outputs; a failed gate fails the session."""
+        """Aggregate, gate and write the outputs; a failed gate fails the session. The
+        garbage collector pauses meanwhile (rag_eval.heap: a burst of short-lived objects)."""
         if self.pytest_config.option.collectonly:
             return
+        with paused():
+            self._finish(session, complete)
+
+    def _finish(self, session: pytest.Session, complete: bool) -> None:
         sharded = self.run.config.shard is not None
         if not self.cases and not sharded:  # a shard that owns no selected item still writes its (empty) file
             return

@@ -44,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # inert: a user's unrelated test run gets no extra output, files or gates
     run = Run(run_config)
     config.stash[RUN] = run
+    config.add_cleanup(run.heap.release)
     # every log record of the run redacted (httpcore logs headers a server may echo the key in),
     # on the controller and on each xdist worker
     config.add_cleanup(install_log_redaction(run_redactor(run_config.eval.pipeline)))
@@ -93,10 +94,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """On a worker: how many slow (judge) cases it collected (the controller collects none)."""
+    """On a worker: how many slow (judge) cases it collected (the controller collects none).
+    In every process: the collected items live to the end, out of the collector's scans."""
     run = run_of(session.config)
     if run is not None and hasattr(session.config, "workerinput"):
         run.progress_total = progress_count(session)
+    if run is not None:
+        run.heap.freeze()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -22,6 +22,7 @@ from rag_eval.dialogue.model import DialogueItem
 from rag_eval.errors import ConfigError, RagEvalError
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
+from rag_eval.heap import Heap
 from rag_eval.plugin.options import RunConfig
 from rag_eval.session import EvalSession
 
@@ -48,6 +49,7 @@ class Run:
         # cases it collected (every worker collects the same items) and its cases carry it.
         self.progress_total = 0
         self.ahead: Ahead | None = None  # cases started ahead of their tests (--rag-concurrency > 1)
+        self.heap = Heap()  # frozen after collection and once the system started (rag_eval.heap)
         self._paths: DatasetPaths | None = None
         self._dataset: Dataset | None = None
         self._dialogues: list[DialogueItem] | None = None
@@ -109,6 +111,7 @@ class Run:
             session = EvalSession(dataclasses.replace(self.config.eval, paths=paths), dataset=dataset)
             _start_system(session)
             self._session = session
+            self.heap.freeze()  # the system and its index live to the end of the run
         return self._session
 
 

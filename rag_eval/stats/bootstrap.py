@@ -5,13 +5,19 @@ passk trials, a dialogue's turns) travels with it (../shared/docs/STATISTICS.md,
 clustering"). The generator is seeded from a SHA-256 of the sorted unit ids and their
 values, so identical inputs give an identical interval on every machine and every run,
 and any change in the data changes the draw.
+
+Because the interval is a function of that content (and the confidence and B) alone, it is
+computed once per distinct content in a process: a run's metrics often share one list of
+per-case values (``recall@5`` and the final stage's ``context.recall@5``, chunk- and
+doc-level metrics when every chunk is its own document), and those share one draw.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from typing import Iterator, Mapping, Sequence
+import threading
+from typing import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -24,6 +30,10 @@ MIN_RESAMPLES = 2000
 _CHUNK_CELLS = 2_000_000
 
 UnitValues = Mapping[str, float | Sequence[float]]
+# Intervals already drawn in this process, by what determines them (:func:`_once`).
+MEMO_SIZE = 256
+_memo: dict[tuple[str, bytes, float, int], Interval] = {}
+_memo_lock = threading.Lock()
 
 
 def _canonical(value: object) -> str:
@@ -36,18 +46,47 @@ def _canonical(value: object) -> str:
     return repr(value)
 
 
+def content_digest(*parts: Mapping[str, object]) -> bytes:
+    """SHA-256 of each mapping's sorted ``id → value`` pairs (values canonical: ``_canonical``)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        for key in sorted(part):
+            digest.update(f"{key}\x1f{_canonical(part[key])}\x1e".encode("utf-8"))
+        digest.update(b"\x1d")
+    return digest.digest()
+
+
 def content_seed(*parts: Mapping[str, object]) -> int:
     """A 64-bit seed from SHA-256 of each mapping's sorted ``id → value`` pairs.
 
     Identical inputs → identical seed; the order the units arrive in does not matter, nor
     whether a value is an int, a float or a numpy scalar.
     """
-    digest = hashlib.sha256()
-    for part in parts:
-        for key in sorted(part):
-            digest.update(f"{key}\x1f{_canonical(part[key])}\x1e".encode("utf-8"))
-        digest.update(b"\x1d")
-    return int.from_bytes(digest.digest()[:8], "big")
+    return _seed(content_digest(*parts))
+
+
+def _seed(digest: bytes) -> int:
+    return int.from_bytes(digest[:8], "big")
+
+
+def _once(kind: str, digest: bytes, confidence: float, resamples: int, draw: Callable[[], Interval]) -> Interval:
+    """``draw()``, or the Interval it gave before for the same content, confidence and B.
+
+    The draw is seeded from ``digest`` and reads nothing but the content it digests, so
+    the same key always gives the same Interval (frozen: shared safely). At most
+    MEMO_SIZE are kept, the oldest dropped first.
+    """
+    key = (kind, digest, float(confidence), int(resamples))
+    with _memo_lock:
+        known = _memo.get(key)
+    if known is not None:
+        return known
+    interval = draw()
+    with _memo_lock:
+        if len(_memo) >= MEMO_SIZE:
+            del _memo[next(iter(_memo))]
+        _memo[key] = interval
+    return interval
 
 
 def unit_means(units: UnitValues) -> tuple[list[str], np.ndarray]:
@@ -111,12 +150,17 @@ def bootstrap_mean(units: UnitValues, confidence: float = 0.95, resamples: int =
     reason = spread_reason(values)
     if reason is not None:
         return no_interval(estimate, int(values.size), confidence, "bootstrap", reason)
-    rng = np.random.default_rng(content_seed(units))
-    n = values.size
-    replicates = np.concatenate([sums[0] / n for sums in resampled_sums([values], resamples, rng)])
-    low, high = percentile_bounds(replicates, confidence)
-    return Interval(estimate=estimate, se=float(replicates.std(ddof=1)), low=low, high=high,
-                    n=int(n), confidence=confidence, method="bootstrap")
+    digest = content_digest(units)
+
+    def draw() -> Interval:
+        rng = np.random.default_rng(_seed(digest))
+        n = values.size
+        replicates = np.concatenate([sums[0] / n for sums in resampled_sums([values], resamples, rng)])
+        low, high = percentile_bounds(replicates, confidence)
+        return Interval(estimate=estimate, se=float(replicates.std(ddof=1)), low=low, high=high,
+                        n=int(n), confidence=confidence, method="bootstrap")
+
+    return _once("mean", digest, confidence, resamples, draw)
 
 
 def ratio_delta_se(numerators: np.ndarray, denominators: np.ndarray) -> float:
@@ -156,9 +200,14 @@ def bootstrap_ratio(units: Mapping[str, tuple[float, float]], confidence: float 
     if np.all(rates == rates[0]):
         return no_interval(estimate, len(ids), confidence, "ratio_bootstrap",
                            f"every unit's rate equals {float(rates[0]):g}: the spread is unknown, not zero")
-    rng = np.random.default_rng(content_seed({k: units[k] for k in ids}))
-    chunks = [s[0][s[1] > 0] / s[1][s[1] > 0] for s in resampled_sums([num, den], resamples, rng)]
-    replicates = np.concatenate(chunks)
-    low, high = percentile_bounds(replicates, confidence)
-    return Interval(estimate=estimate, se=float(replicates.std(ddof=1)), low=low, high=high,
-                    n=len(ids), confidence=confidence, method="ratio_bootstrap")
+    digest = content_digest({k: units[k] for k in ids})
+
+    def draw() -> Interval:
+        rng = np.random.default_rng(_seed(digest))
+        chunks = [s[0][s[1] > 0] / s[1][s[1] > 0] for s in resampled_sums([num, den], resamples, rng)]
+        replicates = np.concatenate(chunks)
+        low, high = percentile_bounds(replicates, confidence)
+        return Interval(estimate=estimate, se=float(replicates.std(ddof=1)), low=low, high=high,
+                        n=len(ids), confidence=confidence, method="ratio_bootstrap")
+
+    return _once("ratio", digest, confidence, resamples, draw)

@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
-from rag_eval.metrics.grouped import grouped_compute
+from rag_eval.metrics.grouped import grouped_compute_all
 from rag_eval.metrics.retrieval import to_doc_ranking
 from rag_eval.records import AnswerRecord, RetrievalRecord, StageResult
 from rag_eval.results.case import CaseResult
@@ -134,13 +134,13 @@ def evaluate_retrieval(
     for name, stage in stages.items():
         ids = stage.ids
         groups = _chunk_groups(gold, ids, kind_of)
-        for m in config.metrics:
-            if groups is not None:
-                metrics[f"{name}.{m}"] = grouped_compute(m, ids, groups)
+        if groups is not None:
+            for m, value in zip(config.metrics, grouped_compute_all(config.metrics, ids, groups)):
+                metrics[f"{name}.{m}"] = value
         if gold.docs_known:
             doc_ids = to_doc_ranking(ids, doc_of)
-            for m in config.metrics:
-                metrics[f"{name}.doc.{m}"] = grouped_compute(m, doc_ids, gold.doc_groups)
+            for m, value in zip(config.metrics, grouped_compute_all(config.metrics, doc_ids, gold.doc_groups)):
+                metrics[f"{name}.doc.{m}"] = value
     if not gold.docs_known:
         absent.append("doc-level metrics: the document of gold " + ", ".join(gold.unknown_docs) + " is unknown")
     for key in [k for k in metrics if k.startswith(f"{spec.final}.")]:

@@ -8,11 +8,12 @@ import random
 
 import pytest
 
-from rag_eval.metrics.grouped import grouped_compute
+from rag_eval.metrics.grouped import grouped_compute, grouped_compute_all
 from rag_eval.metrics.retrieval import compute, parse_metric_name
 
 NAMES = ["hit@1", "hit@5", "recall@1", "recall@3", "recall@10", "precision@1", "precision@5", "precision@10",
          "mrr", "mrr@3", "mrr@10", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
+DEFAULT = ("hit@1", "hit@5", "recall@1", "recall@5", "recall@10", "precision@5", "mrr", "mrr@10", "ndcg@5", "ndcg@10")
 
 
 def random_case(rng: random.Random) -> tuple[list[str], set[str]]:
@@ -119,3 +120,42 @@ def test_no_requirement_or_an_empty_requirement_is_an_error(groups: list[frozens
 def test_unknown_metric_name() -> None:
     with pytest.raises(ValueError, match="unknown metric name 'recal@5'"):
         grouped_compute("recal@5", ["a"], GROUPS)
+
+
+# --------------------------------------------------------------------------- all metrics in one pass
+
+
+def random_groups(rng: random.Random) -> tuple[list[str], list[frozenset[str]]]:
+    """Requirements with alternatives, ids shared between requirements, duplicate ranks."""
+    pool = [f"d{i}" for i in range(rng.randint(1, 30))]
+    groups = [frozenset(rng.sample(pool, rng.randint(1, min(3, len(pool))))) for _ in range(rng.randint(1, 4))]
+    ranked = [rng.choice(pool) for _ in range(rng.randint(0, 25))]
+    return ranked, groups
+
+
+@pytest.mark.parametrize("names", [NAMES, DEFAULT, ["ndcg@10", "mrr", "recall@1"], ["recall@50", "precision@30"], []])
+def test_one_pass_equals_each_metric_alone_bit_for_bit(names: list[str]) -> None:
+    rng = random.Random(20261206)
+    for _ in range(500):
+        ranked, groups = random_groups(rng)
+        alone = [grouped_compute(m, ranked, groups) for m in names]
+        together = grouped_compute_all(names, ranked, groups)
+        assert [x.hex() for x in together] == [x.hex() for x in alone], (names, ranked, groups)
+
+
+def test_one_pass_takes_specs_and_names_and_the_hand_checked_cases() -> None:
+    specs = [parse_metric_name("recall@2"), "ndcg@3", "mrr@2", "precision@4"]
+    assert grouped_compute_all(specs, ["x", "a2", "b"], GROUPS) == [
+        grouped_compute(s, ["x", "a2", "b"], GROUPS) for s in specs
+    ]
+    groups = [frozenset({"s", "a"}), frozenset({"s", "b"})]
+    assert grouped_compute_all(["recall@1", "ndcg@2"], ["s", "x"], groups) == [1.0, pytest.approx(1 / (1 + 1 / math.log2(3)))]
+
+
+def test_one_pass_raises_what_each_metric_raises() -> None:
+    with pytest.raises(ValueError, match="at least one requirement and no empty requirement"):
+        grouped_compute_all(["recall@5"], ["a"], [frozenset()])
+    with pytest.raises(ValueError, match="unknown metric name 'recal@5'"):
+        grouped_compute_all(["mrr", "recal@5"], ["a"], GROUPS)
+    with pytest.raises(TypeError, match="single string"):
+        grouped_compute_all(["mrr"], "a1", GROUPS)

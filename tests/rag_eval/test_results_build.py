@@ -105,3 +105,27 @@ class Dumped:
 
     def to_dict(self) -> dict[str, Any]:
         return self.data
+
+
+def test_without_a_secret_the_outputs_are_written_from_the_results_uncopied_and_unchanged(tmp_path: Path) -> None:
+    """No redaction copy without a secret: the writers (results file, schema check, HTML
+    report, Markdown summary) get the results dict itself, change nothing in it, and write
+    the bytes a redacting copy would give."""
+    import copy
+
+    from rag_eval.results.model import RunResults
+    from tests.rag_eval._results_factory import make_results, with_baseline
+
+    run_results = RunResults.from_dict(with_baseline(make_results(24)))
+    before = copy.deepcopy(run_results.to_dict())
+
+    def outputs(folder: str, redactor: Redactor) -> Outputs:
+        out = tmp_path / folder
+        return Outputs(out / "results.json", out / "report.html", out / "summary.md", redactor=redactor)
+
+    plain = write_outputs(run_results, outputs("plain", Redactor()))
+    assert not plain.problems and run_results.to_dict() == before  # nothing written into it
+    scanned = write_outputs(run_results, outputs("scanned", Redactor(["a-secret-nowhere-in-the-results"])))
+    assert not scanned.problems
+    for name in ("results.json", "report.html", "summary.md"):
+        assert (tmp_path / "plain" / name).read_bytes() == (tmp_path / "scanned" / name).read_bytes(), name

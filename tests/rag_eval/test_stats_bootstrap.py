@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from rag_eval.stats import bootstrap
 from rag_eval.stats.bootstrap import bootstrap_mean, bootstrap_ratio, content_seed, ratio_delta_se, unit_means
 from rag_eval.stats.intervals import t_interval
 
@@ -152,3 +153,56 @@ def test_ratio_delta_se_hand_arithmetic() -> None:
 def test_ratio_without_interval_says_why(units: dict[str, tuple[float, float]], reason: str) -> None:
     got = bootstrap_ratio(units)
     assert got.reason == reason and got.low is None
+
+
+# --------------------------------------------------------------------------- one draw per distinct content
+
+
+@pytest.fixture
+def draws(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of units of each resampling drawn (the memo emptied first)."""
+    monkeypatch.setattr(bootstrap, "_memo", {})
+    seen: list[int] = []
+    real = bootstrap.resampled_sums
+
+    def counting(columns: list[np.ndarray], resamples: int, rng: np.random.Generator):  # type: ignore[no-untyped-def]
+        seen.append(int(columns[0].size))
+        return real(columns, resamples, rng)
+
+    monkeypatch.setattr(bootstrap, "resampled_sums", counting)
+    return seen
+
+
+def test_identical_value_lists_share_one_draw_with_identical_results(draws: list[int]) -> None:
+    recall = _recall_like(120, 7)
+    fresh = bootstrap_mean(dict(recall))  # e.g. recall@5
+    same = bootstrap_mean({k: np.float64(v) for k, v in reversed(recall.items())})  # context.recall@5
+    assert same == fresh and len(draws) == 1
+    # the same content drawn without the memo: identical to the bit
+    bootstrap._memo.clear()
+    again = bootstrap_mean(dict(recall))
+    assert [again.estimate, again.se, again.low, again.high] == [fresh.estimate, fresh.se, fresh.low, fresh.high]
+    assert len(draws) == 2
+
+
+def test_other_content_confidence_or_resamples_draw_again(draws: list[int]) -> None:
+    recall = _recall_like(80, 8)
+    base = bootstrap_mean(recall)
+    other = bootstrap_mean(dict(recall, q000=1.0 - recall["q000"]))
+    wider = bootstrap_mean(recall, confidence=0.99)
+    longer = bootstrap_mean(recall, resamples=3000)
+    assert len(draws) == 4 and len({base, other, wider, longer}) == 4
+    units = {"a": (1.0, 2.0), "b": (3.0, 4.0), "c": (0.0, 5.0)}
+    assert bootstrap_ratio(units) == bootstrap_ratio(dict(reversed(units.items()))) and len(draws) == 5
+    # the same content read as a mean of each unit's pair: the same digest, another interval
+    as_mean = bootstrap_mean(units)  # type: ignore[arg-type]
+    assert as_mean.method == "bootstrap" and as_mean != bootstrap_ratio(units) and len(draws) == 6
+
+
+def test_the_memo_is_bounded(draws: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bootstrap, "MEMO_SIZE", 3)
+    for seed in range(5):
+        bootstrap_mean(_recall_like(20, seed))
+    assert len(bootstrap._memo) == 3 and len(draws) == 5
+    bootstrap_mean(_recall_like(20, 0))  # dropped first: drawn again
+    assert len(draws) == 6
