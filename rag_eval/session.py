@@ -212,8 +212,9 @@ class EvalSession:
             value()
         for tier in tiers.all_tiers():
             self.tier_options(tier)
-        if self.judge_ready():
-            self.judge_runner
+        # Not the judge runner: it imports the openai SDK (~1 s), which a run whose selected
+        # tests never judge must not pay; memo() builds it once, under its lock, on the
+        # thread of the first case that judges (each tier's first case runs alone).
 
     def retrieve(self, question: str) -> RetrievalRecord:
         """The system's retrieval as the tiers score it (contract records -> rag_eval records)."""
