@@ -55,6 +55,7 @@ test: $(STAMP) $(TOOLS_STAMP) $(REALSERVER_STAMP)
 	echo "make test: the real-server tier runs in the background (pid $$rpid); its output follows the suite's"; \
 	suite=0; $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not realserver" || suite=$$?; \
 	suite_s=$$(( $$(date +%s) - start )); \
+	echo "make test: the suite ended (exit $$suite after $${suite_s} s); waiting for the real-server tier"; \
 	real=0; wait $$rpid || real=$$?; real_s=$$(( $$(date +%s) - start )); \
 	echo "================ the real-server tier (pytest tests/realserver -m realserver -rs) ================"; \
 	cat $$log; rm -f $$log; \
