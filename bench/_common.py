@@ -13,11 +13,13 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -97,6 +99,27 @@ def run_header(name: str, argv: Sequence[str]) -> dict[str, Any]:
         "command": " ".join(["python", f"bench/{name}.py", *argv]),
         "machine": machine_info(),
     }
+
+
+def run_python_timed(args: Sequence[str], label: str, *, cwd: Path, env: Mapping[str, str],
+                     ok_codes: tuple[int, ...] = (0,)) -> tuple[float, float]:
+    """Wall and CPU seconds (user + sys) of ``python <args>`` in ``cwd``; stops with the
+    tail of its output when it exits with a code not in ``ok_codes``.
+
+    CPU comes from RUSAGE_CHILDREN, which includes grandchildren (xdist workers) the child
+    waited for; a bench starts one child at a time, so the delta is that child's own.
+    """
+    def children_cpu() -> float:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
+
+    c0, t0 = children_cpu(), time.perf_counter()
+    proc = subprocess.run([sys.executable, *args], cwd=cwd, env=dict(env), capture_output=True, text=True)
+    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
+    if proc.returncode not in ok_codes:
+        tail = (proc.stdout[-4000:] + "\n" + proc.stderr[-3000:]).strip()
+        raise SystemExit(f"{label}: exit code {proc.returncode}, expected one of {ok_codes}\n{tail}")
+    return wall, cpu
 
 
 def write_results(name: str, payload: dict[str, Any]) -> Path:

@@ -67,9 +67,7 @@ import hashlib
 import json
 import os
 import pstats
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -80,7 +78,8 @@ from typing import Any, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import DATASETS, REPO, load_average, md_table, ratio, read_gate_results, read_jsonl, run_header, write_results  # noqa: E402
+from _common import (DATASETS, REPO, load_average, md_table, ratio, read_gate_results, read_jsonl, run_header,  # noqa: E402
+                     run_python_timed, write_results)
 
 from rag_app.pipeline import RagPipeline  # noqa: E402
 from rag_app.settings import Settings  # noqa: E402
@@ -88,7 +87,6 @@ from rag_app.settings import Settings  # noqa: E402
 NAME = "gate_overhead"
 SQUAD = DATASETS / "squad11_public"
 TARGET_MS_PER_CASE = 5.0
-PYTHON = sys.executable
 # The settings under test; cache_dir is added per run (a temporary folder).
 RAG_SETTINGS: dict[str, str] = {"embedder": "fake", "reranker": "none"}
 THRESHOLDS_TOML = """\
@@ -241,28 +239,13 @@ class Timing:
         return Timing(self.wall * k, self.cpu * k)
 
 
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def run_timed(args: Sequence[str], label: str, ok_codes: tuple[int, ...] = (0, 1), cwd: Path = REPO) -> Timing:
-    """Wall and CPU time of ``python <args>``; stops with the tail of its output on failure.
+    """Wall and CPU time of ``python <args>`` (``_common.run_python_timed``).
 
     Exit code 1 is accepted for gate runs: cases whose gold does not reach the context
     fail (pytest exits 1) while the run itself is complete; results files are checked.
-    CPU comes from RUSAGE_CHILDREN, which includes grandchildren (xdist workers) the
-    child waited for; this script starts one child at a time, so the delta is its own.
     """
-    c0 = _children_cpu()
-    t0 = time.perf_counter()
-    proc = subprocess.run([PYTHON, *args], cwd=cwd, env=child_env(), capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    cpu = _children_cpu() - c0
-    if proc.returncode not in ok_codes:
-        tail = (proc.stdout[-3000:] + "\n" + proc.stderr[-3000:]).strip()
-        raise SystemExit(f"{label}: exit code {proc.returncode}, expected one of {ok_codes}\n{tail}")
-    return Timing(wall, cpu)
+    return Timing(*run_python_timed(args, label, cwd=cwd, env=child_env(), ok_codes=ok_codes))
 
 
 def collect_only(p: Paths, label: str) -> Timing:

@@ -69,9 +69,7 @@ import json
 import contextlib
 import io
 import os
-import resource
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -84,7 +82,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, load_average, md_table, ratio, read_jsonl, run_header, write_results  # noqa: E402
+from _common import REPO, load_average, md_table, ratio, read_jsonl, run_header, run_python_timed, write_results  # noqa: E402
 from judge_cost import CORPUS, DEEPEVAL_METRICS, GOLDEN, build_items, native_reply  # noqa: E402
 
 from rag_eval.judge.native import JudgeInput  # noqa: E402
@@ -94,7 +92,6 @@ from tests.support.scripted_http import ScriptedJSONServer, Status  # noqa: E402
 
 NAME = "judge_concurrency"
 GOAL_LEVEL, GOAL_SPEEDUP = 16, 10.0  # issue 25: concurrency 16 at least 10x faster than 1
-PYTHON = sys.executable
 MODEL = "judge-m"
 TIMING_KEYS = frozenset({"duration", "seconds", "latency_s", "elapsed_s"})
 # The run block's fields that say when and how a run was invoked, not what it measured.
@@ -311,21 +308,9 @@ def pytest_args(cfg: Config, root: Path, results: Path, cache: Path, extra: Sequ
     ]  # fmt: skip
 
 
-def children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
 def run_pytest(args: Sequence[str], root: Path, env: Mapping[str, str], label: str) -> tuple[float, float]:
-    """Wall and CPU seconds (user + sys, xdist workers included) of ``python <args>`` in ``root``;
-    stops with its output's tail on failure."""
-    c0, t0 = children_cpu(), time.perf_counter()
-    proc = subprocess.run([PYTHON, *args], cwd=root, env=dict(env), capture_output=True, text=True)
-    wall, cpu = time.perf_counter() - t0, children_cpu() - c0
-    if proc.returncode != 0:
-        tail = (proc.stdout[-4000:] + "\n" + proc.stderr[-3000:]).strip()
-        raise SystemExit(f"{label}: exit code {proc.returncode}\n{tail}")
-    return wall, cpu
+    """Wall and CPU seconds (user + sys, xdist workers included) of ``python <args>`` in ``root``."""
+    return run_python_timed(args, label, cwd=root, env=env)
 
 
 def without(value: Any, keys: frozenset[str]) -> Any:
