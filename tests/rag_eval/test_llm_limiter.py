@@ -4,6 +4,7 @@ budget reserved before sending, the RAG_JUDGE_CONCURRENCY setting."""
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
@@ -14,6 +15,7 @@ from rag_eval.errors import ConfigError
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.llm.client import LLMClient
 from rag_eval.llm.endpoint import Endpoint
+from rag_eval.llm.limiter import DEFAULT_PAUSE_S, RateLimited, RateLimiter
 from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.llm.policy import CallPolicy
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, Step, one_request_per, status
@@ -49,7 +51,86 @@ def test_a_429_slows_every_thread_fewer_429s_than_independent_loops(openai_serve
     shared = client(openai_server, concurrency=THREADS)  # one client, one limiter, same number of threads
     answers = run_threads(lambda i: shared.complete(request(i)).content)
     assert answers == ["ok"] * CALLS and openai_server.calls("chat") == 2 * CALLS + independent + refused[0]
-    assert refused[0] < independent / 2, (refused[0], independent)
+    # Strictly fewer, not a fixed ratio: how many 429s each side gets depends on how the
+    # threads are scheduled (under a loaded CI machine 39 against 75 was seen); the exact
+    # holding and spacing are checked on a fake clock below.
+    assert refused[0] < independent, (refused[0], independent)
+
+
+class FakeClock:
+    """A clock that only the limiter's sleeps move (``advance=False``: it never moves, so
+    every wait is measured from the same instant)."""
+
+    def __init__(self, *, advance: bool = True) -> None:
+        self.now, self.advance = 0.0, advance
+        self.sleeps: list[float] = []
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self._lock:
+            self.sleeps.append(round(seconds, 6))
+            if self.advance:
+                self.now += seconds
+
+
+def limiter(clock: FakeClock, concurrency: int = 4) -> RateLimiter:
+    return RateLimiter(concurrency, clock=clock, sleep=clock.sleep)
+
+
+def test_a_429_holds_every_thread_until_retry_after_then_lets_them_through_one_at_a_time() -> None:
+    clock = FakeClock(advance=False)
+    shared = limiter(clock, concurrency=THREADS)
+    shared.hold(0.5)
+
+    def send(i: int) -> None:
+        with shared.slot(deadline=100.0):
+            pass
+
+    run_threads(send, THREADS)
+    # Nobody went before Retry-After; then one every 0.5 s, whichever thread it was.
+    assert sorted(clock.sleeps) == [0.5 * k for k in range(1, THREADS + 1)]
+
+
+def test_each_answer_that_is_not_a_429_halves_the_spacing_until_none_is_left() -> None:
+    clock = FakeClock()
+    one = limiter(clock, concurrency=1)
+    one.hold(0.4)
+    waits: list[float] = []
+    for _ in range(12):
+        before = len(clock.sleeps)
+        with one.slot(deadline=100.0):
+            pass
+        waits.append(clock.sleeps[before] if len(clock.sleeps) > before else 0.0)
+        one.passed()
+    # the first waits out the hold, the second the spacing reserved when the first went
+    # (0.4); from then on each waits half the one before, until no wait is left
+    assert waits[:5] == [0.4, 0.4, 0.2, 0.1, 0.05]
+    assert waits[-1] == 0.0 and all(a >= b for a, b in zip(waits, waits[1:]))
+
+
+def test_a_429_without_retry_after_pauses_for_the_default() -> None:
+    clock = FakeClock()
+    one = limiter(clock)
+    one.hold(None)
+    with one.slot(deadline=100.0):
+        pass
+    assert clock.sleeps == [DEFAULT_PAUSE_S]
+
+
+def test_a_wait_past_the_deadline_raises_at_once_without_sleeping() -> None:
+    clock = FakeClock()
+    one = limiter(clock)
+    one.hold(30.0)
+    with pytest.raises(RateLimited, match="past the time budget"):
+        with one.slot(deadline=10.0):
+            pass
+    assert clock.sleeps == []
+    with one.slot(deadline=40.0):  # the refused call took no slot with it
+        pass
+    assert clock.sleeps == [30.0]
 
 
 def test_the_breaker_opens_for_every_thread(openai_server: ScriptedOpenAIServer) -> None:
