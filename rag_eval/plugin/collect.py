@@ -122,8 +122,11 @@ def runner(config: pytest.Config, node: pytest.Item) -> CaseRunner:
     run = run_of(config)
     if run is None:
         pytest.fail(NOT_CONFIGURED, pytrace=False)
+    # A serial run hands the case to the controller in this process; --json-report keeps
+    # the full case on the report, where that report's readers expect it.
+    inbox = run.controller.inbox if run.controller is not None and not run.config.keep_full else None
     return CaseRunner(started_session(run), node, strict=run.config.strict, progress_total=run.progress_total,
-                      ahead=run.ahead.prefetcher if run.ahead is not None else None)
+                      ahead=run.ahead.prefetcher if run.ahead is not None else None, inbox=inbox)
 
 
 def add_golden_set_cases(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

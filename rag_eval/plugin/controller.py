@@ -27,7 +27,7 @@ from rag_eval.plugin.junit import write_junit
 from rag_eval.plugin.lastfailed import GateModeFailures
 from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
 from rag_eval.plugin.run import DatasetInputError, Run, StartError
-from rag_eval.plugin.runner import PROGRESS_TOTAL_PROPERTY
+from rag_eval.plugin.runner import HANDED_OVER, PROGRESS_TOTAL_PROPERTY
 from rag_eval.plugin.terminal import Progress
 from rag_eval.redact import Redactor
 from rag_eval.results.baseline import BaselineError
@@ -61,6 +61,9 @@ class Controller:
         # xdist the workers only load the index it built, so their cases would say "not built".
         self.warm_build: dict[str, Any] = {}
         self.short: dict[str, str] = {}  # nodeid -> the one-line stand-in of its case
+        # A serial run's cases, handed over in this process by the test (CaseRunner.run)
+        # instead of as JSON on the report: nodeid -> case (see pytest_runtest_logreport).
+        self.inbox: dict[str, CaseResult] = {}
         self.progress = Progress(config)
         self.warmed = False  # under xdist: the system was warmed when the first worker collected
         self.gate_failures = GateModeFailures(config)  # --lf in gate mode (registered with the controller)
@@ -124,8 +127,10 @@ class Controller:
             if name != USER_PROPERTY:
                 continue
             if report.when == "call":
-                # our own json.dumps string (CaseRunner.run); a dict is taken as it is
-                case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
+                if value == HANDED_OVER:  # a serial run: the case itself, in the inbox
+                    case = self.inbox.pop(report.nodeid)
+                else:  # our own json.dumps string (CaseRunner.run); a dict is taken as it is
+                    case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
                 self.cases[case.key] = case
                 if case.tier in tiers.names() and tiers.get(case.tier).progress:
                     self.progress.case_done()

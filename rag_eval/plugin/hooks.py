@@ -2,7 +2,8 @@
 
 Hooks only: each reads the run's one state object (:class:`rag_eval.plugin.run.Run`,
 one ``StashKey``) and hands on. Workers compute cases and send each ``CaseResult`` to the
-controller on the test report (``user_properties``, JSON primitives only); aggregation,
+controller on the test report (``user_properties``, one JSON string; a serial run hands
+the case over in process: ``CaseRunner.inbox``); aggregation,
 gating and writing results happen once, on the controller
 (:class:`rag_eval.plugin.controller.Controller`), so ``pytest -n 2`` gives exactly the
 numbers of a serial run. The only package of rag_eval that imports pytest.

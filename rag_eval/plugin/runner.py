@@ -20,6 +20,9 @@ from rag_eval.session import EvalSession
 # A worker's count of the slow tiers' cases it collected (xdist: the controller collected
 # nothing), carried on those cases' reports for the controller's progress line.
 PROGRESS_TOTAL_PROPERTY = "rag_eval_judge_total"
+# The case property's value when the case went to the controller in this process
+# (a serial run): the controller takes the case from its inbox, not from JSON.
+HANDED_OVER = "rag_eval: handed to the controller in process"
 
 
 class CaseRunner:
@@ -32,18 +35,26 @@ class CaseRunner:
     """
 
     def __init__(self, session: EvalSession, node: pytest.Item, strict: bool, progress_total: int = 0,  # noqa: D107
-                 ahead: Prefetcher | None = None) -> None:
+                 ahead: Prefetcher | None = None, inbox: dict[str, CaseResult] | None = None) -> None:
         self.session = session
         self.node = node
         self.strict = strict
         self.progress_total = progress_total
         self.ahead = ahead  # cases started ahead of their tests (rag_eval.plugin.ahead)
+        # The controller's inbox when it runs in this process (serial, no --json-report):
+        # the case goes there as it is. Else (an xdist worker) it rides on the report as
+        # one JSON string. A case equals its JSON round trip (every value a JSON
+        # primitive: rag_eval.results.case), so both ways give the controller the same case.
+        self.inbox = inbox
 
     def run(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:
         started = self.ahead.take(case_key(self.node.nodeid, tier, item.id)) if self.ahead is not None else None
         result = started if started is not None else self.session.run_case(tier, item)
-        # One JSON string: xdist's serialiser is far slower on nested dicts.
-        self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))
+        if self.inbox is not None:
+            self.inbox[self.node.nodeid] = result
+            self.node.user_properties.append((USER_PROPERTY, HANDED_OVER))
+        else:  # one JSON string: xdist's serialiser is far slower on nested dicts
+            self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))
         if tiers.get(tier).progress and self.progress_total:  # for the controller's progress under xdist
             self.node.user_properties.append((PROGRESS_TOTAL_PROPERTY, self.progress_total))
         if result.outcome == "pass":

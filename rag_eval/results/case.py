@@ -1,7 +1,8 @@
 """Per-case results: what one golden item's case measured, and how it ended.
 
 These cross from xdist workers to the controller as JSON (on the test report), so
-every value is a JSON primitive.
+every value is a JSON primitive: a case equals its JSON round trip, which is what lets a
+serial run hand the case over in process and still give the numbers of ``-n 2``.
 """
 
 from __future__ import annotations

@@ -81,6 +81,35 @@ rag_eval_pipeline = rag_app
 
 PLUGIN_LINE = ""  # the plugin registers itself through its pytest11 entry point
 
+# A conftest that, around the controller's report hook, checks each case a serial run hands
+# over in process (CaseRunner.run -> Controller.inbox) against its JSON round trip (what an
+# xdist worker's case becomes), and writes one line per case to handover.txt.
+HANDOVER_CHECK = """
+import json
+import pytest
+from rag_eval.plugin.run import RUN
+from rag_eval.results.case import CaseResult
+
+CONFIG = []
+
+
+def pytest_configure(config):
+    CONFIG.append(config)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_logreport(report):
+    if report.when == "call" and CONFIG:
+        controller = CONFIG[-1].stash[RUN].controller  # None on an xdist worker
+        case = controller.inbox.get(report.nodeid) if controller is not None else None
+        if case is not None:
+            again = CaseResult.from_dict(json.loads(json.dumps(case.to_dict(), ensure_ascii=False)))
+            differ = [f for f in case.__dataclass_fields__ if getattr(case, f) != getattr(again, f)]
+            with open("handover.txt", "a", encoding="utf-8") as fh:
+                fh.write(f"{case.key} {'same' if not differ else 'differs: ' + ','.join(differ)}\\n")
+    yield
+"""
+
 
 def jsonl(rows: Sequence[Mapping[str, Any]]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
@@ -127,6 +156,12 @@ class Sandbox:
 
     def write_conftest(self, extra: str = "") -> None:
         (self.root / "conftest.py").write_text(PLUGIN_LINE + extra, encoding="utf-8")
+
+    def handed_over(self) -> dict[str, str]:
+        """What HANDOVER_CHECK (in the conftest) wrote: case key -> 'same' or what differs."""
+        path = self.root / "handover.txt"
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        return dict(line.split(" ", 1) for line in lines)
 
     def add_judge_tests(self) -> None:
         (self.root / "test_judge.py").write_text(split_judge_test()[1], encoding="utf-8")

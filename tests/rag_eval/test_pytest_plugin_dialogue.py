@@ -16,7 +16,7 @@ from rag_eval.dialogue.metrics import compute_all
 from rag_eval.dialogue.replay import replay
 from rag_eval.gates.thresholds import load_thresholds, parse_thresholds
 from tests.rag_eval._dialogue_systems import DEMO, TUTORS, demo_items
-from tests.rag_eval._plugin_sandbox import Sandbox
+from tests.rag_eval._plugin_sandbox import HANDOVER_CHECK, Sandbox
 from tests.support.scripted_http import ScriptedJSONServer, Status
 
 ITEMS = demo_items()
@@ -147,8 +147,11 @@ def test_the_results_file_pools_every_rate_exactly(sandbox: Sandbox) -> None:
 
 
 def test_dialogue_cases_under_two_workers_equal_serial(sandbox: Sandbox) -> None:
+    sandbox.write_conftest(HANDOVER_CHECK)  # the serial run's cases, handed over in process
     serial = sandbox.run_subprocess("-m", "dialogue", *pipeline(sandbox, "reasker"))
     first = sandbox.results()
+    handed = sandbox.handed_over()
+    assert set(handed) == {f"dialogue::{c['id']}" for c in first["cases"]} and set(handed.values()) == {"same"}
     parallel = sandbox.run_subprocess("-m", "dialogue", *pipeline(sandbox, "reasker"), "-n", "2")
     second = sandbox.results()
     assert serial.ret == parallel.ret == pytest.ExitCode.TESTS_FAILED

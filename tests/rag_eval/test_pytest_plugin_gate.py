@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from rag_eval.plugin.runner import HANDED_OVER
 from tests.rag_eval._plugin_sandbox import (
     GOLDEN,
+    HANDOVER_CHECK,
     HOLDOUT_IDS,
     IDS,
     NEGATIVE_IDS,
@@ -217,6 +219,24 @@ def test_xdist_gives_exactly_the_serial_numbers(sandbox: Sandbox) -> None:
     assert (a["run"]["workers"], b["run"]["workers"]) == (0, 2)
     assert _comparable(a) == _comparable(b)
     assert len(b["cases"]) == N_ITEMS
+
+
+def test_a_serial_run_hands_each_case_over_in_process_equal_to_what_a_worker_sends(sandbox: Sandbox) -> None:
+    """Serial: the case goes to the controller as it is (no JSON on the report); under xdist
+    it rides as JSON. Both must give the controller the same case (the dialogue and judge
+    tiers: test_pytest_plugin_dialogue.py and test_pytest_plugin_judge.py)."""
+    sandbox.add_passk_tests()
+    sandbox.write_conftest(HANDOVER_CHECK)
+    sandbox.write_thresholds("")
+    result = sandbox.run("--junitxml", "junit.xml")
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
+    handed = sandbox.handed_over()
+    keys = {f"{c['tier']}::{c['id']}" for c in sandbox.results()["cases"]}
+    assert {k.split("::")[0] for k in keys} == {"retrieval", "deterministic", "passk"}
+    assert set(handed) == keys and set(handed.values()) == {"same"}
+    # what junitxml and other readers of the report see is the one-line stand-in
+    junit = (sandbox.root / "junit.xml").read_text(encoding="utf-8")
+    assert "(details in the results file)" in junit and HANDED_OVER not in junit
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.rag_eval._plugin_sandbox import POSITIVE_IDS, Sandbox
+from tests.rag_eval._plugin_sandbox import HANDOVER_CHECK, POSITIVE_IDS, Sandbox
 from tests.support.judge_replies import native_judge_reply
 from tests.support.openai_server import ScriptedOpenAIServer, raw
 
@@ -102,6 +102,20 @@ def test_a_malformed_judge_is_an_error_counted_by_the_gate(
     )
     case = json.loads(json.dumps(sandbox.cases("judge")))[POSITIVE_IDS[0]]
     assert case["outcome"] == "error" and case["failed_stage"] == "judge" and "malformed" in case["message"]
+
+
+def test_a_serial_run_hands_each_judged_case_over_equal_to_its_json(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    """The judged case (verdict, claims, per-claim details) handed to the controller in
+    process equals what an xdist worker would send as JSON."""
+    sandbox.write_conftest(HANDOVER_CHECK)
+    sandbox.write_thresholds(THRESHOLDS)
+    result = sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "c"))
+    assert result.ret == pytest.ExitCode.OK
+    handed = sandbox.handed_over()
+    assert set(handed) == {f"judge::{i}" for i in POSITIVE_IDS} and set(handed.values()) == {"same"}
+    assert all(c["details"]["judge"]["claims"] for c in sandbox.cases("judge").values())
 
 
 def test_the_cache_holds_under_two_workers(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
