@@ -130,6 +130,28 @@ def resampled_sums(columns: Sequence[np.ndarray], resamples: int, rng: np.random
         done += b
 
 
+# Few distinct values (recall@k, hit rates, MRR over ranks 1..20 have a handful): draw each
+# resample's counts of those values instead of n indices, when k · this <= n.
+_COUNTS_FACTOR = 16
+
+
+def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """The means of ``resamples`` resamples of ``values`` drawn with replacement.
+
+    With k distinct values, the counts of each value in one resample of n units drawn with
+    replacement are Multinomial(n, (n₁/n, …, n_k/n)): the same distribution as the mean of n
+    drawn indices, in B·k draws instead of B·n (at n = 10,000 and k = 21: ~3 ms instead of
+    ~220 ms per metric). Used when k·16 <= n, where it is the faster of the two; else the
+    index draw of :func:`resampled_sums`.
+    """
+    n = values.size
+    distinct, counts = np.unique(values, return_counts=True)
+    if distinct.size * _COUNTS_FACTOR <= n:
+        drawn = rng.multinomial(n, counts / n, size=resamples)
+        return np.asarray(drawn @ distinct / n, dtype=float)
+    return np.concatenate([sums[0] / n for sums in resampled_sums([values], resamples, rng)])
+
+
 def percentile_bounds(replicates: np.ndarray, confidence: float) -> tuple[float, float]:
     """The (1 − c)/2 and (1 + c)/2 quantiles of the replicates (numpy's linear rule)."""
     low, high = np.quantile(replicates, [(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0])
@@ -155,7 +177,7 @@ def bootstrap_mean(units: UnitValues, confidence: float = 0.95, resamples: int =
     def draw() -> Interval:
         rng = np.random.default_rng(_seed(digest))
         n = values.size
-        replicates = np.concatenate([sums[0] / n for sums in resampled_sums([values], resamples, rng)])
+        replicates = resampled_means(values, resamples, rng)
         low, high = percentile_bounds(replicates, confidence)
         return Interval(estimate=estimate, se=float(replicates.std(ddof=1)), low=low, high=high,
                         n=int(n), confidence=confidence, method="bootstrap")
