@@ -130,7 +130,7 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("      build_case_data (the report's case data)", "rag_eval/outputs/case_data.py", "build_case_data"),
     ("  _junit_properties", "rag_eval/plugin/controller.py", "_junit_properties"),
     ("Ahead.top_up (cases started ahead, per test)", "rag_eval/plugin/ahead.py", "top_up"),
-    ("bootstrap draws (resampled_sums)", "rag_eval/stats/bootstrap.py", "resampled_sums"),
+    ("bootstrap draws (resampled_means)", "rag_eval/stats/bootstrap.py", "resampled_means"),
 )
 PIPELINE_PACKAGES: tuple[str, ...] = ("rag_app/", "chromadb/", "numpy/", "rank_bm25", "bm25s/", "jieba/")
 FRAMEWORK_PACKAGES: tuple[tuple[str, str], ...] = (
