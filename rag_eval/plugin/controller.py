@@ -62,8 +62,9 @@ class Controller:
         self.warm_build: dict[str, Any] = {}
         self.short: dict[str, str] = {}  # nodeid -> the one-line stand-in of its case
         # A serial run's cases, handed over in this process by the test (CaseRunner.run)
-        # instead of as JSON on the report: nodeid -> case (see pytest_runtest_logreport).
-        self.inbox: dict[str, CaseResult] = {}
+        # instead of as JSON on the report: nodeid -> its cases in the order the test ran
+        # them (a test may run several), see pytest_runtest_logreport.
+        self.inbox: dict[str, list[CaseResult]] = {}
         self.progress = Progress(config)
         self.warmed = False  # under xdist: the system was warmed when the first worker collected
         self.gate_failures = GateModeFailures(config)  # --lf in gate mode (registered with the controller)
@@ -128,7 +129,10 @@ class Controller:
                 continue
             if report.when == "call":
                 if value == HANDED_OVER:  # a serial run: the case itself, in the inbox
-                    case = self.inbox.pop(report.nodeid)
+                    handed = self.inbox[report.nodeid]
+                    case = handed.pop(0)
+                    if not handed:
+                        del self.inbox[report.nodeid]
                 else:  # our own json.dumps string (CaseRunner.run); a dict is taken as it is
                     case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
                 self.cases[case.key] = case

@@ -35,7 +35,7 @@ class CaseRunner:
     """
 
     def __init__(self, session: EvalSession, node: pytest.Item, strict: bool, progress_total: int = 0,  # noqa: D107
-                 ahead: Prefetcher | None = None, inbox: dict[str, CaseResult] | None = None) -> None:
+                 ahead: Prefetcher | None = None, inbox: dict[str, list[CaseResult]] | None = None) -> None:
         self.session = session
         self.node = node
         self.strict = strict
@@ -51,7 +51,7 @@ class CaseRunner:
         started = self.ahead.take(case_key(self.node.nodeid, tier, item.id)) if self.ahead is not None else None
         result = started if started is not None else self.session.run_case(tier, item)
         if self.inbox is not None:
-            self.inbox[self.node.nodeid] = result
+            self.inbox.setdefault(self.node.nodeid, []).append(result)
             self.node.user_properties.append((USER_PROPERTY, HANDED_OVER))
         else:  # one JSON string: xdist's serialiser is far slower on nested dicts
             self.node.user_properties.append((USER_PROPERTY, json.dumps(result.to_dict(), ensure_ascii=False)))

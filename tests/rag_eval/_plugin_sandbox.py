@@ -101,8 +101,7 @@ def pytest_configure(config):
 def pytest_runtest_logreport(report):
     if report.when == "call" and CONFIG:
         controller = CONFIG[-1].stash[RUN].controller  # None on an xdist worker
-        case = controller.inbox.get(report.nodeid) if controller is not None else None
-        if case is not None:
+        for case in (controller.inbox.get(report.nodeid, []) if controller is not None else []):
             again = CaseResult.from_dict(json.loads(json.dumps(case.to_dict(), ensure_ascii=False)))
             differ = [f for f in case.__dataclass_fields__ if getattr(case, f) != getattr(again, f)]
             with open("handover.txt", "a", encoding="utf-8") as fh:

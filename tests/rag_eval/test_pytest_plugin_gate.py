@@ -239,6 +239,28 @@ def test_a_serial_run_hands_each_case_over_in_process_equal_to_what_a_worker_sen
     assert "(details in the results file)" in junit and HANDED_OVER not in junit
 
 
+TWO_TIERS_IN_ONE_TEST = """
+import pytest
+
+
+@pytest.mark.retrieval
+def test_two_tiers(golden_case, rag_eval):
+    rag_eval.retrieval(golden_case)
+    rag_eval.deterministic(golden_case)
+"""
+
+
+def test_a_test_that_runs_two_cases_records_both_serial_and_under_xdist(sandbox: Sandbox) -> None:
+    (sandbox.root / "test_two.py").write_text(TWO_TIERS_IN_ONE_TEST, encoding="utf-8")
+    sandbox.write_thresholds("")
+    keys = []
+    for workers in ((), ("-n", "2")):
+        result = sandbox.run("test_two.py", *workers)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        keys.append(sorted(f"{c['tier']}::{c['id']}" for c in sandbox.results()["cases"]))
+    assert keys[0] == keys[1] == sorted(f"{t}::{i}" for t in ("retrieval", "deterministic") for i in IDS)
+
+
 @pytest.mark.slow
 def test_under_xdist_run_system_says_the_controller_built_the_index(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, sandbox_cache: Path
