@@ -121,30 +121,39 @@ class Controller:
         (1.2 MB for the 97 demo retrieval cases). Runs first, before junitxml reads it.
         With pytest-json-report's --json-report the full case stays: that report is where
         a tool that reads it expects the per-case data."""
+        if report.when == "call":
+            for case in self._cases_of(report):
+                self._take(report.nodeid, case)
         for i, prop in enumerate(report.user_properties):
             name, value = prop  # a tuple here, a list after xdist's JSON round trip
             if name == PROGRESS_TOTAL_PROPERTY and isinstance(value, int) and not self.progress.total:
                 self.progress.total = value  # a worker's count (xdist): the controller collected nothing
             if name != USER_PROPERTY:
                 continue
-            if report.when == "call":
-                if value == HANDED_OVER:  # a serial run: the case itself, in the inbox
-                    handed = self.inbox[report.nodeid]
-                    case = handed.pop(0)
-                    if not handed:
-                        del self.inbox[report.nodeid]
-                else:  # our own json.dumps string (CaseRunner.run); a dict is taken as it is
-                    case = CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value)))
-                self.cases[case.key] = case
-                if case.tier in tiers.names() and tiers.get(case.tier).progress:
-                    self.progress.case_done()
-                if case.outcome in ("fail", "error"):
-                    self.gate_failures.failing.add(report.nodeid)
-                stage = f" at {case.failed_stage}" if case.failed_stage else ""
-                self.short[report.nodeid] = terminal(f"{case.key}: {case.outcome}{stage} (details in the results file)", False)
             short = self.short.get(report.nodeid)
             if short is not None and not self.run.config.keep_full:
                 report.user_properties[i] = (USER_PROPERTY, short)
+
+    def _cases_of(self, report: pytest.TestReport) -> list[CaseResult]:
+        """The cases of a call report: a worker's as JSON strings on the report (a dict is
+        taken as it is), a serial run's from the inbox. Every case the test ran since the
+        last call report is in the inbox; the report may also carry the stand-ins of an
+        earlier run of the same item (a rerun keeps the item's properties), so the inbox,
+        not the count of stand-ins, says which cases are new."""
+        cases = self.inbox.pop(report.nodeid, [])
+        for name, value in report.user_properties:
+            if name == USER_PROPERTY and value != HANDED_OVER:
+                cases.append(CaseResult.from_dict(value if isinstance(value, dict) else json.loads(cast(str, value))))
+        return cases
+
+    def _take(self, nodeid: str, case: CaseResult) -> None:
+        self.cases[case.key] = case
+        if case.tier in tiers.names() and tiers.get(case.tier).progress:
+            self.progress.case_done()
+        if case.outcome in ("fail", "error"):
+            self.gate_failures.failing.add(nodeid)
+        stage = f" at {case.failed_stage}" if case.failed_stage else ""
+        self.short[nodeid] = terminal(f"{case.key}: {case.outcome}{stage} (details in the results file)", False)
 
     # --- before and after the loop ------------------------------------------------------------
     def warm(self, session: pytest.Session) -> None:

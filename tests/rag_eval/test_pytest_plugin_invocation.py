@@ -190,6 +190,22 @@ def test_lf_reruns_the_failing_golden_cases_only_in_strict_mode(pytester: pytest
     assert _lf_run(pytester, repo, "--rag-case-failures", "strict") == MISSED
 
 
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_reruns_of_failing_cases_record_each_case_once_with_the_numbers_of_one_run(
+    pytester: pytest.Pytester, repo: Path, workers: tuple[str, ...]
+) -> None:
+    # pytest-rerunfailures runs a failing test again with the item's properties kept: the
+    # rerun's report also carries the first run's case (or its stand-in).
+    once = run(pytester, "--rag-case-failures", "strict", "--rag-results", "once.json", *workers)
+    again = run(pytester, "--rag-case-failures", "strict", "--reruns", "1", "--rag-results", "again.json", *workers)
+    assert once.ret == again.ret == pytest.ExitCode.TESTS_FAILED
+    outcomes = again.parseoutcomes()
+    assert (outcomes["rerun"], outcomes["failed"], outcomes["passed"]) == (len(MISSED), len(MISSED), N_ITEMS - len(MISSED))
+    a, b = results(repo / "once.json"), results(repo / "again.json")
+    assert sorted(c["id"] for c in b["cases"]) == sorted(c["id"] for c in a["cases"])  # each case once
+    assert case_metrics(a) == case_metrics(b) and a["metrics"] == b["metrics"]
+
+
 def test_sw_goes_on_from_the_first_failing_case(pytester: pytest.Pytester, repo: Path) -> None:
     first = run(pytester, "--sw", "--rag-case-failures", "strict", "--rag-results", "first.json")
     assert first.ret == pytest.ExitCode.TESTS_FAILED
