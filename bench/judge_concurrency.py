@@ -72,7 +72,6 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -87,13 +86,13 @@ from judge_cost import CORPUS, DEEPEVAL_METRICS, GOLDEN, build_items, native_rep
 
 from rag_eval.judge.native import JudgeInput  # noqa: E402
 from tests.support.deepeval_replies import Responder  # noqa: E402
-from tests.support.openai_server import ScriptedOpenAIServer, Step  # noqa: E402
+from tests.support.in_flight import TIMING_KEYS, InFlight, without  # noqa: E402
+from tests.support.openai_server import ScriptedOpenAIServer  # noqa: E402
 from tests.support.scripted_http import ScriptedJSONServer, Status  # noqa: E402
 
 NAME = "judge_concurrency"
 GOAL_LEVEL, GOAL_SPEEDUP = 16, 10.0  # issue 25: concurrency 16 at least 10x faster than 1
 MODEL = "judge-m"
-TIMING_KEYS = frozenset({"duration", "seconds", "latency_s", "elapsed_s"})
 # The run block's fields that say when and how a run was invoked, not what it measured.
 NORMALISE_RUN_KEYS = frozenset({"time", "workers"})
 # What an unchanged rerun legitimately changes too: the call accounting (its calls came from the cache).
@@ -222,37 +221,7 @@ def write_repo(root: Path, cases: Sequence[Case], http_url: str) -> None:
                                              + "\n" for d, t in sorted(docs.items())), encoding="utf-8")
 
 
-# --- servers that hold calls for a fixed time and count how many they hold ------------------
-class InFlight:
-    """Sleep ``seconds`` in the server's handler thread, then answer; count calls held at once."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self._lock = threading.Lock()
-        self.now = self.most = 0
-
-    def hold(self) -> None:
-        with self._lock:
-            self.now += 1
-            self.most = max(self.most, self.now)
-        try:
-            time.sleep(self.seconds)
-        finally:
-            with self._lock:
-                self.now -= 1
-
-    def reset(self) -> None:
-        with self._lock:
-            self.most = self.now
-
-
-def slow_judge(gauge: InFlight, answer: Callable[[Any], Step]) -> Callable[[Any], Step]:
-    def respond(request: Any) -> Step:
-        gauge.hold()
-        return answer(request)
-    return respond
-
-
+# --- a service that holds /chat calls for a fixed time (tests.support.in_flight.InFlight) ---
 def slow_service(gauge: InFlight, answers: Mapping[str, Mapping[str, Any]]) -> Callable[[str, Any], Status]:
     def respond(path: str, body: Any) -> Status:
         question = body.get("question") if isinstance(body, dict) else None
@@ -306,20 +275,6 @@ def pytest_args(cfg: Config, root: Path, results: Path, cache: Path, extra: Sequ
         "--rag-concurrency", str(cfg.concurrency), "-q",
         *(["-n", str(cfg.workers)] if cfg.workers else []), *extra,
     ]  # fmt: skip
-
-
-def run_pytest(args: Sequence[str], root: Path, env: Mapping[str, str], label: str) -> tuple[float, float]:
-    """Wall and CPU seconds (user + sys, xdist workers included) of ``python <args>`` in ``root``."""
-    return run_python_timed(args, label, cwd=root, env=env)
-
-
-def without(value: Any, keys: frozenset[str]) -> Any:
-    """``value`` without the dict keys ``keys``, at any depth."""
-    if isinstance(value, dict):
-        return {k: without(v, keys) for k, v in value.items() if k not in keys}
-    if isinstance(value, list):
-        return [without(v, keys) for v in value]
-    return value
 
 
 def normalised(path: Path, keys: frozenset[str] = TIMING_KEYS) -> str:
@@ -386,7 +341,7 @@ class Bench:
         results, cache = self.out / f"{cfg.label}.json", self.out / "cache" / cfg.label
         self.reset()
         load = load_average()
-        wall, cpu = run_pytest(pytest_args(cfg, self.root, results, cache), self.root, self.env, cfg.label)
+        wall, cpu = run_python_timed(pytest_args(cfg, self.root, results, cache), cfg.label, cwd=self.root, env=self.env)
         calls, most = self.calls(cfg.part), gauge.most
         outcomes = check_cases(results, tier, n, cfg.label)
         row: dict[str, Any] = {
@@ -398,8 +353,8 @@ class Bench:
         if rerun:
             self.reset()
             again = self.out / f"{cfg.label}-rerun.json"
-            row["rerun_wall_s"], row["rerun_cpu_s"] = run_pytest(pytest_args(cfg, self.root, again, cache),
-                                                                 self.root, self.env, f"{cfg.label} rerun")
+            row["rerun_wall_s"], row["rerun_cpu_s"] = run_python_timed(
+                pytest_args(cfg, self.root, again, cache), f"{cfg.label} rerun", cwd=self.root, env=self.env)
             row["rerun_calls"] = self.calls(cfg.part)
             check_cases(again, tier, n, f"{cfg.label} rerun")
         print(f"{cfg.label}: {wall:.1f} s, {calls} calls, {most} in flight at most"
@@ -408,8 +363,8 @@ class Bench:
 
     def collect_only(self, part: str) -> float:
         cfg = Config(part, 0.0, 1, 0)
-        return run_pytest(pytest_args(cfg, self.root, self.out / "collect.json", self.out / "cache" / "collect",
-                                      ["--collect-only"]), self.root, self.env, f"{part} collect-only")[0]
+        args = pytest_args(cfg, self.root, self.out / "collect.json", self.out / "cache" / "collect", ["--collect-only"])
+        return run_python_timed(args, f"{part} collect-only", cwd=self.root, env=self.env)[0]
 
 
 def compare(rows: Sequence[Mapping[str, Any]], out: Path) -> dict[str, Any]:
@@ -489,7 +444,7 @@ def deepeval_runs(srv: ScriptedOpenAIServer, gauge: InFlight, cases: Sequence[Ca
     try:
         for level in levels:
             gauge.seconds = latency
-            srv.set_default("chat", slow_judge(gauge, Responder(realistic_tokens=True, tag_reasons=True)))
+            srv.set_default("chat", gauge.answering(Responder(realistic_tokens=True, tag_reasons=True)))
             srv.reset()
             gauge.reset()
             model = AsyncScripted()
@@ -566,7 +521,7 @@ def main(argv: Sequence[str]) -> int:
     t_start = time.perf_counter()
     try:
         with ScriptedOpenAIServer() as srv, ScriptedJSONServer(slow_service(service_gauge, answers)) as svc:
-            srv.set_default("chat", slow_judge(judge_gauge, native_reply))
+            srv.set_default("chat", judge_gauge.answering(native_reply))
             root, out = tmp / "repo", tmp / "out"
             write_repo(root, cases, svc.url)
             out.mkdir()

@@ -8,11 +8,9 @@ flight, and a bad setting stops the run naming where it was set."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -21,33 +19,12 @@ from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.messages import ChatRequest
 from rag_eval.llm.policy import CallPolicy
 from tests.rag_eval._plugin_sandbox import POSITIVE_IDS, PYTEST_INI, Sandbox
+from tests.support.in_flight import InFlight, without
 from tests.support.judge_replies import native_judge_reply
-from tests.support.openai_server import ScriptedOpenAIServer, Step, one_request_per
+from tests.support.openai_server import ScriptedOpenAIServer, one_request_per
 
 N_POS = len(POSITIVE_IDS)
 THRESHOLDS = "[judge]\nerror_rate = { max = 0.0 }\n"
-# what differs between two runs of the same cases: how long things took
-TIMING_KEYS = frozenset({"duration", "seconds", "latency_s", "elapsed_s"})
-
-
-class InFlight:
-    """A judge that takes ``seconds`` per answer and counts how many requests it holds at once."""
-
-    def __init__(self, seconds: float, answer: Callable[[Any], Step] = native_judge_reply) -> None:
-        self.seconds, self.answer = seconds, answer
-        self.lock = threading.Lock()
-        self.now = self.most = 0
-
-    def __call__(self, request: Any) -> Step:
-        with self.lock:
-            self.now += 1
-            self.most = max(self.most, self.now)
-        try:
-            time.sleep(self.seconds)
-            return self.answer(request)
-        finally:
-            with self.lock:
-                self.now -= 1
 
 
 @pytest.fixture
@@ -62,17 +39,8 @@ def sandbox(sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: 
     return sandbox
 
 
-def untimed(value: Any) -> Any:
-    """The results file's cases without their timings (the only field two runs may differ in)."""
-    if isinstance(value, dict):
-        return {k: untimed(v) for k, v in value.items() if k not in TIMING_KEYS}
-    if isinstance(value, list):
-        return [untimed(v) for v in value]
-    return value
-
-
 def judge_cases(sandbox: Sandbox) -> dict[str, Any]:
-    return untimed(sandbox.cases("judge"))
+    return without(sandbox.cases("judge"))
 
 
 def prompts(server: ScriptedOpenAIServer) -> list[str]:
@@ -83,7 +51,7 @@ def test_cases_run_ahead_overlap_their_calls_and_give_the_serial_results(
     sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
     judge = InFlight(0.3)
-    openai_server.set_default("chat", judge)
+    openai_server.set_default("chat", judge.answering(native_judge_reply))
     serial = sandbox.run("-m", "judge", "--rag-concurrency", "1", "--rag-judge-cache", str(tmp_path / "serial"))
     assert serial.ret == pytest.ExitCode.OK, serial.stdout.str()
     assert openai_server.calls("chat") == N_POS and judge.most == 1
@@ -91,7 +59,7 @@ def test_cases_run_ahead_overlap_their_calls_and_give_the_serial_results(
     assert len(expected) == N_POS and all(c["outcome"] == "pass" for c in expected.values())
 
     openai_server.reset()
-    judge.most = 0
+    judge.reset()
     ahead = sandbox.run("-m", "judge", "--rag-concurrency=4", "--rag-judge-cache", str(tmp_path / "ahead"))
     assert ahead.ret == pytest.ExitCode.OK, ahead.stdout.str()
     assert openai_server.calls("chat") == N_POS  # each case called once
@@ -111,7 +79,7 @@ def test_cases_run_ahead_overlap_their_calls_and_give_the_serial_results(
 def test_under_xdist_each_worker_runs_ahead_only_the_cases_it_runs(
     sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
-    openai_server.set_default("chat", InFlight(0.2))
+    openai_server.set_default("chat", InFlight(0.2).answering(native_judge_reply))
     serial = sandbox.run("-m", "judge", "--rag-concurrency", "1", "--rag-judge-cache", str(tmp_path / "serial"))
     assert serial.ret == pytest.ExitCode.OK
     expected = judge_cases(sandbox)
@@ -160,7 +128,7 @@ def test_a_system_is_called_at_most_as_often_at_once_as_it_says(
     """An in-process object that says nothing is not thread-safe: one call at a time, while the
     judge's calls still overlap; one that declares ``concurrency = 4`` gets up to 4."""
     judge = InFlight(0.3)
-    openai_server.set_default("chat", judge)
+    openai_server.set_default("chat", judge.answering(native_judge_reply))
     (sandbox.root / "pytest.ini").write_text(PYTEST_INI + "pythonpath = .\n", encoding="utf-8")
     (sandbox.root / "sandbox_sut.py").write_text(SYSTEM.replace("CONCURRENCY_LINE", declared or "pass"),
                                                  encoding="utf-8")
@@ -197,7 +165,7 @@ def test_a_429_slows_every_thread_fewer_429s_than_independent_loops_and_no_case_
 def test_the_budget_is_never_exceeded_with_calls_in_flight(
     sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
 ) -> None:
-    openai_server.set_default("chat", InFlight(0.2))  # 1000 tokens per verdict
+    openai_server.set_default("chat", InFlight(0.2).answering(native_judge_reply))  # 1000 tokens per verdict
     budget = ["--rag-judge-budget-tokens", "2500"]
     sandbox.run("-m", "judge", "--rag-concurrency", "1", "--rag-judge-cache", str(tmp_path / "s"), *budget)
     serial_calls = openai_server.calls("chat")

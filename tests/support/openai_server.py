@@ -25,9 +25,11 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any, Literal, Union
+
+from tests.support.scripted_http import LocalHTTPServer
 
 Kind = Literal["chat", "embeddings", "rerank"]
 KINDS: tuple[Kind, ...] = ("chat", "embeddings", "rerank")
@@ -215,9 +217,7 @@ def _error_response(code: int, message: str | None = None, *, type_: str | None 
     return _json_response(code, {"error": err})
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True  # a stuck client must never keep the test process alive
-    request_queue_size = 256  # the default backlog of 5 drops bursts -> 1 s SYN retries
+class _HTTPServer(LocalHTTPServer):
     owner: ScriptedOpenAIServer
 
 

@@ -45,8 +45,10 @@ class Recorded:
     json: Any
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class LocalHTTPServer(ThreadingHTTPServer):
+    """The scripted servers' HTTP server (this one's and ScriptedOpenAIServer's)."""
+
+    daemon_threads = True  # a stuck client must never keep the test process alive
     request_queue_size = 256  # the default backlog of 5 drops bursts of concurrent calls -> 1 s SYN retries
 
 
@@ -82,7 +84,7 @@ class ScriptedJSONServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 pass
 
-        self._httpd = _Server(("127.0.0.1", 0), Handler)
+        self._httpd = LocalHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
