@@ -44,9 +44,10 @@ eval: $(STAMP)
 # background, its output kept in a temporary file, while everything else runs on two xdist
 # workers (at a lower priority, `nice -n 10`, so the tier, the longer of the two, is never
 # the one kept waiting); then its output is printed. The model's grammar-constrained
-# decoding keeps about one core busy, so the two overlap instead of adding up. Both always run; the last line names both exit codes and
-# their times, and a non-zero one fails `make test`. Ctrl-C stops both (the tier's servers
-# die with it). `make realserver` runs that tier alone.
+# decoding keeps about one core busy, so the two overlap instead of adding up. Both always
+# run; the last line names both exit codes and their times, and a non-zero one fails
+# `make test`. Ctrl-C stops both (the tier's servers die with it). `make realserver` runs
+# that tier alone.
 PYTEST_WORKERS ?= 2
 test: $(STAMP) $(TOOLS_STAMP) $(REALSERVER_STAMP)
 	@log=$$(mktemp); start=$$(date +%s); \
