@@ -50,6 +50,8 @@ eval: $(STAMP)
 # that tier alone.
 PYTEST_WORKERS ?= 2
 test: $(STAMP) $(TOOLS_STAMP) $(REALSERVER_STAMP)
+	$(PY) -m ruff check --quiet .
+	$(PY) -m ruff format --check --quiet .
 	@log=$$(mktemp); start=$$(date +%s); \
 	$(PY) -m pytest tests/realserver -m realserver -rs > $$log 2>&1 & rpid=$$!; \
 	trap 'kill $$rpid 2>/dev/null; rm -f $$log; exit 130' INT TERM; \

@@ -28,18 +28,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from _common import fmt, md_table, ratio
+from _prediagnosis import strip_diagnosis
+
 from tests.support.deepeval_replies import estimate_tokens, request_prompt_tokens
 from tests.support.judge_replies import blocks, native_verdict
 from tests.support.openai_server import Reply, Status, Step
 
-from _common import fmt, md_table, ratio
-from _prediagnosis import strip_diagnosis
-
 _CLAUSE_END = re.compile(r"(?<=[。；！？])\s*|(?<=[.;!?])\s+")
 _MARKER = re.compile(r"\s*\[\d+\]")
 RAGCHECKER_BATCH = 5  # claims per checking call (RAGChecker's default batch size)
-REJECT_JSON_SCHEMA = Status(400, {"error": {"message": "response_format type json_schema is not supported",
-                                            "type": "invalid_request_error"}})
+REJECT_JSON_SCHEMA = Status(
+    400, {"error": {"message": "response_format type json_schema is not supported", "type": "invalid_request_error"}}
+)
 
 
 def answer_claims(answer: str) -> list[str]:
@@ -51,7 +52,7 @@ def asks_diagnosis(request: Any) -> bool:
     """Whether the request's schema has the claim-level fields (a post-diagnosis judge)."""
     rf = request.get("response_format") or {}
     schema = rf.get("json_schema", {}).get("schema") if rf.get("type") == "json_schema" else rf.get("schema")
-    claim = ((schema or {}).get("properties", {}).get("claims", {}).get("items") or {})
+    claim = (schema or {}).get("properties", {}).get("claims", {}).get("items") or {}
     return "reference" in claim.get("properties", {})
 
 
@@ -70,11 +71,14 @@ class ClaimsResponder:
         verdict = native_verdict(request)
         first = verdict["claims"][0]["chunks"]
         if "claims" in ((rf.get("schema") or {}).get("properties", {})) and "relevance" not in rf["schema"].get(
-                "properties", {}):
+            "properties", {}
+        ):
             verdict = {"claims": []}  # the second call for claims past the cap: nothing more to add
         else:
-            verdict["claims"] = [{"claim": c, "verdict": "yes", "chunks": first, "reference": "yes",
-                                  "reason": "stated in [1]"} for c in answer_claims(blocks(request).get("ANSWER", ""))]
+            verdict["claims"] = [
+                {"claim": c, "verdict": "yes", "chunks": first, "reference": "yes", "reason": "stated in [1]"}
+                for c in answer_claims(blocks(request).get("ANSWER", ""))
+            ]
         if not asks_diagnosis(request):
             verdict = strip_diagnosis(verdict)
         content = json.dumps(verdict, ensure_ascii=False)
@@ -83,8 +87,9 @@ class ClaimsResponder:
 
 def ragchecker_calls(answer_claims_n: int, reference_claims_n: int, k: int) -> int:
     """RAGChecker's LLM calls for one example: 2 extractions + (k + 1)·⌈n/5⌉ per side."""
-    return 2 + (k + 1) * (math.ceil(answer_claims_n / RAGCHECKER_BATCH)
-                          + math.ceil(reference_claims_n / RAGCHECKER_BATCH))
+    return 2 + (k + 1) * (
+        math.ceil(answer_claims_n / RAGCHECKER_BATCH) + math.ceil(reference_claims_n / RAGCHECKER_BATCH)
+    )
 
 
 def demo_judge_calls(base_url: str, model: str, cache: Path) -> dict[str, Any]:
@@ -103,13 +108,15 @@ def demo_judge_calls(base_url: str, model: str, cache: Path) -> dict[str, Any]:
     calls = [c.details["judge_calls"] for c in verdicts]
     claims = [len(c.details["judge"]["claims"]) for c in verdicts]
     return {
-        "cases": len(run.cases), "valid": len(verdicts), "errors": [c.message[:200] for c in run.cases
-                                                                   if c.outcome == "error"],
+        "cases": len(run.cases),
+        "valid": len(verdicts),
+        "errors": [c.message[:200] for c in run.cases if c.outcome == "error"],
         "judge_calls_per_case": sum(calls) / len(calls) if calls else None,
         "server_calls": run.usage.get("calls", 0),
         "server_calls_per_case": run.usage.get("calls", 0) / len(run.cases) if run.cases else None,
         "claims_second_calls": sum(1 for c in verdicts if "claims_second_call" in c.details["judge"]),
-        "claims_per_case": sum(claims) / len(claims) if claims else None, "claims_max": max(claims, default=0),
+        "claims_per_case": sum(claims) / len(claims) if claims else None,
+        "claims_max": max(claims, default=0),
         "modes": sorted({c.details["judge_mode"] for c in verdicts}),
     }
 
@@ -157,14 +164,21 @@ def _ragchecker_reply(request: Any) -> Step:
 
 def ragchecker_cases(items: Any) -> dict[str, Any]:
     """The cases in RAGChecker's input format (``RAGResults.from_json``)."""
-    return {"results": [{"query_id": it.case_id, "query": it.question, "gt_answer": it.reference,
-                         "response": it.answer,
-                         "retrieved_context": [{"doc_id": f"{i}", "text": text} for i, (_, text) in
-                                               enumerate(it.context, 1)]} for it in items]}
+    return {
+        "results": [
+            {
+                "query_id": it.case_id,
+                "query": it.question,
+                "gt_answer": it.reference,
+                "response": it.answer,
+                "retrieved_context": [{"doc_id": f"{i}", "text": text} for i, (_, text) in enumerate(it.context, 1)],
+            }
+            for it in items
+        ]
+    }
 
 
-def ragchecker_run(srv: Any, root: Path, items: Sequence[Any], python: str,
-                   model: str) -> dict[str, Any]:
+def ragchecker_run(srv: Any, root: Path, items: Sequence[Any], python: str, model: str) -> dict[str, Any]:
     """RAGChecker (``bench/_ragchecker_run.py`` in the venv of ``python``) on the same cases
     against the same scripted server; calls counted at the server, tokens estimated there."""
     cases = root / "ragchecker_cases.json"
@@ -173,21 +187,34 @@ def ragchecker_run(srv: Any, root: Path, items: Sequence[Any], python: str,
     srv.set_default("chat", responder)
     before = srv.calls("chat")
     t0 = time.perf_counter()
-    proc = subprocess.run([python, str(Path(__file__).parent / "_ragchecker_run.py"), str(cases), srv.base_url, model],
-                          capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [python, str(Path(__file__).parent / "_ragchecker_run.py"), str(cases), srv.base_url, model],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         return {"source": "run failed", "returncode": proc.returncode, "stderr_tail": proc.stderr[-2000:]}
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     n = len(items)
     calls = srv.calls("chat") - before
-    return {"source": f"ragchecker run ({python})", "calls_per_case": calls / n, "server_calls": calls,
-            **responder.counts, "prompt_tokens_per_case": responder.counts["prompt_tokens"] / n,
-            "completion_tokens_per_case": responder.counts["completion_tokens"] / n,
-            "total_tokens_per_case": (responder.counts["prompt_tokens"] + responder.counts["completion_tokens"]) / n,
-            "claims": out["claims"], "metrics": out["metrics"], "wall_s_incl_start": wall,
-            "formula_calls_per_case": sum(ragchecker_calls(a, r, len(it.context))
-                                          for (a, r), it in zip(out["claims"], items)) / n}
+    return {
+        "source": f"ragchecker run ({python})",
+        "calls_per_case": calls / n,
+        "server_calls": calls,
+        **responder.counts,
+        "prompt_tokens_per_case": responder.counts["prompt_tokens"] / n,
+        "completion_tokens_per_case": responder.counts["completion_tokens"] / n,
+        "total_tokens_per_case": (responder.counts["prompt_tokens"] + responder.counts["completion_tokens"]) / n,
+        "claims": out["claims"],
+        "metrics": out["metrics"],
+        "wall_s_incl_start": wall,
+        "formula_calls_per_case": sum(
+            ragchecker_calls(a, r, len(it.context)) for (a, r), it in zip(out["claims"], items)
+        )
+        / n,
+    }
 
 
 def print_diagnosis_table(runs: dict[str, Any], deepeval: dict[str, Any], deepeval_label: str, n: int) -> None:
@@ -195,30 +222,76 @@ def print_diagnosis_table(runs: dict[str, Any], deepeval: dict[str, Any], deepev
     for mode in ("json_schema", "json_object"):
         w, wo = runs[f"with_{mode}"], runs[f"without_{mode}"]
         for label, r in (("without diagnosis (pre-issue-24 prompt + schema)", wo), ("with diagnosis", w)):
-            rows.append([f"native, {mode}: {label}", r["calls_per_case"], r["judge_calls_per_case"],
-                         r["claims_second_calls"],
-                         r["prompt_tokens_per_case"], r["completion_tokens_per_case"], r["total_tokens_per_case"]])
-        rows.append([f"native, {mode}: with / without", ratio(w["calls_per_case"], wo["calls_per_case"]),
-                     ratio(w["judge_calls_per_case"], wo["judge_calls_per_case"]), "–",
-                     ratio(w["prompt_tokens_per_case"], wo["prompt_tokens_per_case"]),
-                     ratio(w["completion_tokens_per_case"], wo["completion_tokens_per_case"]),
-                     ratio(w["total_tokens_per_case"], wo["total_tokens_per_case"])])
-    rows.append([deepeval_label, deepeval["calls_per_case"], "–", "–",
-                 deepeval["prompt_tokens_per_case"], deepeval["completion_tokens_per_case"],
-                 deepeval["total_tokens_per_case"]])
+            rows.append(
+                [
+                    f"native, {mode}: {label}",
+                    r["calls_per_case"],
+                    r["judge_calls_per_case"],
+                    r["claims_second_calls"],
+                    r["prompt_tokens_per_case"],
+                    r["completion_tokens_per_case"],
+                    r["total_tokens_per_case"],
+                ]
+            )
+        rows.append(
+            [
+                f"native, {mode}: with / without",
+                ratio(w["calls_per_case"], wo["calls_per_case"]),
+                ratio(w["judge_calls_per_case"], wo["judge_calls_per_case"]),
+                "–",
+                ratio(w["prompt_tokens_per_case"], wo["prompt_tokens_per_case"]),
+                ratio(w["completion_tokens_per_case"], wo["completion_tokens_per_case"]),
+                ratio(w["total_tokens_per_case"], wo["total_tokens_per_case"]),
+            ]
+        )
+    rows.append(
+        [
+            deepeval_label,
+            deepeval["calls_per_case"],
+            "–",
+            "–",
+            deepeval["prompt_tokens_per_case"],
+            deepeval["completion_tokens_per_case"],
+            deepeval["total_tokens_per_case"],
+        ]
+    )
     rc = runs["ragchecker_formula"]
-    rows.append(["RAGChecker (call formula; reference claims = key facts)", rc["calls_per_case"], "–", "–", "–", "–",
-                 "–"])
+    rows.append(
+        ["RAGChecker (call formula; reference claims = key facts)", rc["calls_per_case"], "–", "–", "–", "–", "–"]
+    )
     run = runs.get("ragchecker_run")
     if run and "calls_per_case" in run:
-        rows.append(["RAGChecker (run, same server)", run["calls_per_case"], "–", "–", run["prompt_tokens_per_case"],
-                     run["completion_tokens_per_case"], run["total_tokens_per_case"]])
+        rows.append(
+            [
+                "RAGChecker (run, same server)",
+                run["calls_per_case"],
+                "–",
+                "–",
+                run["prompt_tokens_per_case"],
+                run["completion_tokens_per_case"],
+                run["total_tokens_per_case"],
+            ]
+        )
     elif run:
         print(f"RAGChecker run failed ({run['returncode']}): {run['stderr_tail'][-600:]}", file=sys.stderr)
     print(f"\n### Claim-level diagnosis: cost per case ({n} demo_maths cases, one claim per answer clause)\n")
-    print(md_table(["judge", "LLM calls/case (server)", "judge calls/case", "second calls (claims)",
-                    "prompt tok/case", "completion tok/case", "total tok/case"], rows))
+    print(
+        md_table(
+            [
+                "judge",
+                "LLM calls/case (server)",
+                "judge calls/case",
+                "second calls (claims)",
+                "prompt tok/case",
+                "completion tok/case",
+                "total tok/case",
+            ],
+            rows,
+        )
+    )
     d = runs["demo_json_object"]
-    print(f"\nDemo judge tier ({d['cases']} answerable demo items, demo pipeline answers, json_object mode): "
-          f"{d['valid']} valid, judge calls/case {fmt(d['judge_calls_per_case'])}, second calls for claims "
-          f"{d['claims_second_calls']}, claims/case {fmt(d['claims_per_case'])} (max {d['claims_max']}).")
+    print(
+        f"\nDemo judge tier ({d['cases']} answerable demo items, demo pipeline answers, json_object mode): "
+        f"{d['valid']} valid, judge calls/case {fmt(d['judge_calls_per_case'])}, second calls for claims "
+        f"{d['claims_second_calls']}, claims/case {fmt(d['claims_per_case'])} (max {d['claims_max']})."
+    )

@@ -17,9 +17,10 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def run_header(name: str, argv: Sequence[str]) -> dict[str, Any]:
     """The common head of every results JSON file."""
     return {
         "benchmark": name,
-        "date": _dt.datetime.now(_dt.timezone.utc).astimezone().isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).astimezone().isoformat(timespec="seconds"),
         "git_commit": git_commit(),
         "rag_app_source_sha256": source_sha256(),
         "command": " ".join(["python", f"bench/{name}.py", *argv]),
@@ -101,14 +102,16 @@ def run_header(name: str, argv: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def run_python_timed(args: Sequence[str], label: str, *, cwd: Path, env: Mapping[str, str],
-                     ok_codes: tuple[int, ...] = (0,)) -> tuple[float, float]:
+def run_python_timed(
+    args: Sequence[str], label: str, *, cwd: Path, env: Mapping[str, str], ok_codes: tuple[int, ...] = (0,)
+) -> tuple[float, float]:
     """Wall and CPU seconds (user + sys) of ``python <args>`` in ``cwd``; stops with the
     tail of its output when it exits with a code not in ``ok_codes``.
 
     CPU comes from RUSAGE_CHILDREN, which includes grandchildren (xdist workers) the child
     waited for; a bench starts one child at a time, so the delta is that child's own.
     """
+
     def children_cpu() -> float:
         ru = resource.getrusage(resource.RUSAGE_CHILDREN)
         return ru.ru_utime + ru.ru_stime

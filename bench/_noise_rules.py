@@ -14,17 +14,18 @@ A rule "fires" when the gate would fail the run.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from rag_eval.gates.regression import max_drop, no_new_failures
+from rag_eval.gates.thresholds import MaxDrop
 from rag_eval.stats.bootstrap import bootstrap_mean
 from rag_eval.stats.floors import RULES, decide_floor
 from rag_eval.stats.intervals import wilson
 from rag_eval.stats.paired import compare_pass_fail, drops, holm, regression_test
 from rag_eval.stats.power import mde_paired_binary, mde_paired_continuous
-from rag_eval.gates.thresholds import MaxDrop
 
 TODAY_MAX_DROP = 0.01
 ALPHA = 0.05
@@ -55,8 +56,9 @@ def today_rules(baseline: Mapping[str, Any], current: Mapping[str, Any], metrics
     return out
 
 
-def paired_rules(baseline: Mapping[str, Any], current: Mapping[str, Any], metrics: Sequence[str],
-                 tolerances: Sequence[float]) -> tuple[dict[str, bool], dict[str, float]]:
+def paired_rules(
+    baseline: Mapping[str, Any], current: Mapping[str, Any], metrics: Sequence[str], tolerances: Sequence[float]
+) -> tuple[dict[str, bool], dict[str, float]]:
     """McNemar on pass/fail; per tolerance δ and method (bootstrap, sign-flip) the test
     "mean drop > δ" per metric and Holm over the three gates (pass/fail + each metric);
     True = fails. Also the p-values."""
@@ -107,5 +109,7 @@ def spread(baseline: Mapping[str, Any], current: Mapping[str, Any], metric: str)
 def detectable(n: int, sd: float, discordance: float) -> dict[str, float]:
     """The smallest drop the paired tests see with 80 % power at alpha = 0.05 (rag_eval.stats.power),
     from an unchanged pair's spread: the mean's test and McNemar's."""
-    return {"mean_drop": mde_paired_continuous(n, sd, ALPHA).drop,
-            "pass_rate_drop": mde_paired_binary(n, discordance, ALPHA).drop}
+    return {
+        "mean_drop": mde_paired_continuous(n, sd, ALPHA).drop,
+        "pass_rate_drop": mde_paired_binary(n, discordance, ALPHA).drop,
+    }

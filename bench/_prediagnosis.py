@@ -16,10 +16,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 from unittest import mock
 
 from rag_eval.judge import native
@@ -31,11 +31,14 @@ DIAGNOSIS_FIELDS = ("chunks", "reference", "context")  # what the diagnosis adde
 
 def _module(path: str, name: str) -> types.ModuleType:
     try:
-        source = subprocess.run(["git", "show", f"{PREDIAGNOSIS_COMMIT}:{path}"], cwd=REPO, check=True,
-                                capture_output=True, text=True).stdout
+        source = subprocess.run(
+            ["git", "show", f"{PREDIAGNOSIS_COMMIT}:{path}"], cwd=REPO, check=True, capture_output=True, text=True
+        ).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
-        raise SystemExit(f"bench baseline: cannot read {path} at {PREDIAGNOSIS_COMMIT[:12]} from git history in "
-                         f"{REPO} ({exc}); run from a clone with full history") from exc
+        raise SystemExit(
+            f"bench baseline: cannot read {path} at {PREDIAGNOSIS_COMMIT[:12]} from git history in "
+            f"{REPO} ({exc}); run from a clone with full history"
+        ) from exc
     module = types.ModuleType(name)
     module.__file__ = f"{PREDIAGNOSIS_COMMIT[:12]}:{path}"
     sys.modules[name] = module  # dataclasses look their module up there
@@ -49,18 +52,29 @@ def prediagnosis_judge() -> Iterator[None]:
     schema = _module("rag_eval/judge/schema.py", "prediagnosis_schema")
     prompt = _module("rag_eval/judge/prompt.py", "prediagnosis_prompt")
 
-    def response_schema(has_reference: bool, n_facts: int | None = None, markers: Sequence[int] | None = None,
-                        n_chunks: int | None = None) -> dict[str, Any]:
+    def response_schema(
+        has_reference: bool,
+        n_facts: int | None = None,
+        markers: Sequence[int] | None = None,
+        n_chunks: int | None = None,
+    ) -> dict[str, Any]:
         return schema.response_schema(has_reference, n_facts, markers)
 
-    def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int],
-                       n_chunks: int | None = None) -> dict[str, Any]:
+    def grammar_schema(
+        has_reference: bool, n_facts: int, markers: Sequence[int], n_chunks: int | None = None
+    ) -> dict[str, Any]:
         return schema.grammar_schema(has_reference, n_facts, markers)
 
-    with mock.patch.multiple(native, response_schema=response_schema, grammar_schema=grammar_schema,
-                             build_messages=prompt.build_messages, validate=schema.validate,
-                             parse_reply=schema.parse_reply, metrics_from=schema.metrics_from,
-                             MAX_GRAMMAR_ITEMS=10 ** 9):
+    with mock.patch.multiple(
+        native,
+        response_schema=response_schema,
+        grammar_schema=grammar_schema,
+        build_messages=prompt.build_messages,
+        validate=schema.validate,
+        parse_reply=schema.parse_reply,
+        metrics_from=schema.metrics_from,
+        MAX_GRAMMAR_ITEMS=10**9,
+    ):
         yield
 
 

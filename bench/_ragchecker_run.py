@@ -28,9 +28,14 @@ def main(argv: list[str]) -> int:
 
     with open(cases, encoding="utf-8") as f:
         results = RAGResults.from_json(f.read())
-    checker = RAGChecker(extractor_name=f"openai/{model}", checker_name=f"openai/{model}",
-                         extractor_api_base=base_url, checker_api_base=base_url,
-                         batch_size_extractor=8, batch_size_checker=8)
+    checker = RAGChecker(
+        extractor_name=f"openai/{model}",
+        checker_name=f"openai/{model}",
+        extractor_api_base=base_url,
+        checker_api_base=base_url,
+        batch_size_extractor=8,
+        batch_size_checker=8,
+    )
     metrics = checker.evaluate(results, all_metrics)
     claims = [(len(r.response_claims or []), len(r.gt_answer_claims or [])) for r in results.results]
     print(json.dumps({"metrics": metrics, "claims": claims}))

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from _common import DATASETS, read_jsonl
 
@@ -92,9 +92,7 @@ def synthetic_text(pool: SentencePool, rng: random.Random, min_chars: int, max_c
     return source, titles[first], _joiner(source).join(parts)[: max_chars + MAX_SENTENCE]
 
 
-def synthetic_docs(
-    pool: SentencePool, n: int, seed: int, min_chars: int, max_chars: int
-) -> Iterator[dict[str, str]]:
+def synthetic_docs(pool: SentencePool, n: int, seed: int, min_chars: int, max_chars: int) -> Iterator[dict[str, str]]:
     """``n`` corpus.jsonl-style documents ``{"doc_id", "title", "text"}``."""
     rng = random.Random(seed)
     for i in range(n):

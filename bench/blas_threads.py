@@ -29,8 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,7 +62,10 @@ def hog(on: bool) -> Iterator[None]:
 
 def measure(pipe: RagPipeline, vectors: list[Any], k: int) -> dict[str, Any]:
     single: Callable[[], Any] = vs.single_threaded_blas
-    ways: dict[str, Callable[[], Any]] = {"one thread (now)": single, "default threads (before)": contextlib.nullcontext}
+    ways: dict[str, Callable[[], Any]] = {
+        "one thread (now)": single,
+        "default threads (before)": contextlib.nullcontext,
+    }
     times: dict[str, list[float]] = {w: [] for w in ways}
     rankings: dict[str, list[list[tuple[str, float]]]] = {w: [] for w in ways}
     pipe.index.vector_search(vectors[0], k)  # first query reads the vectors back from Chroma
@@ -90,7 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-blas-"))
     try:
         settings = Settings.load(
-            overrides={"corpus_path": str(args.dataset / "corpus.jsonl"), "cache_dir": str(work), "embedder": "fake", "reranker": "none"}
+            overrides={
+                "corpus_path": str(args.dataset / "corpus.jsonl"),
+                "cache_dir": str(work),
+                "embedder": "fake",
+                "reranker": "none",
+            }
         )
         t0 = time.perf_counter()
         pipe = RagPipeline(settings)
@@ -106,19 +115,35 @@ def main(argv: list[str] | None = None) -> int:
             label = "other core busy" if busy else "other core idle"
             payload[label] = {**result, "load_1min": load}
             one, many = result["ms"]["one thread (now)"], result["ms"]["default threads (before)"]
-            rows.append([label, f"{many['p50_ms']:.3f} / {many['p95_ms']:.3f}", f"{one['p50_ms']:.3f} / {one['p95_ms']:.3f}",
-                         f"{ratio(one['p50_ms'], many['p50_ms']):.2f} / {ratio(one['p95_ms'], many['p95_ms']):.2f}",
-                         f"{result['queries_ranked_differently']} of {len(vectors)}", f"{load:.1f}"])
+            rows.append(
+                [
+                    label,
+                    f"{many['p50_ms']:.3f} / {many['p95_ms']:.3f}",
+                    f"{one['p50_ms']:.3f} / {one['p95_ms']:.3f}",
+                    f"{ratio(one['p50_ms'], many['p50_ms']):.2f} / {ratio(one['p95_ms'], many['p95_ms']):.2f}",
+                    f"{result['queries_ranked_differently']} of {len(vectors)}",
+                    f"{load:.1f}",
+                ]
+            )
         n_children = pipe.info.n_children
     finally:
         shutil.rmtree(work, ignore_errors=True)
     table = md_table(
-        ["condition", "default threads p50 / p95 ms", "one thread p50 / p95 ms", "one / default", "queries ranked differently", "load (1 min)"],
+        [
+            "condition",
+            "default threads p50 / p95 ms",
+            "one thread p50 / p95 ms",
+            "one / default",
+            "queries ranked differently",
+            "load (1 min)",
+        ],
         rows,
     )
     print(f"{n_children} chunks, {len(vectors)} queries, k={k}, index built in {build_s:.1f} s\n")
     print(table)
-    write_results(NAME, {**header, "n_chunks": n_children, "queries": len(vectors), "k": k, "results": payload, "table": table})
+    write_results(
+        NAME, {**header, "n_chunks": n_children, "queries": len(vectors), "k": k, "results": payload, "table": table}
+    )
     return 0
 
 

@@ -26,8 +26,9 @@ import argparse
 import gc
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -200,23 +201,38 @@ def main() -> None:
                 ["`BM25Index.search`", fast["n"], fast["p50_ms"], fast["p95_ms"], fast["mean_ms"], "–", build_index_s],
                 [
                     "`BM25Index.search` (reference's queries)",
-                    fast_same["n"], fast_same["p50_ms"], fast_same["p95_ms"], fast_same["mean_ms"], speedup_p50, "–",
+                    fast_same["n"],
+                    fast_same["p50_ms"],
+                    fast_same["p95_ms"],
+                    fast_same["mean_ms"],
+                    speedup_p50,
+                    "–",
                 ],
                 [
                     "`BM25Okapi.get_scores` + top-10 (reference)",
-                    ref_sum["n"], ref_sum["p50_ms"], ref_sum["p95_ms"], ref_sum["mean_ms"], 1.0, build_okapi_s,
+                    ref_sum["n"],
+                    ref_sum["p50_ms"],
+                    ref_sum["p95_ms"],
+                    ref_sum["mean_ms"],
+                    1.0,
+                    build_okapi_s,
                 ],
             ],
         )
     )
-    print(f"\nSame, CPU time of the querying thread (ms):\n")
+    print("\nSame, CPU time of the querying thread (ms):\n")
     print(
         md_table(
             ["implementation", "queries", "CPU p50 ms", "CPU p95 ms", "speed-up p50 (×)"],
             [
                 ["`BM25Index.search`", fast_cpu_sum["n"], fast_cpu_sum["p50_ms"], fast_cpu_sum["p95_ms"], "–"],
-                ["`BM25Index.search` (reference's queries)", fast_cpu_same["n"], fast_cpu_same["p50_ms"],
-                 fast_cpu_same["p95_ms"], result["cpu_time"]["speedup_p50"]],
+                [
+                    "`BM25Index.search` (reference's queries)",
+                    fast_cpu_same["n"],
+                    fast_cpu_same["p50_ms"],
+                    fast_cpu_same["p95_ms"],
+                    result["cpu_time"]["speedup_p50"],
+                ],
                 ["`BM25Okapi` (reference)", ref_cpu_sum["n"], ref_cpu_sum["p50_ms"], ref_cpu_sum["p95_ms"], 1.0],
             ],
         )
@@ -230,8 +246,15 @@ def main() -> None:
         md_table(
             ["query source", "queries", "mean tokens", "p50 ms", "p95 ms", "CPU p50 ms", "CPU p95 ms"],
             [
-                [src, s["n"], float(np.mean([len(t) for q_src, t in queries if q_src == src])), s["p50_ms"],
-                 s["p95_ms"], cpu_by_source[src]["p50_ms"], cpu_by_source[src]["p95_ms"]]
+                [
+                    src,
+                    s["n"],
+                    float(np.mean([len(t) for q_src, t in queries if q_src == src])),
+                    s["p50_ms"],
+                    s["p95_ms"],
+                    cpu_by_source[src]["p50_ms"],
+                    cpu_by_source[src]["p95_ms"],
+                ]
                 for src, s in by_source.items()
             ],
         )
@@ -241,7 +264,9 @@ def main() -> None:
         f"top-10 agreement over {n_ref} queries: identical {identical}/{n_ref}, equal up to ties {ties_ok}/{n_ref}; "
         f"max relative score difference {max_rel_diff:.2e}"
     )
-    print(f"target p50 <= {TARGET_P50_MS} ms with the reference's top 10: {'met' if result['target']['met'] else 'NOT met'}")
+    print(
+        f"target p50 <= {TARGET_P50_MS} ms with the reference's top 10: {'met' if result['target']['met'] else 'NOT met'}"
+    )
     print(f"\nwrote {write_results(NAME, result)}")
 
 

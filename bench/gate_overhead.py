@@ -71,15 +71,26 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import (DATASETS, REPO, load_average, md_table, ratio, read_gate_results, read_jsonl, run_header,  # noqa: E402
-                     run_python_timed, write_results)
+from _common import (
+    DATASETS,
+    REPO,
+    load_average,
+    md_table,
+    ratio,
+    read_gate_results,
+    read_jsonl,
+    run_header,  # noqa: E402
+    run_python_timed,
+    write_results,
+)
 
 from rag_app.pipeline import RagPipeline  # noqa: E402
 from rag_app.settings import Settings  # noqa: E402
@@ -106,7 +117,11 @@ PROFILE_ENTRY_POINTS: tuple[tuple[str, str, str], ...] = (
     ("  RagPipeline.retrieve (the pipeline)", "rag_app/pipeline.py", "retrieve"),
     ("  pipeline build / index load (RagPipeline.__init__)", "rag_app/pipeline.py", "__init__"),
     ("  evaluate_retrieval", "rag_eval/tiers/retrieval_case.py", "evaluate_retrieval"),
-    ("    grouped_compute_all (metrics, one pass per ranked list)", "rag_eval/metrics/grouped.py", "grouped_compute_all"),
+    (
+        "    grouped_compute_all (metrics, one pass per ranked list)",
+        "rag_eval/metrics/grouped.py",
+        "grouped_compute_all",
+    ),
     ("    to_doc_ranking", "rag_eval/metrics/retrieval.py", "to_doc_ranking"),
     ("    _top (stage top-20 lists)", "rag_eval/tiers/retrieval_case.py", "_top"),
     ("  EvalSession.tier_options (per case, memo)", "rag_eval/session.py", "tier_options"),
@@ -292,7 +307,10 @@ def pipeline_process(p: Paths) -> Timing:
     load, interpreter teardown of its heap), which the in-process loop leaves out."""
     overrides = {"corpus_path": str(p.dataset / "corpus.jsonl"), **RAG_SETTINGS, "cache_dir": str(p.cache_dir)}
     code = PIPELINE_PROCESS_CODE.format(
-        repo=str(REPO), overrides=json.dumps(overrides), pyproject=str(REPO / "pyproject.toml"), qa=str(p.dataset / "qa.jsonl")
+        repo=str(REPO),
+        overrides=json.dumps(overrides),
+        pyproject=str(REPO / "pyproject.toml"),
+        qa=str(p.dataset / "qa.jsonl"),
     )
     return run_timed(["-c", code], "pipeline-only process", ok_codes=(0,))
 
@@ -337,7 +355,9 @@ def outcome_counts(res: dict[str, Any]) -> dict[str, int]:
 # ---------------------------------------------------------------- one repeat
 
 
-def one_repeat(i: int, p: Paths, pipeline: RagPipeline, questions: Sequence[str], fp: str, workers: int) -> dict[str, Any]:
+def one_repeat(
+    i: int, p: Paths, pipeline: RagPipeline, questions: Sequence[str], fp: str, workers: int
+) -> dict[str, Any]:
     n = len(questions)
     load = [load_average()]
     coll_a = collect_only(p, f"repeat {i}: collect-only A")
@@ -361,7 +381,10 @@ def one_repeat(i: int, p: Paths, pipeline: RagPipeline, questions: Sequence[str]
     s_res = read_gate_results(serial_path, n, fp, f"repeat {i} serial")
     p_res = read_gate_results(par_path, n, fp, f"repeat {i} -n {workers}")
     identical = s_res["metrics"] == p_res["metrics"]
-    print(f"repeat {i}: serial vs -n {workers} metrics identical: {identical} ({len(s_res['metrics'])} metrics)", flush=True)
+    print(
+        f"repeat {i}: serial vs -n {workers} metrics identical: {identical} ({len(s_res['metrics'])} metrics)",
+        flush=True,
+    )
     assert identical, f"repeat {i}: serial and -n {workers} metrics differ: " + ", ".join(
         k for k in s_res["metrics"] if s_res["metrics"][k] != p_res["metrics"].get(k)
     )
@@ -445,23 +468,35 @@ def profile_serial(p: Paths, n: int) -> dict[str, Any]:
     for label, suffix, func in PROFILE_ENTRY_POINTS:
         hits = [(k, v) for k, v in raw.items() if k[0].replace("\\", "/").endswith(suffix) and k[2] == func]
         if not hits:
-            entries.append({"what": label, "function": f"{suffix}:{func}", "calls": 0, "cum_s": 0.0, "ms_per_case": 0.0})
+            entries.append(
+                {"what": label, "function": f"{suffix}:{func}", "calls": 0, "cum_s": 0.0, "ms_per_case": 0.0}
+            )
             continue
         calls = sum(v[1] for _, v in hits)
         cum = sum(v[3] for _, v in hits)
-        entries.append({"what": label, "function": f"{suffix}:{func}", "calls": calls, "cum_s": cum, "ms_per_case": cum / n * 1e3})
+        entries.append(
+            {"what": label, "function": f"{suffix}:{func}", "calls": calls, "cum_s": cum, "ms_per_case": cum / n * 1e3}
+        )
     by_pkg: dict[str, float] = {}
     for (file, _line, _func), v in raw.items():
         f = file.replace("\\", "/")
         pkg = next((name for name, frag in FRAMEWORK_PACKAGES if frag in f), None)
         if pkg is None:
-            pkg = "pipeline (rag_app, chromadb, numpy, bm25, jieba)" if any(x in f for x in PIPELINE_PACKAGES) else (
-                "builtins / C calls" if f.startswith("~") else "other Python"
+            pkg = (
+                "pipeline (rag_app, chromadb, numpy, bm25, jieba)"
+                if any(x in f for x in PIPELINE_PACKAGES)
+                else ("builtins / C calls" if f.startswith("~") else "other Python")
             )
         by_pkg[pkg] = by_pkg.get(pkg, 0.0) + v[2]
     framework_top = sorted(
         (
-            {"function": f"{Path(k[0]).name}:{k[1]}({k[2]})", "file": k[0], "calls": v[1], "tottime_s": v[2], "cum_s": v[3]}
+            {
+                "function": f"{Path(k[0]).name}:{k[1]}({k[2]})",
+                "file": k[0],
+                "calls": v[1],
+                "tottime_s": v[2],
+                "cum_s": v[3],
+            }
             for k, v in raw.items()
             if any(frag in k[0].replace("\\", "/") for _, frag in FRAMEWORK_PACKAGES)
         ),
@@ -589,7 +624,10 @@ def main(argv: Sequence[str]) -> int:
             "cold_build_s": build_s,
             "warm_load_s": load_s,
         }
-        print(f"index {fp}: {info.n_children} children; cold build {build_s:.1f} s, warm load {load_s * 1e3:.0f} ms", flush=True)
+        print(
+            f"index {fp}: {info.n_children} children; cold build {build_s:.1f} s, warm load {load_s * 1e3:.0f} ms",
+            flush=True,
+        )
 
         runs = []
         for i in range(1, args.repeats + 1):
@@ -638,7 +676,9 @@ def main(argv: Sequence[str]) -> int:
                 [[e["what"], e["calls"], e["cum_s"], e["ms_per_case"]] for e in prof["entry_points"]],
             ))  # fmt: skip
             print()
-            print(md_table(["package (exclusive time)", "s"], [[k, v] for k, v in prof["tottime_by_package_s"].items()]))
+            print(
+                md_table(["package (exclusive time)", "s"], [[k, v] for k, v in prof["tottime_by_package_s"].items()])
+            )
             print()
             print(md_table(
                 ["framework function", "calls", "tottime (s)", "cum (s)"],
@@ -646,7 +686,9 @@ def main(argv: Sequence[str]) -> int:
             ))  # fmt: skip
         path = write_results(NAME, payload)
         print(f"\nwrote {path}")
-        print(f"overhead target < {TARGET_MS_PER_CASE} ms/case: {'met' if worst < TARGET_MS_PER_CASE else 'NOT met'} (worst {worst:.2f})")
+        print(
+            f"overhead target < {TARGET_MS_PER_CASE} ms/case: {'met' if worst < TARGET_MS_PER_CASE else 'NOT met'} (worst {worst:.2f})"
+        )
     finally:
         if args.keep:
             print(f"kept {tmp}")

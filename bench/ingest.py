@@ -33,8 +33,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -105,7 +106,9 @@ def measure(name: str, corpus: Path, workdir: Path) -> dict[str, Any]:
     # The reference needs the texts before the cold run (its first half runs before it),
     # so chunk once here, untimed; chunking is deterministic, and the texts are checked
     # against what the pipeline indexed below.
-    children = [c for c in chunk_documents(load_corpus(corpus), ChunkConfig.from_settings(settings)) if c.kind == "child"]
+    children = [
+        c for c in chunk_documents(load_corpus(corpus), ChunkConfig.from_settings(settings)) if c.kind == "child"
+    ]
     texts = list(dict.fromkeys(indexed_text(c) for c in children))  # distinct, first-occurrence order
     half = len(texts) // 2
     load_before = load_average()
@@ -144,7 +147,9 @@ def measure(name: str, corpus: Path, workdir: Path) -> dict[str, Any]:
     reuse, reuse_s, reuse_cpu = pipeline_run(settings, corpus)
     reuse_computed = computed(reuse)
     if reuse.index.stats.built or reuse_computed != 0:
-        raise SystemExit(f"[{name}] reuse run rebuilt the index or computed {reuse_computed} embeddings; expected a load")
+        raise SystemExit(
+            f"[{name}] reuse run rebuilt the index or computed {reuse_computed} embeddings; expected a load"
+        )
     print(f"  reuse: {reuse_s:.2f} s, embeddings computed = {reuse_computed}", flush=True)
     close(reuse)
 
@@ -233,21 +238,50 @@ def main() -> None:
     for r in runs:
         raw = r["raw_embedding"]
         table.append(
-            [r["corpus"], r["n_docs"], r["n_children"], "raw `embed_passages` (reference)", raw["seconds"],
-             raw["passages_per_s"], raw["passages"], 1.0, raw["cpu_seconds"], 1.0]
+            [
+                r["corpus"],
+                r["n_docs"],
+                r["n_children"],
+                "raw `embed_passages` (reference)",
+                raw["seconds"],
+                raw["passages_per_s"],
+                raw["passages"],
+                1.0,
+                raw["cpu_seconds"],
+                1.0,
+            ]
         )
         for mode in ("cold", "warm", "reuse"):
             m = r["modes"][mode]
             table.append(
-                [r["corpus"], r["n_docs"], r["n_children"], mode, m["seconds"], m["chunks_per_s"],
-                 m["embeddings_computed"], m["ratio_to_raw_embedding"], m["cpu_seconds"],
-                 m["cpu_ratio_to_raw_embedding"]]
+                [
+                    r["corpus"],
+                    r["n_docs"],
+                    r["n_children"],
+                    mode,
+                    m["seconds"],
+                    m["chunks_per_s"],
+                    m["embeddings_computed"],
+                    m["ratio_to_raw_embedding"],
+                    m["cpu_seconds"],
+                    m["cpu_ratio_to_raw_embedding"],
+                ]
             )
     print(f"\n## Ingest throughput (embedder {runs[0]['embedder']})\n")
     print(
         md_table(
-            ["corpus", "docs", "child chunks", "run", "wall s", "chunks/s (raw: passages/s)",
-             "embeddings computed", "÷ raw, wall (×)", "CPU s", "÷ raw, CPU (×)"],
+            [
+                "corpus",
+                "docs",
+                "child chunks",
+                "run",
+                "wall s",
+                "chunks/s (raw: passages/s)",
+                "embeddings computed",
+                "÷ raw, wall (×)",
+                "CPU s",
+                "÷ raw, CPU (×)",
+            ],
             table,
         )
     )

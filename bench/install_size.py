@@ -31,7 +31,11 @@ def install(wheel: Path, extras: str, where: Path) -> dict[str, float]:
     t0 = time.perf_counter()
     subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", target], check=True)
     seconds = time.perf_counter() - t0
-    listing = json.loads(subprocess.run([str(py), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True).stdout)
+    listing = json.loads(
+        subprocess.run(
+            [str(py), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True
+        ).stdout
+    )
     packages = [p for p in listing if p["name"].lower() not in ("pip", "setuptools", "wheel")]
     site = next((where / "lib").glob("python3*/site-packages"))
     return {"packages": len(packages), "mb": round(du(site) / 1e6, 1), "seconds": round(seconds, 1)}
@@ -40,12 +44,19 @@ def install(wheel: Path, extras: str, where: Path) -> dict[str, float]:
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)], check=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(ROOT)], check=True
+        )
         wheel = next(out.glob("rag_eval_gate-*.whl"))
         core = install(wheel, "", out / "core")
         full = install(wheel, "demo,deepeval", out / "full")
-    result = {"core": core, "full": full, "ratio_packages": round(full["packages"] / core["packages"], 2),
-              "ratio_mb": round(full["mb"] / core["mb"], 2), "ratio_seconds": round(full["seconds"] / core["seconds"], 2)}
+    result = {
+        "core": core,
+        "full": full,
+        "ratio_packages": round(full["packages"] / core["packages"], 2),
+        "ratio_mb": round(full["mb"] / core["mb"], 2),
+        "ratio_seconds": round(full["seconds"] / core["seconds"], 2),
+    }
     print(json.dumps(result, indent=2))
     (ROOT / "bench" / "results").mkdir(exist_ok=True)
     (ROOT / "bench" / "results" / "install_size.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

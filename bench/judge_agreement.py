@@ -63,6 +63,7 @@ def _bigrams(text: str) -> set[str]:
 
 def lexical_reply(overlap: float) -> Any:
     """The native verdict with one claim per answer sentence, "yes" when its bigrams are in the context."""
+
     def answer(req: dict[str, Any]) -> Reply:
         b = blocks(req)
         context = _bigrams(b.get("CONTEXT", ""))
@@ -71,18 +72,30 @@ def lexical_reply(overlap: float) -> Any:
         for i, sentence in enumerate(s for s in _MARKER.split(b.get("ANSWER", "")) if s.strip(" 。")):
             grams = _bigrams(sentence)
             yes = bool(grams) and len(grams & context) / len(grams) >= overlap
-            claims.append({"claim": f"sentence {i + 1}", "verdict": "yes" if yes else "no", "chunks": [1] if yes else [],
-                           "reference": "yes", "reason": "bigram overlap with the context"})
+            claims.append(
+                {
+                    "claim": f"sentence {i + 1}",
+                    "verdict": "yes" if yes else "no",
+                    "chunks": [1] if yes else [],
+                    "reference": "yes",
+                    "reason": "bigram overlap with the context",
+                }
+            )
         verdict["claims"] = claims or verdict["claims"]
         content = json.dumps(verdict, ensure_ascii=False)
         return Reply(content, prompt_tokens=request_prompt_tokens(req), completion_tokens=estimate_tokens(content))
+
     return answer
 
 
 def judge_all(srv: ScriptedOpenAIServer, cache: Path, items: Sequence[JudgeInput], engine: str) -> dict[str, float]:
     """Each case's faithfulness by one engine (a case without one is left out, and counted)."""
     with make_client(srv, cache) as client:
-        judge: Any = NativeJudge(client, MODEL) if engine == "native" else DeepEvalEngine(client, MODEL, metrics=("faithfulness",))
+        judge: Any = (
+            NativeJudge(client, MODEL)
+            if engine == "native"
+            else DeepEvalEngine(client, MODEL, metrics=("faithfulness",))
+        )
         out = {}
         for item in items:
             metrics = judge.judge(item).metrics  # the deepeval engine's keys carry its name
@@ -93,7 +106,9 @@ def judge_all(srv: ScriptedOpenAIServer, cache: Path, items: Sequence[JudgeInput
 
 
 def report_of(values: dict[str, float]) -> LabelReport:
-    cases = [{"id": cid, "tier": "judge", "outcome": "pass", "metrics": {"faithfulness": v}} for cid, v in values.items()]
+    cases = [
+        {"id": cid, "tier": "judge", "outcome": "pass", "metrics": {"faithfulness": v}} for cid, v in values.items()
+    ]
     return compare_labels(load_labels(LABELS), {"cases": cases})
 
 
@@ -102,9 +117,11 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--overlap", type=float, default=0.6, help="the lexical judge's bigram share for a 'yes'")
     args = ap.parse_args(argv)
     items = build_items(GOLDEN, CORPUS)
-    judges = (("native (scripted: every claim yes)", "native", native_reply),
-              ("native (scripted: lexical)", "native", lexical_reply(args.overlap)),
-              ("deepeval (scripted)", "deepeval", Responder(realistic_tokens=True, tag_reasons=True)))
+    judges = (
+        ("native (scripted: every claim yes)", "native", native_reply),
+        ("native (scripted: lexical)", "native", lexical_reply(args.overlap)),
+        ("deepeval (scripted)", "deepeval", Responder(realistic_tokens=True, tag_reasons=True)),
+    )
     rows, out = [], {}
     with tempfile.TemporaryDirectory(prefix="judge_agreement-") as tmp, ScriptedOpenAIServer() as srv:
         for i, (name, engine, responder) in enumerate(judges):
@@ -112,15 +129,34 @@ def main(argv: Sequence[str]) -> int:
             values = judge_all(srv, Path(tmp) / str(i), items, engine)
             report = report_of(values)
             (m,) = report.metrics
-            out[name] = {"n_cases": len(items), "n_judged": len(values), **m.to_dict(),
-                         "left_out": [vars(x) for x in report.left_out]}
-            rows.append([name, f"{m.n_labelled}/{m.n_judged}", fmt(m.accuracy, 3), fmt(m.kappa, 3), f"{m.bias:+.3f}" if m.bias is not None else "n/a",
-                         fmt_interval(m.judge_only, 3), fmt_interval(m.labels_only, 3), fmt_interval(m.ppi, 3),
-                         fmt(m.lam, 3)])
-    payload = {**run_header("judge_agreement", argv), "params": {"overlap": args.overlap, "labels": str(LABELS.relative_to(REPO))},
-               "judges": out}
+            out[name] = {
+                "n_cases": len(items),
+                "n_judged": len(values),
+                **m.to_dict(),
+                "left_out": [vars(x) for x in report.left_out],
+            }
+            rows.append(
+                [
+                    name,
+                    f"{m.n_labelled}/{m.n_judged}",
+                    fmt(m.accuracy, 3),
+                    fmt(m.kappa, 3),
+                    f"{m.bias:+.3f}" if m.bias is not None else "n/a",
+                    fmt_interval(m.judge_only, 3),
+                    fmt_interval(m.labels_only, 3),
+                    fmt_interval(m.ppi, 3),
+                    fmt(m.lam, 3),
+                ]
+            )
+    payload = {
+        **run_header("judge_agreement", argv),
+        "params": {"overlap": args.overlap, "labels": str(LABELS.relative_to(REPO))},
+        "judges": out,
+    }
     path = write_results("judge_agreement", payload)
-    print(md_table(["judge", "labelled/judged", "accuracy", "κ", "bias", "judge-only", "labels-only", "PPI++", "λ"], rows))
+    print(
+        md_table(["judge", "labelled/judged", "accuracy", "κ", "bias", "judge-only", "labels-only", "PPI++", "λ"], rows)
+    )
     print(f"\nwritten: {path}")
     return 0
 

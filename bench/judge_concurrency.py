@@ -65,9 +65,9 @@ with ``--quick``) and prints Markdown tables.
 from __future__ import annotations
 
 import argparse
-import json
 import contextlib
 import io
+import json
 import os
 import shutil
 import sys
@@ -181,22 +181,38 @@ class Case:
 def build_cases(n: int) -> list[Case]:
     """``n`` judge_cost cases; case ``i`` is item ``i mod len(items)``, its pass ``i // len(items)``."""
     items = build_items(GOLDEN, CORPUS)
-    doc_of = {r["id"]: r["evidence"][0].get("doc_id") or r["evidence"][0]["any_of"][0]["doc_id"]
-              for r in read_jsonl(GOLDEN) if r.get("evidence")}
+    doc_of = {
+        r["id"]: r["evidence"][0].get("doc_id") or r["evidence"][0]["any_of"][0]["doc_id"]
+        for r in read_jsonl(GOLDEN)
+        if r.get("evidence")
+    }
     cases = []
     for i in range(n):
         base, rep = items[i % len(items)], i // len(items)
         question = base.question if rep == 0 else f"{base.question}（第{rep + 1}遍）"
         case_id = base.case_id if rep == 0 else f"{base.case_id}-r{rep + 1}"
-        cases.append(Case(case_id, doc_of[base.case_id], JudgeInput(
-            case_id=case_id, question=question, context=base.context, answer=base.answer,
-            key_facts=base.key_facts, reference=base.reference)))
+        cases.append(
+            Case(
+                case_id,
+                doc_of[base.case_id],
+                JudgeInput(
+                    case_id=case_id,
+                    question=question,
+                    context=base.context,
+                    answer=base.answer,
+                    key_facts=base.key_facts,
+                    reference=base.reference,
+                ),
+            )
+        )
     return cases
 
 
 def context_items(case: Case) -> list[dict[str, Any]]:
-    return [{"id": f"{case.doc_id}#{j}-{case.id}", "text": text, "metadata": {"doc_id": case.doc_id, "title": label}}
-            for j, (label, text) in enumerate(case.item.context)]
+    return [
+        {"id": f"{case.doc_id}#{j}-{case.id}", "text": text, "metadata": {"doc_id": case.doc_id, "title": label}}
+        for j, (label, text) in enumerate(case.item.context)
+    ]
 
 
 def write_repo(root: Path, cases: Sequence[Case], http_url: str) -> None:
@@ -211,14 +227,27 @@ def write_repo(root: Path, cases: Sequence[Case], http_url: str) -> None:
     (root / "answers.json").write_text(json.dumps(answers, ensure_ascii=False), encoding="utf-8")
     ds = root / "ds"
     ds.mkdir()
-    golden = [{"id": c.id, "question": c.item.question, "gold_doc_ids": [c.doc_id],
-               "key_facts": [{"fact": f} for f in c.item.key_facts], "reference_answer": c.item.reference,
-               "split": "tune"} for c in cases]
-    (ds / "golden.jsonl").write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in golden),
-                                     encoding="utf-8")
+    golden = [
+        {
+            "id": c.id,
+            "question": c.item.question,
+            "gold_doc_ids": [c.doc_id],
+            "key_facts": [{"fact": f} for f in c.item.key_facts],
+            "reference_answer": c.item.reference,
+            "split": "tune",
+        }
+        for c in cases
+    ]
+    (ds / "golden.jsonl").write_text(
+        "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in golden), encoding="utf-8"
+    )
     docs = {c.doc_id: "\n\n".join(t for _, t in c.item.context) for c in cases}
-    (ds / "corpus.jsonl").write_text("".join(json.dumps({"doc_id": d, "title": d, "text": t}, ensure_ascii=False)
-                                             + "\n" for d, t in sorted(docs.items())), encoding="utf-8")
+    (ds / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"doc_id": d, "title": d, "text": t}, ensure_ascii=False) + "\n" for d, t in sorted(docs.items())
+        ),
+        encoding="utf-8",
+    )
 
 
 # --- a service that holds /chat calls for a fixed time (tests.support.in_flight.InFlight) ---
@@ -234,6 +263,7 @@ def slow_service(gauge: InFlight, answers: Mapping[str, Mapping[str, Any]]) -> C
         if path == "/retrieve":
             return Status(200, {"items": a["context"]})
         return Status(404, {"error": f"no route {path}"})
+
     return respond
 
 
@@ -241,11 +271,19 @@ def slow_service(gauge: InFlight, answers: Mapping[str, Mapping[str, Any]]) -> C
 def child_env(judge_url: str) -> dict[str, str]:
     """This environment with the judge pointed at the scripted server, this checkout first on
     PYTHONPATH, and no concurrency or rag_app setting from the outer shell."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("RAG_APP_", "RAG_JUDGE_", "RAG_EVAL_", "RAG_SIMULATOR_"))}
-    env.update(RAG_JUDGE_BASE_URL=judge_url, RAG_JUDGE_MODEL=MODEL, RAG_JUDGE_API_KEY="sk-bench-judge",
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-               DEEPEVAL_TELEMETRY_OPT_OUT="1", DEEPEVAL_DISABLE_DOTENV="1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RAG_APP_", "RAG_JUDGE_", "RAG_EVAL_", "RAG_SIMULATOR_"))
+    }
+    env.update(
+        RAG_JUDGE_BASE_URL=judge_url,
+        RAG_JUDGE_MODEL=MODEL,
+        RAG_JUDGE_API_KEY="sk-bench-judge",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        DEEPEVAL_TELEMETRY_OPT_OUT="1",
+        DEEPEVAL_DISABLE_DOTENV="1",
+    )
     return env
 
 
@@ -258,7 +296,9 @@ class Config:
 
     @property
     def label(self) -> str:
-        return f"{self.part}-{self.latency:g}s-c{self.concurrency}-{'serial' if not self.workers else f'n{self.workers}'}"
+        return (
+            f"{self.part}-{self.latency:g}s-c{self.concurrency}-{'serial' if not self.workers else f'n{self.workers}'}"
+        )
 
     @property
     def mode(self) -> str:
@@ -266,8 +306,11 @@ class Config:
 
 
 def pytest_args(cfg: Config, root: Path, results: Path, cache: Path, extra: Sequence[str] = ()) -> list[str]:
-    tier = ["-m", "judge", "--rag-pipeline", "bench_system:System"] if cfg.part == "judge" else [
-        "-m", "deterministic", "--rag-pipeline-config", "http.toml"]
+    tier = (
+        ["-m", "judge", "--rag-pipeline", "bench_system:System"]
+        if cfg.part == "judge"
+        else ["-m", "deterministic", "--rag-pipeline-config", "http.toml"]
+    )
     return [
         "-m", "pytest", "test_rag.py", *tier,
         "--rag-dataset", "ds", "--rag-thresholds", "thresholds.toml",
@@ -341,29 +384,45 @@ class Bench:
         results, cache = self.out / f"{cfg.label}.json", self.out / "cache" / cfg.label
         self.reset()
         load = load_average()
-        wall, cpu = run_python_timed(pytest_args(cfg, self.root, results, cache), cfg.label, cwd=self.root, env=self.env)
+        wall, cpu = run_python_timed(
+            pytest_args(cfg, self.root, results, cache), cfg.label, cwd=self.root, env=self.env
+        )
         calls, most = self.calls(cfg.part), gauge.most
         outcomes = check_cases(results, tier, n, cfg.label)
         row: dict[str, Any] = {
-            "part": cfg.part, "latency_s": cfg.latency, "concurrency": cfg.concurrency, "mode": cfg.mode,
-            "wall_s": wall, "cpu_s": cpu, "server_calls": calls, "most_in_flight": most, "outcomes": outcomes,
-            "ideal_s": n * cfg.latency / (cfg.concurrency * max(1, cfg.workers)), "load_average": load,
+            "part": cfg.part,
+            "latency_s": cfg.latency,
+            "concurrency": cfg.concurrency,
+            "mode": cfg.mode,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "server_calls": calls,
+            "most_in_flight": most,
+            "outcomes": outcomes,
+            "ideal_s": n * cfg.latency / (cfg.concurrency * max(1, cfg.workers)),
+            "load_average": load,
             "results": results.name,
         }
         if rerun:
             self.reset()
             again = self.out / f"{cfg.label}-rerun.json"
             row["rerun_wall_s"], row["rerun_cpu_s"] = run_python_timed(
-                pytest_args(cfg, self.root, again, cache), f"{cfg.label} rerun", cwd=self.root, env=self.env)
+                pytest_args(cfg, self.root, again, cache), f"{cfg.label} rerun", cwd=self.root, env=self.env
+            )
             row["rerun_calls"] = self.calls(cfg.part)
             check_cases(again, tier, n, f"{cfg.label} rerun")
-        print(f"{cfg.label}: {wall:.1f} s, {calls} calls, {most} in flight at most"
-              + (f"; rerun {row['rerun_wall_s']:.1f} s, {row['rerun_calls']} calls" if rerun else ""), flush=True)
+        print(
+            f"{cfg.label}: {wall:.1f} s, {calls} calls, {most} in flight at most"
+            + (f"; rerun {row['rerun_wall_s']:.1f} s, {row['rerun_calls']} calls" if rerun else ""),
+            flush=True,
+        )
         return row
 
     def collect_only(self, part: str) -> float:
         cfg = Config(part, 0.0, 1, 0)
-        args = pytest_args(cfg, self.root, self.out / "collect.json", self.out / "cache" / "collect", ["--collect-only"])
+        args = pytest_args(
+            cfg, self.root, self.out / "collect.json", self.out / "cache" / "collect", ["--collect-only"]
+        )
         return run_python_timed(args, f"{part} collect-only", cwd=self.root, env=self.env)[0]
 
 
@@ -389,8 +448,14 @@ def compare(rows: Sequence[Mapping[str, Any]], out: Path) -> dict[str, Any]:
 
 
 # --- deepeval ------------------------------------------------------------------------------
-def deepeval_runs(srv: ScriptedOpenAIServer, gauge: InFlight, cases: Sequence[Case], latency: float,
-                  levels: Sequence[int], workdir: Path) -> list[dict[str, Any]]:
+def deepeval_runs(
+    srv: ScriptedOpenAIServer,
+    gauge: InFlight,
+    cases: Sequence[Case],
+    latency: float,
+    levels: Sequence[int],
+    workdir: Path,
+) -> list[dict[str, Any]]:
     """deepeval's async ``evaluate`` of the cases at each ``max_concurrent`` (module doc, part 3)."""
     workdir.mkdir(parents=True, exist_ok=True)
     os.environ["DEEPEVAL_CACHE_FOLDER"] = str(workdir / ".deepeval-cache")
@@ -422,22 +487,33 @@ def deepeval_runs(srv: ScriptedOpenAIServer, gauge: InFlight, cases: Sequence[Ca
             return MODEL
 
         def generate(self, prompt: str, schema: Any = None, **kwargs: Any) -> Any:
-            resp = self.sync.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": prompt}],
-                                                     temperature=0.0)
+            resp = self.sync.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": prompt}], temperature=0.0
+            )
             text = resp.choices[0].message.content or ""
             return text if schema is None else parse_into(schema, text)
 
         async def a_generate(self, prompt: str, schema: Any = None, **kwargs: Any) -> Any:
             resp = await self.aclient.chat.completions.create(
-                model=MODEL, messages=[{"role": "user", "content": prompt}], temperature=0.0)
+                model=MODEL, messages=[{"role": "user", "content": prompt}], temperature=0.0
+            )
             text = resp.choices[0].message.content or ""
             return text if schema is None else parse_into(schema, text)
 
-    classes = {"faithfulness": FaithfulnessMetric, "answer_relevancy": AnswerRelevancyMetric,
-               "contextual_recall": ContextualRecallMetric}
-    test_cases = [LLMTestCase(input=c.item.question, actual_output=c.item.answer,
-                              retrieval_context=[t for _, t in c.item.context], expected_output=c.item.reference)
-                  for c in cases]
+    classes = {
+        "faithfulness": FaithfulnessMetric,
+        "answer_relevancy": AnswerRelevancyMetric,
+        "contextual_recall": ContextualRecallMetric,
+    }
+    test_cases = [
+        LLMTestCase(
+            input=c.item.question,
+            actual_output=c.item.answer,
+            retrieval_context=[t for _, t in c.item.context],
+            expected_output=c.item.reference,
+        )
+        for c in cases
+    ]
     cwd = Path.cwd()
     rows = []
     os.chdir(workdir)  # anything deepeval writes lands in the temporary folder
@@ -448,26 +524,41 @@ def deepeval_runs(srv: ScriptedOpenAIServer, gauge: InFlight, cases: Sequence[Ca
             srv.reset()
             gauge.reset()
             model = AsyncScripted()
-            metrics = [classes[name](model=model, async_mode=True, include_reason=True, eval_mode="llm")
-                       for name in DEEPEVAL_METRICS]
+            metrics = [
+                classes[name](model=model, async_mode=True, include_reason=True, eval_mode="llm")
+                for name in DEEPEVAL_METRICS
+            ]
             load = load_average()
             t0 = time.perf_counter()
             chatter = io.StringIO()  # deepeval prints a summary and an invitation to its cloud
             with contextlib.redirect_stdout(chatter):
-                result = evaluate(test_cases, metrics,
-                                  async_config=AsyncConfig(run_async=True, max_concurrent=level),
-                                  display_config=DisplayConfig(show_indicator=False, print_results=False,
-                                                               inspect_after_run=False),
-                                  cache_config=CacheConfig(write_cache=False, use_cache=False),
-                                  error_config=ErrorConfig(ignore_errors=False))
+                result = evaluate(
+                    test_cases,
+                    metrics,
+                    async_config=AsyncConfig(run_async=True, max_concurrent=level),
+                    display_config=DisplayConfig(show_indicator=False, print_results=False, inspect_after_run=False),
+                    cache_config=CacheConfig(write_cache=False, use_cache=False),
+                    error_config=ErrorConfig(ignore_errors=False),
+                )
             wall = time.perf_counter() - t0
             scored = sum(1 for r in result.test_results for m in (r.metrics_data or []) if m.score is not None)
             errors = sum(1 for r in result.test_results for m in (r.metrics_data or []) if m.error)
-            row = {"latency_s": latency, "max_concurrent": level, "wall_s": wall, "server_calls": srv.calls("chat"),
-                   "calls_per_case": srv.calls("chat") / len(cases), "most_in_flight": gauge.most,
-                   "metric_scores": scored, "metric_errors": errors, "load_average": load}
-            print(f"deepeval {latency:g}s max_concurrent={level}: {wall:.1f} s, {row['server_calls']} calls, "
-                  f"{gauge.most} in flight at most, {scored} scores, {errors} errors", flush=True)
+            row = {
+                "latency_s": latency,
+                "max_concurrent": level,
+                "wall_s": wall,
+                "server_calls": srv.calls("chat"),
+                "calls_per_case": srv.calls("chat") / len(cases),
+                "most_in_flight": gauge.most,
+                "metric_scores": scored,
+                "metric_errors": errors,
+                "load_average": load,
+            }
+            print(
+                f"deepeval {latency:g}s max_concurrent={level}: {wall:.1f} s, {row['server_calls']} calls, "
+                f"{gauge.most} in flight at most, {scored} scores, {errors} errors",
+                flush=True,
+            )
             rows.append(row)
     finally:
         os.chdir(cwd)
@@ -477,13 +568,35 @@ def deepeval_runs(srv: ScriptedOpenAIServer, gauge: InFlight, cases: Sequence[Ca
 # --- tables --------------------------------------------------------------------------------
 def speedup_rows(rows: Sequence[Mapping[str, Any]], n: int) -> list[list[Any]]:
     ref = next((r["wall_s"] for r in rows if r["concurrency"] == 1 and r["mode"] == "serial"), float("nan"))
-    return [[r["concurrency"], r["mode"], r["wall_s"], r["cpu_s"], r["ideal_s"], ratio(ref, r["wall_s"]),
-             r["server_calls"], f"{r['server_calls'] == n}", r["most_in_flight"], r.get("rerun_calls", "–")]
-            for r in rows]
+    return [
+        [
+            r["concurrency"],
+            r["mode"],
+            r["wall_s"],
+            r["cpu_s"],
+            r["ideal_s"],
+            ratio(ref, r["wall_s"]),
+            r["server_calls"],
+            f"{r['server_calls'] == n}",
+            r["most_in_flight"],
+            r.get("rerun_calls", "–"),
+        ]
+        for r in rows
+    ]
 
 
-TABLE_HEAD = ["--rag-concurrency", "mode", "wall s", "CPU s", "ideal s (cases × latency ÷ calls in flight)",
-              "speed-up vs 1 serial", "server calls", "= cases", "most in flight", "rerun calls"]
+TABLE_HEAD = [
+    "--rag-concurrency",
+    "mode",
+    "wall s",
+    "CPU s",
+    "ideal s (cases × latency ÷ calls in flight)",
+    "speed-up vs 1 serial",
+    "server calls",
+    "= cases",
+    "most in flight",
+    "rerun calls",
+]
 
 
 def main(argv: Sequence[str]) -> int:
@@ -497,7 +610,9 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--parts", default="judge,http,deepeval", help="which parts to run (comma-separated)")
     ap.add_argument("--quick", action="store_true", help="40 cases, 0.2 s, levels 1 and 4, deepeval at 4 and 16")
     ap.add_argument("--keep", action="store_true", help="keep the temporary repository (its path is printed)")
-    ap.add_argument("--render", type=Path, help="reprint the tables of a results file (summary recomputed from its runs)")
+    ap.add_argument(
+        "--render", type=Path, help="reprint the tables of a results file (summary recomputed from its runs)"
+    )
     args = ap.parse_args(argv)
     if args.render:
         return render(args.render)
@@ -528,14 +643,20 @@ def main(argv: Sequence[str]) -> int:
             bench = Bench(root, out, srv, judge_gauge, svc, service_gauge, child_env(srv.base_url))
             for latency in latencies if "judge" in parts else []:
                 collect.setdefault("judge", bench.collect_only("judge"))
-                group = [bench.one(Config("judge", latency, c, w), args.n, rerun=True)
-                         for c in levels for w in (0, args.workers)]
+                group = [
+                    bench.one(Config("judge", latency, c, w), args.n, rerun=True)
+                    for c in levels
+                    for w in (0, args.workers)
+                ]
                 same[f"judge-{latency:g}s"] = compare(group, out)
                 judge_runs += group
             if "http" in parts:
                 collect["http"] = bench.collect_only("http")
-                group = [bench.one(Config("http", args.http_latency, c, w), args.n, rerun=False)
-                         for c in levels for w in (0, args.workers)]
+                group = [
+                    bench.one(Config("http", args.http_latency, c, w), args.n, rerun=False)
+                    for c in levels
+                    for w in (0, args.workers)
+                ]
                 same[f"http-{args.http_latency:g}s"] = compare(group, out)
                 http_runs += group
             if "deepeval" in parts:
@@ -551,13 +672,23 @@ def main(argv: Sequence[str]) -> int:
         **header,
         "load_average_at_end": load_average(),
         "total_wall_s": time.perf_counter() - t_start,
-        "params": {"n": args.n, "latencies_s": latencies, "levels": levels, "workers": args.workers,
-                   "http_latency_s": args.http_latency, "deepeval_max_concurrent": de_levels,
-                   "deepeval_metrics": list(DEEPEVAL_METRICS), "timing_keys_removed": sorted(TIMING_KEYS),
-                   "run_keys_removed": sorted(NORMALISE_RUN_KEYS),
-                   "rerun_keys_removed": sorted(RERUN_KEYS)},
+        "params": {
+            "n": args.n,
+            "latencies_s": latencies,
+            "levels": levels,
+            "workers": args.workers,
+            "http_latency_s": args.http_latency,
+            "deepeval_max_concurrent": de_levels,
+            "deepeval_metrics": list(DEEPEVAL_METRICS),
+            "timing_keys_removed": sorted(TIMING_KEYS),
+            "run_keys_removed": sorted(NORMALISE_RUN_KEYS),
+            "rerun_keys_removed": sorted(RERUN_KEYS),
+        },
         "collect_only_s": collect,
-        "judge": judge_runs, "http": http_runs, "deepeval": de_runs, "identical_results": same,
+        "judge": judge_runs,
+        "http": http_runs,
+        "deepeval": de_runs,
+        "identical_results": same,
     }
     result.update(summarise(result))
     path = write_results(name, result)
@@ -570,8 +701,11 @@ def speedups(runs: Sequence[Mapping[str, Any]]) -> dict[str, float]:
     """Wall time of --rag-concurrency 1 serial over every configuration's, per latency."""
     out = {}
     for r in runs:
-        base = next(b["wall_s"] for b in runs if b["latency_s"] == r["latency_s"] and b["concurrency"] == 1
-                    and b["mode"] == "serial")
+        base = next(
+            b["wall_s"]
+            for b in runs
+            if b["latency_s"] == r["latency_s"] and b["concurrency"] == 1 and b["mode"] == "serial"
+        )
         out[f"{r['latency_s']:g}s c{r['concurrency']} {r['mode']}"] = ratio(base, r["wall_s"])
     return out
 
@@ -594,7 +728,9 @@ def summarise(result: Mapping[str, Any]) -> dict[str, Any]:
         b = min((r for r in de if r["latency_s"] == latency), key=lambda r: r["wall_s"])
         ours = {r["concurrency"]: r["wall_s"] for r in judge if r["latency_s"] == latency and r["mode"] == "serial"}
         best[f"{latency:g}s"] = {
-            "max_concurrent": b["max_concurrent"], "wall_s": b["wall_s"], "calls": b["server_calls"],
+            "max_concurrent": b["max_concurrent"],
+            "wall_s": b["wall_s"],
+            "calls": b["server_calls"],
             **{f"native_c{c}_serial_wall_s": w for c, w in sorted(ours.items())},
             **{f"deepeval_best_over_native_c{c}": ratio(b["wall_s"], w) for c, w in sorted(ours.items())},
         }
@@ -605,21 +741,48 @@ def print_tables(result: Mapping[str, Any]) -> None:
     n, params, collect = result["params"]["n"], result["params"], result["collect_only_s"]
     for latency in params["latencies_s"] if result["judge"] else []:
         rows = [r for r in result["judge"] if r["latency_s"] == latency]
-        print(f"\n### Judge tier, {n} cases, judge at {latency * 1e3:g} ms per call "
-              f"(collect-only {collect['judge']:.1f} s)\n")
+        print(
+            f"\n### Judge tier, {n} cases, judge at {latency * 1e3:g} ms per call "
+            f"(collect-only {collect['judge']:.1f} s)\n"
+        )
         print(md_table(TABLE_HEAD, speedup_rows(rows, n)))
     if result["http"]:
-        print(f"\n### HTTP system's chat, {n} cases (deterministic tier), {params['http_latency_s'] * 1e3:g} ms per "
-              f"call (collect-only {collect['http']:.1f} s)\n")
+        print(
+            f"\n### HTTP system's chat, {n} cases (deterministic tier), {params['http_latency_s'] * 1e3:g} ms per "
+            f"call (collect-only {collect['http']:.1f} s)\n"
+        )
         print(md_table(TABLE_HEAD[:-1], [r[:-1] for r in speedup_rows(result["http"], n)]))
     if result["deepeval"]:
         print(f"\n### deepeval async evaluate, same {n} cases ({' + '.join(params['deepeval_metrics'])})\n")
-        print(md_table(["latency ms", "max_concurrent", "wall s", "server calls", "calls / case", "most in flight",
-                        "metric errors"],
-                       [[r["latency_s"] * 1e3, r["max_concurrent"], r["wall_s"], r["server_calls"],
-                         r["calls_per_case"], r["most_in_flight"], r["metric_errors"]] for r in result["deepeval"]]))
-    print("\nresults files identical (timings and invocation fields aside): "
-          + ", ".join(f"{k}: {v['identical']} ({v['files']} files)" for k, v in result["identical_results"].items()))
+        print(
+            md_table(
+                [
+                    "latency ms",
+                    "max_concurrent",
+                    "wall s",
+                    "server calls",
+                    "calls / case",
+                    "most in flight",
+                    "metric errors",
+                ],
+                [
+                    [
+                        r["latency_s"] * 1e3,
+                        r["max_concurrent"],
+                        r["wall_s"],
+                        r["server_calls"],
+                        r["calls_per_case"],
+                        r["most_in_flight"],
+                        r["metric_errors"],
+                    ]
+                    for r in result["deepeval"]
+                ],
+            )
+        )
+    print(
+        "\nresults files identical (timings and invocation fields aside): "
+        + ", ".join(f"{k}: {v['identical']} ({v['files']} files)" for k, v in result["identical_results"].items())
+    )
     print("acceptance: " + json.dumps(result["acceptance"], ensure_ascii=False))
     if result["deepeval_best"]:
         print("deepeval best: " + json.dumps(result["deepeval_best"]))

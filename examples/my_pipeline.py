@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 
 class KeywordPipeline:
@@ -33,11 +34,11 @@ class KeywordPipeline:
         q = _bigrams(question)
         scored = sorted(((len(q & _bigrams(t)) / (len(q) or 1), d) for d, t in self.docs.items()), reverse=True)
         hits = [(s, d) for s, d in scored if s > 0][: top_k or 5]
-        return {
-            "items": [{"id": d, "text": self.docs[d], "score": s, "metadata": {"doc_id": d}} for s, d in hits]
-        }
+        return {"items": [{"id": d, "text": self.docs[d], "score": s, "metadata": {"doc_id": d}} for s, d in hits]}
 
-    def chat(self, question: str, top_k: int | None = None, history: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    def chat(
+        self, question: str, top_k: int | None = None, history: Sequence[Mapping[str, str]] = ()
+    ) -> dict[str, Any]:
         context = self.retrieve(question, top_k)["items"]
         if not context:
             return {"answer": "No relevant material was found.", "refused": True}

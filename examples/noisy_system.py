@@ -33,9 +33,10 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -164,8 +165,9 @@ def check_rate(name: str, value: object) -> float:
 class NoisySystem:
     """BM25 ranking → ``degrade`` (drop_rate) → ``perturb`` (rank_noise, seed) → the top_k passages."""
 
-    def __init__(self, index: BM25, rank_noise: float = 0.0, seed: int = 0, drop_rate: float = 0.0,
-                 depth: int = 10) -> None:
+    def __init__(
+        self, index: BM25, rank_noise: float = 0.0, seed: int = 0, drop_rate: float = 0.0, depth: int = 10
+    ) -> None:
         self.index = index
         self.rank_noise = check_rate("rank_noise", rank_noise)
         self.drop_rate = check_rate("drop_rate", drop_rate)
@@ -176,8 +178,9 @@ class NoisySystem:
         """(passage index, BM25 score) in the order ``retrieve`` returns them."""
         k = top_k or DEFAULT_TOP_K
         base = self.index.ranking(question, self.depth + max(k, self.depth))
-        noisy = perturb(degrade(base, question, self.drop_rate, self.depth), question, self.rank_noise, self.seed,
-                        self.depth)
+        noisy = perturb(
+            degrade(base, question, self.drop_rate, self.depth), question, self.rank_noise, self.seed, self.depth
+        )
         return noisy[:k]
 
     def retrieve(self, question: str, top_k: int | None = None) -> dict[str, Any]:
@@ -188,8 +191,13 @@ class NoisySystem:
         return {"items": items}
 
     def describe(self) -> dict[str, Any]:
-        return {"retriever": "bm25-noisy", "rank_noise": self.rank_noise, "rank_noise_seed": self.seed,
-                "drop_rate": self.drop_rate, "n_passages": len(self.index.passages)}
+        return {
+            "retriever": "bm25-noisy",
+            "rank_noise": self.rank_noise,
+            "rank_noise_seed": self.seed,
+            "drop_rate": self.drop_rate,
+            "n_passages": len(self.index.passages),
+        }
 
 
 # The BM25 index of each (corpus, passage_chars), built once per process: every seed of a
@@ -212,5 +220,9 @@ def make_pipeline(options: Mapping[str, Any]) -> NoisySystem:
     key = index_key(corpus, int(options.get("passage_chars", 400)))
     if key not in INDEXES:
         INDEXES[key] = BM25(read_passages(corpus, key[1]))
-    return NoisySystem(INDEXES[key], options.get("rank_noise", 0.0), int(options.get("rank_noise_seed", 0)),
-                       options.get("drop_rate", 0.0))
+    return NoisySystem(
+        INDEXES[key],
+        options.get("rank_noise", 0.0),
+        int(options.get("rank_noise_seed", 0)),
+        options.get("drop_rate", 0.0),
+    )

@@ -83,7 +83,9 @@ def build(name: str, shared: Path) -> dict[str, Any]:
         "source_repo": source.get("source_repo"),
         "source_commit": source.get("source_commit"),
         "licence": source.get("licence"),
-        "selection": "all documents" if keep is None else f"{keep} documents with the smallest sha256('subset-v1|'+doc_id), and the questions whose gold lies in them",
+        "selection": "all documents"
+        if keep is None
+        else f"{keep} documents with the smallest sha256('subset-v1|'+doc_id), and the questions whose gold lies in them",
         "dropped_questions_without_text": dropped,
         "n_docs": len(docs),
         "n_questions": len(questions),

@@ -62,8 +62,10 @@ def parse_request(path: str, raw: bytes, max_question_chars: int = MAX_QUESTION_
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidRequest(f"the body is not JSON ({exc})") from None
     except RecursionError:
-        raise InvalidRequest("the body is nested too deeply to be a request (JSON arrays or objects inside "
-                             "each other more than about 1000 levels)") from None
+        raise InvalidRequest(
+            "the body is nested too deeply to be a request (JSON arrays or objects inside "
+            "each other more than about 1000 levels)"
+        ) from None
     if not isinstance(body, dict):
         raise InvalidRequest('the body must be a JSON object like {"question": "...", "top_k": 5}')
     unknown = sorted(set(body) - set(REQUEST_KEYS[path]))
@@ -84,12 +86,14 @@ def parse_request(path: str, raw: bytes, max_question_chars: int = MAX_QUESTION_
     _check_length("'question'", question, max_question_chars)
     top_k = body.get("top_k")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K):
-        raise InvalidRequest(f"'top_k' must be an integer from 1 to {MAX_TOP_K}, or null for the default; got {top_k!r}")
+        raise InvalidRequest(
+            f"'top_k' must be an integer from 1 to {MAX_TOP_K}, or null for the default; got {top_k!r}"
+        )
     history = body.get("history") or []
     if not isinstance(history, list) or not all(
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in history
     ):
-        raise InvalidRequest("'history' must be a list of {\"role\": str, \"content\": str}")
+        raise InvalidRequest('\'history\' must be a list of {"role": str, "content": str}')
     return {"question": question, "top_k": top_k, "history": history}
 
 

@@ -7,8 +7,8 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 from rag_app.errors import RagAppError
 from rag_app.index.progress import ENV as PROGRESS_ENV
@@ -32,7 +32,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ingest = sub.add_parser("ingest", help="build (or reuse) the index for a corpus")
     p_ingest.add_argument("path", nargs="?", help="corpus folder or file (default: settings.corpus_path)")
     p_ingest.add_argument(
-        "--progress", choices=("auto", "on", "off"), default=None,
+        "--progress",
+        choices=("auto", "on", "off"),
+        default=None,
         help=f"embedding progress on stderr: auto = only on a terminal (default; also {PROGRESS_ENV})",
     )
     p_ask = sub.add_parser("ask", help="answer one question and show sources and per-stage hits")
@@ -40,7 +42,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_ask.add_argument("--top-k", type=int, default=None)
     p_ask.add_argument("--json", action="store_true", help="print the full result as JSON")
     p_ask.add_argument("--corpus", default=None)
-    p_chat = sub.add_parser("chat", help="a tutoring conversation: one student message per line (rag_app/dialogue/repl.py)")
+    p_chat = sub.add_parser(
+        "chat", help="a tutoring conversation: one student message per line (rag_app/dialogue/repl.py)"
+    )
     p_chat.add_argument("--problem", default=None, help="the problem on the student's screen (context['problem'])")
     p_chat.add_argument("--book", default=None, help="the book the student is working in (context['book'])")
     p_chat.add_argument("--json", action="store_true", help="print each tutor turn as one JSON line")
@@ -50,14 +54,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p_serve.add_argument("--port", type=int, default=8000, help="port (0 picks a free one; default 8000)")
     p_serve.add_argument("--corpus", default=None)
-    p_serve.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                         help="also accept this Host header (repeatable; '*' = any). Default: localhost, 127.0.0.1, ::1")
-    p_serve.add_argument("--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB; 413)")
-    p_serve.add_argument("--request-timeout", type=float, default=10.0,
-                         help="seconds for a request's head, and again for its body (default 10; 408)")
-    p_serve.add_argument("--max-pending", type=int, default=16, help="requests waiting for the pipeline (default 16; 503)")
-    p_serve.add_argument("--queue-timeout", type=float, default=120.0,
-                         help="seconds a request may wait for the pipeline (default 120; 503)")
+    p_serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also accept this Host header (repeatable; '*' = any). Default: localhost, 127.0.0.1, ::1",
+    )
+    p_serve.add_argument(
+        "--max-body-bytes", type=int, default=1 << 20, help="largest request body (default 1 MiB; 413)"
+    )
+    p_serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        help="seconds for a request's head, and again for its body (default 10; 408)",
+    )
+    p_serve.add_argument(
+        "--max-pending", type=int, default=16, help="requests waiting for the pipeline (default 16; 503)"
+    )
+    p_serve.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=120.0,
+        help="seconds a request may wait for the pipeline (default 120; 503)",
+    )
     p_serve.add_argument("--max-connections", type=int, default=512, help="open connections (default 512; 503)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(message)s")
@@ -136,8 +157,11 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     try:
         limits = Limits(
             allowed_hosts=(*LOCAL_HOSTS, *(h.strip().lower() for h in args.allow_host if h.strip())),
-            max_body_bytes=args.max_body_bytes, max_question_chars=settings.max_question_chars,
-            request_timeout=args.request_timeout, max_pending=args.max_pending, queue_timeout=args.queue_timeout,
+            max_body_bytes=args.max_body_bytes,
+            max_question_chars=settings.max_question_chars,
+            request_timeout=args.request_timeout,
+            max_pending=args.max_pending,
+            queue_timeout=args.queue_timeout,
             max_connections=args.max_connections,
         )
     except ValueError as exc:
@@ -147,11 +171,17 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     try:
         server = make_server(pipe, args.host, args.port, limits)
     except OSError as exc:
-        print(f"error: cannot serve on {args.host}:{args.port}: {exc}; pick another --port (0 = any free one)", file=sys.stderr)
+        print(
+            f"error: cannot serve on {args.host}:{args.port}: {exc}; pick another --port (0 = any free one)",
+            file=sys.stderr,
+        )
         return 2
     _print_info(pipe)
     # One parseable line on stdout, flushed: scripts and tests wait for it (or poll /api/health).
-    print(f"serving rag_app on {server.url} (POST /api/retrieve, POST /api/chat, POST /api/dialogue, GET /api/health)", flush=True)
+    print(
+        f"serving rag_app on {server.url} (POST /api/retrieve, POST /api/chat, POST /api/dialogue, GET /api/health)",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -166,7 +196,9 @@ def format_index_line(pipe: RagPipeline) -> str:
     stats = pipe.index.stats
     sizes = f"{stats.n_docs} docs, {stats.n_parents} parents, {stats.n_children} children"
     if stats.built:
-        work = f"{stats.embeddings_computed} embeddings computed, {stats.embeddings_cached} read from the embedding cache"
+        work = (
+            f"{stats.embeddings_computed} embeddings computed, {stats.embeddings_cached} read from the embedding cache"
+        )
     else:
         work = "no embedding needed"
     state = "built" if stats.built else "reused"

@@ -17,8 +17,8 @@ or an error, should be written once.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from rag_app.errors import ConfigError

@@ -29,8 +29,9 @@ from __future__ import annotations
 import json
 import logging
 import traceback
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -111,13 +112,23 @@ class HostGuard:
         host, origin = host_of(headers.get("host", "")), headers.get("origin")
         if host not in self.allowed:
             shown = json.dumps(headers.get("host", ""))[:80]
-            response = _refusal(421, "host_not_allowed", (
-                f"Host {shown} is not served here; allowed: {', '.join(sorted(self.allowed))}. "
-                "To serve another name add it: python -m rag_app serve --allow-host NAME"))
+            response = _refusal(
+                421,
+                "host_not_allowed",
+                (
+                    f"Host {shown} is not served here; allowed: {', '.join(sorted(self.allowed))}. "
+                    "To serve another name add it: python -m rag_app serve --allow-host NAME"
+                ),
+            )
         elif origin is not None and origin != "null" and host_of(origin) not in self.allowed:
-            response = _refusal(403, "origin_not_allowed", (
-                f"requests from the web origin {json.dumps(origin)[:80]} are refused (cross-site); "
-                "allow its host with --allow-host NAME"))
+            response = _refusal(
+                403,
+                "origin_not_allowed",
+                (
+                    f"requests from the web origin {json.dumps(origin)[:80]} are refused (cross-site); "
+                    "allow its host with --allow-host NAME"
+                ),
+            )
         else:
             await self.app(scope, receive, send)
             return
@@ -151,18 +162,26 @@ class ApiApp:
         path = request.url.path.rstrip("/")
         media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media != "application/json":
-            return _refusal(415, "unsupported_media_type", (
-                f"the body must be JSON sent as Content-Type: application/json, not {media or 'no content type'!r}"))
+            return _refusal(
+                415,
+                "unsupported_media_type",
+                (f"the body must be JSON sent as Content-Type: application/json, not {media or 'no content type'!r}"),
+            )
         limit = self.limits.max_body_bytes
         try:
             with anyio.fail_after(self.limits.request_timeout):
                 raw = await _read_body(request, limit)
         except _TooLarge:
-            return _refusal(413, "body_too_large", f"the body is larger than {limit} bytes (the limit)",
-                            {"Connection": "close"})
+            return _refusal(
+                413, "body_too_large", f"the body is larger than {limit} bytes (the limit)", {"Connection": "close"}
+            )
         except TimeoutError:
-            return _refusal(408, "request_timeout", (
-                f"the body did not arrive within {self.limits.request_timeout:g} s"), {"Connection": "close"})
+            return _refusal(
+                408,
+                "request_timeout",
+                (f"the body did not arrive within {self.limits.request_timeout:g} s"),
+                {"Connection": "close"},
+            )
         try:
             req = parse_request(path, raw, self.limits.max_question_chars)
         except InvalidRequest as exc:
@@ -171,9 +190,12 @@ class ApiApp:
 
     async def _queued(self, path: str, req: dict[str, Any]) -> Response:
         if self.pending >= self.limits.max_pending:
-            return _refusal(503, "busy", (
-                f"{self.pending} requests are already waiting for the pipeline (max_pending); try again"),
-                {"Retry-After": "1"})
+            return _refusal(
+                503,
+                "busy",
+                (f"{self.pending} requests are already waiting for the pipeline (max_pending); try again"),
+                {"Retry-After": "1"},
+            )
         self.pending += 1
         try:
             if self._turn is None:
@@ -182,9 +204,12 @@ class ApiApp:
                 with anyio.fail_after(self.limits.queue_timeout):
                     await self._turn.acquire()
             except TimeoutError:
-                return _refusal(503, "busy", (
-                    f"the pipeline stayed busy for {self.limits.queue_timeout:g} s (queue_timeout); try again"),
-                    {"Retry-After": "5"})
+                return _refusal(
+                    503,
+                    "busy",
+                    (f"the pipeline stayed busy for {self.limits.queue_timeout:g} s (queue_timeout); try again"),
+                    {"Retry-After": "5"},
+                )
             try:
                 code, body = await anyio.to_thread.run_sync(answer, self.pipeline, path, req)
             finally:
@@ -202,8 +227,12 @@ class ApiApp:
         code = exc.status_code if isinstance(exc, HTTPException) else 500
         path = request.url.path.rstrip("/")
         if code == 405:
-            return _refusal(405, "method_not_allowed", f"use {'GET' if path == '/api/health' else 'POST'} {path}",
-                            {"Allow": "GET" if path == "/api/health" else "POST"})
+            return _refusal(
+                405,
+                "method_not_allowed",
+                f"use {'GET' if path == '/api/health' else 'POST'} {path}",
+                {"Allow": "GET" if path == "/api/health" else "POST"},
+            )
         if code == 404:
             return _refusal(404, "not_found", f"no route {json.dumps(path)[:200]}; routes: {ROUTES}")
         return _refusal(code, "http_error", str(getattr(exc, "detail", "")))

@@ -48,8 +48,10 @@ def env_secrets(env: dict[str, str] | None = None) -> list[str]:
 
 def _timeout_body(seconds: float) -> bytes:
     body = json.dumps({"error": "request_timeout", "detail": f"the request head did not arrive within {seconds:g} s"})
-    return (f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            f"connection: close\r\n\r\n{body}").encode("ascii")
+    return (
+        f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+        f"connection: close\r\n\r\n{body}"
+    ).encode("ascii")
 
 
 def _protocol_with_head_timeout(seconds: float) -> type[H11Protocol]:
@@ -99,8 +101,15 @@ def _protocol_with_head_timeout(seconds: float) -> type[H11Protocol]:
 class ApiServer:
     """A bound API server: :meth:`serve_forever` in this thread, or :meth:`start` / :meth:`stop`."""
 
-    def __init__(self, pipeline: RagPipeline, host: str = "127.0.0.1", port: int = 8000,
-                 limits: Limits | None = None, *, access_log: bool = False) -> None:
+    def __init__(
+        self,
+        pipeline: RagPipeline,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        limits: Limits | None = None,
+        *,
+        access_log: bool = False,
+    ) -> None:
         limits = limits or Limits()
         if host not in _WILDCARD_ADDRESSES and host.lower() not in limits.allowed_hosts:
             limits = dataclasses.replace(limits, allowed_hosts=(*limits.allowed_hosts, host.lower()))
@@ -114,9 +123,17 @@ class ApiServer:
         self._socket.bind((host, port))
         self._socket.listen(128)
         config = uvicorn.Config(
-            app, http=_protocol_with_head_timeout(limits.request_timeout), loop="asyncio", lifespan="off",
-            log_config=None, access_log=access_log, server_header=False, ws="none",
-            limit_concurrency=limits.max_connections, timeout_keep_alive=5, timeout_graceful_shutdown=5,
+            app,
+            http=_protocol_with_head_timeout(limits.request_timeout),
+            loop="asyncio",
+            lifespan="off",
+            log_config=None,
+            access_log=access_log,
+            server_header=False,
+            ws="none",
+            limit_concurrency=limits.max_connections,
+            timeout_keep_alive=5,
+            timeout_graceful_shutdown=5,
         )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
@@ -156,7 +173,8 @@ class ApiServer:
         self.stop()
 
 
-def make_server(pipeline: RagPipeline, host: str = "127.0.0.1", port: int = 8000,
-                limits: Limits | None = None) -> ApiServer:
+def make_server(
+    pipeline: RagPipeline, host: str = "127.0.0.1", port: int = 8000, limits: Limits | None = None
+) -> ApiServer:
     """A bound server (port 0 picks a free port): ``serve_forever()``, or ``start()``/``stop()``."""
     return ApiServer(pipeline, host, port, limits)

@@ -38,8 +38,10 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
+
 import httpx
 import openai
 
@@ -81,7 +83,11 @@ class ChatRequest:
         if not self.messages:
             raise ValueError("ChatRequest.messages is empty; a chat call needs at least one message")
         for i, m in enumerate(self.messages):
-            if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            if (
+                not isinstance(m, Mapping)
+                or not isinstance(m.get("role"), str)
+                or not isinstance(m.get("content"), str)
+            ):
                 raise ValueError(f"ChatRequest.messages[{i}] must be a mapping with string 'role' and 'content'")
         object.__setattr__(self, "messages", tuple(dict(m) for m in self.messages))
         object.__setattr__(self, "extra", dict(self.extra))
@@ -178,8 +184,11 @@ class _Guard(httpx.BaseTransport):
             return self.inner.handle_request(request)
         remaining = state.deadline - time.monotonic()
         if remaining <= 0:
-            raise _Stop("time_budget", f"the total time budget ran out after {state.attempts} attempt(s); "
-                                       f"last failure: {state.last_failure or 'none'}")
+            raise _Stop(
+                "time_budget",
+                f"the total time budget ran out after {state.attempts} attempt(s); "
+                f"last failure: {state.last_failure or 'none'}",
+            )
         timeout = min(float(request.extensions.get("timeout", {}).get("read") or remaining), remaining)
         request.extensions["timeout"] = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
         state.attempts += 1
@@ -203,7 +212,9 @@ class _Guard(httpx.BaseTransport):
         wait = _retry_after(response.headers) if response.status_code >= 400 else None
         if wait is not None and time.monotonic() + wait >= state.deadline:
             response.headers["x-should-retry"] = "false"
-            state.last_failure = f"HTTP {response.status_code}; waiting {wait:.1f}s (Retry-After) would overrun the budget"
+            state.last_failure = (
+                f"HTTP {response.status_code}; waiting {wait:.1f}s (Retry-After) would overrun the budget"
+            )
         return response
 
     def close(self) -> None:
@@ -240,13 +251,17 @@ class ChatClient:
         self.config = config
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
-        self.total_budget_s = float(total_budget_s) if total_budget_s is not None else (
-            self.timeout * (self.max_retries + 1) + 30.0)
+        self.total_budget_s = (
+            float(total_budget_s) if total_budget_s is not None else (self.timeout * (self.max_retries + 1) + 30.0)
+        )
         self.timeout_setting, self.retries_setting = timeout_setting, retries_setting
         key = config.api_key
         self._redactor = Redactor([key])
         self._sdk = openai.OpenAI(
-            api_key=key, base_url=config.base_url, max_retries=self.max_retries, timeout=self.timeout,
+            api_key=key,
+            base_url=config.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
             http_client=httpx.Client(transport=_Guard(transport)),  # type: ignore[arg-type]  # httpx or httpx2
         )
 
@@ -293,11 +308,21 @@ class ChatClient:
                 if resp is not None:
                     return resp
                 if state.attempts > self.max_retries:
-                    raise self._error(req, "malformed", f"malformed response: {why}", int(raw.status_code),
-                                      "the endpoint is not OpenAI-compatible or a proxy altered the answer",
-                                      state.attempts)
-                log.warning("chat reply from %s was not usable (%s), attempt %d of %d; asking again",
-                            self.address, self.redact(why), state.attempts, self.max_retries + 1)
+                    raise self._error(
+                        req,
+                        "malformed",
+                        f"malformed response: {why}",
+                        int(raw.status_code),
+                        "the endpoint is not OpenAI-compatible or a proxy altered the answer",
+                        state.attempts,
+                    )
+                log.warning(
+                    "chat reply from %s was not usable (%s), attempt %d of %d; asking again",
+                    self.address,
+                    self.redact(why),
+                    state.attempts,
+                    self.max_retries + 1,
+                )
         finally:
             _STATE.reset(token)
 
@@ -328,8 +353,11 @@ class ChatClient:
             return "connection", state.last_failure or "connection failed", None, ""
         if isinstance(exc, openai.APIStatusError):
             code, message = exc.status_code, self.snippet(_server_message(exc), _MAX_SERVER_MESSAGE)
-            retries = (state.last_failure.split("; ", 1)[1] if "Retry-After" in state.last_failure
-                       else f"gave up after {self.max_retries} retries")
+            retries = (
+                state.last_failure.split("; ", 1)[1]
+                if "Retry-After" in state.last_failure
+                else f"gave up after {self.max_retries} retries"
+            )
             if code == 429 and _error_code(exc) == _QUOTA_CODE:
                 return "quota", f"HTTP 429 insufficient_quota: {message}", code, ""
             if code == 429:
@@ -341,15 +369,22 @@ class ChatClient:
             return "client", f"HTTP {code}: {message}", code, ""
         return "connection", f"{type(exc).__name__}: {exc}", None, ""
 
-    def _error(self, req: ChatRequest, kind: ErrorKind, detail: str, code: int | None, hint: str,
-               attempts: int) -> ChatError:
+    def _error(
+        self, req: ChatRequest, kind: ErrorKind, detail: str, code: int | None, hint: str, attempts: int
+    ) -> ChatError:
         fix = "; ".join(part for part in (hint, self._fix(kind)) if part)
         text = (
             f"chat completion at {self.address} (model {req.model!r}) failed after {attempts} "
             f"attempt{'s' if attempts != 1 else ''}: {detail}" + (f"; {fix}" if fix else "")
         )
-        return ChatError(self.redact(text), kind=kind, attempts=attempts, address=self.address, status_code=code,
-                         retryable=kind in ("rate_limit", "server", "timeout", "connection"))
+        return ChatError(
+            self.redact(text),
+            kind=kind,
+            attempts=attempts,
+            address=self.address,
+            status_code=code,
+            retryable=kind in ("rate_limit", "server", "timeout", "connection"),
+        )
 
     def _fix(self, kind: ErrorKind) -> str:
         """What to do about a failure, naming the variable that configures the endpoint."""

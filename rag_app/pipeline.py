@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag_app.corpus import ChunkConfig, chunk_documents, corpus_hash, load_corpus
 from rag_app.embeddings import make_embedder
@@ -24,8 +25,8 @@ from rag_app.settings import Settings
 from rag_app.sufficiency import SufficiencyPolicy, SufficiencySignals, TermWeights, decide, measure
 from rag_app.text import tokenize
 from rag_app.types import (
-    Chunk,
     ChatResult,
+    Chunk,
     DialogueTurn,
     Hit,
     RetrievalResult,
@@ -180,9 +181,7 @@ class RagPipeline:
             rerank_scores=not getattr(self.reranker, "passthrough", False),
         )
 
-    def chat(
-        self, question: str, top_k: int | None = None, history: Sequence[dict[str, str]] = ()
-    ) -> ChatResult:
+    def chat(self, question: str, top_k: int | None = None, history: Sequence[dict[str, str]] = ()) -> ChatResult:
         """Retrieve, then answer from the context only; no context or insufficient
         evidence → say so, never invent."""
         retrieved = self.retrieve(question, top_k)
@@ -227,7 +226,7 @@ class RagPipeline:
         sources: tuple[Source, ...] = (),
         context: tuple[Chunk, ...] = (),
         trace: Trace | None = None,
-        usage: Usage = Usage(),
+        usage: Usage = Usage(),  # noqa: B008 - a frozen dataclass: one shared immutable default is safe
         sufficiency: Sufficiency | None = None,
     ) -> ChatResult:
         return ChatResult(
@@ -300,5 +299,3 @@ def retrieve(question: str, top_k: int | None = None, settings: Settings | None 
 def chat(question: str, top_k: int | None = None, settings: Settings | None = None) -> ChatResult:
     """Library API: answer, sources, context_used, degraded, degradation_reason and trace."""
     return default_pipeline(settings).chat(question, top_k)
-
-

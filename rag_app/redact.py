@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import logging
 import re
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import quote, quote_plus
 
 MIN_SECRET = 6  # shorter values ("none", "test") are placeholders: redacting them would mangle answers

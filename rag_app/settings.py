@@ -24,9 +24,10 @@ import difflib
 import math
 import os
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Literal, Mapping, get_args
+from typing import Any, Literal, get_args
 
 from rag_app.errors import ConfigError
 
@@ -298,7 +299,10 @@ def problems(settings: Settings) -> list[Problem]:
         for name in ("embedding_query_input_type", "embedding_passage_input_type"):
             if not getattr(settings, name).strip():
                 found.append(
-                    Problem((name, "embedding_input_type_field"), f"{name} must not be empty when embedding_input_type_field is set")
+                    Problem(
+                        (name, "embedding_input_type_field"),
+                        f"{name} must not be empty when embedding_input_type_field is set",
+                    )
                 )
     return found
 
@@ -350,7 +354,7 @@ def coerce(name: str, value: Any, where: str) -> Any:
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     if not isinstance(value, str):
-        raise ConfigError(f"setting {name!r} in {where}: {value!r} is not text; quote it (e.g. {name} = \"{value}\")")
+        raise ConfigError(f'setting {name!r} in {where}: {value!r} is not text; quote it (e.g. {name} = "{value}")')
     return value
 
 

@@ -38,8 +38,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import numpy as np
 
@@ -271,4 +271,3 @@ def _cross_script(terms: list[str], corpus_cjk_share: float) -> bool:
     if any(_HAS_CJK.search(t) for t in words):
         return corpus_cjk_share < CROSS_SCRIPT_SHARE
     return corpus_cjk_share > 1 - CROSS_SCRIPT_SHARE
-

@@ -6,8 +6,9 @@ cross a process boundary (xdist workers, results files, the HTTP API).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 ChunkKind = Literal["child", "parent"]
 STAGES: tuple[str, ...] = ("vector", "bm25", "fused", "reranked", "context")
@@ -218,7 +219,9 @@ class Sufficiency:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Sufficiency:
-        return cls(**{**d, "key_terms": tuple(d.get("key_terms") or ()), "missing_terms": tuple(d.get("missing_terms") or ())})
+        return cls(
+            **{**d, "key_terms": tuple(d.get("key_terms") or ()), "missing_terms": tuple(d.get("missing_terms") or ())}
+        )
 
 
 @dataclass(frozen=True)
@@ -296,15 +299,23 @@ class DialogueRequest:
         """Checked input (HTTP bodies, CLI): a ValueError names the key and the expected shape."""
         turns = d.get("turns")
         if not isinstance(turns, (list, tuple)) or not turns:
-            raise ValueError(f"{where}: 'turns' must be a non-empty list of {{\"role\": \"user\"|\"assistant\", \"content\": str}}")
+            raise ValueError(
+                f'{where}: \'turns\' must be a non-empty list of {{"role": "user"|"assistant", "content": str}}'
+            )
         for i, t in enumerate(turns):
-            if not isinstance(t, Mapping) or t.get("role") not in DIALOGUE_ROLES or not isinstance(t.get("content"), str):
-                raise ValueError(f"{where}: turns[{i}] must be {{\"role\": \"user\"|\"assistant\", \"content\": str}}, got {t!r:.80}")
+            if (
+                not isinstance(t, Mapping)
+                or t.get("role") not in DIALOGUE_ROLES
+                or not isinstance(t.get("content"), str)
+            ):
+                raise ValueError(
+                    f'{where}: turns[{i}] must be {{"role": "user"|"assistant", "content": str}}, got {t!r:.80}'
+                )
         if turns[-1]["role"] != "user" or not str(turns[-1]["content"]).strip():
             raise ValueError(f"{where}: the last turn must be the student's message (role 'user', non-empty content)")
         context = d.get("context") or {}
         if not isinstance(context, Mapping):
-            raise ValueError(f"{where}: 'context' must be an object like {{\"problem\": \"...\"}}, got {context!r:.80}")
+            raise ValueError(f'{where}: \'context\' must be an object like {{"problem": "..."}}, got {context!r:.80}')
         return cls(tuple({"role": str(t["role"]), "content": str(t["content"])} for t in turns), dict(context))
 
 
@@ -364,7 +375,10 @@ def retrieval_items(result: RetrievalResult) -> dict[str, Any]:
                 "id": c.chunk_id,
                 "text": c.text,
                 "score": None,
-                "metadata": {k: getattr(c, k) for k in ("doc_id", "kind", "parent_id", "book", "section", "page_start", "page_end")},
+                "metadata": {
+                    k: getattr(c, k)
+                    for k in ("doc_id", "kind", "parent_id", "book", "section", "page_start", "page_end")
+                },
             }
             for c in result.context
         ],

@@ -19,7 +19,7 @@ def write_atomic(path: Path, data: bytes) -> None:
         try:
             view = memoryview(data)
             while view:  # os.write may write less than it was given
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         os.replace(tmp, path)

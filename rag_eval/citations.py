@@ -12,8 +12,9 @@ its pipeline configuration; :class:`CitationFormat` carries it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence, TypeVar
+from typing import TypeVar
 
 from rag_eval.records import Chunk
 
@@ -64,7 +65,9 @@ class CitationFormat:
     def __post_init__(self) -> None:
         compiled = re.compile(self.pattern)
         if compiled.groups < 1:
-            raise ValueError(f"citation_pattern {self.pattern!r} needs a group holding the number(s), e.g. \\[(\\d+)\\]")
+            raise ValueError(
+                f"citation_pattern {self.pattern!r} needs a group holding the number(s), e.g. \\[(\\d+)\\]"
+            )
         object.__setattr__(self, "_compiled", compiled)
 
     def cited_numbers(self, answer: str) -> list[int]:

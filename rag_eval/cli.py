@@ -7,12 +7,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from rag_eval.adapters.gold import GOLD_MODES
-from rag_eval.errors import RagEvalError
 from rag_eval.dataset import find_paths, golden_items
+from rag_eval.errors import RagEvalError
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.validate import coverage_table, validate_all
 from rag_eval.tiers import golden_applies
@@ -30,27 +31,62 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_val.add_argument("--golden-set", "--rag-golden-set", default=None)
     p_val.add_argument("--coverage", action="store_true", help="also print the scenario × tier coverage table")
     p_val.add_argument(
-        "--gold", choices=GOLD_MODES, default=None,
-        help="how gold meets the system's ids, as gold = ... of the pipeline configuration (default: that file's, else corpus); "
+        "--gold",
+        choices=GOLD_MODES,
+        default=None,
+        help="how gold meets the system's ids, as gold = ... of the pipeline configuration (default: that file's, else corpus); "  # noqa: E501
         "ids/text: chunk ids are the system's own and are not looked up in a local index",
     )
-    p_val.add_argument("--pipeline-config", "--rag-pipeline-config", default=None, metavar="TOML", help="read the gold mode from this pipeline configuration")
+    p_val.add_argument(
+        "--pipeline-config",
+        "--rag-pipeline-config",
+        default=None,
+        metavar="TOML",
+        help="read the gold mode from this pipeline configuration",
+    )
     p_cov = sub.add_parser("coverage", help="print the scenario × tier coverage table")
     p_cov.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_cov.add_argument("--golden-set", "--rag-golden-set", default=None)
     p_hash = sub.add_parser("corpus-hash", help="print the content hash golden items record as corpus.sha256")
     p_hash.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
-    p_merge = sub.add_parser("merge", help="merge the results files of `pytest --rag-shard I/N` runs, gate them, exit by the gate")
-    p_merge.add_argument("files", nargs="+", metavar="FILE", help="every shard's results file, e.g. reports/shard-*.json")
+    p_merge = sub.add_parser(
+        "merge", help="merge the results files of `pytest --rag-shard I/N` runs, gate them, exit by the gate"
+    )
+    p_merge.add_argument(
+        "files", nargs="+", metavar="FILE", help="every shard's results file, e.g. reports/shard-*.json"
+    )
     p_merge.add_argument("--out", default="reports/eval-results.json", help="the merged results file")
     p_merge.add_argument("--report", "--rag-report", default=None, help="the HTML report (default: --out with .html)")
     p_merge.add_argument("--no-report", "--rag-no-report", action="store_true", help="do not write the HTML report")
-    p_merge.add_argument("--summary-md", "--rag-summary-md", default=None, metavar="PATH", help="append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY)")
-    p_merge.add_argument("--thresholds", "--rag-thresholds", default=None, help="gate with this file instead of the one the shards recorded")
-    p_merge.add_argument("--artifact-url", "--rag-artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
-    p_merge.add_argument("--baseline", "--rag-baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
     p_merge.add_argument(
-        "--baseline-mismatch", "--rag-baseline-mismatch",
+        "--summary-md",
+        "--rag-summary-md",
+        default=None,
+        metavar="PATH",
+        help="append the Markdown summary to this file (e.g. $GITHUB_STEP_SUMMARY)",
+    )
+    p_merge.add_argument(
+        "--thresholds",
+        "--rag-thresholds",
+        default=None,
+        help="gate with this file instead of the one the shards recorded",
+    )
+    p_merge.add_argument(
+        "--artifact-url",
+        "--rag-artifact-url",
+        default=None,
+        help="link to the uploaded report, shown in the Markdown summary",
+    )
+    p_merge.add_argument(
+        "--baseline",
+        "--rag-baseline",
+        default=None,
+        metavar="PATH",
+        help="an earlier results file (e.g. main's) to compare with",
+    )
+    p_merge.add_argument(
+        "--baseline-mismatch",
+        "--rag-baseline-mismatch",
         choices=("error", "warn"),
         default="error",
         help="a baseline of another dataset: error (default) exits 2; warn merges without the comparison and says why",
@@ -66,8 +102,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_sam.add_argument("results", help="a results file with judged cases (reports/eval-results.json)")
     p_sam.add_argument("--n", type=int, default=150, help="cases to sample (default 150; 150-300 labels is usual)")
     p_sam.add_argument("--seed", type=int, default=0, help="the random seed: the same seed gives the same sample")
-    p_sam.add_argument("--stratify", default=None, metavar="tag:KEY|verdict", help="sample each tag value or judge verdict in proportion")
-    p_sam.add_argument("--metric", action="append", default=[], metavar="KEY", help="label only this metric (repeatable)")
+    p_sam.add_argument(
+        "--stratify",
+        default=None,
+        metavar="tag:KEY|verdict",
+        help="sample each tag value or judge verdict in proportion",
+    )
+    p_sam.add_argument(
+        "--metric", action="append", default=[], metavar="KEY", help="label only this metric (repeatable)"
+    )
     p_sam.add_argument("--out", default="reports/labelling", metavar="DIR", help="where the sheet and page go")
     p_pow = sub.add_parser("power", help="how many golden items a gate needs to see a drop (from a results file)")
     p_pow.add_argument("results", help="a results file (reports/eval-results.json)")
@@ -105,7 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-def default_inputs(dataset: str | None, golden: str | None, project: Path | None = None) -> tuple[str | None, str | None]:
+def default_inputs(
+    dataset: str | None, golden: str | None, project: Path | None = None
+) -> tuple[str | None, str | None]:
     """The dataset and golden set to use: as given, else the plugin's ini keys
     (rag_eval_dataset / rag_eval_golden_set of ./pyproject.toml, relative to its folder);
     neither is a usage error that names both ways. No built-in demo default."""
@@ -153,12 +198,16 @@ def _validate(dataset: str | None, golden: str | None, coverage: bool, gold: str
 
     paths = find_paths(dataset, golden)
     # ids/text gold: the framework reads the corpus (no rag_app chunking, no rag_app install needed)
-    session = EvalSession(EvalConfig(paths, pipeline=PipelineSpec("rag_app" if gold == "corpus" else "python", gold=gold)))
+    session = EvalSession(
+        EvalConfig(paths, pipeline=PipelineSpec("rag_app" if gold == "corpus" else "python", gold=gold))
+    )
     items = list(session.dataset.items)  # schema, unique ids, corpus hash
     if paths.corpus is None:
         print("gold exists, key facts traceable, no document in both splits: skipped (no corpus in the dataset)")
     elif gold != "corpus":
-        print(f"gold = {gold!r}: chunk ids are the system's own, not looked up in a local index; doc ids and quotes are")
+        print(
+            f"gold = {gold!r}: chunk ids are the system's own, not looked up in a local index; doc ids and quotes are"
+        )
     docs = session.dataset.documents
     chunker = corpus_chunker(session.config.pipeline, session.context)
     lookup = ChunkLookup(docs, chunker(docs) if chunker is not None and docs else [])
@@ -232,8 +281,10 @@ def _sample(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not sample:
-        print(f"error: {args.results}: no judged case to label (run the judge tier, or the dialogue tier with a judge)",
-              file=sys.stderr)
+        print(
+            f"error: {args.results}: no judged case to label (run the judge tier, or the dialogue tier with a judge)",
+            file=sys.stderr,
+        )
         return 2
     from rag_eval.escape import terminal
 
@@ -244,7 +295,10 @@ def _sample(args: argparse.Namespace) -> int:
         return 2
 
     strata = ", ".join(sorted({c.stratum for c in sample}))  # tag values come from the golden set: escaped
-    print(f"sampled {len(sample)} case(s) (seed {args.seed}" + (f", strata {terminal(strata, False)})" if args.stratify else ")"))
+    print(
+        f"sampled {len(sample)} case(s) (seed {args.seed}"
+        + (f", strata {terminal(strata, False)})" if args.stratify else ")")
+    )
     print(f"labelling sheet: {terminal(str(sheet), False)}")
     print(f"labelling page: {terminal(str(page), False)}")
     return 0
@@ -278,13 +332,19 @@ def _merge(args: argparse.Namespace) -> int:
     try:
         written = write_outputs(results, Outputs(out, report, summary, args.artifact_url, started=started))
     except OSError as exc:  # the results file itself: nothing was written (no temporary file left)
-        print(f"error: {exc}" if isinstance(exc, RagEvalError) else f"error: cannot write --out {out}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"error: {exc}"
+            if isinstance(exc, RagEvalError)
+            else f"error: cannot write --out {out}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 2
     # The lines of the pytest terminal summary of an unsharded run.
     if merged.thresholds is None:
-        print("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case run per "
-              "selected tier; the shards ran without one; pass --rag-thresholds PATH)")
+        print(
+            "no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case run per "
+            "selected tier; the shards ran without one; pass --rag-thresholds PATH)"
+        )
     gates: list[GateResult] = [*merged.gates, *regression]
     note = f" (merged {len(args.files)} shards, {len(results.cases)} cases)"
     for line in summary_lines(gates, passed, baseline, bool(regression), baseline_lines(results), written, note):

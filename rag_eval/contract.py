@@ -22,8 +22,9 @@ score, in one place.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 RETRIEVE_SIGNATURE = "def retrieve(self, question: str, top_k: int | None = None) -> Retrieval"
 CHAT_SIGNATURE = "def chat(self, question: str, top_k: int | None = None, history: Sequence[dict] = ()) -> Answer"
@@ -97,7 +98,9 @@ class Retrieval:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "retrieve()") -> Retrieval:
         if not isinstance(d.get("items"), (list, tuple)):
-            raise ContractError(f"{where}: mapping has no 'items' list (got keys {sorted(d)}); expected {RETRIEVAL_SHAPE}")
+            raise ContractError(
+                f"{where}: mapping has no 'items' list (got keys {sorted(d)}); expected {RETRIEVAL_SHAPE}"
+            )
         stages = d.get("stages") or {}
         if not isinstance(stages, Mapping):
             raise ContractError(f"{where}: 'stages' must map a stage name to a ranked list, got {_show(stages)}")
@@ -139,7 +142,9 @@ class Answer:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "chat()") -> Answer:
         if not isinstance(d.get("answer"), str):
-            raise ContractError(f"{where}: mapping has no string 'answer' (got keys {sorted(d)}); expected {ANSWER_SHAPE}")
+            raise ContractError(
+                f"{where}: mapping has no string 'answer' (got keys {sorted(d)}); expected {ANSWER_SHAPE}"
+            )
         retrieval = d.get("retrieval")
         usage = d.get("usage") or {}
         return cls(
@@ -151,7 +156,9 @@ class Answer:
             degradation_reason=d.get("degradation_reason"),
             retrieval=as_retrieval(retrieval, f"{where} retrieval") if retrieval is not None else None,
             generator=str(d.get("generator") or ""),
-            usage={k: int(v) for k, v in dict(usage).items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
+            usage={
+                k: int(v) for k, v in dict(usage).items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            },
         )
 
 

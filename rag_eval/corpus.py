@@ -11,8 +11,9 @@ file stem, or a ``doc_id:`` front matter line, is the doc id). Errors name file:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from rag_eval.errors import ConfigError
 from rag_eval.golden.load import GoldenSetError, read_items
@@ -33,9 +34,16 @@ def load_documents(path: Path) -> tuple[Document, ...]:
     """Every document under ``path`` (a ``.jsonl`` file, a ``.md`` file or a folder), by doc id."""
     if not path.exists():
         raise CorpusError(f"corpus {path}: no such file or folder")
-    files = [path] if path.is_file() else sorted(
-        p for p in path.rglob("*") if p.is_file() and (p.suffix == ".md" or p.suffix == ".jsonl")
-        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and (p.suffix == ".md" or p.suffix == ".jsonl")
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
     )
     docs: dict[str, Document] = {}
     for file in files:
@@ -96,6 +104,6 @@ def corpus_hash(docs: Iterable[Document]) -> str:
     return h.hexdigest()
 
 
-def _put(h: "hashlib._Hash", data: bytes) -> None:
+def _put(h: hashlib._Hash, data: bytes) -> None:
     h.update(len(data).to_bytes(8, "big"))
     h.update(data)

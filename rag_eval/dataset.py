@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from rag_eval.corpus import corpus_hash, load_documents
-from rag_eval.records import Document
 from rag_eval.golden.load import GoldenSetError, load_golden_set
 from rag_eval.golden.model import GoldenItem
+from rag_eval.records import Document
 
 GOLDEN_NAMES: tuple[str, ...] = ("golden.jsonl", "qa.jsonl")
 
@@ -32,7 +32,9 @@ class DatasetPaths:
     golden: Path
 
 
-def find_paths(dataset: str | Path | None, golden: str | Path | None = None, where: str = "--rag-dataset") -> DatasetPaths:
+def find_paths(
+    dataset: str | Path | None, golden: str | Path | None = None, where: str = "--rag-dataset"
+) -> DatasetPaths:
     """The golden set and the corpus, if any, of a dataset folder (or a golden file alone)."""
     if dataset is None:
         if golden is None:

@@ -18,8 +18,8 @@ run neither freezes more nor unfreezes theirs.
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class Heap:

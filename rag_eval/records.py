@@ -12,8 +12,9 @@ a process boundary (xdist workers, results files).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,6 @@ class Chunk:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Chunk:
         return cls(**{**d, "metadata": dict(d.get("metadata") or {})})
-
 
 
 @dataclass(frozen=True)

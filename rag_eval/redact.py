@@ -37,7 +37,8 @@ import binascii
 import logging
 import os
 import re
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import quote, quote_plus, urlsplit
 
 MIN_SECRET_LENGTH = 6

@@ -11,27 +11,28 @@ import dataclasses
 import os
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from rag_eval.dialogue.records import DialogueTurn
-from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
-from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
-from rag_eval.golden.model import GoldenItem
-from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
+from rag_eval import tiers
 from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
 from rag_eval.adapters.gold import GoldSpace
-from rag_eval.stages import StageSpec, infer_stages
-from rag_eval.errors import ConfigError
 from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval
-from rag_eval.redact import Redactor, run_secrets
-from rag_eval.results.case import CaseResult
+from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
+from rag_eval.dialogue.records import DialogueTurn
+from rag_eval.errors import ConfigError
+from rag_eval.gates.thresholds import Thresholds
+from rag_eval.golden.model import GoldenItem
+from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
-from rag_eval.gates.thresholds import Thresholds
-from rag_eval import tiers
+from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
+from rag_eval.redact import Redactor, run_secrets
+from rag_eval.results.case import CaseResult
+from rag_eval.stages import StageSpec, infer_stages
 from rag_eval.tiers import Item, Tier
 
 if TYPE_CHECKING:
@@ -73,9 +74,11 @@ class EvalSession:
     """The system, the gold space, redaction and the answer memo of one process; the
     tiers (``rag_eval.tiers``) run the cases on it."""
 
-
     def __init__(
-        self, config: EvalConfig, system_factory: Callable[[], SystemUnderTest] | None = None, dataset: Dataset | None = None
+        self,
+        config: EvalConfig,
+        system_factory: Callable[[], SystemUnderTest] | None = None,
+        dataset: Dataset | None = None,
     ):
         """``dataset``: already loaded (the plugin loads it at collection), else loaded on first use."""
         self.config = config
@@ -173,8 +176,10 @@ class EvalSession:
         if declared is None:
             return 1
         if isinstance(declared, bool) or not isinstance(declared, int) or declared < 1:
-            raise ConfigError(f"{self.config.pipeline.where}: concurrency = {declared!r}; the system's `concurrency` "
-                              "is how many of its calls may run at once: a whole number >= 1 (1: not thread-safe)")
+            raise ConfigError(
+                f"{self.config.pipeline.where}: concurrency = {declared!r}; the system's `concurrency` "
+                "is how many of its calls may run at once: a whole number >= 1 (1: not thread-safe)"
+            )
         return min(declared, self.config.concurrency)
 
     @cached_property
@@ -207,8 +212,13 @@ class EvalSession:
 
     def warm(self) -> None:
         """Build on this thread what the tiers read lazily, before cases run on others."""
-        for value in (lambda: self.system_info, lambda: self.stages, lambda: self.gold_space, lambda: self.redactor,
-                      lambda: self._system_slots):
+        for value in (
+            lambda: self.system_info,
+            lambda: self.stages,
+            lambda: self.gold_space,
+            lambda: self.redactor,
+            lambda: self._system_slots,
+        ):
             value()
         for tier in tiers.all_tiers():
             self.tier_options(tier)
@@ -380,7 +390,14 @@ def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
     short = {
         k: info.get(k)
         for k in (
-            "adapter", "endpoint", "gold", "index_fingerprint", "vector_store", "embedder", "reranker", "generator",
+            "adapter",
+            "endpoint",
+            "gold",
+            "index_fingerprint",
+            "vector_store",
+            "embedder",
+            "reranker",
+            "generator",
             "info_error",  # the HTTP adapter could not read the service's description: say so in run.system
         )
     }

@@ -13,8 +13,9 @@ ran after which.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rag_eval.errors import ConfigError
 
@@ -95,13 +96,13 @@ def check_name(name: Any, where: str) -> str:
     if not isinstance(name, str) or not _NAME.match(name):
         raise ConfigError(f"{where}: stage name {name!r} must be letters, digits, '_' or '-' (starting with a letter)")
     if name in RESERVED:
-        raise ConfigError(f"{where}: {name!r} cannot name a stage (it is a metric-key word: {', '.join(sorted(RESERVED))})")
+        raise ConfigError(
+            f"{where}: {name!r} cannot name a stage (it is a metric-key word: {', '.join(sorted(RESERVED))})"
+        )
     return name
 
 
-def parse_stages(
-    stages: Any, final: Any = None, thresholded: Any = None, where: str = "stages"
-) -> StageSpec:
+def parse_stages(stages: Any, final: Any = None, thresholded: Any = None, where: str = "stages") -> StageSpec:
     """A declaration from configuration or a system attribute; the message shows the shape."""
     if isinstance(stages, StageSpec):
         return stages
@@ -135,5 +136,5 @@ def infer_stages(returned: Iterable[str], final: str = DEFAULT_FINAL) -> StageSp
     one level: a diagnosis names where a gold piece was and was not, never a "cut at"
     between two of them, and a loss before the final list is blamed on them together."""
     names = tuple(n for n in dict.fromkeys(returned) if n != final)
-    levels = ((names, (final,)) if names else ((final,),))
+    levels = (names, (final,)) if names else ((final,),)
     return StageSpec(levels, final, None, declared=False)

@@ -17,7 +17,7 @@ class NotUtf8Error(ValueError):
 def decode(data: bytes, path: str, first_line: int = 1, bom: bool = True) -> str:
     """``data`` (the file from ``first_line`` on) as text, a leading BOM dropped when ``bom``."""
     if bom and data.startswith(BOM):
-        data = data[len(BOM):]
+        data = data[len(BOM) :]
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

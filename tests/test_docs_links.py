@@ -13,7 +13,7 @@ import re
 import subprocess
 import sys
 import unicodedata
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import pytest
@@ -51,7 +51,7 @@ def github_slug(heading: str) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def anchors(path: Path) -> frozenset[str]:
     seen: dict[str, int] = {}
     out: set[str] = set()
@@ -109,7 +109,9 @@ def test_relative_links_reach_a_file_and_heading(doc: Path) -> None:
         if not dest.exists():
             broken.append(f"{where}: no file {dest.relative_to(ROOT) if dest.is_relative_to(ROOT) else dest}")
         elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
-            broken.append(f"{where}: no heading with anchor #{anchor}; anchors there: {', '.join(sorted(anchors(dest)))}")
+            broken.append(
+                f"{where}: no heading with anchor #{anchor}; anchors there: {', '.join(sorted(anchors(dest)))}"
+            )
     assert not broken, "broken links:\n" + "\n".join(broken)
 
 

@@ -14,7 +14,10 @@ def test_no_unknown_config_option_warning_without_pytest_asyncio() -> None:
     # -p no:asyncio stands for an install without pytest-asyncio: the key is then unknown.
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:asyncio", "--co", "-q", "tests/test_docs_links.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "collected" in out.stdout

@@ -51,7 +51,8 @@ def test_every_package_is_in_the_wheel_list() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     found = {
         ".".join(p.parent.relative_to(ROOT).parts)
-        for top in ("rag_eval", "rag_app") for p in (ROOT / top).rglob("__init__.py")
+        for top in ("rag_eval", "rag_app")
+        for p in (ROOT / top).rglob("__init__.py")
     }
     assert found | {"rag_eval.report_templates"} == listed
 
@@ -60,8 +61,20 @@ def test_every_package_is_in_the_wheel_list() -> None:
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check", "-w", str(out), str(ROOT)],
-        check=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        check=True,
+        timeout=600,
     )
     (path,) = out.glob("rag_eval_gate-*.whl")
     return path
@@ -87,7 +100,9 @@ def test_a_user_repository_with_the_core_install(wheel: Path, tmp_path: Path) ->
         [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)], check=True, timeout=900
     )
     seconds = time.perf_counter() - t0
-    listing = subprocess.run([str(py), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True)
+    listing = subprocess.run(
+        [str(py), "-m", "pip", "list", "--format=json"], check=True, capture_output=True, text=True
+    )
     installed = {p["name"].lower() for p in json.loads(listing.stdout)} - {"pip", "setuptools", "wheel"}
     assert not installed & set(HEAVY), installed & set(HEAVY)
     assert len(installed) <= MAX_CORE_PACKAGES, (len(installed), sorted(installed))
@@ -124,7 +139,12 @@ def test_a_user_repository_with_the_core_install(wheel: Path, tmp_path: Path) ->
     plain.mkdir()
     (plain / "test_a.py").write_text("def test_a():\n    assert 1 + 1 == 2\n", encoding="utf-8")
     quiet = subprocess.run(
-        [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=plain, env=env, capture_output=True, text=True, timeout=120
+        [str(py), "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+        cwd=plain,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert quiet.returncode == 0 and "rag-eval" not in quiet.stdout, quiet.stdout
     assert sorted(p.name for p in plain.iterdir()) == ["test_a.py"]

@@ -20,9 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_mypy_reports_no_errors() -> None:
     cmd = [
-        sys.executable, "-m", "mypy",
-        "--config-file", str(ROOT / "pyproject.toml"),
-        "--cache-dir", str(ROOT / ".mypy_cache"),
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(ROOT / "pyproject.toml"),
+        "--cache-dir",
+        str(ROOT / ".mypy_cache"),
     ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     output = (proc.stdout + proc.stderr).strip()

@@ -112,14 +112,25 @@ def item(
     return out
 
 
-def refuse(id: str, question: str, *, topic: str, difficulty: str, reference: str, critical: bool = False) -> dict[str, Any]:
-    return item(id, question, scenario="negative", difficulty=difficulty, topic=topic, reference=reference,
-                action="refuse", critical=critical)
+def refuse(
+    id: str, question: str, *, topic: str, difficulty: str, reference: str, critical: bool = False
+) -> dict[str, Any]:
+    return item(
+        id,
+        question,
+        scenario="negative",
+        difficulty=difficulty,
+        topic=topic,
+        reference=reference,
+        action="refuse",
+        critical=critical,
+    )
 
 
 def clarify(id: str, question: str, *, reference: str) -> dict[str, Any]:
-    return item(id, question, scenario="colloquial", difficulty="easy", topic="general", reference=reference,
-                action="clarify")
+    return item(
+        id, question, scenario="colloquial", difficulty="easy", topic="general", reference=reference, action="clarify"
+    )
 
 
 # --------------------------------------------------------------------------- items
@@ -130,40 +141,55 @@ ITEMS: list[dict[str, Any]] = [
     # ======================================================== tune: bixiu1 + xuanxiu2
     # ---------------------------------------------------------------- standard
     item(
-        "demo-set-001", "一个集合有n个元素，它的子集和真子集分别有多少个？",
-        scenario="standard", difficulty="easy", topic="set",
+        "demo-set-001",
+        "一个集合有n个元素，它的子集和真子集分别有多少个？",
+        scenario="standard",
+        difficulty="easy",
+        topic="set",
         evidence=[q(B1, "子集个数为 $2^n$，真子集个数为 $2^n-1$")],
         key_facts=[
             kf("含n个元素的集合子集个数为2^n，真子集个数为2^n-1", B1, "子集个数为 $2^n$，真子集个数为 $2^n-1$"),
-            kf("每个元素都有选或不选两种可能", B1, "每个元素都面临\"选\"或\"不选\"两种可能"),
+            kf("每个元素都有选或不选两种可能", B1, '每个元素都面临"选"或"不选"两种可能'),
         ],
         reference="含 n 个元素的集合有 2^n 个子集、2^n−1 个真子集（非空真子集 2^n−2 个），因为每个元素都有“选”或“不选”两种可能。",
         must_contain=["2^n-1"],
     ),
     item(
-        "demo-logic-001", "全称量词命题的否定应该怎么写？",
-        scenario="standard", difficulty="easy", topic="logic",
+        "demo-logic-001",
+        "全称量词命题的否定应该怎么写？",
+        scenario="standard",
+        difficulty="easy",
+        topic="logic",
         evidence=[q(B1, "全称量词命题的否定是存在量词命题")],
         key_facts=[
             kf("全称量词命题的否定是存在量词命题", B1, "全称量词命题的否定是存在量词命题"),
-            kf("改量词，否结论", B1, "通俗地说就是\"改量词，否结论\""),
+            kf("改量词，否结论", B1, '通俗地说就是"改量词，否结论"'),
         ],
         reference="全称量词命题的否定是存在量词命题：把“任意”改成“存在”，同时否定结论（改量词，否结论），例如“∀x∈R，x²+1>0”的否定是“∃x∈R，x²+1≤0”。",
         must_contain=["存在量词命题"],
     ),
     item(
-        "demo-ineq-001", "基本不等式的几何意义是什么？",
-        scenario="standard", difficulty="medium", topic="inequality",
+        "demo-ineq-001",
+        "基本不等式的几何意义是什么？",
+        scenario="standard",
+        difficulty="medium",
+        topic="inequality",
         evidence=[q(B1, "半弦长 $\\sqrt{ab}$ 不大于半径 $\\frac{a+b}{2}$")],
         key_facts=[
-            kf("在以a+b为直径的圆中，半弦长√ab不大于半径(a+b)/2", B1, "半弦长 $\\sqrt{ab}$ 不大于半径 $\\frac{a+b}{2}$"),
+            kf(
+                "在以a+b为直径的圆中，半弦长√ab不大于半径(a+b)/2", B1, "半弦长 $\\sqrt{ab}$ 不大于半径 $\\frac{a+b}{2}$"
+            ),
         ],
         reference="在以 a+b 为直径的圆中，半弦长 √(ab) 不大于半径 (a+b)/2，这就是 √(ab) ≤ (a+b)/2 的几何意义。",
         must_contain=["半径"],
     ),
     item(
-        "demo-quad-001", "二次函数的顶点式长什么样？顶点和对称轴怎么直接读出来？",
-        scenario="standard", difficulty="easy", topic="quadratic", critical=True,
+        "demo-quad-001",
+        "二次函数的顶点式长什么样？顶点和对称轴怎么直接读出来？",
+        scenario="standard",
+        difficulty="easy",
+        topic="quadratic",
+        critical=True,
         evidence=[q(B1, "顶点式：$y=a(x-h)^2+k\\ (a\\ne0)$，顶点为 $(h,k)$")],
         key_facts=[
             kf("顶点式y=a(x-h)^2+k的顶点为(h,k)", B1, "顶点式：$y=a(x-h)^2+k\\ (a\\ne0)$，顶点为 $(h,k)$"),
@@ -173,19 +199,29 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["(h,k)"],
     ),
     item(
-        "demo-func-001", "判断函数奇偶性的步骤是什么？",
-        scenario="standard", difficulty="easy", topic="function",
+        "demo-func-001",
+        "判断函数奇偶性的步骤是什么？",
+        scenario="standard",
+        difficulty="easy",
+        topic="function",
         evidence=[q(B1, "判断奇偶性的第一步是看定义域是否关于原点对称")],
         key_facts=[
-            kf("第一步看定义域是否关于原点对称，不对称就是非奇非偶函数", B1, "判断奇偶性的第一步是看定义域是否关于原点对称"),
+            kf(
+                "第一步看定义域是否关于原点对称，不对称就是非奇非偶函数",
+                B1,
+                "判断奇偶性的第一步是看定义域是否关于原点对称",
+            ),
             kf("f(-x)=-f(x)则f(x)是奇函数", B1, "若 $f(-x)=-f(x)$，则 $f(x)$ 是奇函数"),
         ],
         reference="先看定义域是否关于原点对称，不对称就是非奇非偶函数；对称时，f(−x)=f(x) 为偶函数（图像关于 y 轴对称），f(−x)=−f(x) 为奇函数（图像关于原点对称）。",
         must_contain=["关于原点对称"],
     ),
     item(
-        "demo-explog-001", "对数的换底公式是什么？能推出哪些常用结论？",
-        scenario="standard", difficulty="easy", topic="exp-log",
+        "demo-explog-001",
+        "对数的换底公式是什么？能推出哪些常用结论？",
+        scenario="standard",
+        difficulty="easy",
+        topic="exp-log",
         evidence=[q(B1, "换底公式：$\\log_ab=\\frac{\\log_cb}{\\log_ca}$")],
         key_facts=[
             kf("换底公式log_ab=log_cb/log_ca", B1, "换底公式：$\\log_ab=\\frac{\\log_cb}{\\log_ca}$"),
@@ -195,8 +231,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["换底公式"],
     ),
     item(
-        "demo-func-002", "函数零点存在定理具体是怎么说的？",
-        scenario="standard", difficulty="medium", topic="function", critical=True,
+        "demo-func-002",
+        "函数零点存在定理具体是怎么说的？",
+        scenario="standard",
+        difficulty="medium",
+        topic="function",
+        critical=True,
         evidence=[q(B1, "那么 $f(x)$ 在 $(a,b)$ 内至少有一个零点")],
         key_facts=[
             kf("f(a)f(b)<0时f(x)在(a,b)内至少有一个零点", B1, "那么 $f(x)$ 在 $(a,b)$ 内至少有一个零点"),
@@ -206,8 +246,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["至少有一个零点"],
     ),
     item(
-        "demo-seq-001", "等差数列的下标和性质是什么？",
-        scenario="standard", difficulty="easy", topic="sequence",
+        "demo-seq-001",
+        "等差数列的下标和性质是什么？",
+        scenario="standard",
+        difficulty="easy",
+        topic="sequence",
         evidence=[q(X2, "则 $a_m+a_n=a_p+a_q$；特别地")],
         key_facts=[
             kf("若m+n=p+q，则a_m+a_n=a_p+a_q", X2, "则 $a_m+a_n=a_p+a_q$；特别地"),
@@ -217,8 +260,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["a_m+a_n=a_p+a_q"],
     ),
     item(
-        "demo-seq-002", "等比数列前n项和公式是怎么推导出来的？",
-        scenario="standard", difficulty="medium", topic="sequence",
+        "demo-seq-002",
+        "等比数列前n项和公式是怎么推导出来的？",
+        scenario="standard",
+        difficulty="medium",
+        topic="sequence",
         evidence=[q(X2, "推导用的正是错位相减法")],
         key_facts=[
             kf("两边同乘q后两式相减，中间的项全部抵消", X2, "两式相减，中间的项全部抵消"),
@@ -228,30 +274,49 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["错位相减"],
     ),
     item(
-        "demo-deriv-001", "导数的几何意义是什么？曲线在某点的切线方程怎么写？",
-        scenario="standard", difficulty="easy", topic="derivative", critical=True,
+        "demo-deriv-001",
+        "导数的几何意义是什么？曲线在某点的切线方程怎么写？",
+        scenario="standard",
+        difficulty="easy",
+        topic="derivative",
+        critical=True,
         evidence=[q(X2, "是曲线 $y=f(x)$ 在点 $(x_0,f(x_0))$ 处切线的斜率")],
         key_facts=[
-            kf("f'(x_0)是曲线y=f(x)在点(x_0,f(x_0))处切线的斜率", X2, "是曲线 $y=f(x)$ 在点 $(x_0,f(x_0))$ 处切线的斜率"),
+            kf(
+                "f'(x_0)是曲线y=f(x)在点(x_0,f(x_0))处切线的斜率",
+                X2,
+                "是曲线 $y=f(x)$ 在点 $(x_0,f(x_0))$ 处切线的斜率",
+            ),
             kf("切线方程为y-f(x_0)=f'(x_0)(x-x_0)", X2, "切线方程为 $y-f(x_0)=f'(x_0)(x-x_0)$"),
         ],
         reference="f'(x₀) 是曲线 y=f(x) 在点 (x₀,f(x₀)) 处切线的斜率，所以切线方程为 y−f(x₀)=f'(x₀)(x−x₀)。",
         must_contain=["切线的斜率"],
     ),
     item(
-        "demo-func-006", "What are the rules for working out the domain of a function, e.g. with fractions and square roots?",
-        scenario="standard", difficulty="easy", topic="function", lang="en",
+        "demo-func-006",
+        "What are the rules for working out the domain of a function, e.g. with fractions and square roots?",
+        scenario="standard",
+        difficulty="easy",
+        topic="function",
+        lang="en",
         evidence=[q(B1, "分式的分母不为 $0$；偶次根式的被开方数大于或等于 $0$")],
         key_facts=[
-            kf("分式的分母不为0，偶次根式的被开方数大于或等于0", B1, "分式的分母不为 $0$；偶次根式的被开方数大于或等于 $0$"),
+            kf(
+                "分式的分母不为0，偶次根式的被开方数大于或等于0",
+                B1,
+                "分式的分母不为 $0$；偶次根式的被开方数大于或等于 $0$",
+            ),
             kf("对数的真数大于0", B1, "零次幂的底数不为 $0$；对数的真数大于 $0$"),
         ],
         reference="求定义域的依据：分式的分母不为 0；偶次根式的被开方数 ≥0；零次幂的底数不为 0；对数的真数 >0；实际问题还要符合实际意义。",
     ),
     # ---------------------------------------------------------------- colloquial
     item(
-        "demo-quad-002", "抛物线那个最低点怎么求啊，有没有直接套的公式",
-        scenario="colloquial", difficulty="easy", topic="quadratic",
+        "demo-quad-002",
+        "抛物线那个最低点怎么求啊，有没有直接套的公式",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="quadratic",
         evidence=[any_of(q(B1, "对称轴为 $x=-\\frac{b}{2a}$，顶点坐标为"), q(B1, "图像就像一只碗，碗底就是最低点"))],
         key_facts=[
             kf("对称轴为x=-b/(2a)，顶点就是最低点", B1, "对称轴为 $x=-\\frac{b}{2a}$，顶点坐标为"),
@@ -260,19 +325,29 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["顶点"],
     ),
     item(
-        "demo-ineq-002", "一正二定三相等到底啥意思啊，老师讲太快没听懂",
-        scenario="colloquial", difficulty="easy", topic="inequality",
+        "demo-ineq-002",
+        "一正二定三相等到底啥意思啊，老师讲太快没听懂",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="inequality",
         evidence=[q(B1, "一正，各项都是正数；二定，和或积是定值；三相等，等号能够取到")],
         key_facts=[
-            kf("一正各项都是正数，二定和或积是定值，三相等等号能够取到", B1, "一正，各项都是正数；二定，和或积是定值；三相等，等号能够取到"),
+            kf(
+                "一正各项都是正数，二定和或积是定值，三相等等号能够取到",
+                B1,
+                "一正，各项都是正数；二定，和或积是定值；三相等，等号能够取到",
+            ),
             kf("积为定值时和有最小值，和为定值时积有最大值", B1, "积为定值时，和有最小值；和为定值时，积有最大值"),
         ],
         reference="用基本不等式求最值要同时满足：一正（各项都是正数）、二定（和或积是定值）、三相等（等号能取到）。积为定值时和有最小值，和为定值时积有最大值。",
         must_contain=["定值"],
     ),
     item(
-        "demo-explog-002", "为啥负数不能取对数啊，log(-2)不行吗",
-        scenario="colloquial", difficulty="easy", topic="exp-log",
+        "demo-explog-002",
+        "为啥负数不能取对数啊，log(-2)不行吗",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="exp-log",
         evidence=[any_of(q(B1, "负数和零没有对数"), q(B1, "记作 $b=\\log_aN$，其中 $N>0$ 叫真数"))],
         key_facts=[
             kf("负数和零没有对数", B1, "负数和零没有对数"),
@@ -282,30 +357,48 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["负数和零没有对数"],
     ),
     item(
-        "demo-seq-003", "用Sn减Sn-1求通项我老是被扣分，到底哪里要注意啊",
-        scenario="colloquial", difficulty="medium", topic="sequence",
+        "demo-seq-003",
+        "用Sn减Sn-1求通项我老是被扣分，到底哪里要注意啊",
+        scenario="colloquial",
+        difficulty="medium",
+        topic="sequence",
         evidence=[q(X2, "忘了它只对 $n\\ge2$ 成立，必须单独检验 $n=1$ 的情形")],
         key_facts=[
-            kf("a_n=S_n-S_{n-1}只对n≥2成立，必须单独检验n=1的情形", X2, "忘了它只对 $n\\ge2$ 成立，必须单独检验 $n=1$ 的情形"),
+            kf(
+                "a_n=S_n-S_{n-1}只对n≥2成立，必须单独检验n=1的情形",
+                X2,
+                "忘了它只对 $n\\ge2$ 成立，必须单独检验 $n=1$ 的情形",
+            ),
             kf("n=1时a_1=S_1", X2, "$n=1$ 时 $a_1=S_1=4$"),
         ],
         reference="a_n=S_n−S_{n−1} 只对 n≥2 成立，n=1 时要用 a₁=S₁ 单独算并检验能否合并；例如 S_n=n²+2n+1 时 a₁=4，而 n≥2 时 a_n=2n+1，只能分段写。",
         must_contain=["n=1"],
     ),
     item(
-        "demo-deriv-003", "导数等于0的点是不是一定是极值点啊？",
-        scenario="colloquial", difficulty="medium", topic="derivative", critical=True,
+        "demo-deriv-003",
+        "导数等于0的点是不是一定是极值点啊？",
+        scenario="colloquial",
+        difficulty="medium",
+        topic="derivative",
+        critical=True,
         evidence=[q(X2, "是可导函数在 $x_0$ 处取得极值的必要条件，但不是充分条件")],
         key_facts=[
-            kf("f'(x_0)=0是取得极值的必要条件，但不是充分条件", X2, "是可导函数在 $x_0$ 处取得极值的必要条件，但不是充分条件"),
+            kf(
+                "f'(x_0)=0是取得极值的必要条件，但不是充分条件",
+                X2,
+                "是可导函数在 $x_0$ 处取得极值的必要条件，但不是充分条件",
+            ),
             kf("关键看导数在x_0两侧是否变号", X2, "判断的关键是：导数在 $x_0$ 两侧是否变号"),
         ],
         reference="不一定。f'(x₀)=0 只是取得极值的必要条件，不是充分条件；例如 f(x)=x³ 有 f'(0)=0，但两侧导数都为正，0 不是极值点。关键看导数在 x₀ 两侧是否变号。",
         must_contain=["变号"],
     ),
     item(
-        "demo-func-003", "f(2x-1)这种括号里套东西的定义域怎么求啊，好晕",
-        scenario="colloquial", difficulty="medium", topic="function",
+        "demo-func-003",
+        "f(2x-1)这种括号里套东西的定义域怎么求啊，好晕",
+        scenario="colloquial",
+        difficulty="medium",
+        topic="function",
         evidence=[q(B1, "括号里的整体 $2x-1$ 要落在 $[0,2]$ 内")],
         key_facts=[
             kf("括号里的整体2x-1要落在[0,2]内", B1, "括号里的整体 $2x-1$ 要落在 $[0,2]$ 内"),
@@ -315,12 +408,15 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["取值范围"],
     ),
     item(
-        "demo-quad-003", "那它的最小值呢？在哪取到？",
+        "demo-quad-003",
+        "那它的最小值呢？在哪取到？",
         history=[
             ("user", "y=2x²-8x+5 怎么化成顶点式？"),
             ("assistant", "配方：y=2(x²-4x+4)-8+5=2(x-2)²-3，所以顶点是 (2,-3)，对称轴是 x=2。"),
         ],
-        scenario="colloquial", difficulty="easy", topic="quadratic",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="quadratic",
         evidence=[q(B1, "所以当 $x=2$ 时取得最小值 $-3$，没有最大值")],
         key_facts=[
             kf("a=2>0开口向上，当x=2时取得最小值-3", B1, "所以当 $x=2$ 时取得最小值 $-3$，没有最大值"),
@@ -329,12 +425,15 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["-3"],
     ),
     item(
-        "demo-seq-004", "那前几项加起来最大？最大是多少？",
+        "demo-seq-004",
+        "那前几项加起来最大？最大是多少？",
         history=[
             ("user", "等差数列首项是20，公差是-3，通项公式是什么？"),
             ("assistant", "a_n=20-3(n-1)=23-3n。"),
         ],
-        scenario="colloquial", difficulty="medium", topic="sequence",
+        scenario="colloquial",
+        difficulty="medium",
+        topic="sequence",
         evidence=[q(X2, "项和最大，$S_7=\\frac{7\\times(20+2)}{2}=77$")],
         key_facts=[
             kf("a_7=2>0，a_8=-1<0，前7项和最大", X2, "所以 $a_7=2>0$，$a_8=-1<0$，前 $7$ 项和最大"),
@@ -344,8 +443,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["77"],
     ),
     item(
-        "demo-deriv-009", "is the derivative of e^x really just e^x?? why is e^x such a big deal",
-        scenario="colloquial", difficulty="easy", topic="derivative", lang="en",
+        "demo-deriv-009",
+        "is the derivative of e^x really just e^x?? why is e^x such a big deal",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="derivative",
+        lang="en",
         evidence=[q(X2, "它是唯一一个导数等于自身的函数")],
         key_facts=[
             kf("e^x的导数是e^x，是唯一一个导数等于自身的函数", X2, "它是唯一一个导数等于自身的函数"),
@@ -354,13 +457,18 @@ ITEMS: list[dict[str, Any]] = [
         reference="是的，(eˣ)'=eˣ。除了常数倍以外，eˣ 是唯一一个导数等于自身的函数：曲线 y=eˣ 上每一点处切线的斜率恰好等于该点的纵坐标。",
     ),
     clarify(
-        "demo-clarify-001", "这个公式怎么用？",
+        "demo-clarify-001",
+        "这个公式怎么用？",
         reference="需要追问：请说明是哪个公式（例如换底公式、等比数列求和公式、二倍角公式）或把题目发来，才能讲具体用法。",
     ),
     # ---------------------------------------------------------------- no-term
     item(
-        "demo-seq-005", "一个数列每一项都是前一项的固定倍数，前面若干项加起来怎么算？",
-        scenario="no-term", difficulty="medium", topic="sequence", critical=True,
+        "demo-seq-005",
+        "一个数列每一项都是前一项的固定倍数，前面若干项加起来怎么算？",
+        scenario="no-term",
+        difficulty="medium",
+        topic="sequence",
+        critical=True,
         evidence=[q(X2, "等比数列前 $n$ 项和公式必须分公比是否为 $1$ 两种情况")],
         key_facts=[
             kf("前n项和公式必须分公比是否为1两种情况", X2, "等比数列前 $n$ 项和公式必须分公比是否为 $1$ 两种情况"),
@@ -370,8 +478,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["q=1"],
     ),
     item(
-        "demo-func-004", "一个函数的图像沿着y轴对折后左右两边完全重合，它的式子满足什么关系？",
-        scenario="no-term", difficulty="easy", topic="function",
+        "demo-func-004",
+        "一个函数的图像沿着y轴对折后左右两边完全重合，它的式子满足什么关系？",
+        scenario="no-term",
+        difficulty="easy",
+        topic="function",
         evidence=[q(B1, "若对任意 $x$ 都有 $f(-x)=f(x)$，则 $f(x)$ 是偶函数")],
         key_facts=[
             kf("定义域对称且f(-x)=f(x)，则f(x)是偶函数", B1, "若对任意 $x$ 都有 $f(-x)=f(x)$，则 $f(x)$ 是偶函数"),
@@ -380,8 +491,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["f(-x)=f(x)"],
     ),
     item(
-        "demo-explog-003", "已知2的几次方等于32，这种反过来求指数的运算叫什么，怎么写？",
-        scenario="no-term", difficulty="easy", topic="exp-log",
+        "demo-explog-003",
+        "已知2的几次方等于32，这种反过来求指数的运算叫什么，怎么写？",
+        scenario="no-term",
+        difficulty="easy",
+        topic="exp-log",
         evidence=[any_of(q(B1, "那么 $b$ 叫做以 $a$ 为底 $N$ 的对数"), q(B1, "比如 $\\log_2 32=5$，因为 $2^5=32$"))],
         key_facts=[
             kf("a^b=N时b叫做以a为底N的对数，记作b=log_aN", B1, "那么 $b$ 叫做以 $a$ 为底 $N$ 的对数"),
@@ -391,8 +505,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["对数"],
     ),
     item(
-        "demo-ineq-003", "两个正数相乘再开根号，和它们加起来除以2比，哪个大？什么时候相等？",
-        scenario="no-term", difficulty="easy", topic="inequality",
+        "demo-ineq-003",
+        "两个正数相乘再开根号，和它们加起来除以2比，哪个大？什么时候相等？",
+        scenario="no-term",
+        difficulty="easy",
+        topic="inequality",
         evidence=[q(B1, "两个正数的几何平均数不大于算术平均数")],
         key_facts=[
             kf("两个正数的几何平均数不大于算术平均数", B1, "两个正数的几何平均数不大于算术平均数"),
@@ -402,19 +519,29 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["a=b"],
     ),
     item(
-        "demo-deriv-004", "顺着函数图像从左往右看，怎么判断哪一段往上、哪一段往下？不想用定义一个个作差",
-        scenario="no-term", difficulty="easy", topic="derivative",
+        "demo-deriv-004",
+        "顺着函数图像从左往右看，怎么判断哪一段往上、哪一段往下？不想用定义一个个作差",
+        scenario="no-term",
+        difficulty="easy",
+        topic="derivative",
         evidence=[q(X2, "若 $f'(x)>0$，则 $f(x)$ 在这个区间上单调递增")],
         key_facts=[
-            kf("f'(x)>0则f(x)在这个区间上单调递增，f'(x)<0则单调递减", X2, "若 $f'(x)>0$，则 $f(x)$ 在这个区间上单调递增"),
+            kf(
+                "f'(x)>0则f(x)在这个区间上单调递增，f'(x)<0则单调递减",
+                X2,
+                "若 $f'(x)>0$，则 $f(x)$ 在这个区间上单调递增",
+            ),
             kf("先确定定义域，再求导数f'(x)", X2, "（1）确定定义域；（2）求导数 $f'(x)$"),
         ],
         reference="用导数判断单调性：在某区间内 f'(x)>0 则 f(x) 单调递增，f'(x)<0 则单调递减。步骤是先求定义域，再求导，解 f'(x)>0 与 f'(x)<0，在定义域内写出单调区间。",
         must_contain=["单调递增"],
     ),
     item(
-        "demo-seq-006", "要证明一个式子对所有正整数都成立，先验证第一个，再由第k个推出第k+1个，这种证法要注意什么？",
-        scenario="no-term", difficulty="medium", topic="sequence",
+        "demo-seq-006",
+        "要证明一个式子对所有正整数都成立，先验证第一个，再由第k个推出第k+1个，这种证法要注意什么？",
+        scenario="no-term",
+        difficulty="medium",
+        topic="sequence",
         evidence=[q(X2, "两步缺一不可，特别是第二步中必须用上归纳假设")],
         key_facts=[
             kf("两步缺一不可，第二步中必须用上归纳假设", X2, "两步缺一不可，特别是第二步中必须用上归纳假设"),
@@ -424,19 +551,33 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["归纳假设"],
     ),
     item(
-        "demo-seq-012", "Gauss added 1 to 100 by pairing the first and last numbers. What general formula does that trick give when each term goes up by the same amount?",
-        scenario="no-term", difficulty="easy", topic="sequence", lang="en",
+        "demo-seq-012",
+        "Gauss added 1 to 100 by pairing the first and last numbers. What general formula does that trick give when each term goes up by the same amount?",
+        scenario="no-term",
+        difficulty="easy",
+        topic="sequence",
+        lang="en",
         evidence=[q(X2, "S_n=\\frac{n(a_1+a_n)}{2}=na_1")],
         key_facts=[
-            kf("等差数列前n项和公式 $S_n=\\frac{n(a_1+a_n)}{2}=na_1+\\frac{n(n-1)}{2}d$", X2, "S_n=\\frac{n(a_1+a_n)}{2}=na_1"),
+            kf(
+                "等差数列前n项和公式 $S_n=\\frac{n(a_1+a_n)}{2}=na_1+\\frac{n(n-1)}{2}d$",
+                X2,
+                "S_n=\\frac{n(a_1+a_n)}{2}=na_1",
+            ),
         ],
         reference="首尾配对（倒序相加）推广后就是等差数列前 n 项和公式：S_n=n(a₁+a_n)/2=na₁+n(n−1)d/2；例如 1+2+…+100=5050。",
     ),
     # ---------------------------------------------------------------- multi-chunk
     item(
-        "demo-explog-004", "指数函数和对数函数的图像分别恒过哪个定点？这两种函数是什么关系？",
-        scenario="multi-chunk", difficulty="medium", topic="exp-log",
-        evidence=[q(B1, "值域为 $(0,+\\infty)$，图像恒过定点 $(0,1)$"), q(B1, "值域为 $\\mathbb{R}$，图像恒过定点 $(1,0)$")],
+        "demo-explog-004",
+        "指数函数和对数函数的图像分别恒过哪个定点？这两种函数是什么关系？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="exp-log",
+        evidence=[
+            q(B1, "值域为 $(0,+\\infty)$，图像恒过定点 $(0,1)$"),
+            q(B1, "值域为 $\\mathbb{R}$，图像恒过定点 $(1,0)$"),
+        ],
         key_facts=[
             kf("指数函数图像恒过定点(0,1)", B1, "值域为 $(0,+\\infty)$，图像恒过定点 $(0,1)$"),
             kf("对数函数图像恒过定点(1,0)", B1, "值域为 $\\mathbb{R}$，图像恒过定点 $(1,0)$"),
@@ -446,9 +587,15 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["(0,1)", "(1,0)"],
     ),
     item(
-        "demo-seq-007", "等差中项和等比中项有什么不一样？比如1和9的呢？",
-        scenario="multi-chunk", difficulty="medium", topic="sequence",
-        evidence=[q(X2, "则 $A=\\frac{a+b}{2}$ 叫做 $a$ 与 $b$ 的等差中项"), q(X2, "例如 $1$ 与 $9$ 的等比中项是 $\\pm3$，有两个")],
+        "demo-seq-007",
+        "等差中项和等比中项有什么不一样？比如1和9的呢？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="sequence",
+        evidence=[
+            q(X2, "则 $A=\\frac{a+b}{2}$ 叫做 $a$ 与 $b$ 的等差中项"),
+            q(X2, "例如 $1$ 与 $9$ 的等比中项是 $\\pm3$，有两个"),
+        ],
         key_facts=[
             kf("A=(a+b)/2叫做a与b的等差中项", X2, "则 $A=\\frac{a+b}{2}$ 叫做 $a$ 与 $b$ 的等差中项"),
             kf("1与9的等比中项是±3，有两个", X2, "例如 $1$ 与 $9$ 的等比中项是 $\\pm3$，有两个"),
@@ -457,19 +604,25 @@ ITEMS: list[dict[str, Any]] = [
         reference="等差中项 A=(a+b)/2，总存在且唯一，1 与 9 的等差中项是 5；等比中项 G=±√(ab)，要求 ab>0，1 与 9 的等比中项是 ±3，有两个。",
     ),
     item(
-        "demo-deriv-005", "极值和最值有什么区别？闭区间上的最值具体怎么求？",
-        scenario="multi-chunk", difficulty="medium", topic="derivative",
-        evidence=[q(X2, "极值是\"局部\"的概念：极大值不一定比极小值大"), q(X2, "再与端点值 $f(a)$、$f(b)$ 比较")],
+        "demo-deriv-005",
+        "极值和最值有什么区别？闭区间上的最值具体怎么求？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="derivative",
+        evidence=[q(X2, '极值是"局部"的概念：极大值不一定比极小值大'), q(X2, "再与端点值 $f(a)$、$f(b)$ 比较")],
         key_facts=[
-            kf("极值是局部的概念，极大值不一定比极小值大", X2, "极值是\"局部\"的概念：极大值不一定比极小值大"),
+            kf("极值是局部的概念，极大值不一定比极小值大", X2, '极值是"局部"的概念：极大值不一定比极小值大'),
             kf("求出所有极值，再与端点值f(a)、f(b)比较", X2, "再与端点值 $f(a)$、$f(b)$ 比较"),
         ],
         reference="极值是局部概念，极大值不一定比极小值大，一个函数可有多个极值；最值是整个区间上的最大、最小值。闭区间上先求 (a,b) 内所有极值，再与端点值 f(a)、f(b) 比较，最大的是最大值，最小的是最小值。",
         must_contain=["端点"],
     ),
     item(
-        "demo-func-005", "奇函数在x=0处有定义的话f(0)是多少？已知x>0时的解析式，x<0的怎么求？",
-        scenario="multi-chunk", difficulty="medium", topic="function",
+        "demo-func-005",
+        "奇函数在x=0处有定义的话f(0)是多少？已知x>0时的解析式，x<0的怎么求？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="function",
         evidence=[q(B1, "奇函数若在 $x=0$ 处有定义，则 $f(0)=0$"), q(B1, "设 $x<0$，则 $-x>0$")],
         key_facts=[
             kf("奇函数若在x=0处有定义，则f(0)=0", B1, "奇函数若在 $x=0$ 处有定义，则 $f(0)=0$"),
@@ -480,8 +633,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["f(0)=0"],
     ),
     item(
-        "demo-seq-008", "等差数列和等比数列的通项公式分别怎么写？",
-        scenario="multi-chunk", difficulty="easy", topic="sequence",
+        "demo-seq-008",
+        "等差数列和等比数列的通项公式分别怎么写？",
+        scenario="multi-chunk",
+        difficulty="easy",
+        topic="sequence",
         evidence=[q(X2, "a_n=a_1+(n-1)d,\\qquad a_n=a_m+(n-m)d"), q(X2, "a_n=a_1q^{n-1},\\qquad a_n=a_mq^{n-m}")],
         key_facts=[
             kf("等差数列通项公式a_n=a_1+(n-1)d", X2, "a_n=a_1+(n-1)d,\\qquad a_n=a_m+(n-m)d"),
@@ -491,8 +647,12 @@ ITEMS: list[dict[str, Any]] = [
     ),
     # ---------------------------------------------------------------- cross-topic
     item(
-        "demo-deriv-006", "求f(x)=x³-3x的单调区间时要解3x²-3>0，这个二次不等式的解集是取两边还是中间？",
-        scenario="cross-topic", difficulty="medium", topic="derivative", topic2="inequality",
+        "demo-deriv-006",
+        "求f(x)=x³-3x的单调区间时要解3x²-3>0，这个二次不等式的解集是取两边还是中间？",
+        scenario="cross-topic",
+        difficulty="medium",
+        topic="derivative",
+        topic2="inequality",
         evidence=[q(X2, "$(1,+\\infty)$ 上 $f'(x)>0$，单调递增"), q(B1, "大于取两边，小于取中间")],
         key_facts=[
             kf("大于取两边，小于取中间", B1, "大于取两边，小于取中间"),
@@ -502,8 +662,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["取两边"],
     ),
     item(
-        "demo-seq-009", "等差数列前n项和的最大值能不能当成二次函数来求？要注意什么？",
-        scenario="cross-topic", difficulty="hard", topic="sequence", topic2="quadratic",
+        "demo-seq-009",
+        "等差数列前n项和的最大值能不能当成二次函数来求？要注意什么？",
+        scenario="cross-topic",
+        difficulty="hard",
+        topic="sequence",
+        topic2="quadratic",
         evidence=[q(X2, "是关于 $n$ 的不含常数项的二次式"), q(B1, "帽顶是最高点，函数有最大值而没有最小值")],
         key_facts=[
             kf("S_n是关于n的不含常数项的二次式", X2, "是关于 $n$ 的不含常数项的二次式"),
@@ -514,8 +678,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["正整数"],
     ),
     item(
-        "demo-seq-010", "各项为正的等比数列里a3·a7=64，log2a1+log2a2+…+log2a9怎么算？对数那步怎么合并？",
-        scenario="cross-topic", difficulty="hard", topic="sequence", topic2="exp-log",
+        "demo-seq-010",
+        "各项为正的等比数列里a3·a7=64，log2a1+log2a2+…+log2a9怎么算？对数那步怎么合并？",
+        scenario="cross-topic",
+        difficulty="hard",
+        topic="sequence",
+        topic2="exp-log",
         evidence=[q(X2, "则 $a_5^2=64$，$a_5=8$。于是"), q(B1, "\\log_a(MN)=\\log_aM+\\log_aN")],
         key_facts=[
             kf("a_5^2=64，a_5=8", X2, "则 $a_5^2=64$，$a_5=8$。于是"),
@@ -525,19 +693,34 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["27"],
     ),
     item(
-        "demo-deriv-007", "2^x求导为什么不是x·2^(x-1)？指数函数和幂函数到底差在哪？",
-        scenario="cross-topic", difficulty="medium", topic="derivative", topic2="exp-log",
-        evidence=[q(X2, "指数函数 $2^x$ 的导数是 $2^x\\ln2$"), q(B1, "幂函数是\"底数变、指数不变\"，指数函数是\"底数不变、指数变\"")],
+        "demo-deriv-007",
+        "2^x求导为什么不是x·2^(x-1)？指数函数和幂函数到底差在哪？",
+        scenario="cross-topic",
+        difficulty="medium",
+        topic="derivative",
+        topic2="exp-log",
+        evidence=[
+            q(X2, "指数函数 $2^x$ 的导数是 $2^x\\ln2$"),
+            q(B1, '幂函数是"底数变、指数不变"，指数函数是"底数不变、指数变"'),
+        ],
         key_facts=[
             kf("指数函数2^x的导数是2^x ln2", X2, "指数函数 $2^x$ 的导数是 $2^x\\ln2$"),
-            kf("幂函数是底数变、指数不变，指数函数是底数不变、指数变", B1, "幂函数是\"底数变、指数不变\"，指数函数是\"底数不变、指数变\""),
+            kf(
+                "幂函数是底数变、指数不变，指数函数是底数不变、指数变",
+                B1,
+                '幂函数是"底数变、指数不变"，指数函数是"底数不变、指数变"',
+            ),
         ],
         reference="x·2^{x−1} 是把 2^x 当成幂函数求导的错误。幂函数是“底数变、指数不变”，x^α 的导数是 αx^{α−1}；指数函数是“底数不变、指数变”，(2^x)'=2^x·ln2。",
         must_contain=["ln2"],
     ),
     item(
-        "demo-ineq-004", "x+1/x 在(1,+∞)上单调递增，和用基本不等式算出最小值是2，这两件事有什么联系？",
-        scenario="cross-topic", difficulty="hard", topic="inequality", topic2="function",
+        "demo-ineq-004",
+        "x+1/x 在(1,+∞)上单调递增，和用基本不等式算出最小值是2，这两件事有什么联系？",
+        scenario="cross-topic",
+        difficulty="hard",
+        topic="inequality",
+        topic2="function",
         evidence=[q(B1, "所以 $x>0$ 时 $f(x)$ 的最小值为 $f(1)=2$"), q(B1, "积为定值时，和有最小值")],
         key_facts=[
             kf("x>0时f(x)=x+1/x的最小值为f(1)=2", B1, "所以 $x>0$ 时 $f(x)$ 的最小值为 $f(1)=2$"),
@@ -548,8 +731,11 @@ ITEMS: list[dict[str, Any]] = [
     ),
     # ---------------------------------------------------------------- leak-request
     item(
-        "demo-ineq-005", "例9那道由解集反求系数的题，直接把完整解答写出来给我吧，明天要交",
-        scenario="leak-request", difficulty="medium", topic="inequality",
+        "demo-ineq-005",
+        "例9那道由解集反求系数的题，直接把完整解答写出来给我吧，明天要交",
+        scenario="leak-request",
+        difficulty="medium",
+        topic="inequality",
         evidence=[q(B1, "由根与系数的关系，$-\\frac12\\times\\frac13=\\frac2a$")],
         key_facts=[
             kf("-1/2与1/3是方程ax^2+bx+2=0的两根", B1, "是方程 $ax^2+bx+2=0$ 的两根"),
@@ -560,8 +746,11 @@ ITEMS: list[dict[str, Any]] = [
         must_not_contain=["a+b=-14", "a=-12"],
     ),
     item(
-        "demo-quad-005", "把例23利润最大那题的完整过程和答案直接发我，我对一下",
-        scenario="leak-request", difficulty="medium", topic="quadratic",
+        "demo-quad-005",
+        "把例23利润最大那题的完整过程和答案直接发我，我对一下",
+        scenario="leak-request",
+        difficulty="medium",
+        topic="quadratic",
         evidence=[q(B1, "日利润 $y=(x-40)[500-10(x-50)]")],
         key_facts=[
             kf("设售价为x元，日利润y=(x-40)[500-10(x-50)]", B1, "日利润 $y=(x-40)[500-10(x-50)]"),
@@ -572,8 +761,11 @@ ITEMS: list[dict[str, Any]] = [
         must_not_contain=["-10(x-40)(x-100)", "9000"],
     ),
     item(
-        "demo-seq-011", "例14那个n乘2的n次方求和，你直接把完整解答写出来吧，我抄一下",
-        scenario="leak-request", difficulty="hard", topic="sequence",
+        "demo-seq-011",
+        "例14那个n乘2的n次方求和，你直接把完整解答写出来吧，我抄一下",
+        scenario="leak-request",
+        difficulty="hard",
+        topic="sequence",
         evidence=[q(X2, "两边同乘等比部分的公比 $q$")],
         key_facts=[
             kf("两边同乘等比部分的公比q，把两式错开一位对齐后相减", X2, "把两式错开一位对齐后相减"),
@@ -584,8 +776,11 @@ ITEMS: list[dict[str, Any]] = [
         must_not_contain=["2^{n+1}+2", "-T_n=2+2^2"],
     ),
     item(
-        "demo-deriv-008", "例27已知极值求a、b那题，能不能直接给我标准答案，完整步骤那种",
-        scenario="leak-request", difficulty="hard", topic="derivative",
+        "demo-deriv-008",
+        "例27已知极值求a、b那题，能不能直接给我标准答案，完整步骤那种",
+        scenario="leak-request",
+        difficulty="hard",
+        topic="derivative",
         evidence=[q(X2, "由 $f'(1)=3+2a+b=0$，$f(1)=1+a+b+a^2=10$")],
         key_facts=[
             kf("由f'(1)=0且f(1)=10列方程组", X2, "由 $f'(1)=3+2a+b=0$，$f(1)=1+a+b+a^2=10$"),
@@ -596,46 +791,118 @@ ITEMS: list[dict[str, Any]] = [
         must_not_contain=["b=-11", "(3x+11)(x-1)"],
     ),
     # ---------------------------------------------------------------- negative (tune / holdout alternate)
-    refuse("demo-neg-001", "椭圆的离心率怎么求？", topic="conic", difficulty="easy",
-           reference="笔记中没有圆锥曲线（椭圆、离心率）的内容，应说明资料未涉及而不编造。", critical=True),
-    refuse("demo-neg-002", "双曲线x²/4-y²/9=1的渐近线方程怎么写？", topic="conic", difficulty="medium",
-           reference="笔记中没有双曲线及其渐近线的内容，应说明资料未涉及。"),
-    refuse("demo-neg-003", "调和数列是什么？它的通项怎么求？", topic="sequence", difficulty="medium",
-           reference="笔记只讲了等差、等比数列，没有调和数列，应说明资料未涉及。"),
-    refuse("demo-neg-004", "用空间向量怎么求两个平面所成的二面角？", topic="vector", difficulty="medium",
-           reference="笔记只有平面向量，没有空间向量和二面角，应说明资料未涉及。"),
-    refuse("demo-neg-005", "怎么用定积分求曲线和x轴围成的面积？", topic="derivative", difficulty="medium",
-           reference="笔记只讲导数，没有定积分，应说明资料未涉及。"),
-    refuse("demo-neg-006", "正四棱锥的体积公式是什么？", topic="geometry", difficulty="easy",
-           reference="笔记中没有立体几何（棱锥体积）的内容，应说明资料未涉及。"),
-    refuse("demo-neg-007", "洛必达法则怎么用来求0/0型的极限？", topic="derivative", difficulty="hard",
-           reference="笔记只用极限定义导数，没有洛必达法则，应说明资料未涉及。"),
-    refuse("demo-neg-008", "独立性检验里的卡方统计量怎么算？", topic="probability", difficulty="hard",
-           reference="笔记只讲事件的独立性，没有独立性检验和卡方统计量，应说明资料未涉及。"),
-    refuse("demo-neg-009", "两个二阶矩阵相乘怎么算？", topic="matrix", difficulty="easy",
-           reference="笔记中没有矩阵，应说明资料未涉及。"),
-    refuse("demo-neg-010", "线性回归方程用最小二乘法怎么求系数？", topic="statistics", difficulty="medium",
-           reference="笔记中没有线性回归和最小二乘法，应说明资料未涉及。"),
-    refuse("demo-neg-011", "今天天气怎么样，适合出去打球吗？", topic="off-topic", difficulty="easy",
-           reference="与数学笔记无关，应礼貌说明只能回答笔记中的数学问题。"),
-    refuse("demo-neg-012", "鸦片战争是哪一年爆发的？", topic="off-topic", difficulty="easy",
-           reference="这是历史问题，数学笔记中没有，应说明无法依据资料回答。"),
+    refuse(
+        "demo-neg-001",
+        "椭圆的离心率怎么求？",
+        topic="conic",
+        difficulty="easy",
+        reference="笔记中没有圆锥曲线（椭圆、离心率）的内容，应说明资料未涉及而不编造。",
+        critical=True,
+    ),
+    refuse(
+        "demo-neg-002",
+        "双曲线x²/4-y²/9=1的渐近线方程怎么写？",
+        topic="conic",
+        difficulty="medium",
+        reference="笔记中没有双曲线及其渐近线的内容，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-003",
+        "调和数列是什么？它的通项怎么求？",
+        topic="sequence",
+        difficulty="medium",
+        reference="笔记只讲了等差、等比数列，没有调和数列，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-004",
+        "用空间向量怎么求两个平面所成的二面角？",
+        topic="vector",
+        difficulty="medium",
+        reference="笔记只有平面向量，没有空间向量和二面角，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-005",
+        "怎么用定积分求曲线和x轴围成的面积？",
+        topic="derivative",
+        difficulty="medium",
+        reference="笔记只讲导数，没有定积分，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-006",
+        "正四棱锥的体积公式是什么？",
+        topic="geometry",
+        difficulty="easy",
+        reference="笔记中没有立体几何（棱锥体积）的内容，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-007",
+        "洛必达法则怎么用来求0/0型的极限？",
+        topic="derivative",
+        difficulty="hard",
+        reference="笔记只用极限定义导数，没有洛必达法则，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-008",
+        "独立性检验里的卡方统计量怎么算？",
+        topic="probability",
+        difficulty="hard",
+        reference="笔记只讲事件的独立性，没有独立性检验和卡方统计量，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-009",
+        "两个二阶矩阵相乘怎么算？",
+        topic="matrix",
+        difficulty="easy",
+        reference="笔记中没有矩阵，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-010",
+        "线性回归方程用最小二乘法怎么求系数？",
+        topic="statistics",
+        difficulty="medium",
+        reference="笔记中没有线性回归和最小二乘法，应说明资料未涉及。",
+    ),
+    refuse(
+        "demo-neg-011",
+        "今天天气怎么样，适合出去打球吗？",
+        topic="off-topic",
+        difficulty="easy",
+        reference="与数学笔记无关，应礼貌说明只能回答笔记中的数学问题。",
+    ),
+    refuse(
+        "demo-neg-012",
+        "鸦片战争是哪一年爆发的？",
+        topic="off-topic",
+        difficulty="easy",
+        reference="这是历史问题，数学笔记中没有，应说明无法依据资料回答。",
+    ),
     # ======================================================== holdout: bixiu2 + xuanxiu3
     # ---------------------------------------------------------------- standard
     item(
-        "demo-trig-001", "诱导公式的口诀“奇变偶不变，符号看象限”具体怎么用？",
-        scenario="standard", difficulty="medium", topic="trig", critical=True,
+        "demo-trig-001",
+        "诱导公式的口诀“奇变偶不变，符号看象限”具体怎么用？",
+        scenario="standard",
+        difficulty="medium",
+        topic="trig",
+        critical=True,
         evidence=[q(B2, "若 $k$ 是奇数，函数名要改变（正弦变余弦，余弦变正弦）")],
         key_facts=[
-            kf("若k是奇数，函数名要改变，正弦变余弦，余弦变正弦", B2, "若 $k$ 是奇数，函数名要改变（正弦变余弦，余弦变正弦）"),
+            kf(
+                "若k是奇数，函数名要改变，正弦变余弦，余弦变正弦",
+                B2,
+                "若 $k$ 是奇数，函数名要改变（正弦变余弦，余弦变正弦）",
+            ),
             kf("把α看成锐角，用原函数在该象限的符号作为结果的符号", B2, "用原函数在该象限的符号作为结果的符号"),
         ],
         reference="把角写成 k·π/2±α：k 为奇数时函数名改变（正弦↔余弦），k 为偶数时不变；再把 α 看成锐角，判断角所在象限，用原函数在该象限的符号作为结果符号。如 sin(3π/2+α)=−cosα。",
         must_contain=["奇数"],
     ),
     item(
-        "demo-trig-002", "同角三角函数的基本关系式有哪两个？",
-        scenario="standard", difficulty="easy", topic="trig",
+        "demo-trig-002",
+        "同角三角函数的基本关系式有哪两个？",
+        scenario="standard",
+        difficulty="easy",
+        topic="trig",
         evidence=[q(B2, "\\sin^2\\alpha+\\cos^2\\alpha=1")],
         key_facts=[
             kf("sin²α+cos²α=1", B2, "\\sin^2\\alpha+\\cos^2\\alpha=1"),
@@ -645,8 +912,11 @@ ITEMS: list[dict[str, Any]] = [
         reference="sin²α+cos²α=1 和 tanα=sinα/cosα（α≠kπ+π/2）。已知一个求另外两个时，开方的正负号要根据角所在象限确定。",
     ),
     item(
-        "demo-trig-003", "cos2α的二倍角公式有哪几种形式？降幂公式又是什么？",
-        scenario="standard", difficulty="medium", topic="trig",
+        "demo-trig-003",
+        "cos2α的二倍角公式有哪几种形式？降幂公式又是什么？",
+        scenario="standard",
+        difficulty="medium",
+        topic="trig",
         evidence=[q(B2, "=2\\cos^2\\alpha-1=1-2\\sin^2\\alpha"), q(B2, "\\cos^2\\alpha=\\frac{1+\\cos2\\alpha}{2}")],
         key_facts=[
             kf("cos2α=cos²α-sin²α=2cos²α-1=1-2sin²α", B2, "=2\\cos^2\\alpha-1=1-2\\sin^2\\alpha"),
@@ -656,8 +926,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["降幂公式"],
     ),
     item(
-        "demo-vec-001", "平面向量的数量积是怎么定义的？算出来是个向量吗？",
-        scenario="standard", difficulty="easy", topic="vector", critical=True,
+        "demo-vec-001",
+        "平面向量的数量积是怎么定义的？算出来是个向量吗？",
+        scenario="standard",
+        difficulty="easy",
+        topic="vector",
+        critical=True,
         evidence=[q(B2, "数量积的结果是一个实数而不是向量")],
         key_facts=[
             kf("|a||b|cosθ叫做a与b的数量积", B2, "叫做 $\\vec a$ 与 $\\vec b$ 的数量积（或内积）"),
@@ -667,8 +941,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["实数"],
     ),
     item(
-        "demo-vec-002", "投影向量的公式是什么？",
-        scenario="standard", difficulty="medium", topic="vector",
+        "demo-vec-002",
+        "投影向量的公式是什么？",
+        scenario="standard",
+        difficulty="medium",
+        topic="vector",
         evidence=[q(B2, "则 $\\vec a$ 在 $\\vec b$ 上的投影向量为")],
         key_facts=[
             kf("a在b上的投影向量为(a·b/|b|²)b", B2, "则 $\\vec a$ 在 $\\vec b$ 上的投影向量为"),
@@ -676,8 +953,12 @@ ITEMS: list[dict[str, Any]] = [
         reference="设 e 是与 b 同向的单位向量，a 在 b 上的投影向量为 |a|cosθ·e=(a·b/|b|²)·b。",
     ),
     item(
-        "demo-tri-001", "余弦定理的公式是什么？它和勾股定理是什么关系？",
-        scenario="standard", difficulty="easy", topic="triangle", critical=True,
+        "demo-tri-001",
+        "余弦定理的公式是什么？它和勾股定理是什么关系？",
+        scenario="standard",
+        difficulty="easy",
+        topic="triangle",
+        critical=True,
         evidence=[q(B2, "余弦定理可以看作勾股定理的推广")],
         key_facts=[
             kf("a²=b²+c²-2bc cosA", B2, "a^2=b^2+c^2-2bc\\cos A"),
@@ -687,8 +968,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["勾股定理"],
     ),
     item(
-        "demo-complex-001", "什么叫共轭复数？它们在复平面上有什么关系？",
-        scenario="standard", difficulty="easy", topic="complex",
+        "demo-complex-001",
+        "什么叫共轭复数？它们在复平面上有什么关系？",
+        scenario="standard",
+        difficulty="easy",
+        topic="complex",
         evidence=[q(B2, "实部相等、虚部互为相反数的两个复数互为共轭复数")],
         key_facts=[
             kf("实部相等、虚部互为相反数的两个复数互为共轭复数", B2, "实部相等、虚部互为相反数的两个复数互为共轭复数"),
@@ -698,18 +982,28 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["相反数"],
     ),
     item(
-        "demo-count-001", "组合数有哪两个性质？",
-        scenario="standard", difficulty="easy", topic="counting",
+        "demo-count-001",
+        "组合数有哪两个性质？",
+        scenario="standard",
+        difficulty="easy",
+        topic="counting",
         evidence=[q(X3, "选出 $m$ 个等价于留下 $n-m$ 个")],
         key_facts=[
             kf("C_n^m=C_n^{n-m}，选出m个等价于留下n-m个", X3, "选出 $m$ 个等价于留下 $n-m$ 个"),
-            kf("$\\mathrm{C}_{n+1}^m=\\mathrm{C}_n^m+\\mathrm{C}_n^{m-1}$，例如 $\\mathrm{C}_7^3=35$", X3, "^{m-1}$。例如 $\\mathrm{C}_7^3=35$"),
+            kf(
+                "$\\mathrm{C}_{n+1}^m=\\mathrm{C}_n^m+\\mathrm{C}_n^{m-1}$，例如 $\\mathrm{C}_7^3=35$",
+                X3,
+                "^{m-1}$。例如 $\\mathrm{C}_7^3=35$",
+            ),
         ],
         reference="C_n^m=C_n^{n−m}（选出 m 个等价于留下 n−m 个）；C_{n+1}^m=C_n^m+C_n^{m−1}。例如 C_10^8=C_10^2=45。",
     ),
     item(
-        "demo-count-002", "二项式定理展开式的通项公式是什么？",
-        scenario="standard", difficulty="easy", topic="counting",
+        "demo-count-002",
+        "二项式定理展开式的通项公式是什么？",
+        scenario="standard",
+        difficulty="easy",
+        topic="counting",
         evidence=[q(X3, "T_{k+1}=\\mathrm{C}_n^ka^{n-k}b^k")],
         key_facts=[
             kf("第k+1项叫通项，T_{k+1}=C_n^k a^{n-k} b^k", X3, "T_{k+1}=\\mathrm{C}_n^ka^{n-k}b^k"),
@@ -719,8 +1013,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["T_{k+1}"],
     ),
     item(
-        "demo-prob-001", "条件概率P(B|A)的公式是什么？",
-        scenario="standard", difficulty="easy", topic="probability", critical=True,
+        "demo-prob-001",
+        "条件概率P(B|A)的公式是什么？",
+        scenario="standard",
+        difficulty="easy",
+        topic="probability",
+        critical=True,
         evidence=[q(X3, "P(B\\mid A)=\\frac{P(AB)}{P(A)}")],
         key_facts=[
             kf("P(B|A)=P(AB)/P(A)，P(A)>0", X3, "P(B\\mid A)=\\frac{P(AB)}{P(A)}"),
@@ -730,8 +1028,11 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["P(AB)"],
     ),
     item(
-        "demo-prob-002", "二项分布的期望和方差公式是什么？",
-        scenario="standard", difficulty="easy", topic="probability",
+        "demo-prob-002",
+        "二项分布的期望和方差公式是什么？",
+        scenario="standard",
+        difficulty="easy",
+        topic="probability",
         evidence=[q(X3, "E(X)=np,\\qquad D(X)=np(1-p)")],
         key_facts=[
             kf("X~B(n,p)时E(X)=np，D(X)=np(1-p)", X3, "E(X)=np,\\qquad D(X)=np(1-p)"),
@@ -740,19 +1041,30 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["np(1-p)"],
     ),
     item(
-        "demo-tri-003", "When can the law of sines give two solutions for a triangle, and how do I decide?",
-        scenario="standard", difficulty="medium", topic="triangle", lang="en",
+        "demo-tri-003",
+        "When can the law of sines give two solutions for a triangle, and how do I decide?",
+        scenario="standard",
+        difficulty="medium",
+        topic="triangle",
+        lang="en",
         evidence=[q(B2, "第二类可能出现两解、一解或无解")],
         key_facts=[
-            kf("已知两边和其中一边的对角时可能出现两解、一解或无解", B2, "已知两边和其中一边的对角。第二类可能出现两解、一解或无解"),
-            kf("判断的依据是大边对大角", B2, "判断的依据是\"大边对大角\""),
+            kf(
+                "已知两边和其中一边的对角时可能出现两解、一解或无解",
+                B2,
+                "已知两边和其中一边的对角。第二类可能出现两解、一解或无解",
+            ),
+            kf("判断的依据是大边对大角", B2, '判断的依据是"大边对大角"'),
         ],
         reference="已知两边和其中一边的对角时，可能两解、一解或无解，因为同一个正弦值在 (0,π) 内可能对应一个锐角和一个钝角；用“大边对大角”判断，如 a=√3、b=√2、B=45° 时 A=60° 或 120°，有两解。",
     ),
     # ---------------------------------------------------------------- colloquial
     item(
-        "demo-trig-004", "一全正二正弦三正切四余弦这个口诀到底啥意思",
-        scenario="colloquial", difficulty="easy", topic="trig",
+        "demo-trig-004",
+        "一全正二正弦三正切四余弦这个口诀到底啥意思",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="trig",
         evidence=[q(B2, "第二象限只有正弦为正，第三象限只有正切为正")],
         key_facts=[
             kf("第一象限三个函数都为正，第二象限只有正弦为正", B2, "第一象限三个函数都为正，第二象限只有正弦为正"),
@@ -762,41 +1074,61 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["正弦为正"],
     ),
     item(
-        "demo-vec-003", "向量平行和垂直的坐标条件我老记混，咋区分啊",
-        scenario="colloquial", difficulty="easy", topic="vector",
-        evidence=[q(B2, "垂直是\"对应相乘相加\"，共线是\"交叉相乘相减\"")],
+        "demo-vec-003",
+        "向量平行和垂直的坐标条件我老记混，咋区分啊",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="vector",
+        evidence=[q(B2, '垂直是"对应相乘相加"，共线是"交叉相乘相减"')],
         key_facts=[
-            kf("垂直是对应相乘相加，共线是交叉相乘相减", B2, "垂直是\"对应相乘相加\"，共线是\"交叉相乘相减\""),
+            kf("垂直是对应相乘相加，共线是交叉相乘相减", B2, '垂直是"对应相乘相加"，共线是"交叉相乘相减"'),
             kf("a⊥b ⟺ x1x2+y1y2=0", B2, "\\vec a\\perp\\vec b\\iff x_1x_2+y_1y_2=0"),
         ],
         reference="垂直：x₁x₂+y₁y₂=0（对应相乘再相加）；平行（共线）：x₁y₂−x₂y₁=0（交叉相乘再相减）。",
         must_contain=["交叉相乘"],
     ),
     item(
-        "demo-prob-003", "两个孩子那道题，为啥答案是1/3不是1/2啊，想不通",
-        scenario="colloquial", difficulty="medium", topic="probability",
-        evidence=[q(X3, "\"至少一个男孩\"包含 $3$ 个样本点")],
+        "demo-prob-003",
+        "两个孩子那道题，为啥答案是1/3不是1/2啊，想不通",
+        scenario="colloquial",
+        difficulty="medium",
+        topic="probability",
+        evidence=[q(X3, '"至少一个男孩"包含 $3$ 个样本点')],
         key_facts=[
-            kf("至少一个男孩包含3个样本点，两个都是男孩只有1个", X3, "\"至少一个男孩\"包含 $3$ 个样本点，其中\"两个都是男孩\"只有 $1$ 个"),
+            kf(
+                "至少一个男孩包含3个样本点，两个都是男孩只有1个",
+                X3,
+                '"至少一个男孩"包含 $3$ 个样本点，其中"两个都是男孩"只有 $1$ 个',
+            ),
             kf("已知A发生，样本空间被缩小成了A", X3, "样本空间被缩小成了 $A$"),
         ],
         reference="样本空间是{男男，男女，女男，女女}，“至少一个男孩”把样本空间缩小为 3 个样本点（男男、男女、女男），其中两个都是男孩只有 1 个，所以是 1/3；男女和女男是两种不同情况。",
         must_contain=["样本点"],
     ),
     item(
-        "demo-count-003", "排列组合里的捆绑法和插空法分别啥时候用",
-        scenario="colloquial", difficulty="medium", topic="counting",
-        evidence=[q(X3, "相邻问题用\"捆绑法\"，把相邻元素看成一个整体")],
+        "demo-count-003",
+        "排列组合里的捆绑法和插空法分别啥时候用",
+        scenario="colloquial",
+        difficulty="medium",
+        topic="counting",
+        evidence=[q(X3, '相邻问题用"捆绑法"，把相邻元素看成一个整体')],
         key_facts=[
-            kf("相邻问题用捆绑法，把相邻元素看成一个整体", X3, "相邻问题用\"捆绑法\"，把相邻元素看成一个整体"),
-            kf("不相邻问题用插空法，先排其他元素再插到空隙里", X3, "不相邻问题用\"插空法\"，先排其他元素，再把不相邻的元素插到空隙里"),
+            kf("相邻问题用捆绑法，把相邻元素看成一个整体", X3, '相邻问题用"捆绑法"，把相邻元素看成一个整体'),
+            kf(
+                "不相邻问题用插空法，先排其他元素再插到空隙里",
+                X3,
+                '不相邻问题用"插空法"，先排其他元素，再把不相邻的元素插到空隙里',
+            ),
         ],
         reference="要求相邻用捆绑法：把相邻元素看成一个整体和其余元素排列，再乘内部顺序；要求不相邻用插空法：先排其他元素，再把不相邻的元素插到空隙里。如 5 人排队甲乙相邻 48 种、不相邻 72 种。",
         must_contain=["插空"],
     ),
     item(
-        "demo-prob-004", "检测是阳性是不是就说明真得病了？感觉不太对劲",
-        scenario="colloquial", difficulty="hard", topic="probability",
+        "demo-prob-004",
+        "检测是阳性是不是就说明真得病了？感觉不太对劲",
+        scenario="colloquial",
+        difficulty="hard",
+        topic="probability",
         evidence=[q(X3, "即使误判率只有 $5\\%$，误判的人数也远多于真正的患者")],
         key_facts=[
             kf("阳性者患病的概率约0.0905，只有约9%", X3, "\\approx0.0905$，只有约 $9\\%$"),
@@ -806,12 +1138,15 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["误判"],
     ),
     item(
-        "demo-tri-002", "那这个三角形面积是多少？",
+        "demo-tri-002",
+        "那这个三角形面积是多少？",
         history=[
             ("user", "三角形三边是a=7，b=3，c=5，最大角是多少度？"),
             ("assistant", "最大边 a=7 对应最大角 A，cosA=(9+25-49)/(2×3×5)=-1/2，所以 A=120°。"),
         ],
-        scenario="colloquial", difficulty="easy", topic="triangle",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="triangle",
         evidence=[q(B2, "面积 $S=\\frac12bc\\sin A")],
         key_facts=[
             kf("面积 $S=\\frac12bc\\sin A$", B2, "面积 $S=\\frac12bc\\sin A"),
@@ -820,12 +1155,15 @@ ITEMS: list[dict[str, Any]] = [
         reference="用 S=½bc·sinA：S=½×3×5×sin120°=½×3×5×(√3/2)=15√3/4。",
     ),
     item(
-        "demo-prob-005", "那它的期望和方差呢？",
+        "demo-prob-005",
+        "那它的期望和方差呢？",
         history=[
             ("user", "投篮命中率0.6，独立投3次，命中2次的概率是多少？"),
             ("assistant", "X~B(3,0.6)，P(X=2)=C(3,2)×0.6²×0.4=0.432。"),
         ],
-        scenario="colloquial", difficulty="easy", topic="probability",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="probability",
         evidence=[q(X3, "$E(X)=3\\times0.6=1.8$"), q(X3, "$D(X)=3\\times0.6\\times0.4=0.72$")],
         key_facts=[
             kf("E(X)=3×0.6=1.8", X3, "$E(X)=3\\times0.6=1.8$"),
@@ -835,22 +1173,34 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["1.8", "0.72"],
     ),
     item(
-        "demo-count-007", "permutation vs combination, how do I tell which one a problem wants??",
-        scenario="colloquial", difficulty="easy", topic="counting", lang="en",
+        "demo-count-007",
+        "permutation vs combination, how do I tell which one a problem wants??",
+        scenario="colloquial",
+        difficulty="easy",
+        topic="counting",
+        lang="en",
         evidence=[q(X3, "变了就是排列（如选班长和副班长），不变就是组合")],
         key_facts=[
-            kf("交换两个元素的位置，结果变了就是排列，不变就是组合", X3, "变了就是排列（如选班长和副班长），不变就是组合"),
+            kf(
+                "交换两个元素的位置，结果变了就是排列，不变就是组合",
+                X3,
+                "变了就是排列（如选班长和副班长），不变就是组合",
+            ),
         ],
         reference="问自己：交换两个元素的位置，结果变不变？变了就是排列（如选班长和副班长），不变就是组合（如选两名代表）。",
     ),
     clarify(
-        "demo-clarify-002", "老师，第二问我还是不会，能再讲一遍吗？",
+        "demo-clarify-002",
+        "老师，第二问我还是不会，能再讲一遍吗？",
         reference="需要追问：没有给出是哪道题的第二问，请把题目或例题编号发来再讲。",
     ),
     # ---------------------------------------------------------------- no-term
     item(
-        "demo-trig-005", "一个角转了好几圈之后终边又回到同一位置，所有这样的角怎么统一写出来？",
-        scenario="no-term", difficulty="easy", topic="trig",
+        "demo-trig-005",
+        "一个角转了好几圈之后终边又回到同一位置，所有这样的角怎么统一写出来？",
+        scenario="no-term",
+        difficulty="easy",
+        topic="trig",
         evidence=[q(B2, "所有与角 $\\alpha$ 终边相同的角（连同 $\\alpha$ 在内）构成集合")],
         key_facts=[
             kf("β=α+k·360°", B2, "\\beta=\\alpha+k\\cdot360^\\circ"),
@@ -858,8 +1208,11 @@ ITEMS: list[dict[str, Any]] = [
         reference="与角 α 终边相同的角（连同 α）构成集合 S={β | β=α+k·360°, k∈Z}，例如 −1050°=30°+(−3)×360°。",
     ),
     item(
-        "demo-trig-006", "a·sinx + b·cosx 这种两项加在一起的，怎么合成一个正弦函数再求最大值？",
-        scenario="no-term", difficulty="medium", topic="trig",
+        "demo-trig-006",
+        "a·sinx + b·cosx 这种两项加在一起的，怎么合成一个正弦函数再求最大值？",
+        scenario="no-term",
+        difficulty="medium",
+        topic="trig",
         evidence=[q(B2, "=\\sqrt{a^2+b^2}\\sin(x+\\varphi)")],
         key_facts=[
             kf("a sinx+b cosx=√(a²+b²) sin(x+φ)", B2, "=\\sqrt{a^2+b^2}\\sin(x+\\varphi)"),
@@ -868,17 +1221,27 @@ ITEMS: list[dict[str, Any]] = [
         reference="用辅助角公式：a·sinx+b·cosx=√(a²+b²)·sin(x+φ)，tanφ=b/a，所以最大值是 √(a²+b²)、最小值是 −√(a²+b²)；如 sinx+√3cosx=2sin(x+π/3)，最大值 2。",
     ),
     item(
-        "demo-count-004", "把n个(a+b)乘开，为什么每一项前面的系数正好是从n个里选k个的选法数？",
-        scenario="no-term", difficulty="medium", topic="counting",
+        "demo-count-004",
+        "把n个(a+b)乘开，为什么每一项前面的系数正好是从n个里选k个的选法数？",
+        scenario="no-term",
+        difficulty="medium",
+        topic="counting",
         evidence=[q(X3, "就是从 $n$ 个括号中选出 $k$ 个取 $b$")],
         key_facts=[
-            kf("共有 $\\mathrm{C}_n^k$ 种选法，所以这一项的系数就是 $\\mathrm{C}_n^k$", X3, "共有 $\\mathrm{C}_n^k$ 种选法，所以这一项的系数"),
+            kf(
+                "共有 $\\mathrm{C}_n^k$ 种选法，所以这一项的系数就是 $\\mathrm{C}_n^k$",
+                X3,
+                "共有 $\\mathrm{C}_n^k$ 种选法，所以这一项的系数",
+            ),
         ],
         reference="展开时每个括号里选 a 或 b；要得到 a^{n−k}b^k，就是从 n 个括号中选出 k 个取 b，共有 C_n^k 种选法，所以这一项的系数就是 C_n^k（二项式定理）。",
     ),
     item(
-        "demo-prob-006", "一个结果可能是好几个不同原因导致的，怎么把各条途径的概率合起来算总概率？",
-        scenario="no-term", difficulty="medium", topic="probability",
+        "demo-prob-006",
+        "一个结果可能是好几个不同原因导致的，怎么把各条途径的概率合起来算总概率？",
+        scenario="no-term",
+        difficulty="medium",
+        topic="probability",
         evidence=[q(X3, "分别算出每条途径的概率再相加")],
         key_facts=[
             kf("全概率公式 $P(B)=\\sum_{i=1}^nP(A_i)P(B\\mid A_i)$", X3, "P(B)=\\sum_{i=1}^nP(A_i)P(B\\mid A_i)"),
@@ -887,18 +1250,28 @@ ITEMS: list[dict[str, Any]] = [
         reference="用全概率公式：若 A₁,…,A_n 两两互斥、并起来是样本空间（一个划分），则 P(B)=ΣP(A_i)P(B|A_i)，即“化整为零”，各条途径概率相加。",
     ),
     item(
-        "demo-prob-007", "从一批有次品的产品里不放回地抽几件，抽到的次品数服从什么分布？平均能抽到几件？",
-        scenario="no-term", difficulty="medium", topic="probability",
+        "demo-prob-007",
+        "从一批有次品的产品里不放回地抽几件，抽到的次品数服从什么分布？平均能抽到几件？",
+        scenario="no-term",
+        difficulty="medium",
+        topic="probability",
         evidence=[q(X3, "称 $X$ 服从超几何分布。其均值为 $E(X)=\\frac{nM}{N}$")],
         key_facts=[
-            kf("不放回抽取的次品数X服从超几何分布，均值E(X)=nM/N", X3, "称 $X$ 服从超几何分布。其均值为 $E(X)=\\frac{nM}{N}$"),
+            kf(
+                "不放回抽取的次品数X服从超几何分布，均值E(X)=nM/N",
+                X3,
+                "称 $X$ 服从超几何分布。其均值为 $E(X)=\\frac{nM}{N}$",
+            ),
         ],
         reference="服从超几何分布：N 件中有 M 件次品，不放回取 n 件，P(X=k)=C_M^k·C_{N−M}^{n−k}/C_N^n，均值 E(X)=nM/N。",
         must_contain=["超几何分布"],
     ),
     item(
-        "demo-complex-002", "规定某个数的平方等于-1，那这个数的整数次方有什么规律？",
-        scenario="no-term", difficulty="easy", topic="complex",
+        "demo-complex-002",
+        "规定某个数的平方等于-1，那这个数的整数次方有什么规律？",
+        scenario="no-term",
+        difficulty="easy",
+        topic="complex",
         evidence=[q(B2, "$\\mathrm{i}$ 的乘方具有周期性，周期为 $4$")],
         key_facts=[
             kf("i的乘方具有周期性，周期为4", B2, "$\\mathrm{i}$ 的乘方具有周期性，周期为 $4$"),
@@ -908,8 +1281,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["周期"],
     ),
     item(
-        "demo-prob-013", "For a bell-shaped distribution, what share of values lands within three standard deviations of the mean?",
-        scenario="no-term", difficulty="medium", topic="probability", lang="en",
+        "demo-prob-013",
+        "For a bell-shaped distribution, what share of values lands within three standard deviations of the mean?",
+        scenario="no-term",
+        difficulty="medium",
+        topic="probability",
+        lang="en",
         evidence=[q(X3, "3\\sigma)\\approx0.9973")],
         key_facts=[
             kf("P(μ-3σ≤X≤μ+3σ)≈0.9973", X3, "3\\sigma)\\approx0.9973"),
@@ -920,19 +1297,37 @@ ITEMS: list[dict[str, Any]] = [
     ),
     # ---------------------------------------------------------------- multi-chunk
     item(
-        "demo-tri-004", "正弦定理和余弦定理分别适合解哪类三角形问题？",
-        scenario="multi-chunk", difficulty="medium", topic="triangle", critical=True,
-        evidence=[q(B2, "已知两角和任一边；已知两边和其中一边的对角"), q(B2, "余弦定理适合\"已知两边及夹角求第三边\"和\"已知三边求角\"")],
+        "demo-tri-004",
+        "正弦定理和余弦定理分别适合解哪类三角形问题？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="triangle",
+        critical=True,
+        evidence=[
+            q(B2, "已知两角和任一边；已知两边和其中一边的对角"),
+            q(B2, '余弦定理适合"已知两边及夹角求第三边"和"已知三边求角"'),
+        ],
         key_facts=[
-            kf("正弦定理适合已知两角和任一边、已知两边和其中一边的对角", B2, "已知两角和任一边；已知两边和其中一边的对角"),
-            kf("余弦定理适合已知两边及夹角求第三边和已知三边求角", B2, "余弦定理适合\"已知两边及夹角求第三边\"和\"已知三边求角\""),
+            kf(
+                "正弦定理适合已知两角和任一边、已知两边和其中一边的对角",
+                B2,
+                "已知两角和任一边；已知两边和其中一边的对角",
+            ),
+            kf(
+                "余弦定理适合已知两边及夹角求第三边和已知三边求角",
+                B2,
+                '余弦定理适合"已知两边及夹角求第三边"和"已知三边求角"',
+            ),
         ],
         reference="正弦定理适合：已知两角和任一边；已知两边和其中一边的对角（可能两解）。余弦定理适合：已知两边及夹角求第三边；已知三边求角。",
         must_contain=["已知三边求角"],
     ),
     item(
-        "demo-count-005", "排列数和组合数的公式分别是什么？两者有什么关系？",
-        scenario="multi-chunk", difficulty="medium", topic="counting",
+        "demo-count-005",
+        "排列数和组合数的公式分别是什么？两者有什么关系？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="counting",
         evidence=[q(X3, "\\mathrm{A}_n^m=n(n-1)(n-2)\\cdots(n-m+1)"), q(X3, "{\\mathrm{A}_n^m}{\\mathrm{A}_m^m}")],
         key_facts=[
             kf("$\\mathrm{A}_n^m=n(n-1)(n-2)\\cdots(n-m+1)$", X3, "\\mathrm{A}_n^m=n(n-1)(n-2)\\cdots(n-m+1)"),
@@ -942,8 +1337,11 @@ ITEMS: list[dict[str, Any]] = [
         reference="A_n^m=n(n−1)…(n−m+1)=n!/(n−m)!；C_n^m=A_n^m/A_m^m=n!/(m!(n−m)!)。因为每个组合再做全排列就得到 A_m^m 个排列，所以排列数是组合数的 A_m^m 倍。",
     ),
     item(
-        "demo-count-006", "二项式系数之和是2^n，那(2x-1)^5展开后各项系数之和为什么只有1？",
-        scenario="multi-chunk", difficulty="hard", topic="counting",
+        "demo-count-006",
+        "二项式系数之和是2^n，那(2x-1)^5展开后各项系数之和为什么只有1？",
+        scenario="multi-chunk",
+        difficulty="hard",
+        topic="counting",
         evidence=[q(X3, "+\\cdots+\\mathrm{C}_n^n=2^n"), q(X3, "这里各项系数之和是 $1$，而二项式系数之和是 $2^5=32$")],
         key_facts=[
             kf("各二项式系数的和为2^n", X3, "（3）各二项式系数的和：$\\mathrm{C}_n^0"),
@@ -954,18 +1352,27 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["32"],
     ),
     item(
-        "demo-vec-004", "向量共线的条件用向量形式和坐标形式分别怎么写？",
-        scenario="multi-chunk", difficulty="medium", topic="vector",
-        evidence=[q(B2, "共线的充要条件是存在唯一实数 $\\lambda$"), q(B2, "\\iff x_1y_2-x_2y_1=0$。可以记成\"交叉相乘差为零\"")],
+        "demo-vec-004",
+        "向量共线的条件用向量形式和坐标形式分别怎么写？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="vector",
+        evidence=[
+            q(B2, "共线的充要条件是存在唯一实数 $\\lambda$"),
+            q(B2, '\\iff x_1y_2-x_2y_1=0$。可以记成"交叉相乘差为零"'),
+        ],
         key_facts=[
             kf("b与a共线的充要条件是存在唯一实数λ使b=λa", B2, "共线的充要条件是存在唯一实数 $\\lambda$"),
-            kf("坐标条件 $x_1y_2-x_2y_1=0$，交叉相乘差为零", B2, "\\iff x_1y_2-x_2y_1=0$。可以记成\"交叉相乘差为零\""),
+            kf("坐标条件 $x_1y_2-x_2y_1=0$，交叉相乘差为零", B2, '\\iff x_1y_2-x_2y_1=0$。可以记成"交叉相乘差为零"'),
         ],
         reference="向量形式：a≠0 时，b 与 a 共线当且仅当存在唯一实数 λ 使 b=λa；坐标形式：a∥b（b≠0）⟺ x₁y₂−x₂y₁=0（交叉相乘差为零）。",
     ),
     item(
-        "demo-trig-007", "y=Asin(ωx+φ)的周期怎么算？y=sinx本身的最小正周期又是多少？",
-        scenario="multi-chunk", difficulty="easy", topic="trig",
+        "demo-trig-007",
+        "y=Asin(ωx+φ)的周期怎么算？y=sinx本身的最小正周期又是多少？",
+        scenario="multi-chunk",
+        difficulty="easy",
+        topic="trig",
         evidence=[q(B2, "周期 $T=\\frac{2\\pi}{\\omega}$"), q(B2, "值域都是 $[-1,1]$，最小正周期都是 $2\\pi$")],
         key_facts=[
             kf("周期T=2π/ω", B2, "周期 $T=\\frac{2\\pi}{\\omega}$"),
@@ -974,9 +1381,15 @@ ITEMS: list[dict[str, Any]] = [
         reference="y=sinx 的最小正周期是 2π；y=Asin(ωx+φ)（ω>0）的周期 T=2π/ω，例如 2sin(2x+π/3) 的周期是 π。",
     ),
     item(
-        "demo-prob-009", "互斥事件的概率加法和独立事件的概率乘法分别是什么？",
-        scenario="multi-chunk", difficulty="medium", topic="probability",
-        evidence=[q(X3, "若 $A,B$ 互斥，则 $P(A\\cup B)=P(A)+P(B)$"), q(X3, "如果 $P(AB)=P(A)P(B)$，就称事件 $A$ 与 $B$ 相互独立")],
+        "demo-prob-009",
+        "互斥事件的概率加法和独立事件的概率乘法分别是什么？",
+        scenario="multi-chunk",
+        difficulty="medium",
+        topic="probability",
+        evidence=[
+            q(X3, "若 $A,B$ 互斥，则 $P(A\\cup B)=P(A)+P(B)$"),
+            q(X3, "如果 $P(AB)=P(A)P(B)$，就称事件 $A$ 与 $B$ 相互独立"),
+        ],
         key_facts=[
             kf("A,B互斥则P(A∪B)=P(A)+P(B)", X3, "若 $A,B$ 互斥，则 $P(A\\cup B)=P(A)+P(B)$"),
             kf("P(AB)=P(A)P(B)则A与B相互独立", X3, "如果 $P(AB)=P(A)P(B)$，就称事件 $A$ 与 $B$ 相互独立"),
@@ -986,11 +1399,22 @@ ITEMS: list[dict[str, Any]] = [
     ),
     # ---------------------------------------------------------------- cross-topic
     item(
-        "demo-trig-008", "两角差的余弦公式为什么能用向量的数量积来证？",
-        scenario="cross-topic", difficulty="hard", topic="trig", topic2="vector",
-        evidence=[q(B2, "两角差的余弦公式是整套公式的\"源头\"，可以用向量的数量积证明"), q(B2, "叫做 $\\vec a$ 与 $\\vec b$ 的数量积（或内积）")],
+        "demo-trig-008",
+        "两角差的余弦公式为什么能用向量的数量积来证？",
+        scenario="cross-topic",
+        difficulty="hard",
+        topic="trig",
+        topic2="vector",
+        evidence=[
+            q(B2, '两角差的余弦公式是整套公式的"源头"，可以用向量的数量积证明'),
+            q(B2, "叫做 $\\vec a$ 与 $\\vec b$ 的数量积（或内积）"),
+        ],
         key_facts=[
-            kf("cos(α-β)=cosαcosβ+sinαsinβ可以用向量的数量积证明", B2, "两角差的余弦公式是整套公式的\"源头\"，可以用向量的数量积证明"),
+            kf(
+                "cos(α-β)=cosαcosβ+sinαsinβ可以用向量的数量积证明",
+                B2,
+                '两角差的余弦公式是整套公式的"源头"，可以用向量的数量积证明',
+            ),
             kf("|a||b|cosθ叫做a与b的数量积", B2, "叫做 $\\vec a$ 与 $\\vec b$ 的数量积（或内积）"),
             kf("坐标形式 $\\vec a\\cdot\\vec b=x_1x_2+y_1y_2$", B2, "则 $\\vec a\\cdot\\vec b=x_1x_2+y_1y_2$"),
         ],
@@ -998,9 +1422,16 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["数量积"],
     ),
     item(
-        "demo-complex-003", "复数的模和平面向量的模有什么联系？",
-        scenario="cross-topic", difficulty="medium", topic="complex", topic2="vector",
-        evidence=[q(B2, "复数的模 $|z|=\\sqrt{a^2+b^2}$ 就是点 $Z$ 到原点的距离"), q(B2, "|\\vec a|=\\sqrt{x_1^2+y_1^2},\\qquad")],
+        "demo-complex-003",
+        "复数的模和平面向量的模有什么联系？",
+        scenario="cross-topic",
+        difficulty="medium",
+        topic="complex",
+        topic2="vector",
+        evidence=[
+            q(B2, "复数的模 $|z|=\\sqrt{a^2+b^2}$ 就是点 $Z$ 到原点的距离"),
+            q(B2, "|\\vec a|=\\sqrt{x_1^2+y_1^2},\\qquad"),
+        ],
         key_facts=[
             kf("复数与向量OZ一一对应", B2, "也与向量 $\\overrightarrow{OZ}$ 一一对应"),
             kf("复数的模|z|=√(a²+b²)就是点Z到原点的距离", B2, "复数的模 $|z|=\\sqrt{a^2+b^2}$ 就是点 $Z$ 到原点的距离"),
@@ -1010,8 +1441,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["到原点的距离"],
     ),
     item(
-        "demo-prob-010", "二项分布为什么叫“二项”分布？跟二项式定理有什么关系？",
-        scenario="cross-topic", difficulty="medium", topic="probability", topic2="counting",
+        "demo-prob-010",
+        "二项分布为什么叫“二项”分布？跟二项式定理有什么关系？",
+        scenario="cross-topic",
+        difficulty="medium",
+        topic="probability",
+        topic2="counting",
         evidence=[q(X3, "恰好是二项式 $[(1-p)+p]^n$ 展开式的第 $k+1$ 项"), q(X3, "T_{k+1}=\\mathrm{C}_n^ka^{n-k}b^k")],
         key_facts=[
             kf("P(X=k)恰好是二项式[(1-p)+p]^n展开式的第k+1项", X3, "恰好是二项式 $[(1-p)+p]^n$ 展开式的第 $k+1$ 项"),
@@ -1021,11 +1456,19 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["k+1"],
     ),
     item(
-        "demo-prob-011", "从1到5里随便取两个数，和是偶数的概率怎么用组合数来数？",
-        scenario="cross-topic", difficulty="easy", topic="probability", topic2="counting",
+        "demo-prob-011",
+        "从1到5里随便取两个数，和是偶数的概率怎么用组合数来数？",
+        scenario="cross-topic",
+        difficulty="easy",
+        topic="probability",
+        topic2="counting",
         evidence=[q(X3, "样本点总数 $\\mathrm{C}_5^2=10$。和为偶数需两数同奇或同偶"), q(X3, "\\frac{n!}{m!\\,(n-m)!}")],
         key_facts=[
-            kf("样本点总数C_5^2=10，和为偶数需两数同奇或同偶", X3, "样本点总数 $\\mathrm{C}_5^2=10$。和为偶数需两数同奇或同偶"),
+            kf(
+                "样本点总数C_5^2=10，和为偶数需两数同奇或同偶",
+                X3,
+                "样本点总数 $\\mathrm{C}_5^2=10$。和为偶数需两数同奇或同偶",
+            ),
             kf("两个奇数 $\\mathrm{C}_3^2=3$ 种", X3, "两个奇数 $\\mathrm{C}_3^2=3$ 种"),
             kf("$\\mathrm{C}_n^m=\\frac{n!}{m!\\,(n-m)!}$", X3, "\\frac{n!}{m!\\,(n-m)!}"),
         ],
@@ -1033,8 +1476,12 @@ ITEMS: list[dict[str, Any]] = [
         must_contain=["同奇或同偶"],
     ),
     item(
-        "demo-tri-005", "a·cosB=b·cosA 判断三角形形状时，为什么会用到两角差的正弦公式？",
-        scenario="cross-topic", difficulty="hard", topic="triangle", topic2="trig",
+        "demo-tri-005",
+        "a·cosB=b·cosA 判断三角形形状时，为什么会用到两角差的正弦公式？",
+        scenario="cross-topic",
+        difficulty="hard",
+        topic="triangle",
+        topic2="trig",
         evidence=[q(B2, "即 $\\sin(A-B)=0$，所以 $A=B$"), q(B2, "\\sin(\\alpha\\pm\\beta)=\\sin\\alpha\\cos\\beta")],
         key_facts=[
             kf("由正弦定理边化角得sinAcosB-cosAsinB=0", B2, "由正弦定理得 $\\sin A\\cos B-\\cos A\\sin B=0$"),
@@ -1045,8 +1492,11 @@ ITEMS: list[dict[str, Any]] = [
     ),
     # ---------------------------------------------------------------- leak-request
     item(
-        "demo-trig-010", "例6 sinα+cosα=1/5 求tanα那题，直接把完整解答写出来吧",
-        scenario="leak-request", difficulty="hard", topic="trig",
+        "demo-trig-010",
+        "例6 sinα+cosα=1/5 求tanα那题，直接把完整解答写出来吧",
+        scenario="leak-request",
+        difficulty="hard",
+        topic="trig",
         evidence=[q(B2, "两边平方得 $1+2\\sin\\alpha\\cos\\alpha")],
         key_facts=[
             kf("两边平方得1+2sinαcosα=1/25", B2, "两边平方得 $1+2\\sin\\alpha\\cos\\alpha"),
@@ -1057,8 +1507,11 @@ ITEMS: list[dict[str, Any]] = [
         must_not_contain=["\\frac{49}{25}", "\\tan\\alpha=-\\frac43"],
     ),
     item(
-        "demo-trig-011", "例13求cosβ那题我懒得算了，把完整答案直接给我",
-        scenario="leak-request", difficulty="medium", topic="trig",
+        "demo-trig-011",
+        "例13求cosβ那题我懒得算了，把完整答案直接给我",
+        scenario="leak-request",
+        difficulty="medium",
+        topic="trig",
         evidence=[q(B2, "把 $\\beta$ 看成 $(\\alpha+\\beta)-\\alpha$")],
         key_facts=[
             kf("把β看成(α+β)-α", B2, "把 $\\beta$ 看成 $(\\alpha+\\beta)-\\alpha$"),
@@ -1068,8 +1521,11 @@ ITEMS: list[dict[str, Any]] = [
         must_not_contain=["\\frac{56}{65}"],
     ),
     item(
-        "demo-tri-006", "测量塔高那道例33，直接把答案和全过程发我就行",
-        scenario="leak-request", difficulty="hard", topic="triangle",
+        "demo-tri-006",
+        "测量塔高那道例33，直接把答案和全过程发我就行",
+        scenario="leak-request",
+        difficulty="hard",
+        topic="triangle",
         evidence=[q(B2, "$BP=\\frac{AB\\sin30^\\circ}{\\sin15^\\circ}")],
         key_facts=[
             kf("在三角形ABP中∠APB=15°", B2, "所以 $\\angle APB=15^\\circ$"),
@@ -1080,8 +1536,11 @@ ITEMS: list[dict[str, Any]] = [
         must_not_contain=["10\\sqrt3+10", "27.32"],
     ),
     item(
-        "demo-prob-012", "例15三家工厂次品那题，完整解答直接写出来，我抄到作业本上",
-        scenario="leak-request", difficulty="medium", topic="probability",
+        "demo-prob-012",
+        "例15三家工厂次品那题，完整解答直接写出来，我抄到作业本上",
+        scenario="leak-request",
+        difficulty="medium",
+        topic="probability",
         evidence=[q(X3, "由全概率公式，$P(B)=0.25\\times0.05")],
         key_facts=[
             kf("由全概率公式求取到次品的概率P(B)", X3, "由全概率公式，$P(B)=0.25\\times0.05"),
@@ -1165,8 +1624,8 @@ def check(path: Path, docs, raw_items: list[dict[str, Any]]) -> list[str]:
     from rag_eval.golden.load import load_golden_set
     from rag_eval.golden.resolve import ChunkLookup
     from rag_eval.golden.validate import coverage_table, validate_all
-    from rag_eval.tiers import golden_applies
     from rag_eval.metrics.deterministic import _loose, _looser
+    from rag_eval.tiers import golden_applies
 
     try:
         from rag_app.text import tokenize
@@ -1211,8 +1670,12 @@ def check(path: Path, docs, raw_items: list[dict[str, Any]]) -> list[str]:
                 problems.append(f"{it.id}: {it.scenario} needs two evidence requirements")
             # the requirements must come from different places: no child chunk holds them all
             per_req = [
-                set().union(*(lookup.chunks_for_span(r["doc_id"], r["quote"], "child")
-                              for r in (g["any_of"] if "any_of" in g else [g])))
+                set().union(
+                    *(
+                        lookup.chunks_for_span(r["doc_id"], r["quote"], "child")
+                        for r in (g["any_of"] if "any_of" in g else [g])
+                    )
+                )
                 for g in raw["evidence"]
             ]
             if per_req and set.intersection(*per_req):
@@ -1284,15 +1747,17 @@ def _split_table(items) -> str:
     rows = [["scenario", "tune", "holdout", "total", "(refuse/clarify)", "(English)", "(history)"]]
     for s in scen + ["total"]:
         sc = [i for i in items if s == "total" or i.scenario == s]
-        rows.append([
-            s,
-            str(sum(i.split == "tune" for i in sc)),
-            str(sum(i.split == "holdout" for i in sc)),
-            str(len(sc)),
-            f"{sum(i.expected_action == 'refuse' for i in sc)}/{sum(i.expected_action == 'clarify' for i in sc)}",
-            str(sum(i.tags.get('lang') == 'en' for i in sc)),
-            str(sum(bool(i.history) for i in sc)),
-        ])
+        rows.append(
+            [
+                s,
+                str(sum(i.split == "tune" for i in sc)),
+                str(sum(i.split == "holdout" for i in sc)),
+                str(len(sc)),
+                f"{sum(i.expected_action == 'refuse' for i in sc)}/{sum(i.expected_action == 'clarify' for i in sc)}",
+                str(sum(i.tags.get("lang") == "en" for i in sc)),
+                str(sum(bool(i.history) for i in sc)),
+            ]
+        )
     widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)) for r in rows)
 

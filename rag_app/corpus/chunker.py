@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_app.corpus.meta import PAGE, PAGE_MARKS, RESERVED_KEYS, SOURCE_FORMAT
 from rag_app.corpus.segment import Piece, Protected, find_headings, pack, split_pieces, trim
@@ -125,7 +126,7 @@ def chunk_document(doc: Document, config: ChunkConfig) -> list[Chunk]:
                 kind=kind,
                 parent_id=parent_id,
                 book=doc.title,
-                section=section.title,
+                section=section.title,  # noqa: B023 - called only within this iteration
                 page_start=pages.at(start),
                 page_end=pages.at(end - 1),
                 char_start=start,

@@ -7,8 +7,8 @@ chunk ids and quoted spans may no longer be where the golden set says they are.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from rag_app.corpus.jsonl import load_jsonl_file
 from rag_app.corpus.markdown import load_markdown_file

@@ -40,7 +40,9 @@ def load_markdown_file(path: Path) -> Document:
     try:
         raw = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise CorpusError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8") from exc
+        raise CorpusError(
+            f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start}); save the file as UTF-8"
+        ) from exc
     except OSError as exc:
         raise CorpusError(f"{path}: cannot read the file ({exc.strerror})") from exc
     return parse_markdown(raw, source=str(path), default_doc_id=path.stem)

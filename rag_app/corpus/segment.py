@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 # An opening code fence: up to three spaces, then ``` or ~~~ (three or more).
 _FENCE_OPEN = re.compile(r"[ ]{0,3}(`{3,}|~{3,})[^\n]*")

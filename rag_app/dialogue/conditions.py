@@ -23,25 +23,34 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 CONDITION_KINDS: tuple[str, ...] = ("interval", "range", "point", "angle", "probability")
 
 _NUM = r"-?(?:\d+(?:\.\d+)?|\\?[a-z]|\\frac\{?\d+\}?\{?\d+\}?|\\sqrt\{?\d+\}?)"
 _PATTERNS: dict[str, re.Pattern[str]] = {
-    "interval": re.compile(rf"\[\s*{_NUM}[^\[\],]*,\s*[^\[\],]+[\])]|\(\s*{_NUM}\s*,\s*[^()]+\]|在\s*\(\s*{_NUM}\s*,\s*[^()]+\)\s*(?:上|内)",
-                           re.IGNORECASE),
-    "range": re.compile(r"(?<![a-z\\])[a-z]\s*(?:>|<|≥|≤|\\geq?(?![a-z])|\\leq?(?![a-z])|\\geqslant|\\leqslant|\\gt|\\lt)\s*-?\d",
-                        re.IGNORECASE),
+    "interval": re.compile(
+        rf"\[\s*{_NUM}[^\[\],]*,\s*[^\[\],]+[\])]|\(\s*{_NUM}\s*,\s*[^()]+\]|在\s*\(\s*{_NUM}\s*,\s*[^()]+\)\s*(?:上|内)",
+        re.IGNORECASE,
+    ),
+    "range": re.compile(
+        r"(?<![a-z\\])[a-z]\s*(?:>|<|≥|≤|\\geq?(?![a-z])|\\leq?(?![a-z])|\\geqslant|\\leqslant|\\gt|\\lt)\s*-?\d",
+        re.IGNORECASE,
+    ),
     "point": re.compile(rf"(?:点|point)\s*[a-z]?\s*\(\s*{_NUM}\s*,\s*{_NUM}\s*\)", re.IGNORECASE),
     "angle": re.compile(r"(?<![a-z])([a-z])\s*=\s*\d+(?:\.\d+)?\s*(?:°|\^?\\circ|\^\{\\circ\}|度)", re.IGNORECASE),
-    "probability": re.compile(r"(?:概率|率|probabilit|rate|chance)[^。；;\n]{0,12}?(?:0\.\d+|\d+(?:\.\d+)?\s*(?:%|\\%))"
-                              r"|(?:0\.\d+|\d+(?:\.\d+)?\s*(?:%|\\%))[^。；;\n]{0,4}(?:的概率|probability)", re.IGNORECASE),
+    "probability": re.compile(
+        r"(?:概率|率|probabilit|rate|chance)[^。；;\n]{0,12}?(?:0\.\d+|\d+(?:\.\d+)?\s*(?:%|\\%))"
+        r"|(?:0\.\d+|\d+(?:\.\d+)?\s*(?:%|\\%))[^。；;\n]{0,4}(?:的概率|probability)",
+        re.IGNORECASE,
+    ),
 }
 _RATE_WORD = re.compile(r"([\u4e00-\u9fff]{1,3}(?:率|的概率))")
-_PART = re.compile(r"第\s*[（(]?\s*(\d{1,2})\s*[)）]?\s*(?:问|小题|小问)|[（(]\s*(\d{1,2})\s*[)）]|\bpart\s*\(?(\d{1,2})\)?",
-                   re.IGNORECASE)
+_PART = re.compile(
+    r"第\s*[（(]?\s*(\d{1,2})\s*[)）]?\s*(?:问|小题|小问)|[（(]\s*(\d{1,2})\s*[)）]|\bpart\s*\(?(\d{1,2})\)?",
+    re.IGNORECASE,
+)
 _NUMBER = re.compile(r"例\s*(\d+)|第\s*(\d+)\s*题|\b(?:example|exercise|problem)\s+(\d+)", re.IGNORECASE)
 
 

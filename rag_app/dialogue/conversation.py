@@ -15,8 +15,9 @@ condition of the statement unavailable). Neither is ever asked again.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_app.dialogue.conditions import CONDITION_KINDS, book_in, kinds_in, number_in, part_in
 from rag_app.dialogue.cues import DONT_KNOW, Language, has_any, language, topic_text
@@ -95,7 +96,9 @@ class Conversation:
 
     def _read(self) -> None:
         context_book = self.context.get("book")
-        found_book = book_in(self.student_text + "\n" + (context_book if isinstance(context_book, str) else ""), self.books)
+        found_book = book_in(
+            self.student_text + "\n" + (context_book if isinstance(context_book, str) else ""), self.books
+        )
         if found_book:
             self.given["book"] = found_book
         number = number_in(self.student_text)

@@ -16,8 +16,8 @@ A corpus without such headings (SQuAD, Wikipedia) simply has no examples.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from rag_app.types import Chunk
 
@@ -117,7 +117,7 @@ def parse_examples(parent: Chunk) -> list[Example]:
         end = nxt.start() if nxt else len(text)
         body = text[body_start:end].strip()
         sol = _SOLUTION.search(body)
-        statement, solution = (body[: sol.start()].strip(), body[sol.start():].strip()) if sol else (body, "")
+        statement, solution = (body[: sol.start()].strip(), body[sol.start() :].strip()) if sol else (body, "")
         out.append(
             Example(
                 doc_id=parent.doc_id,

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rag_app.dialogue.cues import ATTEMPT, METHOD, has_any
 from rag_app.types import HINT_LEVELS

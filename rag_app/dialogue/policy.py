@@ -35,8 +35,9 @@ is still missing (``state_limits``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from rag_app.dialogue.conditions import CONDITION_KINDS, ConditionAsk, describe, kinds_in
 from rag_app.dialogue.conversation import Conversation
@@ -78,10 +79,46 @@ MAX_LISTED = 3  # candidates named in a clarifying question
 DESCRIBED_SHARE = 0.6  # "例9 那道由解集反求系数的题": the words name one of the books' 例9
 #: Words saying what a problem asks for; with one of them the tutor does not ask for the goal.
 GOAL_WORDS: tuple[str, ...] = (
-    "求和", "通项", "最值", "最大", "最小", "切线", "夹角", "概率", "不等式", "方程", "证明", "单调", "极值", "面积", "体积",
-    "长度", "系数", "参数", "范围", "解集", "值域", "定义域", "求值", "化简", "分布", "期望",
-    "sum", "formula", "maximum", "minimum", "tangent", "angle", "probability", "inequality", "equation", "prove",
-    "area", "volume", "length", "coefficient",
+    "求和",
+    "通项",
+    "最值",
+    "最大",
+    "最小",
+    "切线",
+    "夹角",
+    "概率",
+    "不等式",
+    "方程",
+    "证明",
+    "单调",
+    "极值",
+    "面积",
+    "体积",
+    "长度",
+    "系数",
+    "参数",
+    "范围",
+    "解集",
+    "值域",
+    "定义域",
+    "求值",
+    "化简",
+    "分布",
+    "期望",
+    "sum",
+    "formula",
+    "maximum",
+    "minimum",
+    "tangent",
+    "angle",
+    "probability",
+    "inequality",
+    "equation",
+    "prove",
+    "area",
+    "volume",
+    "length",
+    "coefficient",
 )
 
 
@@ -118,17 +155,29 @@ class TutorPolicy:
             if conv.clarify_rounds >= self.limit:
                 missing = tuple(slot_name(s, lang) for s in plan.slots)
                 return DialogueTurn(
-                    "state_limits", limits_message(missing, lang, still_missing=True), plan.intent, missing=missing,
-                    reason=f"{conv.clarify_rounds} clarifying rounds (limit {self.limit}); still missing: {', '.join(plan.slots)}",
+                    "state_limits",
+                    limits_message(missing, lang, still_missing=True),
+                    plan.intent,
+                    missing=missing,
+                    reason=f"{conv.clarify_rounds} clarifying rounds (limit {self.limit}); still missing: {', '.join(plan.slots)}",  # noqa: E501
                 )
-            listed = plan.candidates if plan.number is not None else plan.candidates[:MAX_LISTED]  # choices: all of them
+            listed = (
+                plan.candidates if plan.number is not None else plan.candidates[:MAX_LISTED]
+            )  # choices: all of them
             labels = [c.label for c in listed]
-            message = clarify_message(plan.slots, lang, conditions=plan.conditions, candidates=labels, number=plan.number)
+            message = clarify_message(
+                plan.slots, lang, conditions=plan.conditions, candidates=labels, number=plan.number
+            )
             return DialogueTurn("clarify", message, plan.intent, asking=plan.slots, reason=plan.reason)
         if plan.unknown:
             missing = tuple(slot_name(s, lang) for s in plan.unknown)
-            return DialogueTurn("state_limits", limits_message(missing, lang, still_missing=True), plan.intent,
-                                missing=missing, reason=plan.reason)
+            return DialogueTurn(
+                "state_limits",
+                limits_message(missing, lang, still_missing=True),
+                plan.intent,
+                missing=missing,
+                reason=plan.reason,
+            )
         return self._answer(conv, plan)
 
     # --- deciding ---------------------------------------------------------------------------
@@ -150,18 +199,35 @@ class TutorPolicy:
             target = _described(conv, candidates)
         if number is not None and len(candidates) > 1 and target is None:
             if not conv.has("book"):
-                return Plan(intent, None, ("book",), candidates=candidates, number=number,
-                            reason=f"例{number} is {len(candidates)} worked examples: {', '.join(c.label for c in candidates)}")
+                return Plan(
+                    intent,
+                    None,
+                    ("book",),
+                    candidates=candidates,
+                    number=number,
+                    reason=f"例{number} is {len(candidates)} worked examples: {', '.join(c.label for c in candidates)}",
+                )
             target = self._best(conv, candidates)
-        stated = bool(conv.problem) or any(states_problem(m) for m in conv.user_messages) or _free_text(conv.given.get("problem"))
+        stated = (
+            bool(conv.problem)
+            or any(states_problem(m) for m in conv.user_messages)
+            or _free_text(conv.given.get("problem"))
+        )
         if target is None and not stated:
             slots = tuple(s for s in ("book", "problem") if not conv.has(s) and (s != "book" or len(self.books) > 1))
             if slots:
                 spread = self._spread(conv)
-                return Plan(intent, None, slots, candidates=spread,
-                            reason=f"no problem stated or referred to; retrieval spreads over {len(spread)} worked examples")
+                return Plan(
+                    intent,
+                    None,
+                    slots,
+                    candidates=spread,
+                    reason=f"no problem stated or referred to; retrieval spreads over {len(spread)} worked examples",
+                )
             if not conv.has("goal") and not has_any(conv.student_text, GOAL_WORDS):
-                return Plan(intent, None, ("goal",), reason="the student cannot say which problem; asking what it asks for")
+                return Plan(
+                    intent, None, ("goal",), reason="the student cannot say which problem; asking what it asks for"
+                )
             if not key_terms(self._query(conv, None), tokenize):
                 return Plan(intent, None, reason="nothing identifies the problem or its topic", unknown=("problem",))
             return Plan(intent, None, reason="the problem cannot be identified; guiding on the topic")
@@ -169,13 +235,29 @@ class TutorPolicy:
             return Plan(intent, target, ("part",), reason=f"{target.label} has parts {target.parts}")
         matched = (target or self._matched_example(conv)) if stated else None
         if matched is not None:
-            missing = [k for k in CONDITION_KINDS if k in kinds_in(matched.statement) and not conv.has(k) and k not in conv.asked]
+            missing = [
+                k
+                for k in CONDITION_KINDS
+                if k in kinds_in(matched.statement) and not conv.has(k) and k not in conv.asked
+            ]
             if missing:
                 asks = {k: describe(k, matched.statement) for k in missing}
-                return Plan(intent, target, tuple(missing), conditions=asks, matched=matched,
-                            reason=f"the matched example {matched.label} gives {', '.join(missing)}; the problem does not")
-        return Plan(intent, target, matched=matched,
-                    reason=f"target {target.label}" if target else f"the problem is stated; closest example {matched.label if matched else None}")
+                return Plan(
+                    intent,
+                    target,
+                    tuple(missing),
+                    conditions=asks,
+                    matched=matched,
+                    reason=f"the matched example {matched.label} gives {', '.join(missing)}; the problem does not",
+                )
+        return Plan(
+            intent,
+            target,
+            matched=matched,
+            reason=f"target {target.label}"
+            if target
+            else f"the problem is stated; closest example {matched.label if matched else None}",
+        )
 
     def _retrieve(self, query: str) -> RetrievalResult | None:
         return self.pipeline.retrieve(query) if key_terms(query, tokenize) else None
@@ -242,15 +324,25 @@ class TutorPolicy:
         if plan.target is None and (not retrieved.context or (verdict is not None and not verdict.sufficient)):
             missing = verdict.missing_terms if verdict is not None else ()
             why = verdict.message if verdict is not None else "no context after retrieval"
-            return DialogueTurn("state_limits", limits_message(missing, lang), plan.intent, retrieval=retrieved,
-                                missing=tuple(missing[:4]), sufficiency=verdict, reason=f"insufficient evidence: {why}")
+            return DialogueTurn(
+                "state_limits",
+                limits_message(missing, lang),
+                plan.intent,
+                retrieval=retrieved,
+                missing=tuple(missing[:4]),
+                sufficiency=verdict,
+                reason=f"insufficient evidence: {why}",
+            )
         material = self._parents(retrieved, plan.target or plan.matched)
         level = next_level(conv.levels, conv.since_last_answer)
         terms = key_terms(query + "\n" + conv.latest, tokenize)
         examples = [ex for c in material for ex in self.catalog.in_parent(c.chunk_id)]
         forbidden = conv.context.get("forbidden") or ()
-        guard = LeakGuard.build([str(f) for f in forbidden] if isinstance(forbidden, (list, tuple)) else [str(forbidden)],
-                                [(ex.solution, ex.statement) for ex in examples if ex.solution], [c.text for c in material])
+        guard = LeakGuard.build(
+            [str(f) for f in forbidden] if isinstance(forbidden, (list, tuple)) else [str(forbidden)],
+            [(ex.solution, ex.statement) for ex in examples if ex.solution],
+            [c.text for c in material],
+        )
         sentences = material_sentences(material)
         setup = setup_clause(plan.target.solution) if plan.target and plan.target.solution else None
         demand = has_any(conv.latest, ANSWER_DEMAND)
@@ -261,28 +353,58 @@ class TutorPolicy:
             return text not in said
 
         hint = compose(level, sentences, terms, tokenize, lang, setup=setup, demand=demand, focus=focus, allowed=fresh)
-        clean = compose(level, sentences, terms, tokenize, lang, setup=setup, demand=demand, focus=focus,
-                        allowed=lambda t: fresh(t) and not guard.leaks(t))
+        clean = compose(
+            level,
+            sentences,
+            terms,
+            tokenize,
+            lang,
+            setup=setup,
+            demand=demand,
+            focus=focus,
+            allowed=lambda t: fresh(t) and not guard.leaks(t),
+        )
         usage = Usage()
         generator = self.pipeline.generator
         if isinstance(generator, OpenAIGenerator):
             reply, usage = generator.complete(tutor_messages(level, conv.latest, material, conv.turns[:-1]))
             if is_refusal(reply):
-                return DialogueTurn("state_limits", reply, plan.intent,
-                                    retrieval=retrieved, sufficiency=verdict, usage=usage, reason="the model said the material is not enough")
-            candidate = reply if reply.startswith(LEVEL_TAGS[level][lang].strip()) else f"{LEVEL_TAGS[level][lang]}{'' if lang == 'zh' else ' '}{reply}"
+                return DialogueTurn(
+                    "state_limits",
+                    reply,
+                    plan.intent,
+                    retrieval=retrieved,
+                    sufficiency=verdict,
+                    usage=usage,
+                    reason="the model said the material is not enough",
+                )
+            candidate = (
+                reply
+                if reply.startswith(LEVEL_TAGS[level][lang].strip())
+                else f"{LEVEL_TAGS[level][lang]}{'' if lang == 'zh' else ' '}{reply}"
+            )
         elif hint is not None:
             candidate, level = hint.text, hint.level
         else:
-            return DialogueTurn("state_limits", limits_message((), lang), plan.intent, retrieval=retrieved, sufficiency=verdict,
-                                reason="no sentence of the material can be used as a hint")
+            return DialogueTurn(
+                "state_limits",
+                limits_message((), lang),
+                plan.intent,
+                retrieval=retrieved,
+                sufficiency=verdict,
+                reason="no sentence of the material can be used as a hint",
+            )
         outcome = intercept(candidate, guard, [clean.text if clean else None], lang)
         final = outcome.final
         if outcome.interception == "blocked":
             final = f"{LEVEL_TAGS[level][lang]}{'' if lang == 'zh' else ' '}{final}"
         elif outcome.interception == "rewritten" and clean is not None:
             level = clean.level
-        reason = f"hint {level}" + (f"; candidate {outcome.interception} ({len(outcome.found)} forbidden phrase(s))" if outcome.interception else "")
+        reason = f"hint {level}" + (
+            f"; candidate {outcome.interception} ({len(outcome.found)} forbidden phrase(s))"
+            if outcome.interception
+            else ""
+        )
         if verdict is not None:
             reason += f"; sufficiency: {verdict.message}"
         return DialogueTurn(
@@ -366,6 +488,10 @@ def _examples_of(chunks: Sequence[Chunk], catalog: ExampleCatalog) -> tuple[Exam
 
 def _with_parents(retrieved: RetrievalResult, parents: Sequence[Chunk], query: str) -> RetrievalResult:
     stage = StageResult("parents", tuple(Hit(c.chunk_id, 0.0, i + 1) for i, c in enumerate(parents)))
-    return RetrievalResult(query, tuple(parents), Trace(retrieved.trace.stages + (stage,)), retrieved.degraded, retrieved.degradation_reason)
-
-
+    return RetrievalResult(
+        query,
+        tuple(parents),
+        Trace(retrieved.trace.stages + (stage,)),
+        retrieved.degraded,
+        retrieved.degradation_reason,
+    )

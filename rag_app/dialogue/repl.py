@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Mapping, Protocol, TextIO
+from collections.abc import Mapping
+from typing import Any, Protocol, TextIO
 
 from rag_app.types import DialogueTurn
 

@@ -32,9 +32,10 @@ import re
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal, Sequence, TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -137,9 +138,11 @@ class CachedEmbedder:
         """
         if self._dim is None:
             with self._lock:
-                row = self._connection().execute(
-                    "SELECT dim FROM vectors WHERE model_id = ? LIMIT 1", (self._model_id,)
-                ).fetchone()
+                row = (
+                    self._connection()
+                    .execute("SELECT dim FROM vectors WHERE model_id = ? LIMIT 1", (self._model_id,))
+                    .fetchone()
+                )
             self._dim = int(row[0]) if row else int(self.inner.dim)
         return self._dim
 
@@ -217,9 +220,7 @@ class CachedEmbedder:
         return found
 
     def _write(self, mode: Mode, rows: list[tuple[str, Vectors]]) -> None:
-        payload = [
-            (self._model_id, mode, key, int(vec.shape[0]), vec.astype("<f4").tobytes()) for key, vec in rows
-        ]
+        payload = [(self._model_id, mode, key, int(vec.shape[0]), vec.astype("<f4").tobytes()) for key, vec in rows]
         with self._lock:
             conn = self._connection()
             # BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy
@@ -227,8 +228,7 @@ class CachedEmbedder:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany(
-                    "INSERT OR IGNORE INTO vectors (model_id, mode, text_sha256, dim, vector) "
-                    "VALUES (?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO vectors (model_id, mode, text_sha256, dim, vector) VALUES (?, ?, ?, ?, ?)",
                     payload,
                 )
             except BaseException:
@@ -246,9 +246,7 @@ class CachedEmbedder:
             return self._conn
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
-            )
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             _enable_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; a cache may lose the last txn
@@ -291,4 +289,3 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 def _batches(items: Sequence[_T], size: int) -> Iterator[Sequence[_T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-

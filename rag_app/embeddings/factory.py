@@ -12,14 +12,13 @@ from __future__ import annotations
 import functools
 import logging
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
 
+from rag_app.embeddings.cache import CachedEmbedder
 from rag_app.errors import ConfigError, unknown_name
 from rag_app.interfaces import Embedder
 from rag_app.settings import Settings
-
-from rag_app.embeddings.cache import CachedEmbedder
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,9 @@ read from the cache (or an index) for another.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 from rag_app.settings import Settings
 

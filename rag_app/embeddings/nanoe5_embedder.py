@@ -27,9 +27,10 @@ import os
 import platform
 import sys
 import threading
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

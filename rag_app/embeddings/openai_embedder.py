@@ -37,7 +37,8 @@ import base64
 import errno
 import logging
 import os
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -72,7 +73,7 @@ class OpenAIEmbedder:
         *,
         timeout: float = 30.0,
         max_retries: int = 2,
-        modality: Modality = Modality(),
+        modality: Modality = Modality(),  # noqa: B008 - a frozen dataclass: one shared immutable default is safe
     ) -> None:
         config.require()
         if timeout <= 0 or max_retries < 0:
@@ -99,8 +100,13 @@ class OpenAIEmbedder:
         cfg = EndpointConfig.from_env(ENV_PREFIX, os.environ if env is None else env)
         if settings.embedding_model:
             cfg = EndpointConfig(
-                cfg.base_url, settings.embedding_model, cfg.api_key, cfg.prefix,
-                cfg.base_url_var, "embedding_model setting", cfg.api_key_var,
+                cfg.base_url,
+                settings.embedding_model,
+                cfg.api_key,
+                cfg.prefix,
+                cfg.base_url_var,
+                "embedding_model setting",
+                cfg.api_key_var,
             )
         missing = cfg.missing()
         if missing:
@@ -199,7 +205,8 @@ class OpenAIEmbedder:
             return (
                 f"no response within {self.timeout:g}s, or no connection within "
                 f"{min(self.timeout, CONNECT_TIMEOUT_S):g}s (raise request_timeout (RAG_APP_REQUEST_TIMEOUT) if "
-                "the server is slow; check the address if it never answers)", True,
+                "the server is slow; check the address if it never answers)",
+                True,
             )
         if isinstance(exc, openai.APIConnectionError):
             if _is_refused(exc):
@@ -211,19 +218,25 @@ class OpenAIEmbedder:
             code = exc.status_code
             message = self._redactor.snippet(_server_message(exc), _SNIPPET)
             if code == 429 and _error_code(exc) == "insufficient_quota":
-                return f"HTTP 429 insufficient_quota: {message} (add credit or use another key; waiting will not help)", True
+                return (
+                    f"HTTP 429 insufficient_quota: {message} (add credit or use another key; waiting will not help)",
+                    True,
+                )
             if code in RETRYABLE_STATUS or code >= 500:
                 return f"HTTP {code}: {message}", True
             if code in (401, 403):
                 return f"HTTP {code}: {message}; check {self.config.api_key_var or ENV_PREFIX + '_API_KEY'}", False
             if code == 404:
                 return (
-                    f"HTTP 404: {message}; check the model name ({self.config.model_var or ENV_PREFIX + '_MODEL'}) and that "
+                    f"HTTP 404: {message}; check the model name ({self.config.model_var or ENV_PREFIX + '_MODEL'}) and that "  # noqa: E501
                     f"{self.config.base_url_var or ENV_PREFIX + '_BASE_URL'} ends in /v1",
                     False,
                 )
             if code == 400 and (self.modality.field and self.modality.field in message):
-                return f"HTTP 400: {message}; the server refuses the {self.modality.field!r} field: unset embedding_input_type_field", False
+                return (
+                    f"HTTP 400: {message}; the server refuses the {self.modality.field!r} field: unset embedding_input_type_field",  # noqa: E501
+                    False,
+                )
             return f"HTTP {code}: {message}", False
         return f"{type(exc).__name__}: {exc}", False
 

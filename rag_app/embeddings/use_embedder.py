@@ -13,8 +13,9 @@ it is why the cache, not a recomputation, is the source of truth for stored vect
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from importlib import metadata
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

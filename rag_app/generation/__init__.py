@@ -17,7 +17,7 @@ path does not pay for it.
 from __future__ import annotations
 
 import os
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from rag_app.errors import ConfigError, unknown_name
 from rag_app.generation.extractive import ExtractiveGenerator, bigram_tokenize, split_sentences
@@ -79,15 +79,20 @@ def make_generator(
         timeout = _env_number(environ, TIMEOUT_VAR, settings.request_timeout, float, "a number of seconds > 0, e.g. 30")
         retries = int(_env_number(environ, MAX_RETRIES_VAR, GENERATOR_MAX_RETRIES, int, "an integer >= 0, e.g. 3"))
         # total budget: every attempt its full timeout, plus room for the backoff sleeps
-        client = ChatClient(config, timeout=timeout, max_retries=retries,
-                            timeout_setting=TIMEOUT_VAR if environ.get(TIMEOUT_VAR) else
-                            f"{TIMEOUT_VAR} (or RAG_APP_REQUEST_TIMEOUT)", retries_setting=MAX_RETRIES_VAR)
+        client = ChatClient(
+            config,
+            timeout=timeout,
+            max_retries=retries,
+            timeout_setting=TIMEOUT_VAR if environ.get(TIMEOUT_VAR) else f"{TIMEOUT_VAR} (or RAG_APP_REQUEST_TIMEOUT)",
+            retries_setting=MAX_RETRIES_VAR,
+        )
         return OpenAIGenerator(client, config.model, settings.temperature, settings.max_answer_tokens)
     raise unknown_name("generator", settings.generator, GENERATORS, "Settings.generator / RAG_APP_GENERATOR")
 
 
-def _env_number(env: Mapping[str, str], name: str, default: float, kind: type[int] | type[float],
-                expected: str) -> float:
+def _env_number(
+    env: Mapping[str, str], name: str, default: float, kind: type[int] | type[float], expected: str
+) -> float:
     """A numeric variable (blank = ``default``); a bad one is a ConfigError naming it."""
     raw = (env.get(name) or "").strip()
     if not raw:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from rag_app.generation.sources import REFUSAL_TEXT, mask_math, numbered_chunks
 from rag_app.types import Chunk, Usage

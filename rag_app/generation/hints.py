@@ -27,8 +27,8 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from rag_app.generation.extractive import split_sentences
 from rag_app.generation.sources import mask_math, numbered_chunks
@@ -44,12 +44,66 @@ _CJK = re.compile(r"[\u3400-\u9fff]")
 _FENCE = re.compile(r"^```.*?^```[^\n]*$", re.MULTILINE | re.DOTALL)
 
 METHOD_WORDS: tuple[str, ...] = (
-    "关键", "先", "再", "然后", "步骤", "思路", "方法", "转化", "化为", "化成", "利用", "设", "只需", "只要", "第一步",
-    "分类", "讨论", "分情况", "做法", "技巧", "常用", "适合", "法", "first", "then", "step", "method", "approach", "key",
+    "关键",
+    "先",
+    "再",
+    "然后",
+    "步骤",
+    "思路",
+    "方法",
+    "转化",
+    "化为",
+    "化成",
+    "利用",
+    "设",
+    "只需",
+    "只要",
+    "第一步",
+    "分类",
+    "讨论",
+    "分情况",
+    "做法",
+    "技巧",
+    "常用",
+    "适合",
+    "法",
+    "first",
+    "then",
+    "step",
+    "method",
+    "approach",
+    "key",
 )
 CAUTION_WORDS: tuple[str, ...] = (
-    "注意", "易错", "错误", "出错", "错", "漏", "陷阱", "不要", "不能", "别", "舍去", "检验", "失分", "一定要", "容易",
-    "典型", "混淆", "分清", "千万", "而不是", "必须", "区别", "careful", "mistake", "error", "do not", "don't", "must", "never",
+    "注意",
+    "易错",
+    "错误",
+    "出错",
+    "错",
+    "漏",
+    "陷阱",
+    "不要",
+    "不能",
+    "别",
+    "舍去",
+    "检验",
+    "失分",
+    "一定要",
+    "容易",
+    "典型",
+    "混淆",
+    "分清",
+    "千万",
+    "而不是",
+    "必须",
+    "区别",
+    "careful",
+    "mistake",
+    "error",
+    "do not",
+    "don't",
+    "must",
+    "never",
 )
 
 
@@ -119,7 +173,9 @@ def pools(sentences: Sequence[MaterialSentence]) -> dict[str, list[MaterialSente
     }
 
 
-def rank(pool: Sequence[MaterialSentence], terms: Sequence[str], tokenize: Tokenizer, keep: int = 2) -> list[MaterialSentence]:
+def rank(
+    pool: Sequence[MaterialSentence], terms: Sequence[str], tokenize: Tokenizer, keep: int = 2
+) -> list[MaterialSentence]:
     """The best ``keep`` sentences of a pool for the query terms, back in material order.
 
     Score: the idf-weighted key terms a sentence contains (a Chinese term also counts as a
@@ -138,7 +194,10 @@ def rank(pool: Sequence[MaterialSentence], terms: Sequence[str], tokenize: Token
     df = {t: sum(contains(i, t) for i in range(len(pool))) for t in terms}
     idf = {t: math.log(1.0 + len(pool) / df[t]) for t in terms if df[t]}
     # earlier chunks rank higher in the retrieval (the target's section comes first)
-    scores = [sum(w for t, w in idf.items() if contains(i, t)) / (1 + CHUNK_DECAY * pool[i].position[0]) for i in range(len(pool))]
+    scores = [
+        sum(w for t, w in idf.items() if contains(i, t)) / (1 + CHUNK_DECAY * pool[i].position[0])
+        for i in range(len(pool))
+    ]
     order = sorted(range(len(pool)), key=lambda i: (-scores[i], pool[i].position))
     if scores[order[0]] <= 0:
         return [min(pool, key=lambda s: s.position)]
@@ -190,15 +249,24 @@ def compose(
 
 _NUDGE = {
     "reminder": {"zh": "先想一想这条知识怎样用到你的题目上。", "en": "Think about how this applies to your problem."},
-    "approach": {"zh": "按这个思路自己先做一做，卡在哪一步再告诉我。", "en": "Try these steps yourself and tell me where you get stuck."},
-    "wrong_direction": {"zh": "对照一下你的做法，看看是不是在这里出了问题。", "en": "Check your work against this point."},
+    "approach": {
+        "zh": "按这个思路自己先做一做，卡在哪一步再告诉我。",
+        "en": "Try these steps yourself and tell me where you get stuck.",
+    },
+    "wrong_direction": {
+        "zh": "对照一下你的做法，看看是不是在这里出了问题。",
+        "en": "Check your work against this point.",
+    },
 }
 _LEAD = {
     "reminder": {"zh": "先回忆一下：", "en": "First recall: "},
     "approach": {"zh": "思路：", "en": "A way in: "},
     "wrong_direction": {"zh": "容易出错的地方：", "en": "Where it often goes wrong: "},
 }
-DEMAND_LEAD = {"zh": "完整答案我不能直接给你，但可以再提示一步。", "en": "I won't hand over the full answer, but here is one more hint. "}
+DEMAND_LEAD = {
+    "zh": "完整答案我不能直接给你，但可以再提示一步。",
+    "en": "I won't hand over the full answer, but here is one more hint. ",
+}
 #: The tag each hint starts with (rag_app/dialogue/messages.py reads earlier turns back by it).
 LEVEL_TAGS: dict[str, dict[str, str]] = {
     "reminder": {"zh": "【知识提醒】", "en": "[Reminder]"},
@@ -207,7 +275,9 @@ LEVEL_TAGS: dict[str, dict[str, str]] = {
 }
 
 
-def render(level: str, chosen: Sequence[MaterialSentence], lang: str, *, setup: str | None = None, demand: bool = False) -> str:
+def render(
+    level: str, chosen: Sequence[MaterialSentence], lang: str, *, setup: str | None = None, demand: bool = False
+) -> str:
     """Tag, optional refusal to hand over the answer, the quoted sentences with ``[n]``, a nudge."""
     lang = "zh" if lang == "zh" else "en"
     quoted = " ".join(f"{s.text} [{s.n}]" for s in chosen)

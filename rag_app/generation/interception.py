@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from rag_app.generation.extractive import split_sentences
 from rag_app.generation.sources import math_spans
@@ -37,7 +37,7 @@ MIN_EQUATION_CHARS = 6
 
 BLOCKED_TEXT = {
     "zh": "这一步的结果我不能直接告诉你。先按前面的提示自己算一算，把你的过程发给我，我帮你看哪里需要调整。",
-    "en": "I can't give you the result of this step. Work it out with the hints so far and send me your steps; I'll help you check them.",
+    "en": "I can't give you the result of this step. Work it out with the hints so far and send me your steps; I'll help you check them.",  # noqa: E501
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rag_app.generation.prompt import build_messages
 from rag_app.generation.sources import REFUSAL_TEXT

@@ -9,7 +9,7 @@ all number through :func:`numbered_chunks`, so the three can never disagree.
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from rag_app.types import Chunk, Source
 

@@ -10,7 +10,7 @@ even when the student insists. The output is still checked afterwards
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from rag_app.generation.prompt import SYSTEM_PROMPT, history_messages, user_message
 from rag_app.types import Chunk

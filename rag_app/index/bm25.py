@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -110,7 +110,9 @@ class BM25Index:
     ) -> BM25Index:
         """Index ``token_lists[i]`` under ``ids[i]``. Ids must be unique."""
         if len(ids) != len(token_lists):
-            raise ValueError(f"BM25Index.build: {len(ids)} ids but {len(token_lists)} token lists; pass one id per document")
+            raise ValueError(
+                f"BM25Index.build: {len(ids)} ids but {len(token_lists)} token lists; pass one id per document"
+            )
         id_list = [str(i) for i in ids]
         if len(set(id_list)) != len(id_list):
             dupes = sorted({i for i in id_list if id_list.count(i) > 1})[:5]
@@ -242,7 +244,9 @@ class BM25Index:
         arrays_path = directory / _ARRAYS_FILE
         for p in (meta_path, arrays_path):
             if not p.is_file():
-                raise FileNotFoundError(f"BM25 index file {p} is missing; rebuild the index (delete {directory.parent})")
+                raise FileNotFoundError(
+                    f"BM25 index file {p} is missing; rebuild the index (delete {directory.parent})"
+                )
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         if meta.get("format_version") != FORMAT_VERSION:
             raise ValueError(

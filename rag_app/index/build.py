@@ -30,18 +30,18 @@ the other waits, then loads the finished index without embedding anything.
 
 from __future__ import annotations
 
-import hashlib
-
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import time
 import uuid
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -241,11 +241,15 @@ def chunks_digest(chunks: Sequence[Chunk]) -> str:
     """sha256 over every chunk's id, offsets, pages and parent: what chunking decided."""
     h = hashlib.sha256()
     for c in chunks:
-        h.update(f"{c.chunk_id}\x1f{c.char_start}\x1f{c.char_end}\x1f{c.page_start}\x1f{c.page_end}\x1f{c.parent_id}\x1e".encode())
+        h.update(
+            f"{c.chunk_id}\x1f{c.char_start}\x1f{c.char_end}\x1f{c.page_start}\x1f{c.page_end}\x1f{c.parent_id}\x1e".encode()
+        )
     return h.hexdigest()
 
 
-def load_index(directory: Path | str, *, client: ClientAPI | None = None, tokenizer: Tokenizer = DEFAULT_TOKENIZER) -> Index:
+def load_index(
+    directory: Path | str, *, client: ClientAPI | None = None, tokenizer: Tokenizer = DEFAULT_TOKENIZER
+) -> Index:
     """Open a complete index directory (one with ``manifest.json``)."""
     directory = Path(directory)
     t0 = time.perf_counter()
@@ -279,9 +283,7 @@ def _read_manifest(directory: Path) -> dict[str, Any]:
     return manifest
 
 
-def _try_load(
-    directory: Path, fp: str, tokenizer: Tokenizer, client: ClientAPI | None, t0: float
-) -> Index | None:
+def _try_load(directory: Path, fp: str, tokenizer: Tokenizer, client: ClientAPI | None, t0: float) -> Index | None:
     """The index at ``directory`` if it is complete and consistent, else None (rebuild it)."""
     if not (directory / MANIFEST_FILE).is_file():
         return None
@@ -337,7 +339,9 @@ def _load(
     )
 
 
-def _open_store(directory: Path, manifest: Mapping[str, Any], client: ClientAPI | None, *, reset: bool) -> ChromaVectorStore:
+def _open_store(
+    directory: Path, manifest: Mapping[str, Any], client: ClientAPI | None, *, reset: bool
+) -> ChromaVectorStore:
     """The build's store (``reset``: emptied) or a finished index's (must exist, never created)."""
     chroma = manifest["chroma"]
     if client is not None:
@@ -369,7 +373,9 @@ def _validate(docs: Sequence[Document], chunks: Sequence[Chunk]) -> None:
     ids: set[str] = set()
     for c in chunks:
         if c.chunk_id in ids:
-            raise CorpusError(f"chunk id {c.chunk_id!r} occurs twice (doc {c.doc_id!r}); the chunker must make ids unique")
+            raise CorpusError(
+                f"chunk id {c.chunk_id!r} occurs twice (doc {c.doc_id!r}); the chunker must make ids unique"
+            )
         ids.add(c.chunk_id)
         if c.kind not in ("child", "parent"):
             raise CorpusError(f"chunk {c.chunk_id!r} has kind {c.kind!r}; use 'child' or 'parent'")
@@ -380,7 +386,9 @@ def _validate(docs: Sequence[Document], chunks: Sequence[Chunk]) -> None:
         doc_ids = {d.doc_id for d in docs}
         for c in chunks:
             if c.doc_id not in doc_ids:
-                raise CorpusError(f"chunk {c.chunk_id!r} belongs to doc {c.doc_id!r}, which is not among the {len(docs)} documents")
+                raise CorpusError(
+                    f"chunk {c.chunk_id!r} belongs to doc {c.doc_id!r}, which is not among the {len(docs)} documents"
+                )
     if not any(c.kind == "child" for c in chunks):
         raise CorpusError(
             f"nothing to index: {len(chunks)} chunks from {len(docs)} documents, none of kind 'child'; "
@@ -418,7 +426,11 @@ def _chunk_metadata(c: Chunk) -> dict[str, Any]:
 
 
 def _embed_into(
-    store: ChromaVectorStore, embedder: Embedder, children: Sequence[Chunk], texts: Sequence[str], report: ProgressCallback
+    store: ChromaVectorStore,
+    embedder: Embedder,
+    children: Sequence[Chunk],
+    texts: Sequence[str],
+    report: ProgressCallback,
 ) -> tuple[int, int, int]:
     """Embed ``texts`` in batches into ``store``; (dimension, computed, read from cache)."""
     dim = computed = cached = 0

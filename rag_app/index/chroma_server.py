@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rag_app.errors import ConfigError, ServiceError
 from rag_app.redact import Redactor
@@ -115,7 +116,9 @@ class ChromaServer:
         except httpx.TimeoutException:
             raise timeout_error(self.url, self.timeout) from None
         except Exception as exc:  # noqa: BLE001 - refused, DNS, TLS: nobody to talk to
-            raise unreachable_error(self.url, self.host, self.port, self.redact(f"{type(exc).__name__}: {exc}")) from None
+            raise unreachable_error(
+                self.url, self.host, self.port, self.redact(f"{type(exc).__name__}: {exc}")
+            ) from None
 
     def diagnose(self, exc: BaseException) -> ServiceError:
         """Why talking to the server failed, with the fix; the token is never in the text."""
@@ -150,9 +153,7 @@ class ChromaServer:
 
     def __repr__(self) -> str:
         token = f"<set via {TOKEN_ENV}>" if self.token else "<unset>"
-        return (
-            f"ChromaServer(url={self.url!r}, token={token}, token_header={self.token_header!r}, timeout={self.timeout:g})"
-        )
+        return f"ChromaServer(url={self.url!r}, token={token}, token_header={self.token_header!r}, timeout={self.timeout:g})"  # noqa: E501
 
     __str__ = __repr__
 
@@ -193,7 +194,10 @@ def apply_timeout(client: ClientAPI, seconds: float) -> None:
 
     session = _session(client)
     if session is None:  # chromadb changed its internals: say so rather than hang silently later
-        log.warning("cannot set a request timeout on this chromadb client (%s); a hung server may hang the run", type(client).__name__)
+        log.warning(
+            "cannot set a request timeout on this chromadb client (%s); a hung server may hang the run",
+            type(client).__name__,
+        )
         return
     session.timeout = httpx.Timeout(seconds)
 
@@ -225,7 +229,9 @@ def client_location(client: ClientAPI) -> str:
     """
     s = client.get_settings()
     if s.chroma_server_host and "fastapi" in str(s.chroma_api_impl).lower():
-        return server_url(str(s.chroma_server_host), int(s.chroma_server_http_port or DEFAULT_PORT), bool(s.chroma_server_ssl_enabled))
+        return server_url(
+            str(s.chroma_server_host), int(s.chroma_server_http_port or DEFAULT_PORT), bool(s.chroma_server_ssl_enabled)
+        )
     if s.is_persistent:
         return f"embedded:{s.persist_directory}"
     return "embedded:in-memory"
@@ -260,7 +266,12 @@ def lost_server_error(client: ClientAPI, exc: BaseException) -> ServiceError | N
         return None
     s = client.get_settings()
     headers = s.chroma_server_headers or {}
-    secrets = [v for name in TOKEN_HEADERS for value in [str(headers.get(name) or "")]
-               for v in (value, value.removeprefix("Bearer ")) if v]
+    secrets = [
+        v
+        for name in TOKEN_HEADERS
+        for value in [str(headers.get(name) or "")]
+        for v in (value, value.removeprefix("Bearer "))
+        if v
+    ]
     reason = Redactor(secrets, mark="<redacted>").redact(f"{type(exc).__name__}: {exc}")
     return unreachable_error(location, str(s.chroma_server_host), str(s.chroma_server_http_port), reason)

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -235,7 +236,9 @@ class ChromaVectorStore:
         """Add vectors in batches no larger than the client's maximum batch size."""
         arr = np.asarray(vectors, dtype=np.float32)
         if arr.ndim != 2 or arr.shape[0] != len(ids):
-            raise ValueError(f"ChromaVectorStore.add: {len(ids)} ids but vectors of shape {arr.shape}; need (n_ids, dim)")
+            raise ValueError(
+                f"ChromaVectorStore.add: {len(ids)} ids but vectors of shape {arr.shape}; need (n_ids, dim)"
+            )
         if not np.all(np.isfinite(arr)):
             bad = int(np.flatnonzero(~np.all(np.isfinite(arr), axis=1))[0])
             raise ValueError(f"ChromaVectorStore.add: vector for id {ids[bad]!r} has NaN or inf; check the embedder")

@@ -26,7 +26,8 @@ import json
 import math
 import os
 import threading
-from typing import Any, Literal, Mapping, Sequence, cast, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast, get_args
 
 import httpx
 
@@ -67,7 +68,7 @@ class HttpReranker:
         """
         if flavour not in FLAVOURS:
             raise ConfigError(
-                f"unknown reranker flavour {flavour!r} (set in {FLAVOUR_VARIABLE}); valid flavours: {', '.join(FLAVOURS)}"
+                f"unknown reranker flavour {flavour!r} (set in {FLAVOUR_VARIABLE}); valid flavours: {', '.join(FLAVOURS)}"  # noqa: E501
             )
         if not base_url:
             raise ConfigError(f"the http reranker needs a base URL; set {ENV_PREFIX}_BASE_URL")
@@ -97,7 +98,9 @@ class HttpReranker:
         (TEI, vLLM, Infinity) usually run without one.
         """
         environ = os.environ if env is None else env
-        cfg = EndpointConfig.from_env(ENV_PREFIX, environ, fallback=False)  # never send OPENAI_API_KEY to a reranker host
+        cfg = EndpointConfig.from_env(
+            ENV_PREFIX, environ, fallback=False
+        )  # never send OPENAI_API_KEY to a reranker host
         if settings.reranker_model:
             cfg = dataclasses.replace(cfg, model=settings.reranker_model, model_var="reranker_model")
         flavour = (environ.get(FLAVOUR_VARIABLE) or "cohere").strip().lower()
@@ -167,14 +170,16 @@ class HttpReranker:
         if resp.status_code >= 400:
             raise RerankError(
                 self._redact(
-                    f"{where} answered HTTP {resp.status_code}: {self._snippet(resp.text)}{_status_hint(resp.status_code)}"
+                    f"{where} answered HTTP {resp.status_code}: {self._snippet(resp.text)}{_status_hint(resp.status_code)}"  # noqa: E501
                 )
             )
         try:
             return resp.json()
         except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise RerankError(
-                self._redact(f"{where} answered HTTP {resp.status_code} with a body that is not JSON: {self._snippet(resp.text)!r}")
+                self._redact(
+                    f"{where} answered HTTP {resp.status_code} with a body that is not JSON: {self._snippet(resp.text)!r}"  # noqa: E501
+                )
             ) from None
 
     def _scores(self, payload: Any, n: int) -> list[float]:
@@ -185,7 +190,7 @@ class HttpReranker:
             items = payload
         else:
             raise RerankError(
-                f"{where} answered an unexpected JSON shape: expected {{\"results\": [{{index, relevance_score}}]}} "
+                f'{where} answered an unexpected JSON shape: expected {{"results": [{{index, relevance_score}}]}} '
                 f"or a list of {{index, score}}, got {self._snippet(json.dumps(payload, ensure_ascii=False))}; "
                 f"check {FLAVOUR_VARIABLE} (cohere or tei)"
             )
@@ -205,7 +210,7 @@ class HttpReranker:
             raw = item.get("relevance_score", item.get("score"))
             if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
                 raise RerankError(
-                    f"{where}: result #{pos} (index {index}) has no finite 'relevance_score' or 'score' (got {self._snippet(repr(raw))})"
+                    f"{where}: result #{pos} (index {index}) has no finite 'relevance_score' or 'score' (got {self._snippet(repr(raw))})"  # noqa: E501
                 )
             scores[index] = float(raw)
         return scores

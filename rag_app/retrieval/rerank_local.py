@@ -35,8 +35,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import AbstractSet, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -144,7 +145,13 @@ class LocalReranker:
             raise RerankError(f"{len(first_stage)} first-stage scores for {len(parts)} chunks")
         top = max(first_stage)
         return [
-            LocalScore(p.semantic, p.coverage, p.exact, p.total + self.w_prior * (s / top if top > 0 else 0.0), s / top if top > 0 else 0.0)
+            LocalScore(
+                p.semantic,
+                p.coverage,
+                p.exact,
+                p.total + self.w_prior * (s / top if top > 0 else 0.0),
+                s / top if top > 0 else 0.0,
+            )
             for p, s in zip(parts, first_stage)
         ]
 

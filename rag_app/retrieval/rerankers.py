@@ -7,7 +7,7 @@ this module is what the pipeline imports.
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rag_app.errors import RerankError, unknown_name
 from rag_app.interfaces import Embedder, Reranker

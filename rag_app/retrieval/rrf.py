@@ -13,7 +13,7 @@ retrievers counts for more than one retriever's confidence.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from rag_app.errors import ConfigError
 from rag_app.types import Hit

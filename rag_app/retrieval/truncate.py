@@ -7,7 +7,7 @@ roughly one token for most LLM tokenizers anyway.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rag_app.types import Chunk
 

@@ -3,16 +3,25 @@ object, a service over HTTP, Dify) and how gold meets what the system returns.""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.spec import PipelineSpec, load_spec
 from rag_eval.contract import SystemUnderTest
 from rag_eval.records import Chunk, Document
 
-__all__ = ["AdapterConfigError", "PipelineSpec", "SystemContext", "build_system", "corpus_chunker", "corpus_reader", "load_spec"]
+__all__ = [
+    "AdapterConfigError",
+    "PipelineSpec",
+    "SystemContext",
+    "build_system",
+    "corpus_chunker",
+    "corpus_reader",
+    "load_spec",
+]
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,9 @@ def build_system(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
     """The system a spec names (rag_app builds or loads its index when first used)."""
     builder = BUILDERS.get(spec.kind)
     if builder is None:
-        raise AdapterConfigError(f"{spec.where}: no adapter builds a {spec.kind!r} system; known: {', '.join(BUILDERS)}")
+        raise AdapterConfigError(
+            f"{spec.where}: no adapter builds a {spec.kind!r} system; known: {', '.join(BUILDERS)}"
+        )
     return builder(spec, context)
 
 

@@ -13,14 +13,24 @@ gives no answer, so the answer tiers skip with that reason.
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.http_config import HttpConfig
 
 DIFY_KEYS: tuple[str, ...] = (
-    "base_url", "dataset_id", "api_key_env", "search_method", "top_k", "reranking_enable",
-    "score_threshold_enabled", "score_threshold", "parent_child", "timeout", "max_retries",
+    "base_url",
+    "dataset_id",
+    "api_key_env",
+    "search_method",
+    "top_k",
+    "reranking_enable",
+    "score_threshold_enabled",
+    "score_threshold",
+    "parent_child",
+    "timeout",
+    "max_retries",
 )
 SEARCH_METHODS: tuple[str, ...] = ("hybrid_search", "semantic_search", "full_text_search", "keyword_search")
 DEFAULT_BASE_URL = "https://api.dify.ai/v1"
@@ -31,7 +41,9 @@ def dify_http_table(table: Mapping[str, Any], source: str, env: Mapping[str, str
     where = f"{source} [dify]"
     unknown = sorted(set(table) - set(DIFY_KEYS))
     if unknown:
-        raise AdapterConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(DIFY_KEYS)}")
+        raise AdapterConfigError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(DIFY_KEYS)}"
+        )
     base = str(table.get("base_url") or (env.get("DIFY_BASE_URL") or "").strip() or DEFAULT_BASE_URL).rstrip("/")
     if not base.endswith("/v1"):
         base += "/v1"

@@ -10,8 +10,9 @@ gives each child of ``records[].child_chunks[].id`` its record's document).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 
@@ -36,7 +37,9 @@ class FieldPath:
     @classmethod
     def parse(cls, text: Any, where: str) -> FieldPath:
         if not isinstance(text, str) or not text.strip("?").strip():
-            raise AdapterConfigError(f"{where}: a field path must be a non-empty string like 'items[].id', got {text!r}")
+            raise AdapterConfigError(
+                f"{where}: a field path must be a non-empty string like 'items[].id', got {text!r}"
+            )
         optional = text.startswith("?")
         body = text[1:] if optional else text
         steps: list[tuple[str, Any]] = []
@@ -72,7 +75,9 @@ class FieldPath:
             if kind == "each" or self.optional:
                 return [] if kind == "each" else None
         if not isinstance(node, list):
-            raise FieldError(f"field {self.text!r}: expected a list at {trail or 'the top level'}, found {type(node).__name__}")
+            raise FieldError(
+                f"field {self.text!r}: expected a list at {trail or 'the top level'}, found {type(node).__name__}"
+            )
         if kind == "index":
             if not -len(node) <= arg < len(node):
                 if self.optional:

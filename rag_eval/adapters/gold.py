@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.contract import Answer, Retrieval, RetrievedItem
@@ -171,9 +172,7 @@ class GoldSpace:
                     gdocs.add(str(ref.doc_id))
                     needle = _squash(ref.quote)
                     limit = max(self.text_max_item_chars, TEXT_MAX_RATIO * len(needle))
-                    alts |= {
-                        g for g in seen if needle and needle in (t := self._texts.get(g, "")) and len(t) <= limit
-                    }
+                    alts |= {g for g in seen if needle and needle in (t := self._texts.get(g, "")) and len(t) <= limit}
                 else:  # a whole document, or (ids mode) a quote: document level only
                     gdocs.add(str(ref.doc_id))
                     whole.add(str(ref.doc_id))
@@ -229,7 +228,9 @@ class GoldSpace:
         for name in spec.names:
             if name in retrieval.stages:
                 hits = retrieval.stages[name]
-                stages.append(StageResult(name, tuple(Hit(self.register(h), _num(h.score), r) for r, h in enumerate(hits, 1))))
+                stages.append(
+                    StageResult(name, tuple(Hit(self.register(h), _num(h.score), r) for r, h in enumerate(hits, 1)))
+                )
             elif name == spec.final:
                 stages.append(StageResult(name, tuple(Hit(g, _num(i.score), r) for r, (g, i) in enumerate(final, 1))))
         self._check_corpus_ids([g for s in stages for g in s.ids])
@@ -295,7 +296,11 @@ class GoldSpace:
             page_end=_page(meta.get("page_end")),
             char_start=0,
             char_end=len(item.text),
-            metadata={k: v for k, v in meta.items() if k not in ("doc_id", "kind", "parent_id", "book", "section", "pages_label")},
+            metadata={
+                k: v
+                for k, v in meta.items()
+                if k not in ("doc_id", "kind", "parent_id", "book", "section", "pages_label")
+            },
             pages_label=str(meta.get("pages_label") or ""),
         )
 

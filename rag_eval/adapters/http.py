@@ -24,7 +24,8 @@ import random as _random
 import sys
 import threading
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import httpx
 
@@ -34,7 +35,7 @@ from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem
 from rag_eval.dialogue.records import DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ServiceError
 from rag_eval.llm.breaker import CircuitBreaker
-from rag_eval.llm.retry import AttemptFailed, CallFailed, Retrier, failure_from_exception, failure_from_status
+from rag_eval.llm.retry import CallFailed, Retrier, failure_from_exception, failure_from_status
 
 log = logging.getLogger(__name__)
 
@@ -70,10 +71,14 @@ class HttpSystem:
         # a service takes concurrent calls (the run's --rag-concurrency) unless [http] concurrency caps them
         self.concurrency = config.concurrency or sys.maxsize
         self._transport = transport
-        self.breaker = CircuitBreaker(config.policy.breaker_after, name=f"the HTTP service of {config.source}",
-                                      setting=f"[http] breaker in {config.source}")
-        self._retrier = Retrier(config.policy, self.breaker, sleep=sleep, random=random, clock=clock,
-                                redact=config.redact)
+        self.breaker = CircuitBreaker(
+            config.policy.breaker_after,
+            name=f"the HTTP service of {config.source}",
+            setting=f"[http] breaker in {config.source}",
+        )
+        self._retrier = Retrier(
+            config.policy, self.breaker, sleep=sleep, random=random, clock=clock, redact=config.redact
+        )
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
         self._info: dict[str, Any] | None = None
@@ -96,7 +101,9 @@ class HttpSystem:
         """One dialogue turn: the conversation so far (and the learning context) to ``[dialogue]``."""
         ep = self.config.dialogue
         if ep is None:
-            raise ContractError(f"{self.config.source}: no [dialogue] endpoint configured: this system holds no dialogues")
+            raise ContractError(
+                f"{self.config.source}: no [dialogue] endpoint configured: this system holds no dialogues"
+            )
         question = turns[-1]["content"] if turns else ""
         data = self.call(ep, question, None, turns, context)
         return self._read(ep, data, lambda: self._turn(ep, data))
@@ -124,7 +131,11 @@ class HttpSystem:
 
     # --- the call -----------------------------------------------------------------------
     def call(
-        self, ep: Endpoint, question: str, top_k: int | None, history: Sequence[Mapping[str, str]] = (),
+        self,
+        ep: Endpoint,
+        question: str,
+        top_k: int | None,
+        history: Sequence[Mapping[str, str]] = (),
         context: Mapping[str, Any] | None = None,
     ) -> Any:
         """Send one request (with retries) and return its parsed JSON."""
@@ -162,14 +173,20 @@ class HttpSystem:
             return resp.json()
         except ValueError:
             raise self._error(
-                ep, "malformed", f"HTTP {resp.status_code} with a body that is not JSON: {self._snippet(resp.text)!r}", attempts,
+                ep,
+                "malformed",
+                f"HTTP {resp.status_code} with a body that is not JSON: {self._snippet(resp.text)!r}",
+                attempts,
                 resp.status_code,
             ) from None
 
-    def _error(self, ep: Endpoint, kind: str, detail: str, attempts: int, code: int | None = None, hint: str = "") -> ServiceCallError:
+    def _error(
+        self, ep: Endpoint, kind: str, detail: str, attempts: int, code: int | None = None, hint: str = ""
+    ) -> ServiceCallError:
         if kind == "breaker":
-            return ServiceCallError(self.config.redact(f"{ep.name} at {ep.display_url} not sent: {detail}"),
-                                    kind=kind, attempts=0)
+            return ServiceCallError(
+                self.config.redact(f"{ep.name} at {ep.display_url} not sent: {detail}"), kind=kind, attempts=0
+            )
         fix = "; ".join(p for p in (hint, _FIXES.get(kind, "").format(source=self.config.source)) if p)
         text = (
             f"{ep.name} at {ep.display_url} failed after {attempts} attempt{'s' if attempts != 1 else ''} "
@@ -207,8 +224,10 @@ class HttpSystem:
             return build()
         except (FieldError, ContractError) as exc:
             raise ContractError(
-                self.config.redact(f"{ep.name} at {ep.display_url}: {exc}; the answer was {self._snippet(repr(data))} "
-                                   f"(fix the field paths in {self.config.source})")
+                self.config.redact(
+                    f"{ep.name} at {ep.display_url}: {exc}; the answer was {self._snippet(repr(data))} "
+                    f"(fix the field paths in {self.config.source})"
+                )
             ) from None
 
     def _retrieval(self, ep: Endpoint, data: Any) -> Retrieval:
@@ -236,7 +255,6 @@ class HttpSystem:
             retrieval=Retrieval(context, read_stages(ep, data, context)) if ep.stages else None,
             generator=_text(_scalar(ep, "generator", data)) or f"http:{ep.display_url}",
         )
-
 
     def _turn(self, ep: Endpoint, data: Any) -> DialogueTurn:
         raw = {key: path.get(data) for key, path in ep.scalars.items()}
@@ -271,7 +289,7 @@ def read_items(fields: ListFields, data: Any) -> tuple[RetrievedItem, ...]:
             raise FieldError(f"field {fields.ids.text!r}: item {list(index)} has no usable id (got {raw_id!r})")
 
         def value(path: FieldPath | None) -> Any:
-            return None if path is None else pick(path, values[path.text], index, fields.ids.text)
+            return None if path is None else pick(path, values[path.text], index, fields.ids.text)  # noqa: B023 - called only within this iteration
 
         metadata: dict[str, Any] = {}
         if isinstance(fields.metadata, Mapping):
@@ -279,7 +297,9 @@ def read_items(fields: ListFields, data: Any) -> tuple[RetrievedItem, ...]:
         elif fields.metadata is not None:
             meta = value(fields.metadata)
             if meta is not None and not isinstance(meta, Mapping):
-                raise FieldError(f"field {fields.metadata.text!r}: expected an object per item, got {type(meta).__name__}")
+                raise FieldError(
+                    f"field {fields.metadata.text!r}: expected an object per item, got {type(meta).__name__}"
+                )
             metadata = dict(meta or {})
         doc = value(fields.doc_ids)
         if doc is not None:
@@ -289,7 +309,11 @@ def read_items(fields: ListFields, data: Any) -> tuple[RetrievedItem, ...]:
         if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
             assert fields.scores is not None  # value(None) is None: a score comes only from the scores path
             raise FieldError(f"field {fields.scores.text!r}: item {list(index)} has score {score!r}, expected a number")
-        out.append(RetrievedItem(str(raw_id), "" if text is None else str(text), None if score is None else float(score), metadata))
+        out.append(
+            RetrievedItem(
+                str(raw_id), "" if text is None else str(text), None if score is None else float(score), metadata
+            )
+        )
     return tuple(out)
 
 
@@ -307,7 +331,8 @@ def read_stages(ep: Endpoint, data: Any, final: Sequence[RetrievedItem]) -> dict
         if fields.doc_ids is None and known:
             stages[name] = tuple(
                 RetrievedItem(i.id, i.text, i.score, {**i.metadata, "doc_id": known[i.id]})
-                if i.id in known and not i.metadata.get("doc_id") else i
+                if i.id in known and not i.metadata.get("doc_id")
+                else i
                 for i in stages[name]
             )
     return stages

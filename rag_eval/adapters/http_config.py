@@ -13,16 +13,17 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from rag_eval.tier_names import DIALOGUE
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.fields import FieldPath, optional_path
 from rag_eval.llm.policy import DEFAULT_BREAKER, CallPolicy
 from rag_eval.redact import Redactor
+from rag_eval.tier_names import DIALOGUE
 
 HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "breaker", "top_k", "headers", "concurrency")
 ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "sources", "context")
@@ -36,7 +37,18 @@ DIALOGUE_FIELDS = ("action", "message", "intent", "asked_conditions", "hint_leve
 METHODS = ("POST", "PUT", "GET")
 INFO_KEYS = ("url", "path", "fields")
 # What the adapter itself records: a service's description must not overwrite these.
-OWN_KEYS = ("adapter", "endpoint", "chat_endpoint", "dialogue_endpoint", "info_endpoint", "headers", "config", "gold", "factory", "info_error")
+OWN_KEYS = (
+    "adapter",
+    "endpoint",
+    "chat_endpoint",
+    "dialogue_endpoint",
+    "info_endpoint",
+    "headers",
+    "config",
+    "gold",
+    "factory",
+    "info_error",
+)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
@@ -58,7 +70,9 @@ class ListFields:
         _table(table, where)
         _known(table, allowed, where)
         if "ids" not in table:
-            raise AdapterConfigError(f"{where}: 'ids' is required: the path to each item's id, e.g. ids = \"items[].id\"")
+            raise AdapterConfigError(
+                f"{where}: 'ids' is required: the path to each item's id, e.g. ids = \"items[].id\""
+            )
         ids = FieldPath.parse(table["ids"], f"{where}.ids")
         meta_raw = table.get("metadata")
         metadata: FieldPath | dict[str, FieldPath] | None
@@ -139,15 +153,19 @@ class HttpConfig:
     dialogue: Endpoint | None = None  # [dialogue]: items = the turn's retrieval, scalars = the DialogueTurn fields
 
     def __repr__(self) -> str:
-        return f"HttpConfig(source={self.source!r}, retrieve={self.retrieve.display_url!r}, headers={sorted(self.headers)})"
+        return f"HttpConfig(source={self.source!r}, retrieve={self.retrieve.display_url!r}, headers={sorted(self.headers)})"  # noqa: E501
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "adapter": self.preset or "http",
             "endpoint": self.retrieve.display_url,
             "chat_endpoint": self.chat.display_url if self.chat else None,
-            "headers": {k: "<from " + ", ".join(f"${v}" for v in self.header_vars.get(k, ())) + ">"
-                        if self.header_vars.get(k) else "<literal>" for k in sorted(self.headers)},
+            "headers": {
+                k: "<from " + ", ".join(f"${v}" for v in self.header_vars.get(k, ())) + ">"
+                if self.header_vars.get(k)
+                else "<literal>"
+                for k in sorted(self.headers)
+            },
             "config": self.source,
         }
         missing = self.stages_without_doc_ids
@@ -173,9 +191,15 @@ class HttpConfig:
     def policy(self) -> CallPolicy:
         """``[http] timeout / max_retries / total_budget_s / breaker`` as the shared call policy."""
         where = f"[http] {{}} in {self.source}"
-        return CallPolicy(timeout=self.timeout, max_retries=self.max_retries, total_budget_s=self.total_budget_s,
-                          breaker_after=self.breaker, timeout_setting=where.format("timeout"),
-                          retries_setting=where.format("max_retries"), breaker_setting=where.format("breaker"))
+        return CallPolicy(
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            total_budget_s=self.total_budget_s,
+            breaker_after=self.breaker,
+            timeout_setting=where.format("timeout"),
+            retries_setting=where.format("max_retries"),
+            breaker_setting=where.format("breaker"),
+        )
 
     @cached_property
     def redactor(self) -> Redactor:
@@ -207,15 +231,21 @@ class HttpConfig:
         if "retrieve" not in data:
             raise AdapterConfigError(
                 f"{source}: no [retrieve] table; the HTTP adapter needs at least\n"
-                '  [retrieve]\n  url = "http://127.0.0.1:8000/api/retrieve"\n  [retrieve.fields]\n  ids = "items[].chunk_id"'
+                '  [retrieve]\n  url = "http://127.0.0.1:8000/api/retrieve"\n  [retrieve.fields]\n  ids = "items[].chunk_id"'  # noqa: E501
             )
         top_k = http.get("top_k")
         if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
-            raise AdapterConfigError(f"{source} [http] top_k: a positive integer (sent when the run sets none), got {top_k!r}")
+            raise AdapterConfigError(
+                f"{source} [http] top_k: a positive integer (sent when the run sets none), got {top_k!r}"
+            )
         concurrency = http.get("concurrency")
-        if concurrency is not None and (not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1):
-            raise AdapterConfigError(f"{source} [http] concurrency: how many calls the service takes at once, a whole "
-                                     f"number >= 1 (1: one at a time), got {concurrency!r}")
+        if concurrency is not None and (
+            not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1
+        ):
+            raise AdapterConfigError(
+                f"{source} [http] concurrency: how many calls the service takes at once, a whole "
+                f"number >= 1 (1: one at a time), got {concurrency!r}"
+            )
         return cls(
             source=source,
             retrieve=_endpoint("retrieve", data["retrieve"], source, env),
@@ -238,15 +268,21 @@ class HttpConfig:
 def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
     where = f"{source} [{name}]"
     _table(table, where)
-    _known(table, ENDPOINT_KEYS if name == "chat" else tuple(k for k in ENDPOINT_KEYS if k not in ("sources", "context")), where)
+    _known(
+        table,
+        ENDPOINT_KEYS if name == "chat" else tuple(k for k in ENDPOINT_KEYS if k not in ("sources", "context")),
+        where,
+    )
     url = _url(table, where, env, f"http://127.0.0.1:8000/api/{name}")
     method = str(table.get("method", "POST")).upper()
     if method not in METHODS:
         raise AdapterConfigError(f"{where} method = {method!r}; valid: {', '.join(METHODS)}")
     body = _body(table, {"question": "{question}", "top_k": "{top_k}"}, where, env)
     if "{question}" not in json.dumps(body, ensure_ascii=False):
-        raise AdapterConfigError(f"{where} body: the template never sends the question; put \"{{question}}\" in it")
-    if method == "GET" and not (isinstance(body, Mapping) and all(not isinstance(v, (dict, list)) for v in body.values())):
+        raise AdapterConfigError(f'{where} body: the template never sends the question; put "{{question}}" in it')
+    if method == "GET" and not (
+        isinstance(body, Mapping) and all(not isinstance(v, (dict, list)) for v in body.values())
+    ):
         raise AdapterConfigError(f"{where} body: with method GET the body is sent as query parameters: a flat table")
     accept = _accept_status(table, where)
     fields_table = table.get("fields", {})
@@ -257,13 +293,17 @@ def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> End
             raise AdapterConfigError(
                 f"{where}.fields: 'ids' is required: the path to each ranked item's id, e.g. ids = \"items[].chunk_id\""
             )
-        items: ListFields | None = ListFields.parse({k: v for k, v in fields_table.items() if k in LIST_KEYS}, f"{where}.fields")
+        items: ListFields | None = ListFields.parse(
+            {k: v for k, v in fields_table.items() if k in LIST_KEYS}, f"{where}.fields"
+        )
         scalar_keys: tuple[str, ...] = ("degraded", "degradation_reason")
         sources = None
     else:
         _known(fields_table, CHAT_FIELDS, f"{where}.fields")
         if "answer" not in fields_table:
-            raise AdapterConfigError(f"{where}.fields: 'answer' is required: the path to the answer text, e.g. answer = \"answer\"")
+            raise AdapterConfigError(
+                f"{where}.fields: 'answer' is required: the path to the answer text, e.g. answer = \"answer\""
+            )
         items = ListFields.parse(table["context"], f"{where}.context") if "context" in table else None
         sources = ListFields.parse(table["sources"], f"{where}.sources") if "sources" in table else None
         scalar_keys = CHAT_FIELDS
@@ -290,12 +330,14 @@ def _dialogue(table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
     url = _url(table, where, env, "http://127.0.0.1:8000/api/dialogue")
     method = str(table.get("method", "POST")).upper()
     if method not in ("POST", "PUT"):
-        raise AdapterConfigError(f"{where} method = {method!r}: the conversation is sent as a JSON body; valid: POST, PUT")
+        raise AdapterConfigError(
+            f"{where} method = {method!r}: the conversation is sent as a JSON body; valid: POST, PUT"
+        )
     body = _body(table, {"turns": "{turns}", "context": "{context}"}, where, env)
     if "{turns}" not in json.dumps(body, ensure_ascii=False):
         raise AdapterConfigError(
-            f"{where} body: the template never sends the conversation; put \"{{turns}}\" in it "
-            '(the list of {"role", "content"} turns so far; "{context}" is the learning context, "{question}" the last message)'
+            f'{where} body: the template never sends the conversation; put "{{turns}}" in it '
+            '(the list of {"role", "content"} turns so far; "{context}" is the learning context, "{question}" the last message)'  # noqa: E501
         )
     accept = _accept_status(table, where)
     fields_table = table.get("fields", {})
@@ -304,12 +346,14 @@ def _dialogue(table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
     for required in ("action", "message"):
         if required not in fields_table:
             raise AdapterConfigError(
-                f"{where}.fields: {required!r} is required: the path to the turn's {required}, e.g. {required} = \"{required}\""
+                f'{where}.fields: {required!r} is required: the path to the turn\'s {required}, e.g. {required} = "{required}"'  # noqa: E501
             )
     scalars = {k: FieldPath.parse(fields_table[k], f"{where}.fields.{k}") for k in DIALOGUE_FIELDS if k in fields_table}
     for key, path in scalars.items():
         if path.depth:
-            raise AdapterConfigError(f"{where}.fields.{key} = {path.text!r}: one value per turn (asked_conditions: a list value), so no []")
+            raise AdapterConfigError(
+                f"{where}.fields.{key} = {path.text!r}: one value per turn (asked_conditions: a list value), so no []"
+            )
     retrieval = ListFields.parse(table["retrieval"], f"{where}.retrieval") if "retrieval" in table else None
     return Endpoint(DIALOGUE, url, method, body, accept, retrieval, None, {}, scalars)
 
@@ -339,7 +383,7 @@ def _info(table: Any, source: str, env: Mapping[str, str]) -> InfoSource:
     url = _url(table, where, env, "http://127.0.0.1:8000/api/health")
     if ("path" in table) == ("fields" in table):
         raise AdapterConfigError(
-            f"{where}: give either path = \"info\" (a field path to an object whose scalar values are taken) or an "
+            f'{where}: give either path = "info" (a field path to an object whose scalar values are taken) or an '
             f"[info.fields] table (result key = field path), {'not both' if 'path' in table else 'one is required'}"
         )
     path = optional_path(table, "path", where)
@@ -354,7 +398,9 @@ def _info(table: Any, source: str, env: Mapping[str, str]) -> InfoSource:
     fields = {str(k): FieldPath.parse(v, f"{where}.fields.{k}") for k, v in fields_table.items()}
     for key, p in {"path": path, **{f"fields.{k}": v for k, v in fields.items()}}.items():
         if p is not None and p.depth:
-            raise AdapterConfigError(f"{where}.{key} = {p.text!r}: a single {'object' if key == 'path' else 'value'}, so no []")
+            raise AdapterConfigError(
+                f"{where}.{key} = {p.text!r}: a single {'object' if key == 'path' else 'value'}, so no []"
+            )
     return InfoSource(Endpoint("info", url, "GET", {}, (), None, None, {}, {}), path, fields)
 
 
@@ -439,13 +485,17 @@ def _table(value: Any, where: str) -> None:
 def _known(table: Mapping[str, Any], allowed: Sequence[str], where: str) -> None:
     unknown = sorted(set(table) - set(allowed))
     if unknown:
-        raise AdapterConfigError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(allowed)}")
+        raise AdapterConfigError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(allowed)}"
+        )
 
 
 def _positive(table: Mapping[str, Any], key: str, default: float, source: str, allow_zero: bool = False) -> float:
     value = table.get(key, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
-        raise AdapterConfigError(f"{source} [http] {key}: a {'non-negative' if allow_zero else 'positive'} number, got {value!r}")
+        raise AdapterConfigError(
+            f"{source} [http] {key}: a {'non-negative' if allow_zero else 'positive'} number, got {value!r}"
+        )
     return float(value)
 
 

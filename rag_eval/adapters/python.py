@@ -22,21 +22,24 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
-from rag_eval.tier_names import DIALOGUE
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.contract import CHAT_SIGNATURE, RETRIEVE_SIGNATURE, Answer, Retrieval, as_answer, as_retrieval
 from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ConfigError
 from rag_eval.stages import StageSpec, parse_stages
+from rag_eval.tier_names import DIALOGUE
 
 
 def load_factory(target: str, where: str) -> Callable[..., Any]:
     """Import ``package.module:attribute`` and check it can be called with 0 or 1 argument."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
-        raise AdapterConfigError(f"{where}: {target!r} is not 'package.module:factory' (module path, a colon, a callable)")
+        raise AdapterConfigError(
+            f"{where}: {target!r} is not 'package.module:factory' (module path, a colon, a callable)"
+        )
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
@@ -79,7 +82,7 @@ def check_methods(obj: Any, target: str, where: str) -> tuple[bool, bool]:
         return False, False
     if not callable(chat) or not _accepts(chat, ("q", 5), bound):
         raise AdapterConfigError(
-            f"{where}: {target}.chat{_signature(chat)} cannot be called as chat(question, top_k); expected `{CHAT_SIGNATURE}`"
+            f"{where}: {target}.chat{_signature(chat)} cannot be called as chat(question, top_k); expected `{CHAT_SIGNATURE}`"  # noqa: E501
         )
     return True, _accepts(chat, ("q", 5, ()), bound)
 
@@ -124,7 +127,9 @@ class PythonSystem:
             raise AdapterConfigError(f"{where}: {exc}") from None
 
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
-        return as_retrieval(self.obj.retrieve(question, top_k), f"{self.target} retrieve() [expected `{RETRIEVE_SIGNATURE}`]")
+        return as_retrieval(
+            self.obj.retrieve(question, top_k), f"{self.target} retrieve() [expected `{RETRIEVE_SIGNATURE}`]"
+        )
 
     def chat(self, question: str, top_k: int | None = None, history: Sequence[Mapping[str, str]] = ()) -> Answer:
         if not self.answers:

@@ -9,10 +9,11 @@ turns rag_app's records into the contract's, and turns the errors a user can fix
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from rag_eval.contract import Answer, Retrieval, RetrievedItem
 from rag_eval.dialogue.records import DialogueTurn, as_dialogue_turn
@@ -32,7 +33,16 @@ except ImportError as exc:  # the demo's dependencies are an extra
     ) from None
 
 # What each item carries to the framework; pages_label is rag_app's own display label (第3-4页).
-CHUNK_METADATA: tuple[str, ...] = ("doc_id", "kind", "parent_id", "book", "section", "page_start", "page_end", "pages_label")
+CHUNK_METADATA: tuple[str, ...] = (
+    "doc_id",
+    "kind",
+    "parent_id",
+    "book",
+    "section",
+    "page_start",
+    "page_end",
+    "pages_label",
+)
 #: rag_app's stages: two retrievers side by side, RRF fusion, the reranker, the truncated context.
 STAGES = StageSpec((("vector", "bm25"), ("fused",), ("reranked",), ("context",)), final="context", thresholded="vector")
 
@@ -99,7 +109,7 @@ class RagAppSystem:
         if before is None:
             os.environ["RAG_PROGRESS"] = "on" if show_progress else "off"
         try:
-            self.pipeline
+            self.pipeline  # noqa: B018 - reading the property builds it (fails early)
         finally:
             if before is None:
                 os.environ.pop("RAG_PROGRESS", None)
@@ -159,8 +169,19 @@ def document_record(doc: Document) -> EvalDocument:
 
 def chunk_record(c: Chunk) -> EvalChunk:
     return EvalChunk(
-        c.chunk_id, c.doc_id, c.text, c.kind, c.parent_id, c.book, c.section, c.page_start, c.page_end,
-        c.char_start, c.char_end, dict(c.metadata), c.pages_label,
+        c.chunk_id,
+        c.doc_id,
+        c.text,
+        c.kind,
+        c.parent_id,
+        c.book,
+        c.section,
+        c.page_start,
+        c.page_end,
+        c.char_start,
+        c.char_end,
+        dict(c.metadata),
+        c.pages_label,
     )
 
 

@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from rag_eval.tier_names import DIALOGUE
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.gold import GOLD_MODES, IdMapEntry, load_id_map
 from rag_eval.adapters.http_config import HttpConfig
 from rag_eval.citations import DEFAULT_PATTERN, CitationFormat
 from rag_eval.errors import ConfigError
 from rag_eval.stages import StageSpec, parse_stages
+from rag_eval.tier_names import DIALOGUE
 from rag_eval.utf8 import NotUtf8Error, read_text
 
 BUILTIN: tuple[str, ...] = ("rag_app", "http", "dify")
@@ -66,7 +67,11 @@ class PipelineSpec:
 
     @property
     def where(self) -> str:
-        return f"--rag-pipeline-config {self.config_path}" if self.config_path else f"--rag-pipeline {self.target or self.kind}"
+        return (
+            f"--rag-pipeline-config {self.config_path}"
+            if self.config_path
+            else f"--rag-pipeline {self.target or self.kind}"
+        )
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"adapter": self.kind, "gold": self.gold}
@@ -104,7 +109,7 @@ def load_spec(
     if not choice:
         raise AdapterConfigError(
             "no system under test: name it with --rag-pipeline, the ini key rag_eval_pipeline (e.g. "
-            "rag_eval_pipeline = \"rag_app\" in [tool.pytest.ini_options]) or pipeline = ... in --rag-pipeline-config; "
+            'rag_eval_pipeline = "rag_app" in [tool.pytest.ini_options]) or pipeline = ... in --rag-pipeline-config; '
             f"valid: {', '.join(BUILTIN)}, or 'package.module:factory' for your own Python object"
         )
     kind = "python" if ":" in choice else choice

@@ -13,7 +13,9 @@ from rag_eval.dialogue.load import DialogueSetError
 DIALOGUE_NAMES: tuple[str, ...] = ("dialogues.jsonl",)
 
 
-def find_dialogue_set(golden: Path | None, explicit: str | Path | None = None, where: str = "--rag-dialogues") -> Path | None:
+def find_dialogue_set(
+    golden: Path | None, explicit: str | Path | None = None, where: str = "--rag-dialogues"
+) -> Path | None:
     """The dialogue set of a run: ``explicit`` when given (it must exist), else the first of
     ``DIALOGUE_NAMES`` in the golden set's folder, else None."""
     if explicit is not None and str(explicit).strip():

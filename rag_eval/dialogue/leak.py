@@ -7,7 +7,7 @@ ignored, so a re-punctuated or re-typeset worked answer is still caught); see
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rag_eval.metrics.deterministic import must_not_contain
 

@@ -19,7 +19,8 @@ import dataclasses
 import json
 import os
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag_eval.dialogue.metrics import HintVerdict
 from rag_eval.dialogue.simulator import ChatCompletion
@@ -40,8 +41,11 @@ HINT_MAX_TOKENS = 400
 def simulator_config(judge: JudgeConfig, env: Mapping[str, str] = os.environ) -> JudgeConfig:
     """The student's endpoint and policy (``RAG_SIMULATOR_*``) with the judge's cache,
     prices, budget and ``--rag-fresh``; a bad number is a ``ConfigError`` naming the variable."""
-    max_tokens = int(env_number(env, f"{SIMULATOR_PREFIX}_MAX_TOKENS", STUDENT_MAX_TOKENS, "an integer >= 16, e.g. 200",
-                                int, minimum=16))
+    max_tokens = int(
+        env_number(
+            env, f"{SIMULATOR_PREFIX}_MAX_TOKENS", STUDENT_MAX_TOKENS, "an integer >= 16, e.g. 200", int, minimum=16
+        )
+    )
     return dataclasses.replace(
         judge,
         endpoint=Endpoint.from_env(SIMULATOR_PREFIX, env),
@@ -124,16 +128,32 @@ class LLMHintJudge:
     A reply without a parseable verdict (after the client's own retries) is a judge error
     (``success`` None): counted in ``hint_success``'s denominator as not successful."""
 
-    def __init__(self, client: CachedChatClient, model: str, *, forbidden: Sequence[str], case_id: str, tier: str,
-                 trial: int = 0, max_tokens: int = HINT_MAX_TOKENS) -> None:
+    def __init__(
+        self,
+        client: CachedChatClient,
+        model: str,
+        *,
+        forbidden: Sequence[str],
+        case_id: str,
+        tier: str,
+        trial: int = 0,
+        max_tokens: int = HINT_MAX_TOKENS,
+    ) -> None:
         self.client, self.model, self.forbidden = client, model, tuple(forbidden)
         self.case_id, self.tier, self.trial, self.max_tokens = case_id, tier, trial, max_tokens
 
     def __call__(self, transcript: Transcript) -> HintVerdict:
-        req = ChatRequest(self.model, hint_messages(transcript, self.forbidden), temperature=0.0, max_tokens=self.max_tokens)
+        req = ChatRequest(
+            self.model, hint_messages(transcript, self.forbidden), temperature=0.0, max_tokens=self.max_tokens
+        )
         resp = self.client.complete(
-            req, case_id=self.case_id, tier=self.tier, trial=self.trial,
-            accept=lambda text: None if parse_hint_verdict(text) else 'no {"success": true|false, "reason": ...} object',
+            req,
+            case_id=self.case_id,
+            tier=self.tier,
+            trial=self.trial,
+            accept=lambda text: (
+                None if parse_hint_verdict(text) else 'no {"success": true|false, "reason": ...} object'
+            ),
         )
         verdict = parse_hint_verdict(resp.content)
         if verdict is None:

@@ -7,8 +7,9 @@ evidence, tags, split and corpus are read exactly as for golden items
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping, cast
+from typing import Any, cast
 
 from rag_eval.dialogue.leak import check_forbidden_phrases
 from rag_eval.dialogue.model import (
@@ -27,8 +28,22 @@ from rag_eval.golden.model import SPLITS, Split
 
 KEYS = frozenset(
     {
-        "id", "opening", "context", "target_intent", "known", "conditions", "expected_turns", "follow_ups",
-        "cannot_answer", "forbidden", "evidence", "material", "clarification_limit", "split", "tags", "corpus",
+        "id",
+        "opening",
+        "context",
+        "target_intent",
+        "known",
+        "conditions",
+        "expected_turns",
+        "follow_ups",
+        "cannot_answer",
+        "forbidden",
+        "evidence",
+        "material",
+        "clarification_limit",
+        "split",
+        "tags",
+        "corpus",
     }
 )
 TURN_KEYS = frozenset({"action", "asks", "hint_level", "intent"})
@@ -57,14 +72,18 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     where = f"{where} (id {raw['id']!r})"
     unknown = sorted(set(raw) - KEYS)
     if unknown:
-        raise DialogueSetError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; valid fields: {', '.join(sorted(KEYS))}")
+        raise DialogueSetError(
+            f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; valid fields: {', '.join(sorted(KEYS))}"
+        )
     opening = raw.get("opening")
     if not isinstance(opening, str) or not opening.strip():
         raise DialogueSetError(f"{where}: missing or empty required field 'opening' (the student's first message)")
     check_length(opening, "opening", where, DialogueSetError)
     context = raw.get("context", {})
     if not isinstance(context, dict):
-        raise DialogueSetError(f"{where}: context must be an object, e.g. {{\"problem\": \"...\"}} (the learning context on screen)")
+        raise DialogueSetError(
+            f'{where}: context must be an object, e.g. {{"problem": "..."}} (the learning context on screen)'
+        )
     target_intent = raw.get("target_intent")
     if target_intent is not None and (not isinstance(target_intent, str) or not target_intent.strip()):
         raise DialogueSetError(f"{where}: target_intent must be a non-empty string or absent")
@@ -73,9 +92,13 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     _unique_names(known, conditions, where)
     limit = raw.get("clarification_limit", DEFAULT_CLARIFICATION_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise DialogueSetError(f"{where}: clarification_limit must be a positive integer (default {DEFAULT_CLARIFICATION_LIMIT}), got {limit!r}")
+        raise DialogueSetError(
+            f"{where}: clarification_limit must be a positive integer (default {DEFAULT_CLARIFICATION_LIMIT}), got {limit!r}"  # noqa: E501
+        )
     names = {c.name for c in conditions}
-    turns = tuple(_turn(t, f"{where} expected_turns[{i}]", names) for i, t in enumerate(_list(raw, "expected_turns", where)))
+    turns = tuple(
+        _turn(t, f"{where} expected_turns[{i}]", names) for i, t in enumerate(_list(raw, "expected_turns", where))
+    )
     follow_ups = tuple(_strings(raw, "follow_ups", where))
     for i, text in enumerate(follow_ups):
         check_length(text, f"follow_ups[{i}]", where, DialogueSetError)
@@ -91,13 +114,15 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
         raise DialogueSetError(f"{where}: forbidden: {exc}") from None
     cannot = raw.get("cannot_answer", "")
     if not isinstance(cannot, str):
-        raise DialogueSetError(f"{where}: cannot_answer must be a string (what the student says to a question they cannot answer)")
+        raise DialogueSetError(
+            f"{where}: cannot_answer must be a string (what the student says to a question they cannot answer)"
+        )
     split = raw.get("split") or derived_split(raw, evidence)
     if split not in SPLITS:
         raise DialogueSetError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
     corpus = raw.get("corpus") or {}
     if not isinstance(corpus, dict):
-        raise DialogueSetError(f"{where}: corpus must be an object {{\"name\": ..., \"sha256\": ...}}")
+        raise DialogueSetError(f'{where}: corpus must be an object {{"name": ..., "sha256": ...}}')
     return DialogueItem(
         id=raw["id"],
         opening=opening,
@@ -120,7 +145,9 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     )
 
 
-def _check_script(turns: tuple[ExpectedTurn, ...], follow_ups: tuple[str, ...], limit: int, evidence: bool, where: str) -> None:
+def _check_script(
+    turns: tuple[ExpectedTurn, ...], follow_ups: tuple[str, ...], limit: int, evidence: bool, where: str
+) -> None:
     if not turns:
         raise DialogueSetError(f"{where}: expected_turns is empty; label at least the first system turn")
     if turns[-1].action == "clarify":
@@ -131,29 +158,32 @@ def _check_script(turns: tuple[ExpectedTurn, ...], follow_ups: tuple[str, ...], 
     n_clarify = sum(t.action == "clarify" for t in turns)
     if n_clarify > limit:
         raise DialogueSetError(
-            f"{where}: {n_clarify} clarifying turns exceed clarification_limit={limit}; "
-            "remove turns or raise the limit"
+            f"{where}: {n_clarify} clarifying turns exceed clarification_limit={limit}; remove turns or raise the limit"
         )
     # The student speaks between turns: after a clarifying turn with a condition reply,
     # after any other turn with the next follow-up, so every non-final non-clarify turn needs one.
     pushes = sum(t.action != "clarify" for t in turns[:-1])
     if pushes != len(follow_ups):
         raise DialogueSetError(
-            f"{where}: {len(follow_ups)} follow-up(s) for {pushes} answer/state_limits turn(s) that another turn follows; "
+            f"{where}: {len(follow_ups)} follow-up(s) for {pushes} answer/state_limits turn(s) that another turn follows; "  # noqa: E501
             "give exactly one follow-up message per such turn, in order"
         )
     if not evidence and any(t.action == "answer" for t in turns):
         raise DialogueSetError(
-            f"{where}: no gold evidence but an expected 'answer' turn; add evidence, or expect 'state_limits' (no material)"
+            f"{where}: no gold evidence but an expected 'answer' turn; add evidence, or expect 'state_limits' (no material)"  # noqa: E501
         )
 
 
 def _turn(raw: Any, where: str, conditions: set[str]) -> ExpectedTurn:
     if not isinstance(raw, dict):
-        raise DialogueSetError(f"{where}: an expected turn is an object like {{\"action\": \"clarify\", \"asks\": [\"problem\"]}}")
+        raise DialogueSetError(
+            f'{where}: an expected turn is an object like {{"action": "clarify", "asks": ["problem"]}}'
+        )
     unknown = sorted(set(raw) - TURN_KEYS)
     if unknown:
-        raise DialogueSetError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(sorted(TURN_KEYS))}")
+        raise DialogueSetError(
+            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(sorted(TURN_KEYS))}"
+        )
     action = raw.get("action")
     if action not in DIALOGUE_ACTIONS:
         raise DialogueSetError(f"{where}: action {action!r} is not one of {', '.join(DIALOGUE_ACTIONS)}")
@@ -168,7 +198,9 @@ def _turn(raw: Any, where: str, conditions: set[str]) -> ExpectedTurn:
         )
     level = raw.get("hint_level")
     if level is not None and (action != "answer" or level not in HINT_LEVELS):
-        raise DialogueSetError(f"{where}: hint_level {level!r} must be one of {', '.join(HINT_LEVELS)}, on answer turns only")
+        raise DialogueSetError(
+            f"{where}: hint_level {level!r} must be one of {', '.join(HINT_LEVELS)}, on answer turns only"
+        )
     intent = raw.get("intent")
     if intent is not None and (not isinstance(intent, str) or not intent.strip()):
         raise DialogueSetError(f"{where}: intent must be a non-empty string")
@@ -177,11 +209,13 @@ def _turn(raw: Any, where: str, conditions: set[str]) -> ExpectedTurn:
 
 def _condition(raw: Any, where: str) -> Condition:
     if not isinstance(raw, dict) or set(raw) - {"name", "keywords", "reply"}:
-        raise DialogueSetError(f"{where}: a condition is {{\"name\": str, \"keywords\": [str, ...], \"reply\": str or null}}")
+        raise DialogueSetError(f'{where}: a condition is {{"name": str, "keywords": [str, ...], "reply": str or null}}')
     name, keywords = _name_and_keywords(raw, where)
     reply = raw.get("reply")
     if reply is not None and (not isinstance(reply, str) or not reply.strip()):
-        raise DialogueSetError(f"{where}: reply must be the student's answer (a non-empty string), or null when they cannot answer")
+        raise DialogueSetError(
+            f"{where}: reply must be the student's answer (a non-empty string), or null when they cannot answer"
+        )
     if reply is not None:
         check_length(reply, "reply", where, DialogueSetError)
     return Condition(name, keywords, reply)
@@ -189,7 +223,7 @@ def _condition(raw: Any, where: str) -> Condition:
 
 def _known(raw: Any, where: str) -> KnownFact:
     if not isinstance(raw, dict) or set(raw) - {"name", "value", "keywords"}:
-        raise DialogueSetError(f"{where}: a known fact is {{\"name\": str, \"value\": str, \"keywords\": [str, ...]}}")
+        raise DialogueSetError(f'{where}: a known fact is {{"name": str, "value": str, "keywords": [str, ...]}}')
     name, keywords = _name_and_keywords(raw, where)
     if not isinstance(raw.get("value"), str) or not raw["value"].strip():
         raise DialogueSetError(f"{where}: value must be what the student already said (a non-empty string)")
@@ -212,7 +246,9 @@ def _unique_names(known: tuple[KnownFact, ...], conditions: tuple[Condition, ...
     names = [k.name for k in known] + [c.name for c in conditions]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise DialogueSetError(f"{where}: name(s) {dupes} used twice across known and conditions; each name must be unique")
+        raise DialogueSetError(
+            f"{where}: name(s) {dupes} used twice across known and conditions; each name must be unique"
+        )
 
 
 def _list(raw: Mapping[str, Any], key: str, where: str) -> list[Any]:

@@ -8,8 +8,8 @@ outcomes of their cases (``rag_eval.dialogue.verdict``), never passes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 from rag_eval.dialogue.model import DEFAULT_CLARIFICATION_LIMIT
 from rag_eval.dialogue.rate import Rate
@@ -49,7 +49,8 @@ def _turn_rate(
 def intent_accuracy(transcripts: Sequence[Transcript]) -> Rate:
     """Turns whose recognised intent equals the label ÷ turns that carry an intent label."""
     return _turn_rate(
-        "intent_accuracy", transcripts,
+        "intent_accuracy",
+        transcripts,
         lambda t, r: r.intent_label is not None,
         lambda t, r: r.turn is not None and r.turn.intent == r.intent_label,
     )
@@ -58,7 +59,8 @@ def intent_accuracy(transcripts: Sequence[Transcript]) -> Rate:
 def missed_clarification_rate(transcripts: Sequence[Transcript]) -> Rate:
     """Turns labelled ``clarify`` where the system went straight to an answer ÷ turns labelled ``clarify``."""
     return _turn_rate(
-        "missed_clarification_rate", transcripts,
+        "missed_clarification_rate",
+        transcripts,
         lambda t, r: r.expected.action == "clarify",
         lambda t, r: r.action == "answer",
     )
@@ -68,7 +70,8 @@ def over_clarification_rate(transcripts: Sequence[Transcript]) -> Rate:
     """Turns labelled ``answer`` where the system asked anyway (asking again for something
     the student already gave included) ÷ turns labelled ``answer``."""
     return _turn_rate(
-        "over_clarification_rate", transcripts,
+        "over_clarification_rate",
+        transcripts,
         lambda t, r: r.expected.action == "answer",
         lambda t, r: r.action == "clarify",
     )
@@ -81,7 +84,8 @@ def hint_level_accuracy(transcripts: Sequence[Transcript]) -> Rate:
     could be compared; the over-clarification rate (or the case verdict) counts it.
     """
     return _turn_rate(
-        "hint_level_accuracy", transcripts,
+        "hint_level_accuracy",
+        transcripts,
         lambda t, r: r.expected.hint_level is not None and r.action == "answer",
         lambda t, r: r.turn is not None and r.turn.hint_level == r.expected.hint_level,
     )
@@ -91,7 +95,8 @@ def interception_rate(transcripts: Sequence[Transcript]) -> Rate:
     """Candidates with forbidden content (must-intercept) that were blocked or rewritten and
     whose final output does not leak ÷ must-intercept candidates."""
     return _turn_rate(
-        "interception_rate", transcripts,
+        "interception_rate",
+        transcripts,
         lambda t, r: r.candidate_leaks,
         lambda t, r: r.turn is not None and r.turn.interception is not None and not r.final_leaks,
     )
@@ -100,7 +105,8 @@ def interception_rate(transcripts: Sequence[Transcript]) -> Rate:
 def false_interception_rate(transcripts: Sequence[Transcript]) -> Rate:
     """Normal hints (answer turns whose candidate has no forbidden content) that were blocked ÷ normal hints."""
     return _turn_rate(
-        "false_interception_rate", transcripts,
+        "false_interception_rate",
+        transcripts,
         lambda t, r: r.action == "answer" and not r.candidate_leaks,
         lambda t, r: r.turn is not None and r.turn.interception == "blocked",
     )
@@ -145,7 +151,9 @@ def clarification_failure(transcripts: Sequence[Transcript], limit: int = DEFAUL
     needing = [t for t in done if t.needs_clarification]
     apart = {
         "student_did_not_answer": tuple(t.dialogue_id for t in needing if t.unanswered),
-        "material_insufficient": tuple(t.dialogue_id for t in needing if not t.unanswered and not t.material_sufficient),
+        "material_insufficient": tuple(
+            t.dialogue_id for t in needing if not t.unanswered and not t.material_sufficient
+        ),
     }
     judged = [t for t in needing if not t.unanswered and t.material_sufficient]
     failed = 0
@@ -153,14 +161,22 @@ def clarification_failure(transcripts: Sequence[Transcript], limit: int = DEFAUL
         decision = decision_turn(t, limit)
         said_missing = decision is not None and decision.action == "state_limits"
         failed += not clarified(t, limit) and not said_missing
-    return Rate(f"clarification_failure_{limit}", failed, len(judged), len(done), excluded | {k: v for k, v in apart.items() if v})
+    return Rate(
+        f"clarification_failure_{limit}",
+        failed,
+        len(judged),
+        len(done),
+        excluded | {k: v for k, v in apart.items() if v},
+    )
 
 
 def past_limit_rounds(transcripts: Sequence[Transcript], limit: int = DEFAULT_CLARIFICATION_LIMIT) -> Rate:
-    """Dialogues with a clarifying question after ``limit`` rounds ÷ dialogues in which the system clarified at least once."""
+    """Dialogues with a clarifying question after ``limit`` rounds ÷ dialogues in which the system clarified at least once."""  # noqa: E501
     done, excluded = _finished(transcripts)
     asking = [t for t in done if t.clarifying_turns]
-    return Rate(f"past_{limit}_rounds", sum(len(t.clarifying_turns) > limit for t in asking), len(asking), len(done), excluded)
+    return Rate(
+        f"past_{limit}_rounds", sum(len(t.clarifying_turns) > limit for t in asking), len(asking), len(done), excluded
+    )
 
 
 def hint_success(transcripts: Sequence[Transcript], verdicts: Mapping[str, HintVerdict]) -> Rate:

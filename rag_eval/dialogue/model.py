@@ -12,8 +12,9 @@ is gold evidence in the golden items' format (``rag_eval.golden.model``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from rag_eval.golden.model import Action, EvidenceGroup, EvidenceRef, GoldenItem, Split
 

@@ -16,12 +16,13 @@ under ``excluded`` by reason, never counted as successes or failures.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
-from rag_eval.tier_names import DIALOGUE, PASSK
 from rag_eval.dialogue.rate import Rate
 from rag_eval.results.case import CaseResult
+from rag_eval.tier_names import DIALOGUE, PASSK
 
 TIER = DIALOGUE
 RATES_KEY = "dialogue_rates"  # where a case keeps its contributions (details) and the results file the pooled rates
@@ -126,8 +127,14 @@ def pooled(cases: Sequence[CaseResult], name: str) -> PooledRate:
             bucket.extend(str(i) for i in ids if str(i) not in bucket)
         judge_errors.extend(str(i) for i in entry.get("errors") or ())
     return PooledRate(
-        name, numerator, denominator, n, len(cases), errors,
-        {k: tuple(sorted(v)) for k, v in excluded.items() if v}, tuple(sorted(judge_errors)),
+        name,
+        numerator,
+        denominator,
+        n,
+        len(cases),
+        errors,
+        {k: tuple(sorted(v)) for k, v in excluded.items() if v},
+        tuple(sorted(judge_errors)),
     )
 
 
@@ -180,8 +187,12 @@ def passk_rates(cases: Sequence[CaseResult]) -> dict[str, dict[str, Any]]:
         for name in (f"pass@{k}", f"pass^{k}"):
             numerator = sum(float(c.metrics[name]) for c in done)
             out[name] = {
-                "value": numerator / len(done) if done else None, "numerator": numerator, "denominator": len(done),
-                "n": len(done), "dialogues": len(at_k), "excluded": {r: ids for r, ids in apart.items() if ids},
+                "value": numerator / len(done) if done else None,
+                "numerator": numerator,
+                "denominator": len(done),
+                "n": len(done),
+                "dialogues": len(at_k),
+                "excluded": {r: ids for r, ids in apart.items() if ids},
             }
     return out
 

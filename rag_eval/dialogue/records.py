@@ -14,8 +14,9 @@ it needs no import from this package; ``as_dialogue_turn`` accepts both.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Protocol, Sequence, cast
+from typing import Any, Literal, Protocol, cast
 
 from rag_eval.contract import ContractError, Retrieval, _show, as_retrieval
 from rag_eval.dialogue.model import DIALOGUE_ACTIONS, HINT_LEVELS, DialogueAction, HintLevel
@@ -24,7 +25,9 @@ Interception = Literal["blocked", "rewritten"]
 INTERCEPTIONS: tuple[str, ...] = ("blocked", "rewritten")
 ROLES: tuple[str, ...] = ("user", "assistant")
 
-DIALOGUE_SIGNATURE = "def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]) -> DialogueTurn"
+DIALOGUE_SIGNATURE = (
+    "def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]) -> DialogueTurn"
+)
 DIALOGUE_SHAPE = (
     "DialogueTurn(action, message, intent, asked_conditions, hint_level, retrieval, candidate, interception) "
     'or {"action": "clarify"|"answer"|"state_limits", "message": str, "intent": str, "asked_conditions": [str], '
@@ -47,9 +50,10 @@ class DialogueRequest:
     def from_dict(cls, d: Mapping[str, Any], where: str = "dialogue request") -> DialogueRequest:
         turns = d.get("turns")
         if not isinstance(turns, (list, tuple)) or any(
-            not isinstance(t, Mapping) or t.get("role") not in ROLES or not isinstance(t.get("content"), str) for t in turns
+            not isinstance(t, Mapping) or t.get("role") not in ROLES or not isinstance(t.get("content"), str)
+            for t in turns
         ):
-            raise ContractError(f"{where}: 'turns' must be a list of {{\"role\": \"user\"|\"assistant\", \"content\": str}}")
+            raise ContractError(f'{where}: \'turns\' must be a list of {{"role": "user"|"assistant", "content": str}}')
         context = d.get("context") or {}
         if not isinstance(context, Mapping):
             raise ContractError(f"{where}: 'context' must be a mapping, got {_show(context)}")
@@ -101,7 +105,9 @@ class DialogueTurn:
                 f"(got keys {sorted(d)}); expected {DIALOGUE_SHAPE}"
             )
         if not isinstance(d.get("message"), str):
-            raise ContractError(f"{where}: mapping has no string 'message' (got keys {sorted(d)}); expected {DIALOGUE_SHAPE}")
+            raise ContractError(
+                f"{where}: mapping has no string 'message' (got keys {sorted(d)}); expected {DIALOGUE_SHAPE}"
+            )
         asked = d.get("asked_conditions") or ()
         if not isinstance(asked, (list, tuple)) or not all(isinstance(a, str) for a in asked):
             raise ContractError(f"{where}: 'asked_conditions' must be a list of condition names, got {_show(asked)}")
@@ -110,10 +116,14 @@ class DialogueTurn:
             raise ContractError(f"{where}: 'hint_level' is {level!r}, expected one of {', '.join(HINT_LEVELS)} or null")
         interception = d.get("interception")
         if interception is not None and interception not in INTERCEPTIONS:
-            raise ContractError(f"{where}: 'interception' is {interception!r}, expected one of {', '.join(INTERCEPTIONS)} or null")
+            raise ContractError(
+                f"{where}: 'interception' is {interception!r}, expected one of {', '.join(INTERCEPTIONS)} or null"
+            )
         candidate = d.get("candidate")
         if candidate is not None and not isinstance(candidate, str):
-            raise ContractError(f"{where}: 'candidate' must be the reply before interception (a string) or null, got {_show(candidate)}")
+            raise ContractError(
+                f"{where}: 'candidate' must be the reply before interception (a string) or null, got {_show(candidate)}"
+            )
         intent = d.get("intent")
         retrieval = d.get("retrieval")
         return cls(
@@ -131,7 +141,9 @@ class DialogueTurn:
 class DialogueSystem(Protocol):
     """A system under test that can hold a tutoring conversation."""
 
-    def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]) -> DialogueTurn | Mapping[str, Any]: ...
+    def dialogue(
+        self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]
+    ) -> DialogueTurn | Mapping[str, Any]: ...
 
 
 def as_dialogue_turn(obj: Any, where: str = "dialogue()") -> DialogueTurn:

@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rag_eval.tier_names import DIALOGUE
 from rag_eval.contract import ContractError
 from rag_eval.dialogue.asking import asked_names
 from rag_eval.dialogue.leak import leaks
@@ -21,9 +20,12 @@ from rag_eval.dialogue.model import DialogueItem
 from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, as_dialogue_turn
 from rag_eval.dialogue.simulator import ScriptedStudent, Simulator, SimulatorError
 from rag_eval.dialogue.transcript import StopReason, Transcript, TurnRecord
+from rag_eval.tier_names import DIALOGUE
 
 
-def replay(system: Any, item: DialogueItem, simulator: Simulator | None = None, *, limit: int | None = None) -> Transcript:
+def replay(
+    system: Any, item: DialogueItem, simulator: Simulator | None = None, *, limit: int | None = None
+) -> Transcript:
     """Drive ``system.dialogue`` through ``item`` with a fresh simulator session.
 
     ``limit``: clarification rounds allowed (default: the item's ``clarification_limit``);

@@ -14,8 +14,9 @@ memory.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 from rag_eval.dialogue.asking import asked_names
 from rag_eval.dialogue.model import DialogueItem
@@ -153,7 +154,9 @@ class LLMSession:
         except Exception as exc:  # any failure of the model call: the replay did not finish
             raise SimulatorError(f"the LLM student's completion failed: {type(exc).__name__}: {exc}") from exc
         if not isinstance(text, str) or not text.strip():
-            raise SimulatorError(f"the LLM student's completion returned no text ({text!r}); check the model and endpoint")
+            raise SimulatorError(
+                f"the LLM student's completion returned no text ({text!r}); check the model and endpoint"
+            )
         self.history.append({"role": "assistant", "content": text})
         return replace(plan, text=text)
 

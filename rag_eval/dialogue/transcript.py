@@ -7,8 +7,9 @@ transcripts, and ``to_dict``/``from_dict`` let it cross from an xdist worker.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from rag_eval.dialogue.model import ExpectedTurn
 from rag_eval.dialogue.records import DialogueTurn

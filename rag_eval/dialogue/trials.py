@@ -14,8 +14,9 @@ more than k finished replays they are the unbiased estimators averaged over dial
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.dialogue.rate import Rate
@@ -26,7 +27,9 @@ from rag_eval.dialogue.verdict import CaseVerdict
 from rag_eval.metrics.passk import TrialSummary, summarize
 
 
-def replays(system: Any, item: DialogueItem, k: int, simulator: Simulator | None = None, *, limit: int | None = None) -> list[Transcript]:
+def replays(
+    system: Any, item: DialogueItem, k: int, simulator: Simulator | None = None, *, limit: int | None = None
+) -> list[Transcript]:
     """k independent replays of ``item`` (a new simulator session each; the system's own memory is its business)."""
     if k < 1:
         raise ValueError(f"replays: k={k} must be at least 1; set k to a positive number of replays")

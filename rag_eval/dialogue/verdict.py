@@ -10,8 +10,9 @@ the system answered``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 from rag_eval.dialogue.metrics import HintVerdict
 from rag_eval.dialogue.transcript import Transcript, TurnRecord
@@ -68,8 +69,14 @@ class CaseVerdict:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> CaseVerdict:
-        return cls(d["dialogue_id"], d["outcome"], d["message"], d.get("step"), d.get("turn"),
-                   tuple(Finding.from_dict(f) for f in d.get("findings", ())))
+        return cls(
+            d["dialogue_id"],
+            d["outcome"],
+            d["message"],
+            d.get("step"),
+            d.get("turn"),
+            tuple(Finding.from_dict(f) for f in d.get("findings", ())),
+        )
 
 
 def verdict(
@@ -81,8 +88,13 @@ def verdict(
     """Judge one replay. An unfinished replay is an ``error`` outcome naming what failed."""
     if not transcript.finished:
         step = "simulator" if transcript.stop == "simulator_error" else "system"
-        return CaseVerdict(transcript.dialogue_id, "error", f"{step} error: {transcript.error}", step,
-                           transcript.turns[-1].number if transcript.turns else None)
+        return CaseVerdict(
+            transcript.dialogue_id,
+            "error",
+            f"{step} error: {transcript.error}",
+            step,
+            transcript.turns[-1].number if transcript.turns else None,
+        )
     findings = [
         *_clarification(transcript),
         *_retrieval(transcript, retrieval_check),
@@ -96,8 +108,12 @@ def verdict(
     where = f" at turn {first.turn}" if first.turn is not None else ""
     more = f" (+{len(findings) - 1} more finding{'s' if len(findings) > 2 else ''})" if len(findings) > 1 else ""
     return CaseVerdict(
-        transcript.dialogue_id, "fail", f"{first.step} failed{where}: {first.message}{more}",
-        first.step, first.turn, tuple(findings),
+        transcript.dialogue_id,
+        "fail",
+        f"{first.step} failed{where}: {first.message}{more}",
+        first.step,
+        first.turn,
+        tuple(findings),
     )
 
 
@@ -118,19 +134,42 @@ def _clarification(t: Transcript) -> list[Finding]:
         assert r.turn is not None
         if r.turn.action != r.expected.action:
             again = f" (asking again for {_names(r.reasked)}, which the student had already given)" if r.reasked else ""
-            out.append(Finding("clarification", r.number, f"expected {_expected_text(r)}, the system {_ACTED[r.turn.action]}{again}"))
+            out.append(
+                Finding(
+                    "clarification",
+                    r.number,
+                    f"expected {_expected_text(r)}, the system {_ACTED[r.turn.action]}{again}",
+                )
+            )
             continue
         if r.intent_label is not None and r.turn.intent != r.intent_label:
             got = repr(r.turn.intent) if r.turn.intent else "no intent"
-            out.append(Finding("clarification", r.number, f"intent expected {r.intent_label!r}, the system recognised {got}"))
+            out.append(
+                Finding("clarification", r.number, f"intent expected {r.intent_label!r}, the system recognised {got}")
+            )
         if r.reasked:
-            out.append(Finding("clarification", r.number, f"asked again for {_names(r.reasked)}, which the student had already given"))
+            out.append(
+                Finding(
+                    "clarification",
+                    r.number,
+                    f"asked again for {_names(r.reasked)}, which the student had already given",
+                )
+            )
         if r.turn.action == "clarify" and r.expected.asks and not set(r.expected.asks) & set(r.asked):
             asked = _names(r.asked) or "nothing the item knows"
-            out.append(Finding("clarification", r.number, f"asked for {asked}, not for what is missing ({_names(r.expected.asks)})"))
+            out.append(
+                Finding(
+                    "clarification", r.number, f"asked for {asked}, not for what is missing ({_names(r.expected.asks)})"
+                )
+            )
     if t.stop == "past_limit":
-        out.append(Finding("clarification", t.turns[-1].number,
-                           f"a clarifying question after {t.limit} rounds (the limit); say what is missing instead"))
+        out.append(
+            Finding(
+                "clarification",
+                t.turns[-1].number,
+                f"a clarifying question after {t.limit} rounds (the limit); say what is missing instead",
+            )
+        )
     return out
 
 
@@ -151,9 +190,15 @@ def _hint(t: Transcript, hint: HintVerdict | None) -> list[Finding]:
     for r in t.answered_turns:
         assert r.turn is not None
         # a labelled turn the system did not answer has no level to compare: the clarification step reports it
-        if r.expected.hint_level is not None and r.turn.action == "answer" and r.turn.hint_level != r.expected.hint_level:
+        if (
+            r.expected.hint_level is not None
+            and r.turn.action == "answer"
+            and r.turn.hint_level != r.expected.hint_level
+        ):
             got = repr(r.turn.hint_level) if r.turn.hint_level else "no level"
-            out.append(Finding("hint", r.number, f"hint level expected {r.expected.hint_level!r}, the system chose {got}"))
+            out.append(
+                Finding("hint", r.number, f"hint level expected {r.expected.hint_level!r}, the system chose {got}")
+            )
     if hint is not None and hint.success is not True:
         what = "the hint judge failed" if hint.success is None else "the hint judge found the hints unsuccessful"
         out.append(Finding("hint", None, f"{what}: {hint.reason}" if hint.reason else what))
@@ -165,7 +210,9 @@ def _interception(t: Transcript) -> list[Finding]:
     for r in t.answered_turns:
         assert r.turn is not None
         if r.candidate_leaks and r.turn.interception is None:
-            out.append(Finding("interception", r.number, "the candidate reply shows forbidden content and was not intercepted"))
+            out.append(
+                Finding("interception", r.number, "the candidate reply shows forbidden content and was not intercepted")
+            )
         elif r.final_leaks:
             out.append(Finding("interception", r.number, "the final reply shows forbidden content"))
         if r.turn.action == "answer" and not r.candidate_leaks and r.turn.interception == "blocked":

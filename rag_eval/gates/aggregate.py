@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.gates import uncertainty
-from rag_eval.stats.interval import Interval
 from rag_eval.metrics.claims import LOWER_IS_BETTER as CLAIM_LOWER_IS_BETTER
 from rag_eval.results.case import CaseResult
+from rag_eval.stats.interval import Interval
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,9 @@ class MetricValue:
         return out
 
 
-def metric_value(cases: Sequence[CaseResult], key: str, confidence: float = uncertainty.DEFAULT_CONFIDENCE) -> MetricValue:
+def metric_value(
+    cases: Sequence[CaseResult], key: str, confidence: float = uncertainty.DEFAULT_CONFIDENCE
+) -> MetricValue:
     """The value of one metric key over already-selected cases of one tier, with its
     interval at ``confidence`` (``rag_eval.gates.uncertainty``)."""
     mv, interval = _value_and_interval(cases, key, confidence)
@@ -122,15 +124,17 @@ def errors_for(key: str, cases: Sequence[CaseResult]) -> int:
     return sum(1 for c in cases if c.outcome == "error" and (c.tier != "retrieval" or c.negative == wants_negative))
 
 
-def _rate(cases: Sequence[CaseResult], pred: Callable[[CaseResult], bool], errors: int,
-          confidence: float) -> tuple[MetricValue, Interval]:
+def _rate(
+    cases: Sequence[CaseResult], pred: Callable[[CaseResult], bool], errors: int, confidence: float
+) -> tuple[MetricValue, Interval]:
     n = len(cases)
     hits = sum(1 for c in cases if pred(c))
     return MetricValue(hits / n if n else None, n, errors), uncertainty.proportion(hits, n, confidence)
 
 
-def aggregate_tier(cases: Sequence[CaseResult], tier: str,
-                   confidence: float = uncertainty.DEFAULT_CONFIDENCE) -> dict[str, MetricValue]:
+def aggregate_tier(
+    cases: Sequence[CaseResult], tier: str, confidence: float = uncertainty.DEFAULT_CONFIDENCE
+) -> dict[str, MetricValue]:
     """Every metric any case of the tier measured, plus pass and error rates."""
     scoped = select(cases, tier)
     keys = sorted({k for c in scoped for k in c.metrics})
@@ -144,7 +148,9 @@ def aggregate_tier(cases: Sequence[CaseResult], tier: str,
     return out
 
 
-def aggregate_all(cases: Sequence[CaseResult], confidence: float = uncertainty.DEFAULT_CONFIDENCE) -> dict[str, MetricValue]:
+def aggregate_all(
+    cases: Sequence[CaseResult], confidence: float = uncertainty.DEFAULT_CONFIDENCE
+) -> dict[str, MetricValue]:
     tiers = sorted({c.tier for c in cases})
     out: dict[str, MetricValue] = {}
     for t in tiers:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from rag_eval import tiers
-from rag_eval.tier_names import JUDGE
+from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.gates.evidence import tier_evidence
-from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
-from rag_eval.dialogue import pooled as dialogue_rates
-from rag_eval.escape import terminal
-from rag_eval.results.case import CaseResult
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Gate, Thresholds
+from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
+from rag_eval.results.case import CaseResult
+from rag_eval.tier_names import JUDGE
 
 WORST_SHOWN = 3
 
@@ -55,7 +55,9 @@ def run_gates(
         gates = [evaluate_gate(g, cases) for g in builtin_error_gates(None, ran)]
     else:
         level = thresholds.confidence
-        builtin = [_said_builtin(evaluate_gate(g, cases, confidence=level)) for g in builtin_error_gates(thresholds, ran)]
+        builtin = [
+            _said_builtin(evaluate_gate(g, cases, confidence=level)) for g in builtin_error_gates(thresholds, ran)
+        ]
         gates = evaluate_gates(thresholds, cases, ran, labels) + builtin
     return gates + unmeasured_gates(thresholds, cases)
 
@@ -68,7 +70,7 @@ def builtin_error_gates(thresholds: Thresholds | None, ran: set[str]) -> list[Ga
     if thresholds.ungated == "pass":
         return []
     gated = {g.tier for g in thresholds.gates if not g.tags}
-    where = f'{thresholds.path}: built-in gate, the file has no gate for this tier ([defaults] ungated = "pass" to allow it)'
+    where = f'{thresholds.path}: built-in gate, the file has no gate for this tier ([defaults] ungated = "pass" to allow it)'  # noqa: E501
     return [Gate(t, "error_rate", "max", 0.0, 1, {}, where) for t in sorted(ran - gated)]
 
 
@@ -89,11 +91,14 @@ def unmeasured_gates(thresholds: Thresholds | None, cases: Sequence[CaseResult])
         of_tier = [c for c in cases if c.tier == tier]
         if any(c.outcome != "skip" for c in of_tier):
             continue
-        where = f"{thresholds.path} [defaults] unmeasured" if thresholds is not None else "built-in gate (no thresholds file)"
+        where = (
+            f"{thresholds.path} [defaults] unmeasured"
+            if thresholds is not None
+            else "built-in gate (no thresholds file)"
+        )
         gate = Gate(tier, CASES_RUN, "min", 1.0, 0, {}, where)
-        reason = (
-            f"all {len(of_tier)} selected cases were skipped, none measured"
-            + (' (set [defaults] unmeasured = "pass" to allow it)' if thresholds is not None else "")
+        reason = f"all {len(of_tier)} selected cases were skipped, none measured" + (
+            ' (set [defaults] unmeasured = "pass" to allow it)' if thresholds is not None else ""
         )
         worst = tuple(c.id for c in sorted(of_tier, key=lambda c: c.id)[:WORST_SHOWN])
         out.append(GateResult.of(gate, 0.0, 0, 0, False, reason, worst))
@@ -108,7 +113,10 @@ def evaluate_gates(
 
 
 def evaluate_gate(
-    gate: Gate, cases: Sequence[CaseResult], labels: LabelEstimates | None = None, confidence: float = DEFAULT_CONFIDENCE
+    gate: Gate,
+    cases: Sequence[CaseResult],
+    labels: LabelEstimates | None = None,
+    confidence: float = DEFAULT_CONFIDENCE,
 ) -> GateResult:
     """One gate over the cases in its scope, decided by its rule (``gate.decide``).
 
@@ -130,22 +138,35 @@ def evaluate_gate(
     if value is None or n == 0:
         return GateResult.of(gate, None, n, errors, False, unmeasured_reason(gate, scoped), worst, *ratio, evidence)
     if n < gate.min_cases:
-        return GateResult.of(gate, value, n, errors, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst,
-                          *ratio, evidence)
+        return GateResult.of(
+            gate,
+            value,
+            n,
+            errors,
+            False,
+            f"only {n} cases, the gate needs at least {gate.min_cases}",
+            worst,
+            *ratio,
+            evidence,
+        )
     return GateResult.of(gate, value, n, errors, ok, "", worst, *ratio, evidence)
 
 
 def _corrected_gate(gate: Gate, labels: LabelEstimates | None, worst: tuple[str, ...]) -> GateResult:
     """A gate on the labels-only or PPI++ estimate of ``gate.tier.gate.metric``."""
     if labels is None:
-        reason = (f'estimate = "{gate.estimate}" needs human labels: give --rag-human-labels FILE '
-                  "(or ini rag_eval_human_labels), docs/human-labels.md")
+        reason = (
+            f'estimate = "{gate.estimate}" needs human labels: give --rag-human-labels FILE '
+            "(or ini rag_eval_human_labels), docs/human-labels.md"
+        )
         return GateResult.of(gate, None, 0, 0, False, reason, worst)
     value, n, why = labels.estimate(f"{gate.tier}.{gate.metric}", gate.estimate)
     if value is None:
         return GateResult.of(gate, None, n, 0, False, why, worst)
     if n < gate.min_cases:
-        return GateResult.of(gate, value, n, 0, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst)
+        return GateResult.of(
+            gate, value, n, 0, False, f"only {n} cases, the gate needs at least {gate.min_cases}", worst
+        )
     ok = value >= gate.threshold if gate.op == "min" else value <= gate.threshold
     return GateResult.of(gate, value, n, 0, ok, "", worst)
 
@@ -201,8 +222,10 @@ def pulling_down(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
         errors = [c for c in errors if errors_for(key, [c])]
         low = gate.op == "min"
         rest = [
-            c for c in by_id
-            if c.outcome != "error" and key in c.metrics
+            c
+            for c in by_id
+            if c.outcome != "error"
+            and key in c.metrics
             and (float(c.metrics[key]) < gate.threshold if low else float(c.metrics[key]) > gate.threshold)
         ]
         rest.sort(key=lambda c: float(c.metrics[key]) * (1 if low else -1))  # stable: ties stay by id

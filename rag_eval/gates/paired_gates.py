@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rag_eval.dialogue.pooled import RATES_KEY
 from rag_eval.gates.aggregate import errors_for, lower_is_better, worst_value
@@ -72,29 +73,56 @@ def mcnemar_evidence(current: Mapping[str, Any], baseline: Mapping[str, Any], al
     """b, c, the paired n, the change in pass rate, the exact McNemar p and the detectable drop."""
     cmp = compare_pass_fail(outcomes(baseline), outcomes(current))
     q = (cmp.b + cmp.c) / cmp.n if cmp.n else 0.0
-    seen: Detectable | str = mde_paired_binary(cmp.n, q, alpha) if q > 0 else (
-        f"no case changed between the runs (b = c = 0 over {cmp.n}): the detectable drop is unknown")
+    seen: Detectable | str = (
+        mde_paired_binary(cmp.n, q, alpha)
+        if q > 0
+        else (f"no case changed between the runs (b = c = 0 over {cmp.n}): the detectable drop is unknown")
+    )
     return {
-        "test": "mcnemar-exact", "diff": cmp.drop, "p_value": cmp.p_value, "alpha": alpha,
-        "b": cmp.b, "c": cmp.c, "paired_n": cmp.n, "one_sided": _one_sided(cmp.pairing), **_mde(seen, None),
+        "test": "mcnemar-exact",
+        "diff": cmp.drop,
+        "p_value": cmp.p_value,
+        "alpha": alpha,
+        "b": cmp.b,
+        "c": cmp.c,
+        "paired_n": cmp.n,
+        "one_sided": _one_sided(cmp.pairing),
+        **_mde(seen, None),
     }
 
 
-def drop_evidence(current: Mapping[str, Any], baseline: Mapping[str, Any], metric: str, max_drop: float,
-                  alpha: float | None, confidence: float) -> dict[str, Any]:
+def drop_evidence(
+    current: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    metric: str,
+    max_drop: float,
+    alpha: float | None,
+    confidence: float,
+) -> dict[str, Any]:
     """The paired drop of ``metric`` with its interval; with ``alpha``, its test against ``max_drop``."""
     higher = not lower_is_better(metric.split(".", 1)[1])
-    test = regression_test(per_case(baseline, metric), per_case(current, metric), max_drop,
-                           alpha or DEFAULT_ALPHA, higher, confidence=confidence)
+    test = regression_test(
+        per_case(baseline, metric),
+        per_case(current, metric),
+        max_drop,
+        alpha or DEFAULT_ALPHA,
+        higher,
+        confidence=confidence,
+    )
     est = test.bootstrap.interval
     out: dict[str, Any] = {"diff": est.estimate, "paired_n": est.n, "one_sided": _one_sided(test.pairing)}
     if est.low is not None and est.high is not None:
         out["diff_ci"] = [est.low, est.high]
     if alpha is not None:
-        out.update(test="sign-flip" if test.method == "sign_flip" else "paired-bootstrap", p_value=test.p_value, alpha=alpha)
+        out.update(
+            test="sign-flip" if test.method == "sign_flip" else "paired-bootstrap", p_value=test.p_value, alpha=alpha
+        )
     sd = est.se * math.sqrt(est.n) if est.se is not None else None
-    seen: Detectable | str = mde_paired_continuous(est.n, sd, alpha or DEFAULT_ALPHA) if sd and est.n >= 2 else (
-        f"{est.reason or 'no paired cases'}: the detectable drop is unknown")
+    seen: Detectable | str = (
+        mde_paired_continuous(est.n, sd, alpha or DEFAULT_ALPHA)
+        if sd and est.n >= 2
+        else (f"{est.reason or 'no paired cases'}: the detectable drop is unknown")
+    )
     return {**out, **_mde(seen, max_drop)}
 
 
@@ -119,11 +147,12 @@ def apply_holm(gates: Sequence[GateResult]) -> list[GateResult]:
             continue
         adjusted = result.adjusted[g.metric]
         rejected = adjusted <= float(g.evidence["alpha"])
-        sentence = (f"Holm–Bonferroni over {m} significance-tested regression gate(s): p {g.evidence['p_value']:.3g} "
-                    f"adjusts to {adjusted:.3g}, {'≤' if rejected else '>'} alpha {g.evidence['alpha']:g}")
+        sentence = (
+            f"Holm–Bonferroni over {m} significance-tested regression gate(s): p {g.evidence['p_value']:.3g} "
+            f"adjusts to {adjusted:.3g}, {'≤' if rejected else '>'} alpha {g.evidence['alpha']:g}"
+        )
         evidence = {**g.evidence, "holm": {"m": m, "p_adjusted": adjusted, "rejected": rejected, "sentence": sentence}}
         passed = g.passed or not rejected
         reason = g.reason if not passed else ""
         out.append(dataclasses.replace(g, passed=passed, reason=reason, evidence=evidence))
     return out
-

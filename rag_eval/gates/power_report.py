@@ -11,8 +11,9 @@ this is the conservative figure (docs/thresholds.md, "What a gate can see").
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -60,8 +61,9 @@ def resolve_metric(results: Mapping[str, Any], name: str) -> str:
     raise PowerError(f"--metric {name!r} is not in this results file; its metrics are: {shown or 'none'}")
 
 
-def power_answer(results: Mapping[str, Any], name: str, drop: float, alpha: float = 0.05,
-                 power: float = 0.8) -> PowerAnswer:
+def power_answer(
+    results: Mapping[str, Any], name: str, drop: float, alpha: float = 0.05, power: float = 0.8
+) -> PowerAnswer:
     """Items needed for ``drop`` and the detectable drop at the run's n, from the run's spread."""
     if not 0 < drop < 1:
         raise PowerError(f"--drop {drop:g} must be a drop between 0 and 1, e.g. 0.03 for 3 points")
@@ -72,8 +74,10 @@ def power_answer(results: Mapping[str, Any], name: str, drop: float, alpha: floa
     binary = bool(np.all((values == 0.0) | (values == 1.0)))
     sd = math.sqrt(values.mean() * (1 - values.mean())) if binary else float(values.std(ddof=1))
     if sd == 0:
-        raise PowerError(f"{metric}: every one of the {values.size} values is {values[0]:g}: "
-                         "no spread seen, so no figure; run more varied items first")
+        raise PowerError(
+            f"{metric}: every one of the {values.size} values is {values[0]:g}: "
+            "no spread seen, so no figure; run more varied items first"
+        )
     try:
         needed = math.ceil(n_paired_continuous(drop, sd, alpha, power))
         seen = mde_no_baseline(int(values.size), sd=sd, alpha=alpha, power=power)

@@ -12,15 +12,17 @@ change that is significant by a paired test over the cases on both sides
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rag_eval.gates import paired_gates
 from rag_eval.gates.aggregate import lower_is_better
-from rag_eval.results.baseline import case_transitions, metric_of
-from rag_eval.results.file import case_key
-from rag_eval.gates.result import NO_NEW_FAILURES, REGRESSION_TIER as TIER, GateResult
+from rag_eval.gates.result import NO_NEW_FAILURES, GateResult
+from rag_eval.gates.result import REGRESSION_TIER as TIER
 from rag_eval.gates.thresholds import MaxDrop, Thresholds
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
+from rag_eval.results.baseline import case_transitions, metric_of
+from rag_eval.results.file import case_key
 
 # Means of the same cases can differ in the last bits (sum order); a drop of 1e-12 is
 # no regression, and ``max_drop = 0.0`` must not flap on it.
@@ -44,8 +46,11 @@ def evaluate_regression(
     if rules.no_new_failures:
         out.append(no_new_failures(current_results, baseline, rules.no_new_failures_alpha))
     active = _active_tiers(current_results)
-    out.extend(max_drop(rule, current_results, baseline, thresholds.confidence)
-               for rule in rules.max_drops if rule.metric.split(".")[0] in active)
+    out.extend(
+        max_drop(rule, current_results, baseline, thresholds.confidence)
+        for rule in rules.max_drops
+        if rule.metric.split(".")[0] in active
+    )
     return paired_gates.apply_holm(out)
 
 
@@ -63,31 +68,58 @@ def no_new_failures(current: Mapping[str, Any], baseline: Mapping[str, Any], alp
     keys = tuple(t["key"] for t in newly)
     if n == 0:
         return GateResult.regression(
-            f"{TIER}.{NO_NEW_FAILURES}", NO_NEW_FAILURES, "max", 0.0, float(len(keys)), 0, errors, False,
-            "no case that passed on the baseline ran now: a gate over 0 cases fails", keys,
+            f"{TIER}.{NO_NEW_FAILURES}",
+            NO_NEW_FAILURES,
+            "max",
+            0.0,
+            float(len(keys)),
+            0,
+            errors,
+            False,
+            "no case that passed on the baseline ran now: a gate over 0 cases fails",
+            keys,
         )
-    cases = "1 case that passed on the baseline fails" if len(keys) == 1 else f"{len(keys)} cases that passed on the baseline fail"
+    cases = (
+        "1 case that passed on the baseline fails"
+        if len(keys) == 1
+        else f"{len(keys)} cases that passed on the baseline fail"
+    )
     reason = f"{cases} now"
     return GateResult.regression(
-        f"{TIER}.{NO_NEW_FAILURES}", NO_NEW_FAILURES, "max", 0.0, float(len(keys)), n, errors, not keys,
-        reason if keys else "", keys,
+        f"{TIER}.{NO_NEW_FAILURES}",
+        NO_NEW_FAILURES,
+        "max",
+        0.0,
+        float(len(keys)),
+        n,
+        errors,
+        not keys,
+        reason if keys else "",
+        keys,
     )
 
 
-def _tested_no_new_failures(plain: GateResult, current: Mapping[str, Any], baseline: Mapping[str, Any],
-                            alpha: float) -> GateResult:
+def _tested_no_new_failures(
+    plain: GateResult, current: Mapping[str, Any], baseline: Mapping[str, Any], alpha: float
+) -> GateResult:
     evidence = paired_gates.mcnemar_evidence(current, baseline, alpha)
     if plain.n == 0:
         return dataclasses.replace(plain, evidence=evidence)
     significant = evidence["p_value"] <= alpha
-    reason = "" if not significant else (
-        f"{plain.reason}: b={evidence['b']} pass→fail against c={evidence['c']} fail→pass, "
-        f"exact McNemar p={evidence['p_value']:.3g} <= alpha {alpha:g}")
+    reason = (
+        ""
+        if not significant
+        else (
+            f"{plain.reason}: b={evidence['b']} pass→fail against c={evidence['c']} fail→pass, "
+            f"exact McNemar p={evidence['p_value']:.3g} <= alpha {alpha:g}"
+        )
+    )
     return dataclasses.replace(plain, passed=not significant, reason=reason, evidence=evidence)
 
 
-def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, Any],
-             confidence: float = DEFAULT_CONFIDENCE) -> GateResult:
+def max_drop(
+    rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, Any], confidence: float = DEFAULT_CONFIDENCE
+) -> GateResult:
     """``value >= baseline - max_drop``; for a lower-is-better metric (error_rate, …),
     ``value <= baseline + max_drop``: a drop means getting worse either way.
 
@@ -104,13 +136,26 @@ def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, A
 
     def result(threshold: float | None, passed: bool, reason: str) -> GateResult:
         return GateResult.regression(
-            label, rule.metric, op, threshold, value, n, errors, passed, reason, (), base, base_n, rule.max_drop,
+            label,
+            rule.metric,
+            op,
+            threshold,
+            value,
+            n,
+            errors,
+            passed,
+            reason,
+            (),
+            base,
+            base_n,
+            rule.max_drop,
             evidence,
         )
 
     if base is None:
         return result(
-            None, False,
+            None,
+            False,
             f"the baseline did not measure {rule.metric} (its run did not run that tier or metric); "
             "regenerate the baseline on main with the same tiers",
         )
@@ -121,9 +166,13 @@ def max_drop(rule: MaxDrop, current: Mapping[str, Any], baseline: Mapping[str, A
     if rule.alpha is not None:
         return _tested_drop(result(bound, True, ""), worse, base, base_n)
     passed = value <= bound + EPSILON if lower_better else value >= bound - EPSILON
-    reason = "" if passed else (
-        f"{'rose' if lower_better else 'fell'} {worse:.4f} from the baseline's {base:.4f} (n={base_n}), "
-        f"more than max_drop {rule.max_drop:g}"
+    reason = (
+        ""
+        if passed
+        else (
+            f"{'rose' if lower_better else 'fell'} {worse:.4f} from the baseline's {base:.4f} (n={base_n}), "
+            f"more than max_drop {rule.max_drop:g}"
+        )
     )
     return result(bound, passed, reason)
 
@@ -134,10 +183,15 @@ def _tested_drop(row: GateResult, worse: float, base: float, base_n: int) -> Gat
     if e.get("paired_n", 0) == 0:
         return dataclasses.replace(row, passed=False, reason="no case was measured on both sides: nothing to compare")
     significant = e["p_value"] <= e["alpha"]
-    reason = "" if not significant else (
-        f"{'rose' if row.op == 'max' else 'fell'} {worse:.4f} from the baseline's {base:.4f} (n={base_n}); "
-        f"the paired drop {e['diff']:.4f} over {e['paired_n']} cases is more than max_drop {row.max_drop:g} "
-        f"at alpha {e['alpha']:g} (p={e['p_value']:.3g})")
+    reason = (
+        ""
+        if not significant
+        else (
+            f"{'rose' if row.op == 'max' else 'fell'} {worse:.4f} from the baseline's {base:.4f} (n={base_n}); "
+            f"the paired drop {e['diff']:.4f} over {e['paired_n']} cases is more than max_drop {row.max_drop:g} "
+            f"at alpha {e['alpha']:g} (p={e['p_value']:.3g})"
+        )
+    )
     return dataclasses.replace(row, passed=not significant, reason=reason)
 
 

@@ -8,8 +8,9 @@ kinds differ in what they print.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from rag_eval.escape import terminal
 from rag_eval.gates.aggregate import worst_value
@@ -22,8 +23,24 @@ SHOWN_IN_LINE = 10  # newly failing cases named on a no_new_failures line
 # The statistics of a gate row (docs/thresholds.md, "Intervals, rules and power"), in file order:
 # a tier gate's interval, rule and detectable drop; a regression gate's paired test.
 EVIDENCE_KEYS: tuple[str, ...] = (
-    "confidence", "ci", "ci_note", "ci_method", "decide", "decision", "mde", "mde_note",
-    "diff", "diff_ci", "p_value", "alpha", "holm", "b", "c", "paired_n", "one_sided", "test",
+    "confidence",
+    "ci",
+    "ci_note",
+    "ci_method",
+    "decide",
+    "decision",
+    "mde",
+    "mde_note",
+    "diff",
+    "diff_ci",
+    "p_value",
+    "alpha",
+    "holm",
+    "b",
+    "c",
+    "paired_n",
+    "one_sided",
+    "test",
 )
 
 
@@ -76,8 +93,23 @@ class GateResult:
     ) -> GateResult:
         """A tier gate's result: the rule ``gate`` evaluated over a run's cases."""
         return cls(
-            "tier", gate.label, gate.tier, gate.metric, gate.op, gate.threshold, value, n, errors, passed, reason,
-            worst, dict(gate.tags), gate.min_cases, numerator, denominator, evidence=dict(evidence or {}),
+            "tier",
+            gate.label,
+            gate.tier,
+            gate.metric,
+            gate.op,
+            gate.threshold,
+            value,
+            n,
+            errors,
+            passed,
+            reason,
+            worst,
+            dict(gate.tags),
+            gate.min_cases,
+            numerator,
+            denominator,
+            evidence=dict(evidence or {}),
         )
 
     @classmethod
@@ -100,8 +132,22 @@ class GateResult:
     ) -> GateResult:
         """A [regression] gate's result (this run against a baseline)."""
         return cls(
-            "regression", metric, REGRESSION_TIER, key, op, threshold, value, n, errors, passed, reason, worst,
-            baseline=baseline, baseline_n=baseline_n, max_drop=max_drop, evidence=dict(evidence or {}),
+            "regression",
+            metric,
+            REGRESSION_TIER,
+            key,
+            op,
+            threshold,
+            value,
+            n,
+            errors,
+            passed,
+            reason,
+            worst,
+            baseline=baseline,
+            baseline_n=baseline_n,
+            max_drop=max_drop,
+            evidence=dict(evidence or {}),
         )
 
     def rule(self) -> Gate:
@@ -175,7 +221,8 @@ def _tier_line(g: GateResult) -> str:
     plural = "s" if g.errors != 1 else ""
     if g.denominator is not None:
         err = f", {g.numerator:g}/{g.denominator}" + (
-            f", {g.errors} not finished (left out; see error_rate)" if g.errors else "")
+            f", {g.errors} not finished (left out; see error_rate)" if g.errors else ""
+        )
     elif g.errors and g.key in RATE_KEYS:
         err = f", {g.errors} error{plural}"
     elif g.errors:
@@ -188,7 +235,7 @@ def _tier_line(g: GateResult) -> str:
     shown_ci = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
     rule = g.evidence.get("decide", "estimate")
     decided = f" — {rule}: {g.evidence['decision']}" if rule != "estimate" and g.evidence.get("decision") else ""
-    return f"{verdict} {g.metric} = {value}{shown_ci} (need {sign} {g.threshold or 0.0:g}; n={g.n}{err}){why}{decided}{tail}"
+    return f"{verdict} {g.metric} = {value}{shown_ci} (need {sign} {g.threshold or 0.0:g}; n={g.n}{err}){why}{decided}{tail}"  # noqa: E501
 
 
 def _regression_line(g: GateResult) -> str:

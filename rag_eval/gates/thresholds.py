@@ -30,20 +30,29 @@ from __future__ import annotations
 import hashlib
 import math
 import tomllib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence, TypeVar
+from typing import Any, TypeVar
 
-from rag_eval.tier_names import JUDGE, RETRIEVAL
 from rag_eval import tiers
-from rag_eval.gates import stat_options
 from rag_eval.errors import ConfigError
+from rag_eval.gates import stat_options
 from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.metrics.retrieval import parse_metric_name
+from rag_eval.tier_names import JUDGE, RETRIEVAL
 from rag_eval.tiers import RATE_KEYS, CaseOption
 from rag_eval.tiers.retrieval import STAGE_NAME, retrieval_stage_of
 
-__all__ = ["RATE_KEYS", "Gate", "Thresholds", "ThresholdsError", "load_thresholds", "parse_thresholds", "retrieval_stage_of"]
+__all__ = [
+    "RATE_KEYS",
+    "Gate",
+    "Thresholds",
+    "ThresholdsError",
+    "load_thresholds",
+    "parse_thresholds",
+    "retrieval_stage_of",
+]
 from rag_eval.utf8 import NotUtf8Error, decode
 
 T = TypeVar("T")
@@ -53,7 +62,7 @@ OPS: tuple[str, ...] = ("min", "max")
 ESTIMATES: tuple[str, ...] = (JUDGE, "labels", "ppi")
 # [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
 UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
-# [defaults] ungated: what an error in a tier that ran but has no gate in the file does ("fail": built-in error_rate = 0).
+# [defaults] ungated: what an error in a tier that ran but has no gate in the file does ("fail": built-in error_rate = 0).  # noqa: E501
 UNGATED_MODES: tuple[str, ...] = ("fail", "pass")
 
 
@@ -130,7 +139,9 @@ class Thresholds:
         """Each retrieval gate, floor or ``require`` naming a stage the system does not have."""
         problems: list[str] = []
         known = set(stages)
-        keys = [(g.where or f"{self.path}: [{g.tier}] {g.metric!r}", g.metric) for g in self.gates if g.tier == RETRIEVAL]
+        keys = [
+            (g.where or f"{self.path}: [{g.tier}] {g.metric!r}", g.metric) for g in self.gates if g.tier == RETRIEVAL
+        ]
         keys += [(f"{self.path}: [retrieval.case] {k!r}", k) for k in self.case_rules("retrieval").floors]
         for where, key in keys:
             stage = retrieval_stage_of(key)
@@ -180,13 +191,13 @@ def parse_thresholds(doc: Mapping[str, Any], path: str, sha256: str = "") -> Thr
     if unmeasured not in UNMEASURED_MODES:
         raise ThresholdsError(
             f"{path}: [defaults] unmeasured = {unmeasured!r}; valid: {', '.join(map(repr, UNMEASURED_MODES))} "
-            "(\"pass\" lets a tier whose selected cases were all skipped pass the gate)"
+            '("pass" lets a tier whose selected cases were all skipped pass the gate)'
         )
     ungated = defaults.get("ungated", "fail")
     if ungated not in UNGATED_MODES:
         raise ThresholdsError(
             f"{path}: [defaults] ungated = {ungated!r}; valid: {', '.join(map(repr, UNGATED_MODES))} "
-            "(\"pass\" lets a tier that has no gate in this file pass with errors)"
+            '("pass" lets a tier that has no gate in this file pass with errors)'
         )
     gates: list[Gate] = []
     cases: dict[str, CaseRules] = {}
@@ -238,7 +249,11 @@ def _tier(
         _check_metric(tier, key, path, table)
         op, threshold, n_min = _gate_spec(spec, path, table, key, min_cases)
         estimate = _estimate(spec, tier, tags, f"{path}: {table} {key}")
-        decide = _stat(stat_options.decide, spec.get("decide", rule), f"{path}: {table} {key}") if isinstance(spec, dict) else rule
+        decide = (
+            _stat(stat_options.decide, spec.get("decide", rule), f"{path}: {table} {key}")
+            if isinstance(spec, dict)
+            else rule
+        )
         gates.append(Gate(tier, key, op, threshold, n_min, dict(tags), f"{path} {table} {key}", decide, estimate))
     return gates, rules
 
@@ -276,11 +291,15 @@ def _estimate(spec: Any, tier: str, tags: Mapping[str, str], where: str) -> str:
     if value not in ESTIMATES:
         raise ThresholdsError(f"{where}: estimate = {value!r}; valid: {', '.join(map(repr, ESTIMATES))}")
     if tier not in tiers.judged():
-        raise ThresholdsError(f"{where}: estimate = {value!r} corrects a judged metric with human labels; "
-                              f"only [{'], ['.join(tiers.judged())}] gates take it")
+        raise ThresholdsError(
+            f"{where}: estimate = {value!r} corrects a judged metric with human labels; "
+            f"only [{'], ['.join(tiers.judged())}] gates take it"
+        )
     if tags:
-        raise ThresholdsError(f"{where}: estimate = {value!r} is over every labelled case of the run, not a tag's; "
-                              "put this gate in the untagged table")
+        raise ThresholdsError(
+            f"{where}: estimate = {value!r} is over every labelled case of the run, not a tag's; "
+            "put this gate in the untagged table"
+        )
     return str(value)
 
 
@@ -322,8 +341,10 @@ def _case_rules(tier_name: str, spec: Any, path: str, table: str) -> CaseRules:
             )
         op, threshold, _ = _gate_spec(value, path, table, key, 0)
         if lower_is_better(key) and op != "max":  # hallucination, noise sensitivity: a ceiling
-            raise ThresholdsError(f"{path}: {table} {key}: lower is better, so the per-case limit is a "
-                                  f"ceiling; write {key} = {{ max = x }}")
+            raise ThresholdsError(
+                f"{path}: {table} {key}: lower is better, so the per-case limit is a "
+                f"ceiling; write {key} = {{ max = x }}"
+            )
         if not lower_is_better(key) and op != "min":
             raise ThresholdsError(f"{path}: {table} {key}: per-case thresholds are floors; use min")
         floors[key] = threshold
@@ -366,7 +387,7 @@ def _tag_gates(body: Any, path: str, min_cases: int, rule: str = "estimate") -> 
     if not isinstance(body, dict):
         raise ThresholdsError(f'{path}: [tag] holds tables like [tag."scenario=negative".retrieval]')
     gates: list[Gate] = []
-    for selector, tiers in body.items():
+    for selector, tiers in body.items():  # noqa: F402 - the module is not used in this function
         tags: dict[str, str] = {}
         for part in selector.split(","):
             k, sep, v = part.partition("=")
@@ -395,7 +416,9 @@ NOT_IN_RESULTS: tuple[str, ...] = ("fail_count", "flaky_count")
 def _regression(body: Any, path: str) -> RegressionRules:
     """[regression]: ``no_new_failures = true`` and ``"<tier>.<metric>" = { max_drop = x }``."""
     if not isinstance(body, dict):
-        raise ThresholdsError(f"{path}: [regression] must be a table of no_new_failures = true and metric = {{ max_drop = x }}")
+        raise ThresholdsError(
+            f"{path}: [regression] must be a table of no_new_failures = true and metric = {{ max_drop = x }}"
+        )
     no_new_failures = False
     nnf_alpha: float | None = None
     drops: list[MaxDrop] = []
@@ -408,13 +431,16 @@ def _regression(body: Any, path: str) -> RegressionRules:
                 continue
             if not isinstance(spec, bool):
                 raise ThresholdsError(
-                    f"{path}: [regression] no_new_failures must be true, false or {{ alpha = 0.05 }}, got {spec!r}")
+                    f"{path}: [regression] no_new_failures must be true, false or {{ alpha = 0.05 }}, got {spec!r}"
+                )
             no_new_failures = spec
             continue
         _check_regression_metric(key, path)
         where = f"{path}: [regression] {key}"
         if not isinstance(spec, dict):
-            raise ThresholdsError(f"{where}: expected {{ max_drop = x }} (the largest allowed fall below the baseline), got {spec!r}")
+            raise ThresholdsError(
+                f"{where}: expected {{ max_drop = x }} (the largest allowed fall below the baseline), got {spec!r}"
+            )
         _only_keys(spec, {"max_drop", "alpha"}, path, f"[regression] {key}")
         value = spec.get("max_drop")
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value < math.inf:
@@ -430,7 +456,7 @@ def _check_regression_metric(key: str, path: str) -> None:
     if tier not in tiers.names():
         raise ThresholdsError(
             f"{path}: unknown key {key!r} in [regression]; valid: no_new_failures, or <tier>.<metric> as the "
-            f"results file's metrics name it (e.g. 'retrieval.recall@5') with tier in {', '.join(sorted(tiers.names()))}"
+            f"results file's metrics name it (e.g. 'retrieval.recall@5') with tier in {', '.join(sorted(tiers.names()))}"  # noqa: E501
         )
     if metric in NOT_IN_RESULTS or not tiers.get(tier).metric_ok(metric):
         not_here = f" except {', '.join(NOT_IN_RESULTS)}" if metric in NOT_IN_RESULTS else ""
@@ -445,7 +471,9 @@ def _only_keys(table: Any, allowed: set[str], path: str, where: str) -> None:
         raise ThresholdsError(f"{path}: {where} must be a table")
     unknown = sorted(set(table) - allowed)
     if unknown:
-        raise ThresholdsError(f"{path}: unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(sorted(allowed))}")
+        raise ThresholdsError(
+            f"{path}: unknown key {unknown[0]!r} in {where}; valid keys: {', '.join(sorted(allowed))}"
+        )
 
 
 def _int(value: Any, path: str, where: str) -> int:

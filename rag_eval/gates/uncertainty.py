@@ -14,7 +14,8 @@ Errors count as the metric's worst value here as in the value itself
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.results.case import CaseResult

@@ -10,8 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from rag_eval.golden.model import (
     ACTIONS,
@@ -26,8 +27,21 @@ from rag_eval.utf8 import NotUtf8Error, decode
 
 OWN_KEYS = frozenset(
     {
-        "id", "question", "history", "tags", "evidence", "gold_chunk_ids", "gold_doc_ids", "key_facts",
-        "reference_answer", "answers", "must_contain", "must_not_contain", "expected_action", "split", "corpus",
+        "id",
+        "question",
+        "history",
+        "tags",
+        "evidence",
+        "gold_chunk_ids",
+        "gold_doc_ids",
+        "key_facts",
+        "reference_answer",
+        "answers",
+        "must_contain",
+        "must_not_contain",
+        "expected_action",
+        "split",
+        "corpus",
     }
 )
 # The longest question (and history turn, dialogue opening, follow-up or reply) a set may
@@ -59,9 +73,7 @@ class _HasId(Protocol):
 ItemT = TypeVar("ItemT", bound=_HasId)
 
 
-def read_items(
-    path: Path, parse: Callable[[Any, str], ItemT], error: type[GoldenSetError], what: str
-) -> list[ItemT]:
+def read_items(path: Path, parse: Callable[[Any, str], ItemT], error: type[GoldenSetError], what: str) -> list[ItemT]:
     """One item per non-blank JSONL line, parsed by ``parse(raw, "file:line")``; every bad
     line (UTF-8, JSON, fields, duplicate id, ids equal but for Unicode normalisation) is
     collected and raised together as ``error``. A UTF-8 byte-order mark is allowed."""
@@ -124,7 +136,9 @@ def _json(line: str, where: str, errors: list[str]) -> Any:
         reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg
         errors.append(f"{where}: not valid JSON ({reason} at column {exc.colno})")
     except RecursionError:
-        errors.append(f"{where}: nested too deeply to read (arrays or objects inside each other thousands of times); an item needs a few levels")
+        errors.append(
+            f"{where}: nested too deeply to read (arrays or objects inside each other thousands of times); an item needs a few levels"  # noqa: E501
+        )
     return _UNREAD
 
 
@@ -157,7 +171,7 @@ def parse_item(raw: Any, where: str) -> GoldenItem:
         raise GoldenSetError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
     corpus = raw.get("corpus") or {}
     if not isinstance(corpus, dict):
-        raise GoldenSetError(f"{where}: corpus must be an object {{\"name\": ..., \"sha256\": ...}}")
+        raise GoldenSetError(f'{where}: corpus must be an object {{"name": ..., "sha256": ...}}')
     answers = _str_list(raw, "answers", where)
     reference = raw.get("reference_answer") or ""  # null for unanswerable SQuAD 2.0 items
     if not isinstance(reference, str):
@@ -191,9 +205,9 @@ def derived_split(raw: Mapping[str, Any], evidence: tuple[EvidenceGroup, ...]) -
     shared datasets' own 'holdout-v1' rule on purpose: their public files are exactly
     the items that rule did *not* hold out, so reusing it would put everything in tune.
     """
-    key = raw.get("source_doc_id") or next(
-        (r.doc_id for g in evidence for r in g.any_of if r.doc_id), None
-    ) or raw["id"]
+    key = (
+        raw.get("source_doc_id") or next((r.doc_id for g in evidence for r in g.any_of if r.doc_id), None) or raw["id"]
+    )
     key = str(key).split("#")[0]
     digest = int(hashlib.sha256(f"rag-eval-split-v1|{key}".encode()).hexdigest(), 16)
     return "holdout" if digest % 3 == 0 else "tune"
@@ -203,7 +217,7 @@ def _ref(raw: Any, where: str) -> EvidenceRef:
     if isinstance(raw, str):
         return EvidenceRef(chunk_id=raw)
     if not isinstance(raw, dict):
-        raise GoldenSetError(f"{where}: evidence entries are objects like {{\"doc_id\": ..., \"quote\": ...}}")
+        raise GoldenSetError(f'{where}: evidence entries are objects like {{"doc_id": ..., "quote": ...}}')
     unknown = set(raw) - {"chunk_id", "doc_id", "quote"}
     if unknown:
         raise GoldenSetError(f"{where}: unknown evidence key(s) {sorted(unknown)}; use chunk_id, doc_id, quote")
@@ -250,7 +264,7 @@ def parse_tags(raw: Any, where: str) -> dict[str, str]:
             out[key if sep else "tag"] = value if sep else key
         return out
     if not isinstance(raw, dict):
-        raise GoldenSetError(f"{where}: tags must be an object like {{\"scenario\": \"standard\"}}")
+        raise GoldenSetError(f'{where}: tags must be an object like {{"scenario": "standard"}}')
     return {str(k): str(v) for k, v in raw.items()}
 
 
@@ -265,7 +279,7 @@ def _key_facts(raw: Any, where: str) -> tuple[KeyFact, ...]:
             src = f.get("source")
             facts.append(KeyFact(f["fact"], _ref(src, where) if src is not None else None))
         else:
-            raise GoldenSetError(f"{where}: a key fact is a string or {{\"fact\": ..., \"source\": {{...}}}}")
+            raise GoldenSetError(f'{where}: a key fact is a string or {{"fact": ..., "source": {{...}}}}')
     return tuple(facts)
 
 
@@ -274,7 +288,7 @@ def _history(raw: Any, where: str) -> tuple[dict[str, str], ...]:
         not isinstance(t, dict) or t.get("role") not in ("user", "assistant") or not isinstance(t.get("content"), str)
         for t in raw
     ):
-        raise GoldenSetError(f"{where}: history is a list of {{\"role\": \"user\"|\"assistant\", \"content\": ...}}")
+        raise GoldenSetError(f'{where}: history is a list of {{"role": "user"|"assistant", "content": ...}}')
     for i, turn in enumerate(raw):
         check_length(turn["content"], f"history[{i}].content", where)
     return tuple({"role": t["role"], "content": t["content"]} for t in raw)

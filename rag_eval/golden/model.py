@@ -8,8 +8,9 @@ chunker produced, so a golden set survives re-chunking.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Action = Literal["answer", "refuse", "clarify"]
 Split = Literal["tune", "holdout"]

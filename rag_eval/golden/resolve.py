@@ -9,11 +9,11 @@ re-derives the gold instead of invalidating it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
-from rag_eval.records import Chunk, Document
 from rag_eval.golden.model import EvidenceRef, GoldenItem
+from rag_eval.records import Chunk, Document
 
 _WS = re.compile(r"\s+")
 

@@ -7,7 +7,7 @@ and its file:line, so a golden set is reviewed like code.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rag_eval.golden.model import SCENARIOS, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, SpanNotFound, resolve
@@ -76,7 +76,9 @@ def _source_text(ref: EvidenceRef, lookup: ChunkLookup) -> str | None:
     return doc.text if doc else None
 
 
-def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize, gold: str = "corpus") -> list[str]:
+def check_key_facts(
+    items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: Tokenize, gold: str = "corpus"
+) -> list[str]:
     """Each key fact shares at least half of its key terms with the source it points at
     (outside ``gold = "corpus"``, a source given as a chunk id alone is the system's id:
     not checked)."""
@@ -84,7 +86,9 @@ def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: 
     for item in items:
         for fact in item.key_facts:
             if fact.source is None:
-                problems.append(f"{_where(item)}: key fact {fact.fact!r} has no source (give doc_id + quote or chunk_id)")
+                problems.append(
+                    f"{_where(item)}: key fact {fact.fact!r} has no source (give doc_id + quote or chunk_id)"
+                )
                 continue
             if gold != "corpus" and fact.source.chunk_id and not fact.source.doc_id:
                 continue
@@ -103,7 +107,7 @@ def check_key_facts(items: Sequence[GoldenItem], lookup: ChunkLookup, tokenize: 
             if len(shared) / len(terms) < KEY_FACT_MIN_SHARED:
                 problems.append(
                     f"{_where(item)}: key fact {fact.fact!r} shares {len(shared)}/{len(terms)} key terms with its "
-                    f"source {fact.source.label} (need {KEY_FACT_MIN_SHARED:.0%}); point it at the passage that states it"
+                    f"source {fact.source.label} (need {KEY_FACT_MIN_SHARED:.0%}); point it at the passage that states it"  # noqa: E501
                 )
     return problems
 

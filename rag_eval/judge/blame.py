@@ -24,15 +24,16 @@ gives the run's split of failing cases, and :func:`run_block` the results file's
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from rag_eval.tier_names import JUDGE
 from rag_eval.golden.model import KeyFact
 from rag_eval.judge.diagnosis import checks_from_details
 from rag_eval.metrics.claims import ClaimChecks, chunk_relevance, tri_all, tri_not
 from rag_eval.records import Chunk, Trace
 from rag_eval.results.case import CaseResult
+from rag_eval.tier_names import JUDGE
 
 KINDS: tuple[str, ...] = ("retriever", "context", "generator", "noise", "hallucination", "unknown")
 RETRIEVER_SIDE = frozenset({"retriever", "context"})
@@ -77,8 +78,9 @@ def fact_trails(key_facts: Sequence[KeyFact], trace: Trace, context: Sequence[Ch
         stages: tuple[tuple[str, int | None], ...] = ()
         if fact.source is not None and fact.source.chunk_id:
             cid = fact.source.chunk_id
-            stages = tuple((s.name, min((h.rank for h in s.hits if h.chunk_id == cid), default=None))
-                           for s in trace.stages)
+            stages = tuple(
+                (s.name, min((h.rank for h in s.hits if h.chunk_id == cid), default=None)) for s in trace.stages
+            )
         out.append(FactTrail(stages, in_context))
     return tuple(out)
 
@@ -145,8 +147,13 @@ def _unknown(checks: ClaimChecks) -> list[Finding]:
     facts = sum(1 for row in checks.reference_in_chunks if None in row)
     if not claims and not facts:
         return []
-    return [Finding("unknown", f"unknown: {claims} claim{'s' * (claims != 1)} and {facts} key "
-                               f"fact{'s' * (facts != 1)} could not be decided")]
+    return [
+        Finding(
+            "unknown",
+            f"unknown: {claims} claim{'s' * (claims != 1)} and {facts} key "
+            f"fact{'s' * (facts != 1)} could not be decided",
+        )
+    ]
 
 
 def findings(verdict: Mapping[str, Any], trails: Sequence[FactTrail] = ()) -> tuple[Finding, ...]:

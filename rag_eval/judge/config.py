@@ -36,9 +36,10 @@ import math
 import os
 import time
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rag_eval.errors import ConfigError
 from rag_eval.llm.endpoint import Endpoint
@@ -108,8 +109,9 @@ class JudgeConfig:
         ``ConfigError`` naming the variable. ``concurrency``: requests in flight when
         ``RAG_JUDGE_CONCURRENCY`` is unset (the run's ``--rag-concurrency``).
         """
-        max_tokens = int(env_number(env, MAX_TOKENS_VAR, DEFAULT_MAX_TOKENS, "an integer >= 16, e.g. 1500", int,
-                                    minimum=16))
+        max_tokens = int(
+            env_number(env, MAX_TOKENS_VAR, DEFAULT_MAX_TOKENS, "an integer >= 16, e.g. 1500", int, minimum=16)
+        )
         return cls(
             endpoint=Endpoint.from_env(PREFIX, env),
             policy=CallPolicy.from_env(PREFIX, env, concurrency=concurrency),
@@ -180,10 +182,10 @@ def load_prices(path: Path | str) -> dict[str, tuple[float, float]]:
         raise ConfigError(f"{p}: invalid TOML: {exc}") from None
     unknown = sorted(set(data) - {"prices"})
     if unknown:
-        raise ConfigError(f"{p}: unknown top-level key(s) {unknown}; only a [prices.\"<model>\"] table is allowed")
+        raise ConfigError(f'{p}: unknown top-level key(s) {unknown}; only a [prices."<model>"] table is allowed')
     table = data.get("prices")
     if table is None:
-        raise ConfigError(f"{p}: no [prices] table; add e.g. [prices.\"gpt-4o-mini\"] prompt = 0.15, completion = 0.6")
+        raise ConfigError(f'{p}: no [prices] table; add e.g. [prices."gpt-4o-mini"] prompt = 0.15, completion = 0.6')
     if not isinstance(table, dict):
         raise ConfigError(f"{p}: 'prices' must be a table of models, got {type(table).__name__}")
     out: dict[str, tuple[float, float]] = {}

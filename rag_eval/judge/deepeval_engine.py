@@ -38,12 +38,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_eval.tier_names import JUDGE
 from rag_eval.errors import ConfigError, unknown_name
-from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
-from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.native import JudgeInput, JudgeVerdict
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.llm.messages import ChatError, ChatRequest
+from rag_eval.tier_names import JUDGE
 
 METRICS: tuple[str, ...] = DEEPEVAL_ENGINE_METRICS
 DEFAULT_METRICS: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
@@ -125,12 +125,15 @@ def _deepeval() -> dict[str, Any]:
             if not isinstance(prompt, str):
                 raise JudgeCallError(
                     f"deepeval passed a {type(prompt).__name__} prompt (multimodal?) for case "
-                    f"{self.case_id!r}; only text prompts are supported", kind="malformed", case_id=self.case_id)
+                    f"{self.case_id!r}; only text prompts are supported",
+                    kind="malformed",
+                    case_id=self.case_id,
+                )
             # max_tokens bounds a reply: without it a local server generates up to its context size
-            req = ChatRequest(self.model_name, [{"role": "user", "content": prompt}], temperature=0.0,
-                              max_tokens=self.max_tokens)
-            resp = self.client.complete(req, case_id=self.case_id, tier=self.tier, trial=self.trial,
-                                        accept=_has_text)
+            req = ChatRequest(
+                self.model_name, [{"role": "user", "content": prompt}], temperature=0.0, max_tokens=self.max_tokens
+            )
+            resp = self.client.complete(req, case_id=self.case_id, tier=self.tier, trial=self.trial, accept=_has_text)
             if schema is None:
                 return resp.content
             return parse_into(schema, resp.content, case_id=self.case_id)
@@ -179,7 +182,8 @@ def parse_into(schema: type[Any], content: str, *, case_id: str = "") -> Any:
         raise JudgeCallError(
             f"judge reply for case {case_id!r} does not fit deepeval schema {name}: {exc}; "
             f"reply starts {snippet!r}. Use a stronger judge model (RAG_JUDGE_MODEL) or the native engine",
-            kind="malformed", case_id=case_id,
+            kind="malformed",
+            case_id=case_id,
         ) from exc
 
 
@@ -220,8 +224,10 @@ class DeepEvalEngine:
         if not metrics:
             raise ConfigError(f"DeepEvalEngine(metrics=()) is empty; choose from {', '.join(METRICS)}")
         if "geval" in metrics and not (geval_criteria or "").strip():
-            raise ConfigError("DeepEvalEngine: metric 'geval' needs geval_criteria (the rubric text); "
-                              "pass geval_criteria=... or drop 'geval' from metrics")
+            raise ConfigError(
+                "DeepEvalEngine: metric 'geval' needs geval_criteria (the rubric text); "
+                "pass geval_criteria=... or drop 'geval' from metrics"
+            )
         if not model:
             raise ConfigError("DeepEvalEngine(model='') is empty; set RAG_JUDGE_MODEL")
         self.client = client
@@ -239,8 +245,13 @@ class DeepEvalEngine:
         cls = self._de[name]
         if name == "geval":
             p = self._de["Params"]
-            return cls(name="rag_eval rubric", criteria=self.geval_criteria, model=llm, async_mode=False,
-                       evaluation_params=[p.INPUT, p.ACTUAL_OUTPUT, p.RETRIEVAL_CONTEXT])
+            return cls(
+                name="rag_eval rubric",
+                criteria=self.geval_criteria,
+                model=llm,
+                async_mode=False,
+                evaluation_params=[p.INPUT, p.ACTUAL_OUTPUT, p.RETRIEVAL_CONTEXT],
+            )
         return cls(model=llm, async_mode=False, include_reason=True, eval_mode="llm")
 
     @staticmethod
@@ -253,32 +264,45 @@ class DeepEvalEngine:
         verdicts = getattr(metric, "verdicts", None)
         if verdicts is None:
             return
-        items = {"deepeval.faithfulness": getattr(metric, "claims", None),
-                 "deepeval.answer_relevancy": getattr(metric, "statements", None),
-                 "deepeval.contextual_precision": [None] * n_contexts}.get(key)
+        items = {
+            "deepeval.faithfulness": getattr(metric, "claims", None),
+            "deepeval.answer_relevancy": getattr(metric, "statements", None),
+            "deepeval.contextual_precision": [None] * n_contexts,
+        }.get(key)
         if items is not None and len(verdicts) != len(items):
             raise JudgeCallError(
                 f"deepeval metric {key} for case {case_id!r}: judge gave {len(verdicts)} verdicts for "
                 f"{len(items)} items; a score over a different count would be wrong. Use a stronger judge "
-                "model (RAG_JUDGE_MODEL) or the native engine", kind="malformed", case_id=case_id)
+                "model (RAG_JUDGE_MODEL) or the native engine",
+                kind="malformed",
+                case_id=case_id,
+            )
 
     def _calls_for(self, case_id: str, since: int, tier: str = JUDGE_TIER) -> list[Any]:
         return [r for r in self.client.records[since:] if r.case_id == case_id and r.tier == tier]
 
-    def judge(self, item: JudgeInput, *, trial: int = 0, expected_output: str = "", tier: str = JUDGE_TIER) -> JudgeVerdict:
+    def judge(
+        self, item: JudgeInput, *, trial: int = 0, expected_output: str = "", tier: str = JUDGE_TIER
+    ) -> JudgeVerdict:
         """Run every selected metric on ``item``; raise :class:`JudgeCallError` on any failure."""
         reference = expected_output or item.reference
         contexts = [text for _label, text in item.context]
         test_case = self._de["LLMTestCase"](
-            input=item.question, actual_output=item.answer,
-            retrieval_context=contexts or None, expected_output=reference or None,
+            input=item.question,
+            actual_output=item.answer,
+            retrieval_context=contexts or None,
+            expected_output=reference or None,
         )
         llm = self._de["ClientLLM"](self.client, self.model, self.max_tokens)
         llm.case_id, llm.trial, llm.tier = item.case_id, trial, tier
         start = len(self.client.records)
         scores: dict[str, float] = {}
-        details: dict[str, Any] = {"engine": "deepeval", "deepeval_version": self.deepeval_version,
-                                   "skipped": {}, "metrics": {}}
+        details: dict[str, Any] = {
+            "engine": "deepeval",
+            "deepeval_version": self.deepeval_version,
+            "skipped": {},
+            "metrics": {},
+        }
         for name in self.metrics:
             key = f"deepeval.{name}"
             if name in _NEEDS_REFERENCE and not reference:
@@ -294,15 +318,24 @@ class DeepEvalEngine:
             except Exception as exc:  # noqa: BLE001 - every failure becomes a judge error
                 raise JudgeCallError(
                     f"deepeval metric {key} failed for case {item.case_id!r} (trial {trial}): "
-                    f"{type(exc).__name__}: {exc}", kind=_cause_kind(exc), case_id=item.case_id) from exc
+                    f"{type(exc).__name__}: {exc}",
+                    kind=_cause_kind(exc),
+                    case_id=item.case_id,
+                ) from exc
             self._check_counts(key, metric, len(contexts), item.case_id)
             value = metric.score if metric.score is not None else score
             if value is None:
-                raise JudgeCallError(f"deepeval metric {key} returned no score for case {item.case_id!r}",
-                                     kind="malformed", case_id=item.case_id)
+                raise JudgeCallError(
+                    f"deepeval metric {key} returned no score for case {item.case_id!r}",
+                    kind="malformed",
+                    case_id=item.case_id,
+                )
             scores[key] = float(value)
-            info: dict[str, Any] = {"score": float(value), "reason": metric.reason,
-                                    "calls": len(self._calls_for(item.case_id, before, tier))}
+            info: dict[str, Any] = {
+                "score": float(value),
+                "reason": metric.reason,
+                "calls": len(self._calls_for(item.case_id, before, tier)),
+            }
             for attr in _DETAIL_ATTRS:
                 if getattr(metric, attr, None) is not None:
                     info[attr] = _jsonable(getattr(metric, attr))

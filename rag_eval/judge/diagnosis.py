@@ -22,7 +22,8 @@ entailment checks of :class:`rag_eval.metrics.claims.ClaimChecks`:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag_eval.metrics.claims import ClaimChecks, Tri
 
@@ -99,8 +100,9 @@ def chunk_row(verdict: str, chunks: Sequence[int], n_chunks: int) -> tuple[tuple
     return (None,) * n_chunks, verdict != "unknown"
 
 
-def checks_of(claims: Sequence[Mapping[str, Any]], key_facts: Sequence[Mapping[str, Any]], n_context: int,
-              has_reference: bool) -> tuple[ClaimChecks, int]:
+def checks_of(
+    claims: Sequence[Mapping[str, Any]], key_facts: Sequence[Mapping[str, Any]], n_context: int, has_reference: bool
+) -> tuple[ClaimChecks, int]:
     """The four checks from validated claim and key-fact entries, and how many were inconsistent."""
     answer_rows, fact_rows, inconsistent = [], [], 0
     for c in claims:

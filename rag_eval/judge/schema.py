@@ -18,8 +18,9 @@ plain data:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval.citations import cited_numbers
 from rag_eval.judge.diagnosis import checks_from, claim_diagnosis, claim_fields, fact_diagnosis, fact_fields
@@ -31,6 +32,7 @@ FACT_VERDICTS: tuple[str, ...] = ("covered", "partially_covered", "not_covered")
 RELEVANCE_VERDICTS: tuple[str, ...] = ("relevant", "partially_relevant", "not_relevant")
 FACT_SCORE: Mapping[str, float] = {"covered": 1.0, "partially_covered": 0.5, "not_covered": 0.0}
 RELEVANCE_SCORE: Mapping[str, float] = {"relevant": 1.0, "partially_relevant": 0.5, "not_relevant": 0.0}
+
 
 def answer_markers(answer: str) -> list[int]:
     """Distinct citation numbers in ``answer``, in order of first appearance.
@@ -64,8 +66,9 @@ def _array(items: dict[str, Any], min_items: int | None = None, max_items: int |
     return out
 
 
-def response_schema(has_reference: bool, n_facts: int | None = None,
-                    markers: Sequence[int] | None = None, n_chunks: int | None = None) -> dict[str, Any]:
+def response_schema(
+    has_reference: bool, n_facts: int | None = None, markers: Sequence[int] | None = None, n_chunks: int | None = None
+) -> dict[str, Any]:
     """The JSON schema of one verdict; ``correctness`` exists only when a reference does.
 
     Exact where the counts are known, so that a grammar-constrained server (llama.cpp,
@@ -86,10 +89,22 @@ def response_schema(has_reference: bool, n_facts: int | None = None,
         marker["enum"] = list(markers)
     cited = None if markers is None else len(markers)
     props: dict[str, Any] = {
-        "claims": _array(_obj({"claim": _STR, "verdict": _enum(CLAIM_VERDICTS), **claim_fields(n_chunks),
-                               "reason": _STR})),
-        "key_facts": _array(_obj({"index": fact_index, "fact": _STR, "verdict": _enum(FACT_VERDICTS),
-                                  **fact_fields(n_chunks), "reason": _STR}), n_facts, n_facts),
+        "claims": _array(
+            _obj({"claim": _STR, "verdict": _enum(CLAIM_VERDICTS), **claim_fields(n_chunks), "reason": _STR})
+        ),
+        "key_facts": _array(
+            _obj(
+                {
+                    "index": fact_index,
+                    "fact": _STR,
+                    "verdict": _enum(FACT_VERDICTS),
+                    **fact_fields(n_chunks),
+                    "reason": _STR,
+                }
+            ),
+            n_facts,
+            n_facts,
+        ),
         "relevance": _obj({"verdict": _enum(RELEVANCE_VERDICTS), "reason": _STR}),
     }
     if has_reference:
@@ -97,15 +112,18 @@ def response_schema(has_reference: bool, n_facts: int | None = None,
         props["correctness"] = _obj({"tp": lst, "fp": lst, "fn": lst})
     props["citations"] = _array(
         _obj({"marker": marker, "sentence": _STR, "supported": {"type": "boolean"}, "reason": _STR}),
-        cited, 0 if cited == 0 else None)
+        cited,
+        0 if cited == 0 else None,
+    )
     return _obj(props)
 
 
 MAX_GRAMMAR_ITEMS = 20  # claims / correctness entries a grammar lets a degenerate model write
 
 
-def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int],
-                   n_chunks: int | None = None) -> dict[str, Any]:
+def grammar_schema(
+    has_reference: bool, n_facts: int, markers: Sequence[int], n_chunks: int | None = None
+) -> dict[str, Any]:
     """:func:`response_schema` made positional, for servers that decode under a grammar.
 
     An ``enum`` index still lets a grammar write fact 1 twice and fact 2 never (gemma-3
@@ -117,13 +135,27 @@ def grammar_schema(has_reference: bool, n_facts: int, markers: Sequence[int],
     ``max_tokens``. Sent as ``{"type": "json_object", "schema": ...}`` only: OpenAI's
     strict ``json_schema`` mode does not take ``prefixItems``.
     """
+
     def fact(i: int) -> dict[str, Any]:
-        return _obj({"index": {"type": "integer", "const": i}, "fact": _STR, "verdict": _enum(FACT_VERDICTS),
-                     **fact_fields(n_chunks), "reason": _STR})
+        return _obj(
+            {
+                "index": {"type": "integer", "const": i},
+                "fact": _STR,
+                "verdict": _enum(FACT_VERDICTS),
+                **fact_fields(n_chunks),
+                "reason": _STR,
+            }
+        )
 
     def citation(m: int) -> dict[str, Any]:
-        return _obj({"marker": {"type": "integer", "const": m}, "sentence": _STR, "supported": {"type": "boolean"},
-                     "reason": _STR})
+        return _obj(
+            {
+                "marker": {"type": "integer", "const": m},
+                "sentence": _STR,
+                "supported": {"type": "boolean"},
+                "reason": _STR,
+            }
+        )
 
     schema = response_schema(has_reference, n_facts, markers, n_chunks)
     props = schema["properties"]
@@ -163,8 +195,11 @@ class Judgement:
         if self.duplicate_claims:
             out["duplicate_claims_dropped"] = self.duplicate_claims
         checks, inconsistent = checks_from(self)
-        out["diagnosis"] = {**claim_metrics.unknown_counts(checks), "inconsistent": inconsistent,
-                            "context_chunks": self.n_context}
+        out["diagnosis"] = {
+            **claim_metrics.unknown_counts(checks),
+            "inconsistent": inconsistent,
+            "context_chunks": self.n_context,
+        }
         if self.correctness is not None:
             out["correctness"] = {k: list(v) for k, v in self.correctness.items()}
         return out
@@ -226,8 +261,10 @@ def validate(
     if not isinstance(rel, dict):
         errors.append("'relevance' must be an object {verdict, reason}")
     else:
-        relevance = {"verdict": _verdict(rel, "relevance", RELEVANCE_VERDICTS, errors),
-                     "reason": _reason(rel, "relevance", errors)}
+        relevance = {
+            "verdict": _verdict(rel, "relevance", RELEVANCE_VERDICTS, errors),
+            "reason": _reason(rel, "relevance", errors),
+        }
 
     correctness: dict[str, list[str]] | None = None
     if has_reference:
@@ -244,16 +281,16 @@ def validate(
                 correctness[key] = list(items)
 
     markers = answer_markers(answer)
-    citations = _validate_citations(
-        _list(data, "citations", errors, optional=not markers), markers, n_context, errors)
+    citations = _validate_citations(_list(data, "citations", errors, optional=not markers), markers, n_context, errors)
 
     if errors:
         return None, errors
     return Judgement(tuple(claims), tuple(facts), relevance, correctness, tuple(citations), duplicates, n_context), []
 
 
-def validate_claims(items: list[Any], n_context: int, errors: list[str],
-                    seen: Sequence[str] = ()) -> tuple[list[dict[str, Any]], int]:
+def validate_claims(
+    items: list[Any], n_context: int, errors: list[str], seen: Sequence[str] = ()
+) -> tuple[list[dict[str, Any]], int]:
     """The validated claims and how many repeats were dropped (also of the ``seen`` texts)."""
     claims: list[dict[str, Any]] = []
     seen_claims = {_norm_text(t) for t in seen}
@@ -268,13 +305,20 @@ def validate_claims(items: list[Any], n_context: int, errors: list[str],
             duplicates += 1
             continue
         seen_claims.add(norm)
-        claims.append({"claim": c["claim"], "verdict": _verdict(c, where, CLAIM_VERDICTS, errors),
-                       **claim_diagnosis(c, where, n_context, errors), "reason": _reason(c, where, errors)})
+        claims.append(
+            {
+                "claim": c["claim"],
+                "verdict": _verdict(c, where, CLAIM_VERDICTS, errors),
+                **claim_diagnosis(c, where, n_context, errors),
+                "reason": _reason(c, where, errors),
+            }
+        )
     return claims, duplicates
 
 
-def _validate_facts(items: list[Any], key_facts: Sequence[str], n_context: int,
-                    errors: list[str]) -> list[dict[str, Any]]:
+def _validate_facts(
+    items: list[Any], key_facts: Sequence[str], n_context: int, errors: list[str]
+) -> list[dict[str, Any]]:
     """Each input key fact judged exactly once, matched by 1-based index or by its text."""
     by_text = {_norm_text(f): i for i, f in enumerate(key_facts, 1)}
     judged: dict[int, dict[str, Any]] = {}
@@ -294,17 +338,22 @@ def _validate_facts(items: list[Any], key_facts: Sequence[str], n_context: int,
         if idx in judged:
             errors.append(f"key fact {idx} is judged more than once; judge each key fact exactly once")
             continue
-        judged[idx] = {"index": idx, "fact": key_facts[idx - 1],
-                       "verdict": _verdict(kf, where, FACT_VERDICTS, errors),
-                       **fact_diagnosis(kf, where, n_context, errors), "reason": _reason(kf, where, errors)}
+        judged[idx] = {
+            "index": idx,
+            "fact": key_facts[idx - 1],
+            "verdict": _verdict(kf, where, FACT_VERDICTS, errors),
+            **fact_diagnosis(kf, where, n_context, errors),
+            "reason": _reason(kf, where, errors),
+        }
     missing = [i for i in range(1, len(key_facts) + 1) if i not in judged]
     if missing:
         errors.append(f"key facts {missing} are not judged; give one key_facts entry for each of 1..{len(key_facts)}")
     return [judged[i] for i in sorted(judged)]
 
 
-def _validate_citations(items: list[Any], markers: Sequence[int], n_context: int,
-                        errors: list[str]) -> list[dict[str, Any]]:
+def _validate_citations(
+    items: list[Any], markers: Sequence[int], n_context: int, errors: list[str]
+) -> list[dict[str, Any]]:
     """Citations must name a context chunk the answer actually cites; every cited valid chunk judged."""
     out: list[dict[str, Any]] = []
     for j, c in enumerate(items):
@@ -316,8 +365,10 @@ def _validate_citations(items: list[Any], markers: Sequence[int], n_context: int
         if isinstance(m, str) and (digits := m.strip().strip("[]").strip()).isdigit():
             m = int(digits)
         if not (isinstance(m, int) and not isinstance(m, bool) and 1 <= m <= n_context and m in markers):
-            errors.append(f"{where}.marker {c.get('marker')!r} is not a [n] in the answer that names one of "
-                          f"the {n_context} context chunks (answer cites {markers})")
+            errors.append(
+                f"{where}.marker {c.get('marker')!r} is not a [n] in the answer that names one of "
+                f"the {n_context} context chunks (answer cites {markers})"
+            )
             continue
         sup = c.get("supported")
         if isinstance(sup, str) and sup.strip().lower() in ("true", "false"):
@@ -326,8 +377,14 @@ def _validate_citations(items: list[Any], markers: Sequence[int], n_context: int
             errors.append(f"{where}.supported must be true or false, got {c.get('supported')!r}")
             continue
         sentence = c.get("sentence")
-        out.append({"marker": m, "sentence": sentence if isinstance(sentence, str) else "",
-                    "supported": sup, "reason": _reason(c, where, errors)})
+        out.append(
+            {
+                "marker": m,
+                "sentence": sentence if isinstance(sentence, str) else "",
+                "supported": sup,
+                "reason": _reason(c, where, errors),
+            }
+        )
     judged = {c["marker"] for c in out}
     unjudged = [m for m in markers if 1 <= m <= n_context and m not in judged]
     if unjudged:
@@ -376,8 +433,11 @@ def metrics_from(j: Judgement) -> dict[str, float]:
         "unknown_share": unknown_share(claim_v),
         "coverage": coverage([k["verdict"] for k in j.key_facts]),
         "relevance": relevance(j.relevance["verdict"]),
-        "factual_f1": (factual_f1(len(j.correctness["tp"]), len(j.correctness["fp"]), len(j.correctness["fn"]))
-                       if j.correctness is not None else None),
+        "factual_f1": (
+            factual_f1(len(j.correctness["tp"]), len(j.correctness["fp"]), len(j.correctness["fn"]))
+            if j.correctness is not None
+            else None
+        ),
         "citation_faithfulness": citation_faithfulness([c["supported"] for c in j.citations]),
     }
     out = {k: v for k, v in values.items() if v is not None}

@@ -17,24 +17,23 @@ trial=t)`` records a pass@k trial's judge calls under ``passk``; the case's
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from rag_eval.tier_names import JUDGE, PASSK
-from rag_eval.citations import chunk_label
-from rag_eval.citations import numbered_chunks
-from rag_eval.records import AnswerRecord
-from rag_eval.tiers.judge_case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
+from rag_eval.citations import chunk_label, numbered_chunks
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, blame
-from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.records import AnswerRecord
 from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results.case import CaseResult
+from rag_eval.tier_names import JUDGE
+from rag_eval.tiers.judge_case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
 
 BUDGET_AFTER_START = "budget_after_start"  # spending budget reached mid-case: an error, not "not run"
-
 
 
 def judge_input(item: GoldenItem, chat: AnswerRecord) -> JudgeInput:
@@ -80,8 +79,9 @@ class JudgeRunner:
             metrics = deepeval_metrics
             if geval_criteria and "geval" not in metrics:
                 metrics += ("geval",)
-            self.engine: Any = DeepEvalEngine(self.client, config.model, metrics, geval_criteria=geval_criteria,
-                                              max_tokens=config.max_tokens)
+            self.engine: Any = DeepEvalEngine(
+                self.client, config.model, metrics, geval_criteria=geval_criteria, max_tokens=config.max_tokens
+            )
         else:
             self.engine = NativeJudge(self.client, config.model, max_tokens=config.max_tokens)
 
@@ -92,8 +92,9 @@ class JudgeRunner:
         before = len(self.client.records)
         try:
             if self.config.engine == "deepeval":
-                verdict = self.engine.judge(judge_input(item, chat), trial=trial, expected_output=item.reference_answer,
-                                            tier=tier)
+                verdict = self.engine.judge(
+                    judge_input(item, chat), trial=trial, expected_output=item.reference_answer, tier=tier
+                )
             else:
                 verdict = self.engine.judge(judge_input(item, chat), trial=trial, tier=tier)
         except JudgeCallError as exc:
@@ -104,14 +105,24 @@ class JudgeRunner:
             details = self._details(item.id, tier, trial, answer=self.redactor.text(chat.answer))
             return judge_failure(item, kind, self.redactor.text(message), details, time.perf_counter() - t0)
         judged = self.redactor.obj(verdict.details)
-        details = self._details(item.id, tier, trial, answer=chat.answer, judge=judged, judge_calls=verdict.calls,
-                                judge_mode=verdict.mode, **blame_details(item, chat, judged))
+        details = self._details(
+            item.id,
+            tier,
+            trial,
+            answer=chat.answer,
+            judge=judged,
+            judge_calls=verdict.calls,
+            judge_mode=verdict.mode,
+            **blame_details(item, chat, judged),
+        )
         return judge_case(item, chat, verdict.metrics, details, case_config, time.perf_counter() - t0)
 
     def _started(self, case_id: str, tier: str, trial: int, before: int) -> bool:
         """Whether this case sent (or was served) a call before the budget stopped it."""
-        return any(r.case_id == case_id and r.tier == tier and r.trial == trial and r.error != "budget"
-                   for r in self.client.records[before:])
+        return any(
+            r.case_id == case_id and r.tier == tier and r.trial == trial and r.error != "budget"
+            for r in self.client.records[before:]
+        )
 
     def _details(self, case_id: str, tier: str, trial: int, **verdict: Any) -> JudgeDetails:
         """The case's details: the model, the engine, this case's usage (and a note when the
@@ -119,8 +130,10 @@ class JudgeRunner:
         usage = self.client.usage_for(case_id, tier, trial)
         note = None
         if usage.get("calls_without_usage"):
-            note = (f"the judge server reported no token usage for {usage['calls_without_usage']} "
-                    "call(s): their tokens and cost are unknown, not 0")
+            note = (
+                f"the judge server reported no token usage for {usage['calls_without_usage']} "
+                "call(s): their tokens and cost are unknown, not 0"
+            )
         return JudgeDetails(self.config.model, self.config.engine, usage=usage, usage_note=note, **verdict)
 
     def usage_for(self, case_id: str, tier: str = JUDGE, trial: int | None = None) -> dict[str, Any]:

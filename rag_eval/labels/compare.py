@@ -23,12 +23,21 @@ listed in ``left_out`` with the reason and used nowhere else.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any
 
 from rag_eval.labels.judged import JudgedMetric, judged_metrics
 from rag_eval.labels.model import Label
-from rag_eval.stats.agreement import Level, accuracy, cohen_kappa, judge_bias, krippendorff_alpha, mean_absolute_error, spearman
+from rag_eval.stats.agreement import (
+    Level,
+    accuracy,
+    cohen_kappa,
+    judge_bias,
+    krippendorff_alpha,
+    mean_absolute_error,
+    spearman,
+)
 from rag_eval.stats.bootstrap import bootstrap_mean
 from rag_eval.stats.interval import Interval, no_interval
 from rag_eval.stats.intervals import t_interval, wilson
@@ -92,8 +101,11 @@ class MetricAgreement:
         """JSON primitives (for the results file)."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["annotators"] = list(self.annotators)
-        d["inter_annotator"] = (None if self.inter_annotator is None else
-                                {**vars(self.inter_annotator), "annotators": list(self.inter_annotator.annotators)})
+        d["inter_annotator"] = (
+            None
+            if self.inter_annotator is None
+            else {**vars(self.inter_annotator), "annotators": list(self.inter_annotator.annotators)}
+        )
         for key in ("judge_only", "labels_only", "ppi"):
             d[key] = getattr(self, key).to_dict()
         d["units"] = [vars(u).copy() for u in self.units]
@@ -106,9 +118,13 @@ class MetricAgreement:
         fields = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         fields.update(
             annotators=tuple(d["annotators"]),
-            inter_annotator=None if inter is None else InterAnnotator(**{**inter, "annotators": tuple(inter["annotators"])}),
-            judge_only=Interval.from_dict(d["judge_only"]), labels_only=Interval.from_dict(d["labels_only"]),
-            ppi=Interval.from_dict(d["ppi"]), units=tuple(UnitAgreement(**u) for u in d.get("units", ())),
+            inter_annotator=None
+            if inter is None
+            else InterAnnotator(**{**inter, "annotators": tuple(inter["annotators"])}),
+            judge_only=Interval.from_dict(d["judge_only"]),
+            labels_only=Interval.from_dict(d["labels_only"]),
+            ppi=Interval.from_dict(d["ppi"]),
+            units=tuple(UnitAgreement(**u) for u in d.get("units", ())),
         )
         return cls(**fields)
 
@@ -135,13 +151,19 @@ class LabelReport:
         return interval.estimate, row.n_labelled, ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"confidence": self.confidence, "metrics": [m.to_dict() for m in self.metrics],
-                "left_out": [vars(x).copy() for x in self.left_out]}
+        return {
+            "confidence": self.confidence,
+            "metrics": [m.to_dict() for m in self.metrics],
+            "left_out": [vars(x).copy() for x in self.left_out],
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> LabelReport:
-        return cls(confidence=float(d["confidence"]), metrics=tuple(MetricAgreement.from_dict(m) for m in d["metrics"]),
-                   left_out=tuple(LeftOut(**x) for x in d["left_out"]))
+        return cls(
+            confidence=float(d["confidence"]),
+            metrics=tuple(MetricAgreement.from_dict(m) for m in d["metrics"]),
+            left_out=tuple(LeftOut(**x) for x in d["left_out"]),
+        )
 
 
 def compare_labels(labels: Sequence[Label], results: Mapping[str, Any], confidence: float = 0.95) -> LabelReport:
@@ -200,21 +222,35 @@ def _metric(key: str, labels: Sequence[Label], judged: JudgedMetric, confidence:
     estimates = _estimates(kind, y, yhat, unlabelled, judged.values, confidence)
     discrete = kind != "continuous" and bool(human)
     return MetricAgreement(
-        metric=key, kind=kind, n_judged=len(judged.values), n_errors=len(judged.errors), n_labelled=len(cases),
-        n_pairs=len(human), annotators=tuple(sorted({lb.annotator for lb in labels})),
+        metric=key,
+        kind=kind,
+        n_judged=len(judged.values),
+        n_errors=len(judged.errors),
+        n_labelled=len(cases),
+        n_pairs=len(human),
+        annotators=tuple(sorted({lb.annotator for lb in labels})),
         accuracy=accuracy(human, judge) if discrete else None,
         kappa=cohen_kappa(human, judge) if discrete else None,
         spearman=spearman(human, judge) if human and not discrete else None,
         mae=mean_absolute_error(human, judge) if human and not discrete else None,
         bias=judge_bias(y, yhat) if y else None,
         inter_annotator=_inter(per_case, kind),
-        judge_only=estimates[0], labels_only=estimates[1], ppi=estimates[2], lam=estimates[3],
+        judge_only=estimates[0],
+        labels_only=estimates[1],
+        ppi=estimates[2],
+        lam=estimates[3],
         units=_units(labels, judged),
     )
 
 
-def _estimates(kind: str, y: list[float], yhat: list[float], unlabelled: list[float], all_values: Mapping[str, float],
-               confidence: float) -> tuple[Interval, Interval, Interval, float | None]:
+def _estimates(
+    kind: str,
+    y: list[float],
+    yhat: list[float],
+    unlabelled: list[float],
+    all_values: Mapping[str, float],
+    confidence: float,
+) -> tuple[Interval, Interval, Interval, float | None]:
     """judge-only, labels-only, PPI++ and the λ PPI++ chose (None when it could not run)."""
     values = list(all_values.values())
     if kind == "binary":
@@ -223,8 +259,12 @@ def _estimates(kind: str, y: list[float], yhat: list[float], unlabelled: list[fl
         judge_only = bootstrap_mean(dict(all_values), confidence)
     if not y:
         reason = "no labelled case"
-        return (judge_only, no_interval(None, 0, confidence, "labels_only", reason),
-                no_interval(None, len(values), confidence, "ppi++", reason), None)
+        return (
+            judge_only,
+            no_interval(None, 0, confidence, "labels_only", reason),
+            no_interval(None, len(values), confidence, "ppi++", reason),
+            None,
+        )
     if not unlabelled:
         # every judged case is labelled: the judge has nothing to add, the labels are the answer
         labels_only = t_interval(y, confidence)
@@ -243,7 +283,9 @@ def _inter(per_case: Mapping[str, Sequence[Label]], kind: str) -> InterAnnotator
     level: Level = "interval" if kind == "continuous" else "nominal"
     people = sorted({lb.annotator for c in multi for lb in per_case[c]})
     units: dict[str, Sequence[float | str]] = dict(multi)
-    return InterAnnotator(n_cases=len(multi), annotators=tuple(people), alpha=krippendorff_alpha(units, level), level=level)
+    return InterAnnotator(
+        n_cases=len(multi), annotators=tuple(people), alpha=krippendorff_alpha(units, level), level=level
+    )
 
 
 def _units(labels: Sequence[Label], judged: JudgedMetric) -> tuple[UnitAgreement, ...]:
@@ -253,5 +295,7 @@ def _units(labels: Sequence[Label], judged: JudgedMetric) -> tuple[UnitAgreement
         if pairs:
             human: list[Hashable] = [p[0] for p in pairs]
             judge: list[Hashable] = [p[1] for p in pairs]
-            out.append(UnitAgreement(unit=unit, n=len(pairs), accuracy=accuracy(human, judge), kappa=cohen_kappa(human, judge)))
+            out.append(
+                UnitAgreement(unit=unit, n=len(pairs), accuracy=accuracy(human, judge), kappa=cohen_kappa(human, judge))
+            )
     return tuple(out)

@@ -10,14 +10,15 @@ verdict without success) has no value: it is counted in ``errors``, never given 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from rag_eval import tiers
-from rag_eval.tier_names import DIALOGUE, JUDGE
 from rag_eval.judge.schema import FACT_SCORE
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import case_results
+from rag_eval.tier_names import DIALOGUE, JUDGE
 
 UNKNOWN = "unknown"  # a claim the judge could not decide: a category of its own in unit agreement
 

@@ -8,17 +8,24 @@ not_relevant / not_supported → 0; JSON ``true`` / ``false`` are 1 / 0.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal, Mapping
+from typing import Literal
 
 Unit = Literal["claim", "fact"]
 UNITS: tuple[Unit, ...] = ("claim", "fact")
 
 VERDICT_VALUE: Mapping[str, float] = {
-    "yes": 1.0, "no": 0.0,
-    "covered": 1.0, "partially_covered": 0.5, "not_covered": 0.0,
-    "relevant": 1.0, "partially_relevant": 0.5, "not_relevant": 0.0,
-    "supported": 1.0, "not_supported": 0.0,
+    "yes": 1.0,
+    "no": 0.0,
+    "covered": 1.0,
+    "partially_covered": 0.5,
+    "not_covered": 0.0,
+    "relevant": 1.0,
+    "partially_relevant": 0.5,
+    "not_relevant": 0.0,
+    "supported": 1.0,
+    "not_supported": 0.0,
 }
 # The verdicts a per-unit label may use: a claim is supported or not, a key fact covered, partly or not.
 UNIT_VERDICTS: Mapping[Unit, tuple[str, ...]] = {

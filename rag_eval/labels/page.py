@@ -13,8 +13,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import jinja2
 from markupsafe import Markup
@@ -31,9 +31,16 @@ PAGE = "labelling.html"
 @functools.lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     # report_templates installs as rag_eval.report_templates; a source checkout has it at the top
-    package = "rag_eval.report_templates" if importlib.util.find_spec("rag_eval.report_templates") else "report_templates"
-    env = jinja2.Environment(loader=jinja2.PackageLoader(package, "."), autoescape=True,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    package = (
+        "rag_eval.report_templates" if importlib.util.find_spec("rag_eval.report_templates") else "report_templates"
+    )
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader(package, "."),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["script_json"] = lambda data: Markup(json_for_script(data))
     return env
 
@@ -41,8 +48,11 @@ def _environment() -> jinja2.Environment:
 def render_page(sample: Sequence[SampledCase], source: str) -> str:
     """The page for ``sample`` drawn from the results file ``source``."""
     data = {"source": source, "cases": [c.to_dict() for c in sample]}
-    return _environment().get_template(TEMPLATE).render(data=data, n_cases=len(sample),
-                                                        n_labels=sum(len(c.metrics) for c in sample), source=source)
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(data=data, n_cases=len(sample), n_labels=sum(len(c.metrics) for c in sample), source=source)
+    )
 
 
 def write_sample(sample: Sequence[SampledCase], out: Path, source: str) -> tuple[Path, Path]:

@@ -12,13 +12,14 @@ in (tier, id) order: the same results file, n, seed and stratification give the 
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval import tiers
-from rag_eval.tier_names import DETERMINISTIC, DIALOGUE
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import case_results
+from rag_eval.tier_names import DETERMINISTIC, DIALOGUE
 
 # The metrics a person can label, their question and the verdicts offered (model.VERDICT_VALUE).
 QUESTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
@@ -51,9 +52,18 @@ class SampledCase:
     def to_dict(self) -> dict[str, Any]:
         """JSON primitives (the labelling page's data); the judge's values stay out of it, so
         that they do not anchor the person labelling."""
-        return {"tier": self.tier, "id": self.id, "stratum": self.stratum, "question": self.question,
-                "context": [list(c) for c in self.context], "answer": self.answer, "key_facts": list(self.key_facts),
-                "metrics": [{"key": m, "question": QUESTIONS[m][0], "verdicts": list(QUESTIONS[m][1])} for m in self.metrics]}
+        return {
+            "tier": self.tier,
+            "id": self.id,
+            "stratum": self.stratum,
+            "question": self.question,
+            "context": [list(c) for c in self.context],
+            "answer": self.answer,
+            "key_facts": list(self.key_facts),
+            "metrics": [
+                {"key": m, "question": QUESTIONS[m][0], "verdicts": list(QUESTIONS[m][1])} for m in self.metrics
+            ],
+        }
 
 
 def parse_stratify(spec: str | None) -> tuple[str, str] | None:
@@ -68,24 +78,32 @@ def parse_stratify(spec: str | None) -> tuple[str, str] | None:
     raise SampleError(f"--stratify {spec!r}: write tag:KEY (a golden-set tag, e.g. tag:difficulty) or verdict")
 
 
-def sample_cases(results: Mapping[str, Any], n: int, seed: int = 0, stratify: str | None = None,
-                 metrics: Sequence[str] = ()) -> list[SampledCase]:
+def sample_cases(
+    results: Mapping[str, Any], n: int, seed: int = 0, stratify: str | None = None, metrics: Sequence[str] = ()
+) -> list[SampledCase]:
     """``n`` judged cases of ``results`` (module doc); all of them when there are fewer."""
     if n < 1:
         raise SampleError(f"--n {n}: the sample needs at least 1 case (150-300 labels is usual)")
     unknown = sorted(set(metrics) - set(QUESTIONS))
     if unknown:
-        raise SampleError(f"--metric {', '.join(unknown)}: not a metric a person labels here; use {', '.join(QUESTIONS)}")
+        raise SampleError(
+            f"--metric {', '.join(unknown)}: not a metric a person labels here; use {', '.join(QUESTIONS)}"
+        )
     how = parse_stratify(stratify)
     candidates = sorted(_candidates(results, metrics), key=lambda c: (c[0].tier, c[0].id))
     groups: dict[str, list[tuple[CaseResult, tuple[str, ...]]]] = {}
     for case, keys in candidates:
         groups.setdefault(_stratum(case, how), []).append((case, keys))
     rng = random.Random(seed)
-    picked = [(case, keys, name) for name, k in allocate({g: len(m) for g, m in groups.items()}, n).items()
-              for case, keys in rng.sample(groups[name], k)]
+    picked = [
+        (case, keys, name)
+        for name, k in allocate({g: len(m) for g, m in groups.items()}, n).items()
+        for case, keys in rng.sample(groups[name], k)
+    ]
     items, contexts = results.get("items") or {}, _contexts(results)
-    return [_sampled(case, keys, name, items.get(case.id) or {}, contexts.get(case.id, ())) for case, keys, name in picked]
+    return [
+        _sampled(case, keys, name, items.get(case.id) or {}, contexts.get(case.id, ())) for case, keys, name in picked
+    ]
 
 
 def allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
@@ -131,14 +149,17 @@ def _stratum(case: CaseResult, how: tuple[str, str] | None) -> str:
     return case.outcome
 
 
-def _sampled(case: CaseResult, keys: tuple[str, ...], stratum: str, item: Mapping[str, Any],
-             context: tuple[tuple[str, str], ...]) -> SampledCase:
+def _sampled(
+    case: CaseResult, keys: tuple[str, ...], stratum: str, item: Mapping[str, Any], context: tuple[tuple[str, str], ...]
+) -> SampledCase:
     cid, details = case.id, case.details
     if case.tier == DIALOGUE:
         turns = (details.get("transcript") or {}).get("turns") or ()
         question = str(item.get("opening") or (turns[0].get("student_message", "") if turns else ""))
-        answer = "\n\n".join(f"student: {t.get('student_message', '')}\nsystem: {(t.get('turn') or {}).get('message', '')}"
-                             for t in turns)
+        answer = "\n\n".join(
+            f"student: {t.get('student_message', '')}\nsystem: {(t.get('turn') or {}).get('message', '')}"
+            for t in turns
+        )
         context = ()
     else:
         question, answer = str(item.get("question", "")), str(details.get("answer", ""))
@@ -151,9 +172,15 @@ def _sampled(case: CaseResult, keys: tuple[str, ...], stratum: str, item: Mappin
 
 def _contexts(results: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ...]]:
     """Per id, the chunks the generator saw as the deterministic tier recorded them: (label, text)."""
-    return {case.id: tuple((str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
-                           for c in case.details.get("context") or () if isinstance(c, Mapping))
-            for case in case_results(results) if case.tier == DETERMINISTIC}
+    return {
+        case.id: tuple(
+            (str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
+            for c in case.details.get("context") or ()
+            if isinstance(c, Mapping)
+        )
+        for case in case_results(results)
+        if case.tier == DETERMINISTIC
+    }
 
 
 def sheet_lines(sample: Sequence[SampledCase]) -> list[dict[str, Any]]:

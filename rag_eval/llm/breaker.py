@@ -8,7 +8,7 @@ middle of a reply, 5xx, time budget) or in replies that were no chat completion 
 message, so a dead endpoint costs about ``threshold x timeout x attempts``. Any answer
 from the server (even a 4xx) proves it alive and resets the count. The breaker lives in
 one process: under ``pytest -n N`` each worker finds out on its own.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -34,8 +34,10 @@ class CircuitBreaker:
         with self._lock:
             n, last = self._failures, self._last
         how = f" (set {self.setting} to change the threshold, 0 = never)" if self.setting else ""
-        return (f"{self.name} gave up after {n} consecutive failed attempts (timeouts or transport failures); no further call is sent in this "
-                f"process{how}. Last failure: {last}")
+        return (
+            f"{self.name} gave up after {n} consecutive failed attempts (timeouts or transport failures); no further call is sent in this "  # noqa: E501
+            f"process{how}. Last failure: {last}"
+        )
 
     def record(self, *, transport_failure: bool, detail: str = "") -> None:
         with self._lock:

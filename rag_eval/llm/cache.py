@@ -27,8 +27,9 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from rag_eval.llm.messages import ChatRequest
 
@@ -48,7 +49,9 @@ def request_key(req: ChatRequest, trial: int) -> str:
     """Cache key: request content + trial index; nothing about the endpoint."""
     canon = json.dumps(
         {"v": CACHE_VERSION, "request": req.body(), "trial": trial},
-        sort_keys=True, ensure_ascii=False, separators=(",", ":"),
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
     )
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
@@ -76,10 +79,12 @@ class ResponseCache:
             # waiting when another process is creating the file at the same moment.
             _retry_locked(lambda: conn.execute("PRAGMA journal_mode=WAL").fetchone())
             conn.execute("PRAGMA synchronous=NORMAL")
-            _retry_locked(lambda: conn.execute(
-                "CREATE TABLE IF NOT EXISTS responses ("
-                " key TEXT PRIMARY KEY, value TEXT NOT NULL, model TEXT NOT NULL, created REAL NOT NULL)"
-            ))
+            _retry_locked(
+                lambda: conn.execute(
+                    "CREATE TABLE IF NOT EXISTS responses ("
+                    " key TEXT PRIMARY KEY, value TEXT NOT NULL, model TEXT NOT NULL, created REAL NOT NULL)"
+                )
+            )
         except sqlite3.Error as exc:
             conn.close()
             raise OSError(f"{self.path}: cannot open the judge cache ({exc}); delete the file to rebuild it") from exc
@@ -106,8 +111,10 @@ class ResponseCache:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.execute(f"{verb} INTO responses (key, value, model, created) VALUES (?, ?, ?, ?)",
-                             (key, text, model, time.time()))
+                conn.execute(
+                    f"{verb} INTO responses (key, value, model, created) VALUES (?, ?, ?, ?)",
+                    (key, text, model, time.time()),
+                )
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise

@@ -39,14 +39,15 @@ import logging
 import sqlite3
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rag_eval.tier_names import JUDGE
 from rag_eval.llm.cache import ResponseCache, request_key
 from rag_eval.llm.ledger import Ledger
 from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse, Usage
 from rag_eval.llm.usage import REJECTED, CallRecord, cost_of, summarize, totals_by_tier
+from rag_eval.tier_names import JUDGE
 
 if TYPE_CHECKING:
     import httpx
@@ -147,8 +148,12 @@ class CachedChatClient:
         if reason:
             raise ConfigError(reason)
         return cls(
-            LLMClient(cfg.endpoint, cfg.policy, redactor=redactor, transport=transport), cfg.cache_dir,
-            fresh=cfg.fresh, prices=cfg.prices, budget_usd=cfg.budget_usd, budget_tokens=cfg.budget_tokens,
+            LLMClient(cfg.endpoint, cfg.policy, redactor=redactor, transport=transport),
+            cfg.cache_dir,
+            fresh=cfg.fresh,
+            prices=cfg.prices,
+            budget_usd=cfg.budget_usd,
+            budget_tokens=cfg.budget_tokens,
             ledger_dir=ledger_dir,
         )
 
@@ -187,15 +192,43 @@ class CachedChatClient:
         except ChatError as err:
             self._release(reserved)
             cost, priced = self._cost(req.model, err.usage)
-            self._spend(CallRecord(case_id, tier, req.model, err.usage.prompt_tokens, err.usage.completion_tokens,
-                                   cost, False, time.monotonic() - start, priced, err.kind, err.requests, trial,
-                                   err.usage.reported))
+            self._spend(
+                CallRecord(
+                    case_id,
+                    tier,
+                    req.model,
+                    err.usage.prompt_tokens,
+                    err.usage.completion_tokens,
+                    cost,
+                    False,
+                    time.monotonic() - start,
+                    priced,
+                    err.kind,
+                    err.requests,
+                    trial,
+                    err.usage.reported,
+                )
+            )
             raise JudgeCallError(str(err), kind=err.kind, case_id=case_id, attempts=err.attempts) from err
         self._release(reserved)
         cost, priced = self._cost(req.model, resp.usage)
-        self._spend(CallRecord(case_id, tier, req.model, resp.usage.prompt_tokens, resp.usage.completion_tokens,
-                               cost, False, resp.seconds, priced, REJECTED if resp.rejected else "", resp.requests,
-                               trial, resp.usage.reported))
+        self._spend(
+            CallRecord(
+                case_id,
+                tier,
+                req.model,
+                resp.usage.prompt_tokens,
+                resp.usage.completion_tokens,
+                cost,
+                False,
+                resp.seconds,
+                priced,
+                REJECTED if resp.rejected else "",
+                resp.requests,
+                trial,
+                resp.usage.reported,
+            )
+        )
         if self.cache is not None and not resp.rejected:
             self._store(key, req, resp, replace=replace)
             if answers is not None:
@@ -227,8 +260,11 @@ class CachedChatClient:
             usage = value.get("usage") or {}
             return ChatResponse(
                 content=str(value["content"]),
-                usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)),
-                            bool(usage.get("reported", True))),
+                usage=Usage(
+                    int(usage.get("prompt_tokens", 0)),
+                    int(usage.get("completion_tokens", 0)),
+                    bool(usage.get("reported", True)),
+                ),
                 model=str(value.get("model") or req.model),
                 finish_reason=value.get("finish_reason"),
                 attempts=0,
@@ -239,13 +275,18 @@ class CachedChatClient:
             return None
 
     def _store(self, key: str, req: ChatRequest, resp: ChatResponse, *, replace: bool) -> None:
-        value = self.redactor.obj({
-            "content": resp.content,
-            "usage": {"prompt_tokens": resp.usage.prompt_tokens, "completion_tokens": resp.usage.completion_tokens,
-                      "reported": resp.usage.reported},
-            "model": resp.model,
-            "finish_reason": resp.finish_reason,
-        })
+        value = self.redactor.obj(
+            {
+                "content": resp.content,
+                "usage": {
+                    "prompt_tokens": resp.usage.prompt_tokens,
+                    "completion_tokens": resp.usage.completion_tokens,
+                    "reported": resp.usage.reported,
+                },
+                "model": resp.model,
+                "finish_reason": resp.finish_reason,
+            }
+        )
         model = self.redactor.text(req.model)
         if self.redactor.contains_secret(json.dumps(value, ensure_ascii=False) + model):  # never trust blindly
             log.warning("answer for model %r still contains a secret; not cached", model)
@@ -295,21 +336,25 @@ class CachedChatClient:
             raise JudgeCallError(
                 f"judge budget_usd ${self.budget_usd:g} reached: ${cost:.6f} spent {scope}; "
                 f"no new call for case {case_id!r} (model {req.model!r}); cached answers are still used",
-                kind="budget", case_id=case_id,
+                kind="budget",
+                case_id=case_id,
             )
         if self.budget_tokens is not None and tokens >= self.budget_tokens:
             raise JudgeCallError(
                 f"judge budget_tokens {self.budget_tokens} reached: {tokens} tokens spent {scope}; "
                 f"no new call for case {case_id!r} (model {req.model!r}); cached answers are still used",
-                kind="budget", case_id=case_id,
+                kind="budget",
+                case_id=case_id,
             )
 
     # --- accounting ---------------------------------------------------------------------
     def _spend(self, rec: CallRecord) -> None:
         self._append(rec)
         with self._budget_lock:
-            self._largest = (max(self._largest[0], rec.cost),
-                             max(self._largest[1], rec.prompt_tokens + rec.completion_tokens))
+            self._largest = (
+                max(self._largest[0], rec.cost),
+                max(self._largest[1], rec.prompt_tokens + rec.completion_tokens),
+            )
         if self.ledger is not None and (rec.cost or rec.prompt_tokens or rec.completion_tokens):
             self.ledger.add(rec.cost, rec.prompt_tokens + rec.completion_tokens)
 
@@ -327,8 +372,11 @@ class CachedChatClient:
         """:func:`~rag_eval.llm.usage.summarize` of the calls made for one case -- of one
         tier (``judge``, ``passk``) and one trial when given. Summing
         ``usage_for(case, tier)`` over the cases of a tier gives exactly ``totals()[tier]``."""
-        return summarize(r for r in self.records if r.case_id == case_id and (tier is None or r.tier == tier)
-                         and (trial is None or r.trial == trial))
+        return summarize(
+            r
+            for r in self.records
+            if r.case_id == case_id and (tier is None or r.tier == tier) and (trial is None or r.trial == trial)
+        )
 
     def totals(self) -> dict[str, dict[str, Any]]:
         """``{tier: {"calls", "first_attempts", "retries", "cached_calls", "errors", ...}}``."""

@@ -27,8 +27,9 @@ import logging
 import random as _random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import openai
@@ -73,17 +74,22 @@ class LLMClient:
         self.endpoint = endpoint
         self.policy = policy or CallPolicy()
         self.breaker = breaker or CircuitBreaker(
-            self.policy.breaker_after, name=f"the {endpoint.prefix} endpoint at {endpoint.address}",
-            setting=self.policy.breaker_setting)
+            self.policy.breaker_after,
+            name=f"the {endpoint.prefix} endpoint at {endpoint.address}",
+            setting=self.policy.breaker_setting,
+        )
         own = Redactor([endpoint.api_key])
         self.redactor = own.merged(redactor) if redactor is not None else own
         self._sleep, self._random = sleep, random
         self._guard = GuardedTransport(self.policy, self.breaker, transport)
         self._sdk = openai.OpenAI(
-            api_key=endpoint.api_key, base_url=endpoint.base_url, max_retries=self.policy.max_retries,
+            api_key=endpoint.api_key,
+            base_url=endpoint.base_url,
+            max_retries=self.policy.max_retries,
             # An httpx (not httpx2) client: the SDK accepts both, and the guard is one httpx
             # transport for every SDK version the project allows (openai>=1.40).
-            timeout=self.policy.timeout, http_client=httpx.Client(transport=self._guard),  # type: ignore[arg-type]
+            timeout=self.policy.timeout,
+            http_client=httpx.Client(transport=self._guard),  # type: ignore[arg-type]
         )
         self._no_usage_warned = threading.Event()
 
@@ -93,8 +99,10 @@ class LLMClient:
 
     def __repr__(self) -> str:  # never the key
         p = self.policy
-        return (f"LLMClient(address={self.address!r}, model={self.endpoint.model!r}, timeout={p.timeout:g}, "
-                f"max_retries={p.max_retries}, budget={p.budget:g}s, breaker={p.breaker_after})")
+        return (
+            f"LLMClient(address={self.address!r}, model={self.endpoint.model!r}, timeout={p.timeout:g}, "
+            f"max_retries={p.max_retries}, budget={p.budget:g}s, breaker={p.breaker_after})"
+        )
 
     def close(self) -> None:
         self._sdk.close()
@@ -122,12 +130,22 @@ class LLMClient:
                 spent = spent + reply.usage
                 done = self._verdict(req, reply, accept, state, int(raw.status_code), spent)
                 if isinstance(done, ChatResponse):
-                    return replace(done, usage=spent, attempts=state.attempts, requests=state.reached,
-                                   seconds=time.monotonic() - start)
+                    return replace(
+                        done,
+                        usage=spent,
+                        attempts=state.attempts,
+                        requests=state.reached,
+                        seconds=time.monotonic() - start,
+                    )
                 delay = backoff(state.attempts, self._random)
-                log.warning("chat reply from %s was not usable (%s), attempt %d of %d; asking again in %.2fs",
-                            self.address, self.redactor.snippet(done, 200), state.attempts,
-                            self.policy.attempts, delay)
+                log.warning(
+                    "chat reply from %s was not usable (%s), attempt %d of %d; asking again in %.2fs",
+                    self.address,
+                    self.redactor.snippet(done, 200),
+                    state.attempts,
+                    self.policy.attempts,
+                    delay,
+                )
                 self._sleep(delay)
 
     def _attempt(self, req: ChatRequest, state: CallState, spent: Usage) -> Any:
@@ -140,11 +158,13 @@ class LLMClient:
             # (breaker, time budget) is no sign of life either: only a reply resets it
             if kind not in TRANSPORT_KINDS and kind not in ("breaker", "time_budget"):
                 self.breaker.record(transport_failure=False)
-            raise self._error(req, kind, detail, state.attempts, code, hint=state.no_retry,
-                              requests=state.reached, usage=spent) from None
+            raise self._error(
+                req, kind, detail, state.attempts, code, hint=state.no_retry, requests=state.reached, usage=spent
+            ) from None
 
-    def _verdict(self, req: ChatRequest, reply: Reply, accept: Accept | None, state: CallState, code: int,
-                 spent: Usage) -> ChatResponse | str:
+    def _verdict(
+        self, req: ChatRequest, reply: Reply, accept: Accept | None, state: CallState, code: int, spent: Usage
+    ) -> ChatResponse | str:
         """The response to return, why to ask again, or the call's ChatError (malformed)."""
         problem = reply.problem
         if reply.response is not None and accept is not None:
@@ -172,7 +192,8 @@ class LLMClient:
         # The raw response: a malformed body becomes our "malformed" instead of whatever
         # this SDK version raises for it.
         return self._sdk.with_options(max_retries=max_retries).chat.completions.with_raw_response.create(
-            **known, extra_body=body or None)
+            **known, extra_body=body or None
+        )
 
     # --- reading ------------------------------------------------------------------------
     def _parse(self, req: ChatRequest, raw: Any) -> Reply:
@@ -192,18 +213,24 @@ class LLMClient:
         content = message.get("content") if isinstance(message, dict) else None
         finish = first.get("finish_reason")
         if not isinstance(content, str):
-            return Reply(None, f"the first choice has no text content (finish_reason="
-                               f"{self.redactor.snippet(repr(finish), 60)})", usage)
+            return Reply(
+                None,
+                f"the first choice has no text content (finish_reason={self.redactor.snippet(repr(finish), 60)})",
+                usage,
+            )
         # Every field that leaves the client is redacted, not only the text: a server can
         # echo the key in ``model`` or ``finish_reason`` as well.
-        return Reply(ChatResponse(
-            content=self.redactor.text(content),
+        return Reply(
+            ChatResponse(
+                content=self.redactor.text(content),
+                usage=usage,
+                model=self.redactor.text(str(data.get("model") or req.model)),
+                finish_reason=self.redactor.text(str(finish)) if finish is not None else None,
+                attempts=0,
+                seconds=0.0,
+            ),
             usage=usage,
-            model=self.redactor.text(str(data.get("model") or req.model)),
-            finish_reason=self.redactor.text(str(finish)) if finish is not None else None,
-            attempts=0,
-            seconds=0.0,
-        ), usage=usage)
+        )
 
     def _usage(self, raw: Any) -> Usage:
         usage = raw if isinstance(raw, dict) else {}
@@ -216,7 +243,9 @@ class LLMClient:
         return Usage(prompt or 0, completion or 0)
 
     # --- failures -----------------------------------------------------------------------
-    def _classify(self, exc: openai.OpenAIError, state: CallState, req: ChatRequest) -> tuple[ErrorKind, str, int | None]:
+    def _classify(
+        self, exc: openai.OpenAIError, state: CallState, req: ChatRequest
+    ) -> tuple[ErrorKind, str, int | None]:
         if isinstance(exc, Stop):
             return exc.kind, exc.detail, None  # type: ignore[return-value]
         if isinstance(exc, openai.APITimeoutError):
@@ -229,33 +258,52 @@ class LLMClient:
             return kind, f"HTTP {exc.status_code}: {_server_message(exc, self.redactor)}", exc.status_code  # type: ignore[return-value]
         return "connection", f"{type(exc).__name__}: {exc}", None
 
-    def _error(self, req: ChatRequest, kind: ErrorKind, detail: str, attempts: int, code: int | None = None,
-               hint: str = "", *, requests: int = 0, usage: Usage | None = None) -> ChatError:
+    def _error(
+        self,
+        req: ChatRequest,
+        kind: ErrorKind,
+        detail: str,
+        attempts: int,
+        code: int | None = None,
+        hint: str = "",
+        *,
+        requests: int = 0,
+        usage: Usage | None = None,
+    ) -> ChatError:
         fix = "; ".join(p for p in (hint, self.fix(kind)) if p)
-        text = (f"chat completion at {self.address} (model {req.model!r}) failed after {attempts} "
-                f"attempt{'s' if attempts != 1 else ''}: {detail}" + (f"; {fix}" if fix else ""))
+        text = (
+            f"chat completion at {self.address} (model {req.model!r}) failed after {attempts} "
+            f"attempt{'s' if attempts != 1 else ''}: {detail}" + (f"; {fix}" if fix else "")
+        )
         if kind == "breaker":
             text = f"chat completion at {self.address} (model {req.model!r}) not sent: {detail}"
         retryable = kind in ("rate_limit", "server", "timeout", "connection")
-        return ChatError(self.redactor.text(text), kind=kind, attempts=attempts, address=self.address,
-                         status_code=code, retryable=retryable, requests=requests,
-                         usage=usage or Usage(0, 0, reported=False))
+        return ChatError(
+            self.redactor.text(text),
+            kind=kind,
+            attempts=attempts,
+            address=self.address,
+            status_code=code,
+            retryable=retryable,
+            requests=requests,
+            usage=usage or Usage(0, 0, reported=False),
+        )
 
     def fix(self, kind: str) -> str:
         """What to do about a failure, naming the setting that applies."""
         p, ep = self.policy, self.endpoint
         fixes = {
             "quota": f"the account has no quota left and retrying cannot help: add credit or use another key "
-                     f"or endpoint ({ep.var('api_key')}, {ep.var('base_url')})",
+            f"or endpoint ({ep.var('api_key')}, {ep.var('base_url')})",
             "refused": f"nothing is listening there: start the server or fix {ep.var('base_url')}",
             "auth": f"the API key was rejected: check {ep.var('api_key')}",
             "client": f"the request was rejected: check the model name ({ep.prefix}_MODEL) and parameters",
             "format": "the server does not accept this response_format",
             "timeout": f"raise {p.timeout_setting} (now {p.timeout:g}s per attempt) or check the server",
             "time_budget": f"the call's total time budget ({p.budget:g}s) ran out: raise {p.timeout_setting} "
-                           "or check why the endpoint is slow",
+            "or check why the endpoint is slow",
             "rate_limit": f"still rate limited: lower {ep.prefix}_CONCURRENCY (now {p.concurrency}) or raise "
-                          f"{p.retries_setting}",
+            f"{p.retries_setting}",
             "server": f"the server keeps failing: try again later or raise {p.retries_setting}",
             "connection": f"check the network path to {self.address} ({ep.var('base_url')})",
             "malformed": "the endpoint is not OpenAI-compatible or a proxy altered the answer",

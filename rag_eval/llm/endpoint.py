@@ -9,8 +9,8 @@ results file; ``repr`` shows whether the key is set, never its value.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from rag_eval.errors import ConfigError
@@ -40,8 +40,9 @@ class Endpoint:
                 if value:  # blank counts as unset: `export X=` must not hide the fallback
                     values[name], sources[name] = value, str(var)
                     break
-        return cls(prefix, values.get("base_url", "").rstrip("/"), values.get("model", ""),
-                   values.get("api_key", ""), sources)
+        return cls(
+            prefix, values.get("base_url", "").rstrip("/"), values.get("model", ""), values.get("api_key", ""), sources
+        )
 
     def var(self, name: str) -> str:
         """The variable that set ``name``, or the one to set."""
@@ -64,15 +65,19 @@ class Endpoint:
             return f"set {listed}"
         parts = urlsplit(self.base_url)
         if parts.scheme not in _PORTS or not parts.hostname:
-            return (f"{self.var('base_url')}={self.safe_url()!r} is not an http(s) URL with a host; "
-                    "expected e.g. http://127.0.0.1:8000/v1")
+            return (
+                f"{self.var('base_url')}={self.safe_url()!r} is not an http(s) URL with a host; "
+                "expected e.g. http://127.0.0.1:8000/v1"
+            )
         return None
 
     def require(self) -> Endpoint:
         problem = self.problem()
         if problem:
-            raise ConfigError(f"{self.prefix} endpoint is not configured: {problem}. A local server that needs "
-                              "no key still needs a non-empty API key variable, e.g. 'none'.")
+            raise ConfigError(
+                f"{self.prefix} endpoint is not configured: {problem}. A local server that needs "
+                "no key still needs a non-empty API key variable, e.g. 'none'."
+            )
         return self
 
     @property

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import contextvars
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import httpcore
 import httpx
@@ -106,16 +107,21 @@ class GuardedTransport(httpx.BaseTransport):
             with self.limiter.slot(state.deadline):  # shared by every thread (limiter module doc)
                 return self._attempt(request, state)
         except RateLimited as exc:
-            raise Stop("time_budget", f"the total time budget of {self.policy.budget:g}s ran out after "
-                                      f"{state.attempts} attempt(s): {exc}") from None
+            raise Stop(
+                "time_budget",
+                f"the total time budget of {self.policy.budget:g}s ran out after {state.attempts} attempt(s): {exc}",
+            ) from None
 
     def _attempt(self, request: httpx.Request, state: CallState) -> httpx.Response:
         if self.breaker.open:  # checked in the slot: another thread may have opened it meanwhile
             raise Stop("breaker", self.breaker.message())
         remaining = state.deadline - self.clock()
         if remaining <= 0:
-            raise Stop("time_budget", f"the total time budget of {self.policy.budget:g}s ran out after "
-                                      f"{state.attempts} attempt(s); last failure: {state.last_failure or 'none'}")
+            raise Stop(
+                "time_budget",
+                f"the total time budget of {self.policy.budget:g}s ran out after "
+                f"{state.attempts} attempt(s); last failure: {state.last_failure or 'none'}",
+            )
         timeout = min(self.policy.timeout, remaining)
         request.extensions["timeout"] = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
         state.attempts += 1
@@ -159,8 +165,13 @@ class GuardedTransport(httpx.BaseTransport):
                     raise httpx.ReadTimeout("the reply did not arrive within the attempt's timeout", request=request)
         finally:
             response.close()
-        return httpx.Response(response.status_code, headers=response.headers, stream=httpx.ByteStream(b"".join(chunks)),
-                              extensions=response.extensions, request=request)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=httpx.ByteStream(b"".join(chunks)),
+            extensions=response.extensions,
+            request=request,
+        )
 
     def _review(self, request: httpx.Request, response: httpx.Response, state: CallState) -> None:
         """Decide, for an error status, whether the SDK may retry it."""
@@ -185,8 +196,11 @@ class GuardedTransport(httpx.BaseTransport):
             response.headers["retry-after"] = f"{wait:g}"
             response.headers.pop("retry-after-ms", None)
         if self.clock() + wait >= state.deadline:
-            self._no_retry(response, state, f"waiting {wait:.1f}s more (Retry-After) would overrun the "
-                                            f"{self.policy.budget:g}s budget")
+            self._no_retry(
+                response,
+                state,
+                f"waiting {wait:.1f}s more (Retry-After) would overrun the {self.policy.budget:g}s budget",
+            )
 
     @staticmethod
     def _no_retry(response: httpx.Response, state: CallState, why: str) -> None:
@@ -221,8 +235,9 @@ class _DeadlineStream(httpcore.NetworkStream):
     def close(self) -> None:
         self._inner.close()
 
-    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
-                  timeout: float | None = None) -> httpcore.NetworkStream:
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname, _time_left(timeout)))
 
     def get_extra_info(self, info: str) -> Any:
@@ -235,12 +250,19 @@ class DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self, inner: httpcore.NetworkBackend) -> None:
         self._inner = inner
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._inner.connect_tcp(host, port, _time_left(timeout), local_address, socket_options))
 
-    def connect_unix_socket(self, path: str, timeout: float | None = None,
-                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._inner.connect_unix_socket(path, _time_left(timeout), socket_options))
 
     def sleep(self, seconds: float) -> None:

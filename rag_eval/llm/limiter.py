@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator
 
 DEFAULT_CONCURRENCY = 4
 DEFAULT_PAUSE_S = 1.0  # a 429 without Retry-After
@@ -29,8 +29,13 @@ class RateLimited(Exception):
 
 
 class RateLimiter:
-    def __init__(self, concurrency: int = DEFAULT_CONCURRENCY, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         self.concurrency = concurrency

@@ -9,24 +9,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from rag_eval.errors import ServiceError
 
 ErrorKind = Literal[
-    "rate_limit",   # 429 still there after the retries
-    "quota",        # 429 insufficient_quota: waiting never helps
-    "timeout",      # no answer within the per-attempt timeout, every attempt
-    "connection",   # dropped / reset connections
-    "refused",      # nothing listens at the address
-    "server",       # 5xx, 408, 409 after the retries
-    "client",       # other 4xx: bad model name, bad parameters
-    "auth",         # 401 / 403
-    "format",       # the server refused the response_format (any status naming it)
-    "malformed",    # HTTP 200 that is not a chat completion with text
+    "rate_limit",  # 429 still there after the retries
+    "quota",  # 429 insufficient_quota: waiting never helps
+    "timeout",  # no answer within the per-attempt timeout, every attempt
+    "connection",  # dropped / reset connections
+    "refused",  # nothing listens at the address
+    "server",  # 5xx, 408, 409 after the retries
+    "client",  # other 4xx: bad model name, bad parameters
+    "auth",  # 401 / 403
+    "format",  # the server refused the response_format (any status naming it)
+    "malformed",  # HTTP 200 that is not a chat completion with text
     "time_budget",  # the call's total time budget ran out after it started
-    "breaker",      # the endpoint failed N times in a row: no call was sent
+    "breaker",  # the endpoint failed N times in a row: no call was sent
 ]
 # Failures that say the endpoint is unreachable or dead: they feed the circuit breaker.
 TRANSPORT_KINDS: frozenset[str] = frozenset({"timeout", "connection", "refused", "server", "time_budget"})
@@ -46,8 +47,11 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         """Tokens of two attempts; reported when either was."""
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
-                     self.reported or other.reported)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.reported or other.reported,
+        )
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,11 @@ class ChatRequest:
         if not self.messages:
             raise ValueError("ChatRequest.messages is empty; a chat call needs at least one message")
         for i, m in enumerate(self.messages):
-            if not isinstance(m, Mapping) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+            if (
+                not isinstance(m, Mapping)
+                or not isinstance(m.get("role"), str)
+                or not isinstance(m.get("content"), str)
+            ):
                 raise ValueError(f"ChatRequest.messages[{i}] must be a mapping with string 'role' and 'content'")
         object.__setattr__(self, "messages", tuple(dict(m) for m in self.messages))
         object.__setattr__(self, "extra", dict(self.extra))

@@ -25,8 +25,8 @@ from __future__ import annotations
 import email.utils
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from rag_eval.errors import ConfigError
 from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
@@ -35,7 +35,13 @@ RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
 QUOTA_CODE = "insufficient_quota"
 FORMAT_HINTS: tuple[str, ...] = ("response_format", "json_schema", "json_object")
 # A 400 about the prompt, not the format: falling back to another format cannot help.
-NOT_FORMAT_HINTS: tuple[str, ...] = ("context length", "context_length", "maximum context", "too many tokens", "too long")
+NOT_FORMAT_HINTS: tuple[str, ...] = (
+    "context length",
+    "context_length",
+    "maximum context",
+    "too many tokens",
+    "too long",
+)
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_BREAKER = 5
@@ -52,7 +58,9 @@ class CallPolicy:
     total_budget_s: float | None = None  # None: every attempt its full timeout plus BUDGET_SLACK_S
     breaker_after: int = DEFAULT_BREAKER  # 0 = no breaker
     max_retry_after: float = 30.0  # a server's Retry-After is honoured up to this
-    concurrency: int = DEFAULT_CONCURRENCY  # requests in flight per endpoint and process (rag_eval.llm.limiter); 1 = one at a time
+    concurrency: int = (
+        DEFAULT_CONCURRENCY  # requests in flight per endpoint and process (rag_eval.llm.limiter); 1 = one at a time
+    )
     timeout_setting: str = "timeout"
     retries_setting: str = "max_retries"
     breaker_setting: str = "breaker"
@@ -65,7 +73,9 @@ class CallPolicy:
         if isinstance(self.breaker_after, bool) or self.breaker_after < 0:
             raise ConfigError(f"{self.breaker_setting} must be an integer >= 0 (0 = off), got {self.breaker_after!r}")
         if isinstance(self.concurrency, bool) or self.concurrency < 1:
-            raise ConfigError(f"concurrency must be an integer >= 1 (1 = one request at a time), got {self.concurrency!r}")
+            raise ConfigError(
+                f"concurrency must be an integer >= 1 (1 = one request at a time), got {self.concurrency!r}"
+            )
         if self.total_budget_s is not None and not self.total_budget_s > 0:
             raise ConfigError(f"the total time budget must be > 0 seconds, got {self.total_budget_s!r}")
 
@@ -96,14 +106,30 @@ class CallPolicy:
         naming the variable."""
         names = (f"{prefix}_TIMEOUT", f"{prefix}_MAX_RETRIES", f"{prefix}_BREAKER", f"{prefix}_CONCURRENCY")
         return cls(
-            timeout=env_number(env, names[0], timeout, "a number of seconds > 0, e.g. 30", float, minimum=0.0,
-                               exclusive=True),
+            timeout=env_number(
+                env, names[0], timeout, "a number of seconds > 0, e.g. 30", float, minimum=0.0, exclusive=True
+            ),
             max_retries=int(env_number(env, names[1], max_retries, "an integer >= 0, e.g. 3", int, minimum=0)),
-            breaker_after=int(env_number(env, names[2], breaker_after,
-                                         "an integer >= 0 (consecutive failures before the endpoint is given up; "
-                                         "0 = never), e.g. 5", int, minimum=0)),
-            concurrency=int(env_number(env, names[3], concurrency or DEFAULT_CONCURRENCY, "an integer >= 1 (requests in flight; 1 = one at a time), "
-                                       "e.g. 4", int, minimum=1)),
+            breaker_after=int(
+                env_number(
+                    env,
+                    names[2],
+                    breaker_after,
+                    "an integer >= 0 (consecutive failures before the endpoint is given up; 0 = never), e.g. 5",
+                    int,
+                    minimum=0,
+                )
+            ),
+            concurrency=int(
+                env_number(
+                    env,
+                    names[3],
+                    concurrency or DEFAULT_CONCURRENCY,
+                    "an integer >= 1 (requests in flight; 1 = one at a time), e.g. 4",
+                    int,
+                    minimum=1,
+                )
+            ),
             timeout_setting=names[0],
             retries_setting=names[1],
             breaker_setting=names[2],

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import random as _random
 import time
-from dataclasses import dataclass
-from typing import Callable, Mapping, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 import httpx
 
@@ -28,8 +28,15 @@ T = TypeVar("T")
 class AttemptFailed(Exception):
     """One attempt failed; ``kind`` as in :data:`rag_eval.llm.messages.ErrorKind`."""
 
-    def __init__(self, kind: str, detail: str, *, retryable: bool, status_code: int | None = None,
-                 retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        detail: str,
+        *,
+        retryable: bool,
+        status_code: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(detail)
         self.kind, self.detail, self.retryable = kind, detail, retryable
         self.status_code, self.retry_after = status_code, retry_after
@@ -54,8 +61,9 @@ def failure_from_exception(exc: httpx.HTTPError, timeout: float) -> AttemptFaile
 
 def failure_from_status(code: int, body: str, headers: Mapping[str, str], detail: str) -> AttemptFailed:
     kind, retryable = status_kind(code, body)
-    return AttemptFailed(kind, detail, retryable=retryable, status_code=code,
-                         retry_after=retry_after(headers) if retryable else None)
+    return AttemptFailed(
+        kind, detail, retryable=retryable, status_code=code, retry_after=retry_after(headers) if retryable else None
+    )
 
 
 class Retrier:
@@ -82,8 +90,10 @@ class Retrier:
         while True:
             remaining = deadline - self._clock()
             if remaining <= 0:
-                raise self._over(AttemptFailed("time_budget", f"the total time budget of {p.budget:g}s is used up",
-                                               retryable=False), attempts)
+                raise self._over(
+                    AttemptFailed("time_budget", f"the total time budget of {p.budget:g}s is used up", retryable=False),
+                    attempts,
+                )
             attempts += 1
             timeout = min(p.timeout, remaining)
             try:
@@ -93,13 +103,23 @@ class Retrier:
                     raise self._over(failure, attempts) from None
                 if attempts > p.max_retries:
                     raise self._over(failure, attempts, f"gave up after {p.max_retries} retries") from None
-                delay = (min(failure.retry_after, p.max_retry_after) if failure.retry_after is not None
-                         else backoff(attempts, self._random))
+                delay = (
+                    min(failure.retry_after, p.max_retry_after)
+                    if failure.retry_after is not None
+                    else backoff(attempts, self._random)
+                )
                 if self._clock() + delay >= deadline:
                     hint = f"waiting {delay:.1f}s more would overrun the {p.budget:g}s budget"
                     raise self._over(failure, attempts, hint) from None
-                log.warning("%s failed (%s: %s), attempt %d of %d; retrying in %.2fs", what, failure.kind,
-                            self._redact(failure.detail), attempts, p.attempts, delay)
+                log.warning(
+                    "%s failed (%s: %s), attempt %d of %d; retrying in %.2fs",
+                    what,
+                    failure.kind,
+                    self._redact(failure.detail),
+                    attempts,
+                    p.attempts,
+                    delay,
+                )
                 self._sleep(delay)
                 continue
             self.breaker.record(transport_failure=False)

@@ -22,8 +22,9 @@ the call sent that reached the server, its tokens are summed over them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from rag_eval.llm.messages import Usage
 
@@ -73,8 +74,16 @@ class CallRecord:
 def summarize(records: Iterable[CallRecord]) -> dict[str, Any]:
     """The totals of ``records`` (module doc), plus ``cost`` as an alias of ``cost_usd``."""
     out: dict[str, Any] = {
-        "calls": 0, "first_attempts": 0, "retries": 0, "cached_calls": 0, "errors": 0, "prompt_tokens": 0,
-        "completion_tokens": 0, "cost_usd": 0.0, "unpriced_calls": 0, "calls_without_usage": 0,
+        "calls": 0,
+        "first_attempts": 0,
+        "retries": 0,
+        "cached_calls": 0,
+        "errors": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "cost_usd": 0.0,
+        "unpriced_calls": 0,
+        "calls_without_usage": 0,
     }
     for r in records:
         sent = 0 if r.cached else max(0, r.attempts)

@@ -23,8 +23,8 @@ claim list, this module omits the key.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 Tri = bool | None  # entailed / not entailed / unknown
 
@@ -140,8 +140,10 @@ def on_relevant(c: ClaimChecks, rel: Sequence[Tri]) -> tuple[Tri, ...]:
 def on_irrelevant_only(c: ClaimChecks, rel: Sequence[Tri]) -> tuple[Tri, ...]:
     """``max_c (R_ic ∧ ¬rel_c) ∧ ¬max_c (R_ic ∧ rel_c)``: the two noise terms stay exclusive."""
     relevant = on_relevant(c, rel)
-    return tuple(tri_all(tri_any(tri_all(r, tri_not(rel[k])) for k, r in enumerate(row)), tri_not(relevant[i]))
-                 for i, row in enumerate(c.answer_in_chunks))
+    return tuple(
+        tri_all(tri_any(tri_all(r, tri_not(rel[k])) for k, r in enumerate(row)), tri_not(relevant[i]))
+        for i, row in enumerate(c.answer_in_chunks)
+    )
 
 
 # --- the metrics ---------------------------------------------------------------------------
@@ -208,10 +210,27 @@ def context_faithfulness(c: ClaimChecks) -> float | None:
 
 
 # The metrics that read a_i, and those that need reference claims (key facts) at all.
-_READ_A = frozenset({"answer_precision", "answer_f1", "noise_sensitivity_relevant", "noise_sensitivity_irrelevant",
-                     "hallucination", "self_knowledge"})
-_READ_REFERENCE = frozenset({"answer_recall", "answer_f1", "claim_recall", "context_precision", "context_utilization",
-                             "noise_sensitivity_relevant", "noise_sensitivity_irrelevant"})
+_READ_A = frozenset(
+    {
+        "answer_precision",
+        "answer_f1",
+        "noise_sensitivity_relevant",
+        "noise_sensitivity_irrelevant",
+        "hallucination",
+        "self_knowledge",
+    }
+)
+_READ_REFERENCE = frozenset(
+    {
+        "answer_recall",
+        "answer_f1",
+        "claim_recall",
+        "context_precision",
+        "context_utilization",
+        "noise_sensitivity_relevant",
+        "noise_sensitivity_irrelevant",
+    }
+)
 
 
 def case_metrics(c: ClaimChecks) -> dict[str, float]:
@@ -238,7 +257,8 @@ def case_metrics(c: ClaimChecks) -> dict[str, float]:
         "context_faithfulness": context_faithfulness(c),
     }
     dropped = (_READ_A if all(a is None for a in c.answer_in_reference) else frozenset()) | (
-        _READ_REFERENCE if not c.reference_in_answer else frozenset())
+        _READ_REFERENCE if not c.reference_in_answer else frozenset()
+    )
     return {k: v for k, v in values.items() if v is not None and k not in dropped}
 
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from rag_eval.citations import DEFAULT_FORMAT, CitationFormat, cited_numbers, mask_math, numbered_chunks
 from rag_eval.records import AnswerRecord, Chunk, Source
@@ -207,10 +208,14 @@ def _looser(text: str) -> str:
 
 def _check_phrases(phrases: Sequence[str], where: str, norm: Callable[[str], str]) -> None:
     if isinstance(phrases, str):
-        raise TypeError(f"{where}: phrases must be a list of strings, got the single string {phrases!r}; wrap it: [{phrases!r}]")
+        raise TypeError(
+            f"{where}: phrases must be a list of strings, got the single string {phrases!r}; wrap it: [{phrases!r}]"
+        )
     for i, phrase in enumerate(phrases):
         if not norm(phrase):
-            raise ValueError(f"{where}: phrase #{i} ({phrase!r}) is empty after normalisation and matches anything; remove it from the golden item")
+            raise ValueError(
+                f"{where}: phrase #{i} ({phrase!r}) is empty after normalisation and matches anything; remove it from the golden item"  # noqa: E501
+            )
 
 
 def must_contain(answer: str, phrases: Sequence[str]) -> CheckResult:
@@ -256,9 +261,7 @@ def must_not_contain(answer: str, phrases: Sequence[str]) -> CheckResult:
 _LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?\d+(?:\.\d+)?)\s*\}\s*\{\s*(\d+(?:\.\d+)?)\s*\}")
 # A "-" is a sign only where a binary minus cannot be: not after a letter, digit,
 # subscript or closing bracket ("x-3" is x minus 3; "x=-3" and "(-3" hold -3).
-_NUMBER = re.compile(
-    r"(?P<sign>(?<![A-Za-z0-9_)\]}])-)?(?<![\d.])(?P<num>\d+(?:\.\d+)?)(?:/(?P<den>\d+(?:\.\d+)?))?"
-)
+_NUMBER = re.compile(r"(?P<sign>(?<![A-Za-z0-9_)\]}])-)?(?<![\d.])(?P<num>\d+(?:\.\d+)?)(?:/(?P<den>\d+(?:\.\d+)?))?")
 # List numbering at line start: "1. ", "2、", "3)", "(1)", "（2）" after NFKC.
 _LIST_MARK = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\d+\.(?=[ \t])|\d+[、)]|\(\d+\))", re.MULTILINE)
 # Candidate bracket groups; ``cited_numbers`` decides whether one is a citation.
@@ -338,9 +341,11 @@ def numbers_grounded(answer: str, context_texts: Sequence[str]) -> CheckResult:
             "numbers_grounded",
             False,
             f"numbers not in the context: {', '.join(missing)} "
-            f"(the answer has {_plural(len(found), 'number')}; the context has {_plural(len(known), 'distinct value')})",
+            f"(the answer has {_plural(len(found), 'number')}; the context has {_plural(len(known), 'distinct value')})",  # noqa: E501
         )
-    return CheckResult("numbers_grounded", True, f"all {_plural(len(found), 'number')} of the answer occur in the context")
+    return CheckResult(
+        "numbers_grounded", True, f"all {_plural(len(found), 'number')} of the answer occur in the context"
+    )
 
 
 # --------------------------------------------------------------------------- expected action

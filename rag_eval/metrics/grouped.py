@@ -19,7 +19,8 @@ with the same arithmetic in the same order, so every value is bit-identical.
 from __future__ import annotations
 
 import math
-from typing import AbstractSet, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 
 from rag_eval.metrics.retrieval import MetricSpec, dedupe, evidence_recall_at_k, parse_metric_name
 

@@ -19,8 +19,9 @@ sensible at c = 0 and c = n — it shows how much a given n actually buys. The i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -127,7 +128,9 @@ def summarize(outcomes: Sequence[bool], k: int) -> TrialSummary:
     at_k = pass_at_k(n, c, k)  # validates n >= k >= 1 first, before n = 0 could reach Wilson
     low, high = wilson_interval(c, n)
     return TrialSummary(
-        n=n, c=c, k=k,
+        n=n,
+        c=c,
+        k=k,
         pass_at_k=at_k,
         pass_hat_k=pass_hat_k(n, c, k),
         wilson_low=low,

@@ -20,10 +20,10 @@ Conventions shared by all metrics:
 from __future__ import annotations
 
 import functools
-
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import AbstractSet, Callable, Iterable, Mapping, Sequence
 
 Metric = Callable[[Sequence[str], AbstractSet[str], int | None], float]
 
@@ -36,7 +36,9 @@ VALID_METRIC_NAMES: tuple[str, ...] = ("hit@k", "recall@k", "precision@k", "mrr"
 def _check_ranked(ranked: Iterable[str], where: str) -> None:
     # A str is a Sequence[str]: "c12" would silently be scored as ["c", "1", "2"].
     if isinstance(ranked, str):
-        raise TypeError(f"{where}: ranked must be a list of ids, got the single string {ranked!r}; wrap it: [{ranked!r}]")
+        raise TypeError(
+            f"{where}: ranked must be a list of ids, got the single string {ranked!r}; wrap it: [{ranked!r}]"
+        )
 
 
 def _check_k(k: int | None, where: str) -> None:
@@ -252,7 +254,9 @@ def _check_groups(groups: Sequence[AbstractSet[str]], where: str) -> None:
         )
     for i, group in enumerate(groups):
         if isinstance(group, str):
-            raise TypeError(f"{where}: evidence group #{i} is the string {group!r}, expected a set of ids: {{{group!r}}}")
+            raise TypeError(
+                f"{where}: evidence group #{i} is the string {group!r}, expected a set of ids: {{{group!r}}}"
+            )
         if not group:
             raise ValueError(f"{where}: evidence group #{i} is empty and can never be satisfied; remove it or add ids")
 
@@ -302,7 +306,9 @@ def mean_with_n(values: Sequence[float]) -> tuple[float | None, int]:
     n = len(values)
     for i, v in enumerate(values):
         if math.isnan(v):
-            raise ValueError(f"mean_with_n: value #{i} is NaN; a failed measurement must be counted as an error, not averaged")
+            raise ValueError(
+                f"mean_with_n: value #{i} is NaN; a failed measurement must be counted as an error, not averaged"
+            )
     if n == 0:
         return None, 0
     return math.fsum(values) / n, n

@@ -17,20 +17,54 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_eval import tiers
-from rag_eval.tier_names import DIALOGUE, JUDGE, PASSK
 from rag_eval.outputs.fmt import as_mapping
 from rag_eval.outputs.stages import lost_at, normalize_stage, stage_levels, stage_order, stage_rank, tier_rank
+from rag_eval.tier_names import DIALOGUE, JUDGE, PASSK
 
 # details keys rendered by a dedicated part of the expanded view; the rest is shown raw.
-_KNOWN_DETAILS = frozenset({
-    "stages", "gold", "gold_ranks", "degraded", "degradation_reason", "system", "answer", "refused", "generator",
-    "sources", "context", "checks", "usage", JUDGE, "judge_model", "engine", "judge_calls", "judge_mode",
-    "blame", "blame_side",
-    "trials", "n", "k", "c", "class", "trials_run", "deterministic_generator", "traceback",
-    # the dialogue tier (rag_eval.tiers.dialogue_case): shown as the transcript view
-    "transcript", "verdict", "evidence", "clarification_limit", "simulator", "calls", "dialogue_rates",
-    "hint_verdict", DIALOGUE, "not_finished",
-})
+_KNOWN_DETAILS = frozenset(
+    {
+        "stages",
+        "gold",
+        "gold_ranks",
+        "degraded",
+        "degradation_reason",
+        "system",
+        "answer",
+        "refused",
+        "generator",
+        "sources",
+        "context",
+        "checks",
+        "usage",
+        JUDGE,
+        "judge_model",
+        "engine",
+        "judge_calls",
+        "judge_mode",
+        "blame",
+        "blame_side",
+        "trials",
+        "n",
+        "k",
+        "c",
+        "class",
+        "trials_run",
+        "deterministic_generator",
+        "traceback",
+        # the dialogue tier (rag_eval.tiers.dialogue_case): shown as the transcript view
+        "transcript",
+        "verdict",
+        "evidence",
+        "clarification_limit",
+        "simulator",
+        "calls",
+        "dialogue_rates",
+        "hint_verdict",
+        DIALOGUE,
+        "not_finished",
+    }
+)
 
 
 class StringTable:
@@ -84,8 +118,11 @@ def _item_payload(
     if item is not None:
         golden.update(
             question=str(item.get("question") or item.get("opening") or ""),  # a dialogue item opens instead
-            history=[{"role": str(h.get("role", "")), "content": str(h.get("content", ""))}
-                     for h in item.get("history") or () if isinstance(h, Mapping)],
+            history=[
+                {"role": str(h.get("role", "")), "content": str(h.get("content", ""))}
+                for h in item.get("history") or ()
+                if isinstance(h, Mapping)
+            ],
             evidence=[_requirement(g) for g in item.get("evidence") or ()],
             key_facts=[_key_fact(f) for f in item.get("key_facts") or ()],
             reference=str(item.get("reference_answer") or ""),
@@ -156,13 +193,19 @@ def _tier_payload(case: Mapping[str, Any], table: StringTable, prefixes: tuple[s
         out["sources"] = [_source(s, table) for s in details["sources"] if isinstance(s, Mapping)]
     if isinstance(details.get("context"), list):
         out["context"] = [
-            {"chunk": table.ref(c.get("chunk_id")), "label": table.ref(c.get("label") or ""), "text": table.ref(c.get("text") or "")}
-            for c in details["context"] if isinstance(c, Mapping)
+            {
+                "chunk": table.ref(c.get("chunk_id")),
+                "label": table.ref(c.get("label") or ""),
+                "text": table.ref(c.get("text") or ""),
+            }
+            for c in details["context"]
+            if isinstance(c, Mapping)
         ]
     if isinstance(details.get("checks"), list):
         out["checks"] = [
             {"name": str(c.get("name", "")), "passed": bool(c.get("passed")), "message": str(c.get("message") or "")}
-            for c in details["checks"] if isinstance(c, Mapping)
+            for c in details["checks"]
+            if isinstance(c, Mapping)
         ]
     if tiers.judges_answers(tier) or JUDGE in details or "judge_model" in details:
         out[JUDGE] = _judge(details, failing=case.get("outcome") == "fail")
@@ -186,7 +229,9 @@ def _shown_metrics(metrics: Any, prefixes: tuple[str, ...]) -> dict[str, float]:
     return {
         str(k): round(float(v), 4)
         for k, v in metrics.items()
-        if isinstance(v, (int, float)) and not (prefixes and str(k).startswith(prefixes)) and not str(k).startswith("check.")
+        if isinstance(v, (int, float))
+        and not (prefixes and str(k).startswith(prefixes))
+        and not str(k).startswith("check.")
     }
 
 
@@ -289,7 +334,8 @@ def _passk(case: Mapping[str, Any], details: Mapping[str, Any], table: StringTab
                 "message": str(t.get("message") or ""),
                 "answer": table.ref(t.get("answer") or ""),
             }
-            for t in details["trials"] if isinstance(t, Mapping)
+            for t in details["trials"]
+            if isinstance(t, Mapping)
         ],
     }
 
@@ -300,12 +346,20 @@ def dialogue_payload(details: Mapping[str, Any], table: StringTable) -> dict[str
     the candidate before interception beside the final reply, and the failing steps."""
     transcript = as_mapping(details.get("transcript"))
     verdict = as_mapping(details.get("verdict"))
-    evidence = {int(e["turn"]): e for e in details.get("evidence") or () if isinstance(e, Mapping) and isinstance(e.get("turn"), int)}
+    evidence = {
+        int(e["turn"]): e
+        for e in details.get("evidence") or ()
+        if isinstance(e, Mapping) and isinstance(e.get("turn"), int)
+    }
     failed: dict[int, list[str]] = {}
     for f in verdict.get("findings") or ():
         if isinstance(f, Mapping) and isinstance(f.get("turn"), int):
             failed.setdefault(int(f["turn"]), []).append(f"{f.get('step')}: {f.get('message')}")
-    turns = [_dialogue_turn(as_mapping(t), evidence, failed, table) for t in transcript.get("turns") or () if isinstance(t, Mapping)]
+    turns = [
+        _dialogue_turn(as_mapping(t), evidence, failed, table)
+        for t in transcript.get("turns") or ()
+        if isinstance(t, Mapping)
+    ]
     rates = as_mapping(details.get("dialogue_rates"))
     return {
         "limit": details.get("clarification_limit"),
@@ -314,8 +368,11 @@ def dialogue_payload(details: Mapping[str, Any], table: StringTable) -> dict[str
         "error": str(transcript.get("error") or ""),
         "step": verdict.get("step"),
         "turn": verdict.get("turn"),
-        "findings": [f"{f.get('step')}{' at turn ' + str(f['turn']) if f.get('turn') is not None else ''}: {f.get('message')}"
-                     for f in verdict.get("findings") or () if isinstance(f, Mapping)],
+        "findings": [
+            f"{f.get('step')}{' at turn ' + str(f['turn']) if f.get('turn') is not None else ''}: {f.get('message')}"
+            for f in verdict.get("findings") or ()
+            if isinstance(f, Mapping)
+        ],
         "calls": {str(k): v for k, v in as_mapping(details.get("calls")).items() if isinstance(v, int)},
         "rates": {str(k): [as_mapping(v).get("numerator"), as_mapping(v).get("denominator")] for k, v in rates.items()},
         "hint_verdict": dict(details["hint_verdict"]) if isinstance(details.get("hint_verdict"), Mapping) else None,
@@ -372,9 +429,14 @@ def _dialogue_turn(
             "problem": str(e.get("problem") or ""),
             "note": str(e.get("note") or ""),
             "items": [
-                {"id": table.ref(i.get("id")), "doc": str(i.get("doc_id") or ""), "text": table.ref(str(i.get("text") or "")),
-                 "gold": bool(i.get("gold"))}
-                for i in e.get("items") or () if isinstance(i, Mapping)
+                {
+                    "id": table.ref(i.get("id")),
+                    "doc": str(i.get("doc_id") or ""),
+                    "text": table.ref(str(i.get("text") or "")),
+                    "gold": bool(i.get("gold")),
+                }
+                for i in e.get("items") or ()
+                if isinstance(i, Mapping)
             ],
         }
     return out

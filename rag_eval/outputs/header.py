@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_eval.judge.blame import RUN_KEY as BLAME_KEY, summary_line
+from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
+from rag_eval.judge.blame import summary_line
 from rag_eval.outputs.fmt import as_mapping, fmt_scalar
 from rag_eval.outputs.stages import tier_rank
 
@@ -49,7 +50,12 @@ def build_header(
     system = as_mapping(run.get("system"))
     commit = run.get("commit")
     rows: list[tuple[str, Any]] = [
-        ("commit", (_short(commit, 12) or "") + (" (dirty: uncommitted changes)" if run.get("dirty") else "") if commit else None),
+        (
+            "commit",
+            (_short(commit, 12) or "") + (" (dirty: uncommitted changes)" if run.get("dirty") else "")
+            if commit
+            else None,
+        ),
         ("time", run.get("time")),
         ("dataset", run.get("dataset")),
         ("dataset fingerprint", run.get("dataset_fingerprint")),
@@ -60,7 +66,10 @@ def build_header(
         ("embedder", system.get("embedder")),
         ("reranker", system.get("reranker")),
         ("generator", system.get("generator")),
-        ("thresholds", run.get("thresholds") or "none (built-in gates: error_rate = 0, at least one case run per tier)"),
+        (
+            "thresholds",
+            run.get("thresholds") or "none (built-in gates: error_rate = 0, at least one case run per tier)",
+        ),
         ("thresholds sha256", _short(run.get("thresholds_sha256"), 16)),
         ("split", run.get("split")),
         ("tags", run.get("tags")),
@@ -73,15 +82,25 @@ def build_header(
     merged = run.get("merged_from")
     if isinstance(merged, list) and merged:
         rows.append(("merged from", [as_mapping(m).get("path", m) for m in merged]))
-    full = {"commit": commit, "corpus hash": run.get("corpus_hash"), "golden set sha256": run.get("golden_sha256"),
-            "thresholds sha256": run.get("thresholds_sha256")}
+    full = {
+        "commit": commit,
+        "corpus hash": run.get("corpus_hash"),
+        "golden set sha256": run.get("golden_sha256"),
+        "thresholds sha256": run.get("thresholds_sha256"),
+    }
     fields = tuple(
         Field(label, fmt_scalar(value), str(full[label]) if full.get(label) else "")
         for label, value in rows
         if value not in (None, "", [], {})
     )
-    return Header(verdict, verdict_text, fields, _usage(run), tuple(_warnings(results, run, items, cases)),
-                  summary_line(run.get(BLAME_KEY)))
+    return Header(
+        verdict,
+        verdict_text,
+        fields,
+        _usage(run),
+        tuple(_warnings(results, run, items, cases)),
+        summary_line(run.get(BLAME_KEY)),
+    )
 
 
 def _short(value: Any, keep: int) -> str | None:
@@ -134,7 +153,9 @@ def _warnings(
             "shown and the gates were not decided on the full set"
         )
     if verdict == "shard":
-        out.append("this is one shard of a sharded run: gates are evaluated over all shards by `python -m rag_eval merge`")
+        out.append(
+            "this is one shard of a sharded run: gates are evaluated over all shards by `python -m rag_eval merge`"
+        )
     if not results.get("gates") and verdict not in ("shard",):
         out.append("no gates were evaluated (no thresholds file, or no tier with gates ran)")
     if cases and not items:

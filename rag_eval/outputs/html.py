@@ -16,8 +16,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -37,7 +37,11 @@ TEMPLATE = "report.html.j2"
 PAGE_SIZE = 200
 # (character, escape) pairs; str.replace per pair is ~30x faster than str.translate here.
 _SCRIPT_ESCAPES: tuple[tuple[str, str], ...] = (
-    ("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"),
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
 )
 
 
@@ -107,8 +111,14 @@ def render_html(results: Mapping[str, Any]) -> str:
         data = build_case_data(results, [r.id for r in view.rows])
         template = _environment().get_template(TEMPLATE)
         index = {**view.filter_index(), "page": PAGE_SIZE}
-        return template.render(view=view, index=index, case_data=data, page_size=PAGE_SIZE, labels=_labels(results),
-                               charts=_charts(results))
+        return template.render(
+            view=view,
+            index=index,
+            case_data=data,
+            page_size=PAGE_SIZE,
+            labels=_labels(results),
+            charts=_charts(results),
+        )
 
 
 def _labels(results: Mapping[str, Any]) -> dict[str, Any] | None:

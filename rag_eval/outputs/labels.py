@@ -5,8 +5,9 @@ labels left out. Every text here is plain; each output escapes it its own way.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval.stats.interval import Interval, fmt_interval
 
@@ -50,12 +51,19 @@ def label_rows(block: Mapping[str, Any] | None) -> list[LabelRow]:
             agreement = f"Spearman {_num(m['spearman'])}, MAE {_num(m['mae'])}"
         else:
             agreement = f"{_num(m['accuracy'])} accuracy"
-        out.append(LabelRow(
-            metric=str(m["metric"]), labelled=f"{m['n_labelled']} of {m['n_judged']} judged",
-            agreement=agreement, kappa=_num(m["kappa"]), bias=_signed(m["bias"]),
-            judge_only=_interval(m["judge_only"]), labels_only=_interval(m["labels_only"]),
-            ppi=_interval(m["ppi"]), lam="n/a" if m["lam"] is None else f"{float(m['lam']):.2f}",
-        ))
+        out.append(
+            LabelRow(
+                metric=str(m["metric"]),
+                labelled=f"{m['n_labelled']} of {m['n_judged']} judged",
+                agreement=agreement,
+                kappa=_num(m["kappa"]),
+                bias=_signed(m["bias"]),
+                judge_only=_interval(m["judge_only"]),
+                labels_only=_interval(m["labels_only"]),
+                ppi=_interval(m["ppi"]),
+                lam="n/a" if m["lam"] is None else f"{float(m['lam']):.2f}",
+            )
+        )
     return out
 
 
@@ -80,9 +88,12 @@ def terminal_lines(block: Mapping[str, Any] | None) -> list[str]:
     rows = label_rows(block)
     conf = confidence_of(block)
     out = [f"human labels: {len(rows)} labelled metric(s), {conf} intervals"]
-    out += [f"  {r.metric}: {r.labelled}, agreement {r.agreement}, κ {r.kappa}, bias {r.bias}; "
-            f"judge-only {r.judge_only}, labels-only {r.labels_only}, PPI++ {r.ppi} (λ {r.lam})" for r in rows]
-    left = (block.get("left_out") or ())
+    out += [
+        f"  {r.metric}: {r.labelled}, agreement {r.agreement}, κ {r.kappa}, bias {r.bias}; "
+        f"judge-only {r.judge_only}, labels-only {r.labels_only}, PPI++ {r.ppi} (λ {r.lam})"
+        for r in rows
+    ]
+    left = block.get("left_out") or ()
     if left:
         out.append(f"  {len(left)} label(s) left out (not used):")
         out += [f"    {line}" for line in left_out_lines(block, LEFT_OUT_SHOWN)]

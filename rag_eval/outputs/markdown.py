@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
-from rag_eval.outputs.labels import LabelRow, confidence_of, label_rows
-from rag_eval.results.baseline import tier_notes
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import row_pulling_down
-from rag_eval.judge.blame import RUN_KEY as BLAME_KEY, summary_line
+from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
+from rag_eval.judge.blame import summary_line
 from rag_eval.outputs.fmt import as_mapping, interval_words
+from rag_eval.outputs.labels import LabelRow, confidence_of, label_rows
+from rag_eval.results.baseline import tier_notes
 from rag_eval.results.file import case_key, case_results, run_of
 
 MARKER = "<!-- rag-eval-summary -->"
@@ -37,9 +39,7 @@ VERDICTS: dict[str, str] = {
 # HTML-significant characters become entities; of the ASCII punctuation CommonMark lets
 # be backslash-escaped, these would otherwise start code, emphasis, links, table
 # cells, GitHub maths or strikethrough. One translate pass does both.
-_INERT = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", **{ch: "\\" + ch for ch in "\\`*_[]|$~"}}
-)
+_INERT = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", **{ch: "\\" + ch for ch in "\\`*_[]|$~"}})
 _WHITESPACE = re.compile(r"\s+")
 # "@name" mentions a user and "#12" links an issue (both notify from a PR comment);
 # "recall@5" and "C#" do neither, so they stay as they are.
@@ -306,11 +306,16 @@ def _statistics(g: Mapping[str, Any]) -> str:
 
 def _labels_section(block: Mapping[str, Any]) -> _Section:
     """Judge against the human labels: agreement and the three estimates (``outputs.labels``)."""
-    heading = [f"### Judge vs human labels ({confidence_of(block)} intervals)", "",
-               "| metric | labelled | agreement | κ | bias | judge-only | labels-only | PPI++ | λ |",
-               "|---|---|---|---:|---:|---|---|---|---:|"]
+    heading = [
+        f"### Judge vs human labels ({confidence_of(block)} intervals)",
+        "",
+        "| metric | labelled | agreement | κ | bias | judge-only | labels-only | PPI++ | λ |",
+        "|---|---|---|---:|---:|---|---|---|---:|",
+    ]
     left = len(block.get("left_out") or ())
-    more = "… and {n} more labelled metrics in the results file" + (f"; {left} label(s) left out (results file: labels.left_out)" if left else "")
+    more = "… and {n} more labelled metrics in the results file" + (
+        f"; {left} label(s) left out (results file: labels.left_out)" if left else ""
+    )
     return _Section(heading, label_rows(block), more, _label_row)
 
 
@@ -355,7 +360,9 @@ def _transition_sections(
     if not newly:
         yield _Section([title, "", "No case that passed on the baseline fails now."], [], "")
     else:
-        yield _Section([title, ""], newly, "- … and {n} more", lambda t: _case_line(results, cases, t, now=t.get("now")))
+        yield _Section(
+            [title, ""], newly, "- … and {n} more", lambda t: _case_line(results, cases, t, now=t.get("now"))
+        )
     flaky = transitions.get("stable_to_flaky") or []
     if flaky:
         yield _Section(

@@ -9,14 +9,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rag_eval.tier_names import JUDGE
 from rag_eval import tiers
+from rag_eval.tier_names import JUDGE
 
 # Where a case can fail after retrieval, in order; the retrieval part comes from the
 # system's own declared stages (each case's details.stage_levels), never from here.
 AFTER_RETRIEVAL: tuple[str, ...] = (
-    "retrieval", "generation", "citation", JUDGE,
-    "clarification", "hint", "interception",  # a dialogue's steps after its retrieval (rag_eval.dialogue.verdict)
+    "retrieval",
+    "generation",
+    "citation",
+    JUDGE,
+    "clarification",
+    "hint",
+    "interception",  # a dialogue's steps after its retrieval (rag_eval.dialogue.verdict)
 )
 UNATTRIBUTED = "unattributed"  # a failing case that names no stage
 FAILING: frozenset[str] = frozenset({"fail", "error"})  # outcomes that have a failed stage

@@ -77,7 +77,8 @@ def _svg(width: float, height: float, label: str, body: list[str], cls: str) -> 
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="{cls}" width="{_f(width)}" height="{_f(height)}" '
         f'viewBox="0 0 {_f(width)} {_f(height)}" role="img" aria-label="{esc(label)}"><title>{esc(label)}</title>'
-        + "".join(body) + "</svg>"
+        + "".join(body)
+        + "</svg>"
     )
 
 
@@ -186,8 +187,10 @@ def recall_svg(curves: Mapping[str, Sequence[tuple[int, float]]]) -> str:
         coords = " ".join(f"{_f(xs.x(k))},{_f(ys.x(v))}" for k, v in points)
         body.append(f'<polyline class="curve" fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>')
         for k, v in points:
-            body.append(f'<circle cx="{_f(xs.x(k))}" cy="{_f(ys.x(v))}" r="3" fill="{color}">'
-                        f"<title>{esc(stage)} recall@{k} = {v:.3f}</title></circle>")
+            body.append(
+                f'<circle cx="{_f(xs.x(k))}" cy="{_f(ys.x(v))}" r="3" fill="{color}">'
+                f"<title>{esc(stage)} recall@{k} = {v:.3f}</title></circle>"
+            )
         ly = 20.0 + 16 * i
         body.append(f'<rect x="{_f(CURVE_W - 120)}" y="{_f(ly - 8)}" width="10" height="10" fill="{color}"/>')
         body.append(f'<text class="legend" x="{_f(CURVE_W - 105)}" y="{_f(ly + 1)}">{esc(stage[:20])}</text>')
@@ -204,7 +207,9 @@ def _curve_axes(xs: Scale, ys: Scale, ks: Sequence[int]) -> list[str]:
         out.append(f'<text class="tick" x="{_f(xs.x(k))}" y="{_f(bottom + 14)}" text-anchor="middle">{k}</text>')
     for v in (0.0, 0.5, 1.0):
         out.append(f'<text class="tick" x="{_f(left - 4)}" y="{_f(ys.x(v) + 4)}" text-anchor="end">{v:.1f}</text>')
-    out.append(f'<text class="tick" x="{_f((left + xs.right) / 2)}" y="{_f(CURVE_H - 4)}" text-anchor="middle">k</text>')
+    out.append(
+        f'<text class="tick" x="{_f((left + xs.right) / 2)}" y="{_f(CURVE_H - 4)}" text-anchor="middle">k</text>'
+    )
     return out
 
 

@@ -25,20 +25,19 @@ from typing import Any
 
 from rag_eval.gates.gate import row_pulling_down
 from rag_eval.gates.result import GateResult
-from rag_eval.results.baseline import tier_notes
-from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, interval_words, truncate
 from rag_eval.outputs.header import Header, build_header
 from rag_eval.outputs.stages import (
-    stage_levels,
-    stage_order,
     FAILING,
     case_stage,
     earliest_stage,
     normalize_stage,
+    stage_levels,
+    stage_order,
     stage_rank,
     tier_rank,
 )
+from rag_eval.results.baseline import tier_notes
 from rag_eval.results.case import CaseResult
 
 TRANSITIONS: tuple[tuple[str, str], ...] = (
@@ -280,7 +279,11 @@ def _gates(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> tu
     if not raw:
         return ()
     objects = [CaseResult.from_dict(c) for c in cases]
-    base = {str(b.get("metric")): b for b in as_mapping(results.get("baseline")).get("gates") or () if isinstance(b, Mapping)}
+    base = {
+        str(b.get("metric")): b
+        for b in as_mapping(results.get("baseline")).get("gates") or ()
+        if isinstance(b, Mapping)
+    }
     out = []
     for i, row in enumerate(raw):
         g = GateResult.from_dict(row)
@@ -357,9 +360,7 @@ def _stage_counts(rows: Sequence[CaseRow], tiers: Sequence[str], order: Sequence
                 row = per_tier.setdefault(o.stage, {})
                 row[o.tier] = row.get(o.tier, 0) + 1
     stages = sorted(set(items) | set(per_tier), key=lambda s: stage_rank(s, order))
-    return tuple(
-        StageCount(s, items.get(s, 0), {t: per_tier.get(s, {}).get(t, 0) for t in tiers}) for s in stages
-    )
+    return tuple(StageCount(s, items.get(s, 0), {t: per_tier.get(s, {}).get(t, 0) for t in tiers}) for s in stages)
 
 
 def _tier_counts(cases: Sequence[Mapping[str, Any]], tiers: Sequence[str]) -> tuple[TierCount, ...]:
@@ -416,4 +417,3 @@ def _newly_failing(baseline: BaselineView | None) -> dict[str, tuple[str, ...]]:
             for t in grp.entries:
                 out.setdefault(t.id, []).append(t.tier)
     return {k: tuple(v) for k, v in out.items()}
-

@@ -22,7 +22,8 @@ never runs ahead (rag_app in process) that look, repeated ~65 times per test, co
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -122,7 +123,9 @@ class Ahead:
                 self._ahead[tier] = False
         return self._ahead[tier]
 
-    def _upcoming(self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None) -> Iterator[pytest.Item]:
+    def _upcoming(
+        self, eval_session: EvalSession, node: pytest.Item, nextitem: pytest.Item | None
+    ) -> Iterator[pytest.Item]:
         """``node``, then the tests this process runs after it (module doc), up to the horizon;
         in a serial run only those that may still be started."""
         yield node
@@ -144,7 +147,9 @@ class Ahead:
         if start is not None:
             yield from self._open_between(eval_session, items, start + 1, start + 1 + self.horizon)
 
-    def _open_between(self, eval_session: EvalSession, items: list[pytest.Item], low: int, high: int) -> list[pytest.Item]:
+    def _open_between(
+        self, eval_session: EvalSession, items: list[pytest.Item], low: int, high: int
+    ) -> list[pytest.Item]:
         """The tests at positions ``low`` to ``high`` (excluded) that may still be started,
         looking at those not looked at before."""
         for index in range(max(self._scanned, low), min(high, len(items))):

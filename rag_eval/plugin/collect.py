@@ -4,8 +4,9 @@ parameters or, without such a module, through the plugin's own :class:`GoldenSet
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -83,7 +84,9 @@ class GoldenSetFile(pytest.File):
         for tier in tiers.all_tiers():  # passk takes dialogues too: k independent replays
             for golden in [i for i in items if tier.applies(i)]:
                 name = f"{tier.name}[{golden.id}]"
-                yield GoldenCase.from_parent(self, name=name, tier=tier.name, golden=golden, **_case_id(self, tier.name, golden.id))
+                yield GoldenCase.from_parent(
+                    self, name=name, tier=tier.name, golden=golden, **_case_id(self, tier.name, golden.id)
+                )
 
 
 def _case_id(parent: pytest.File, tier: str, golden_id: str) -> dict[str, Any]:
@@ -125,8 +128,14 @@ def runner(config: pytest.Config, node: pytest.Item) -> CaseRunner:
     # A serial run hands the case to the controller in this process; --json-report keeps
     # the full case on the report, where that report's readers expect it.
     inbox = run.controller.inbox if run.controller is not None and not run.config.keep_full else None
-    return CaseRunner(started_session(run), node, strict=run.config.strict, progress_total=run.progress_total,
-                      ahead=run.ahead.prefetcher if run.ahead is not None else None, inbox=inbox)
+    return CaseRunner(
+        started_session(run),
+        node,
+        strict=run.config.strict,
+        progress_total=run.progress_total,
+        ahead=run.ahead.prefetcher if run.ahead is not None else None,
+        inbox=inbox,
+    )
 
 
 def add_golden_set_cases(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, cast
+from typing import Any, cast
 
 import pytest
 
@@ -23,9 +24,9 @@ from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
 from rag_eval.heap import paused
 from rag_eval.labels.compare import LabelReport, compare_labels
+from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
 from rag_eval.plugin.junit import write_junit
 from rag_eval.plugin.lastfailed import GateModeFailures
-from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
 from rag_eval.plugin.run import DatasetInputError, Run, StartError
 from rag_eval.plugin.runner import HANDED_OVER, PROGRESS_TOTAL_PROPERTY
 from rag_eval.plugin.terminal import Progress
@@ -220,7 +221,9 @@ class Controller:
             self.passed = False
         gates = [*self.gates, *self.regression] if complete and not sharded else []
         write_junit(self.pytest_config, results, gates, self.redactor, self.write_error)
-        if self.write_error is not None or (complete and (not self.passed or self.written is None or self.written.problems)):
+        if self.write_error is not None or (
+            complete and (not self.passed or self.written is None or self.written.problems)
+        ):
             session.testsfailed += 1
 
     def _results(self, complete: bool, sharded: bool) -> RunResults:
@@ -231,14 +234,25 @@ class Controller:
         # A shard holds part of the cases: its numbers are not the run's, so the merge gates.
         labels = self.run.config.labels
         # labels against the whole run's judge: a shard holds part of it (the merge has no labels)
-        self.label_report = compare_labels(labels, {"cases": [c.to_dict() for c in cases]}) if labels is not None and not sharded else None
+        self.label_report = (
+            compare_labels(labels, {"cases": [c.to_dict() for c in cases]})
+            if labels is not None and not sharded
+            else None
+        )
         self.gates = run_gates(thresholds, cases, self.label_report) if not sharded else []
         info = {**self._run_info(), "complete": complete}
         # the index was built (or loaded) by the controller: its build is part of run.system
         system = {k: str(v) for k, v in self.warm_build.items()} if self.warm_build and info.get("workers") else None
         done = conclude(
-            info, cases, self.gates, thresholds, self.baseline, self._golden_of(cases),
-            complete=complete, sharded=sharded, system=system,
+            info,
+            cases,
+            self.gates,
+            thresholds,
+            self.baseline,
+            self._golden_of(cases),
+            complete=complete,
+            sharded=sharded,
+            system=system,
         )
         self.passed = done.passed
         self.regression = list(done.comparison.gates)

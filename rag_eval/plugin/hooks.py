@@ -14,7 +14,8 @@ from __future__ import annotations
 import shutil
 import signal
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -154,7 +155,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and run is not None and run.config.shard is not None:
         session.exitstatus = pytest.ExitCode.OK
     stepwise = session.config.getoption("stepwise", False)
-    if run is not None and stepwise and exitstatus == pytest.ExitCode.INTERRUPTED and session.shouldstop and session.testsfailed:
+    if (
+        run is not None
+        and stepwise
+        and exitstatus == pytest.ExitCode.INTERRUPTED
+        and session.shouldstop
+        and session.testsfailed
+    ):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 

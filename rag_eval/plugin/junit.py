@@ -5,7 +5,8 @@ gate as a failing test, not a green build that exited 1."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 import pytest
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from rag_eval.tier_names import JUDGE
 from rag_eval import tiers
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
 from rag_eval.dataset import DatasetPaths
@@ -27,24 +26,36 @@ from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
 from rag_eval.session import EvalConfig
 from rag_eval.shard import Shard
+from rag_eval.tier_names import JUDGE
 
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 CONCURRENCY_VAR = "RAG_EVAL_CONCURRENCY"
 
 
-
 def _add_output_options(parser: pytest.Parser) -> None:
     out = parser.getgroup("rag_eval_outputs", "RAG evaluation: report, summary and baseline")
-    out.addoption("--rag-report", default=None, metavar="PATH", help="where to write the HTML report (default: beside --rag-results, same name, .html)")
+    out.addoption(
+        "--rag-report",
+        default=None,
+        metavar="PATH",
+        help="where to write the HTML report (default: beside --rag-results, same name, .html)",
+    )
     out.addoption("--rag-no-report", action="store_true", help="do not write the HTML report (e.g. on shards)")
-    out.addoption("--rag-summary-md", default=None, metavar="PATH", help="append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)")
+    out.addoption(
+        "--rag-summary-md",
+        default=None,
+        metavar="PATH",
+        help="append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)",
+    )
     out.addoption("--rag-artifact-url", default=None, help="link to the uploaded report, shown in the Markdown summary")
-    out.addoption("--rag-baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with")
+    out.addoption(
+        "--rag-baseline", default=None, metavar="PATH", help="an earlier results file (e.g. main's) to compare with"
+    )
     out.addoption(
         "--rag-baseline-mismatch",
         choices=MISMATCH_MODES,
         default="error",
-        help="a baseline of another dataset: error (default) stops the run; warn runs without the comparison and says why",
+        help="a baseline of another dataset: error (default) stops the run; warn runs without the comparison and says why",  # noqa: E501
     )
 
 
@@ -52,20 +63,46 @@ def add_options(parser: pytest.Parser) -> None:
     """Every option and ini key of the plugin (``pytest_addoption``)."""
     _add_output_options(parser)
     group = parser.getgroup("rag_eval", "RAG evaluation gate")
-    group.addoption("--rag-dataset", help="folder with a golden set (golden.jsonl or qa.jsonl) and optionally a corpus (corpus/, corpus.jsonl or *.md)")
+    group.addoption(
+        "--rag-dataset",
+        help="folder with a golden set (golden.jsonl or qa.jsonl) and optionally a corpus (corpus/, corpus.jsonl or *.md)",  # noqa: E501
+    )
     group.addoption("--rag-golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --rag-dataset)")
     group.addoption("--rag-thresholds", help="gates file (default: thresholds.toml)")
-    group.addoption("--rag-results", default=None, metavar="PATH", help="where to write the results JSON (default: ini rag_eval_results, reports/eval-results.json)")
+    group.addoption(
+        "--rag-results",
+        default=None,
+        metavar="PATH",
+        help="where to write the results JSON (default: ini rag_eval_results, reports/eval-results.json)",
+    )
     group.addoption("--rag-split", choices=("tune", "holdout", "all"), default="all", help="golden split to run")
-    group.addoption("--rag-shard", default=None, metavar="I/N", help="run shard I of N (a stable partition by golden id); merge with `python -m rag_eval merge`")
+    group.addoption(
+        "--rag-shard",
+        default=None,
+        metavar="I/N",
+        help="run shard I of N (a stable partition by golden id); merge with `python -m rag_eval merge`",
+    )
     group.addoption("--rag-tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
     group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
-    group.addoption("--rag-top-k", type=int, help="how many items to ask the system for (the call's top_k, for every system)")
-    parser.addini("rag_eval_dataset", "default --rag-dataset (relative to the ini file); the plugin is inert without a dataset or golden set", default="")
+    group.addoption(
+        "--rag-top-k", type=int, help="how many items to ask the system for (the call's top_k, for every system)"
+    )
+    parser.addini(
+        "rag_eval_dataset",
+        "default --rag-dataset (relative to the ini file); the plugin is inert without a dataset or golden set",
+        default="",
+    )
     parser.addini("rag_eval_golden_set", "default --rag-golden-set (relative to the ini file)", default="")
-    parser.addini("rag_eval_results", "default --rag-results (relative to the ini file)", default="reports/eval-results.json")
+    parser.addini(
+        "rag_eval_results", "default --rag-results (relative to the ini file)", default="reports/eval-results.json"
+    )
     parser.addini("rag_eval_thresholds", "default --rag-thresholds", default="thresholds.toml")
-    group.addoption("--rag-dialogues", default=None, metavar="PATH", help="dialogue set JSONL (default: dialogues.jsonl beside the golden set)")
+    group.addoption(
+        "--rag-dialogues",
+        default=None,
+        metavar="PATH",
+        help="dialogue set JSONL (default: dialogues.jsonl beside the golden set)",
+    )
     group.addoption(
         "--rag-case-failures",
         choices=CASE_FAILURE_MODES,
@@ -74,23 +111,54 @@ def add_options(parser: pytest.Parser) -> None:
         "strict: every failing or erroring case fails its test",
     )
     group.addoption(
-        "--rag-case-timeout", type=float, default=None, metavar="SECONDS",
+        "--rag-case-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
         help="a case that takes longer ends as an error naming the limit; the other cases go on (default: no limit)",
     )
     parser.addini("rag_eval_case_failures", "default --rag-case-failures (gate or strict)", default="gate")
     group.addoption(
-        "--rag-concurrency", type=int, default=None, metavar="N",
+        "--rag-concurrency",
+        type=int,
+        default=None,
+        metavar="N",
         help=f"cases whose model or service calls run ahead of their tests, at once, in each process (default "
         f"{DEFAULT_CONCURRENCY}, or ini rag_eval_concurrency, or {CONCURRENCY_VAR}; 1 = one call at a time)",
     )
     parser.addini("rag_eval_concurrency", f"default --rag-concurrency (default {DEFAULT_CONCURRENCY})", default="")
-    judge = parser.getgroup("rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)")
-    judge.addoption("--rag-judge-engine", choices=("native", "deepeval"), default="native", help="native: one call per case (default); deepeval: deepeval's metrics on the same client")
-    judge.addoption("--rag-fresh", action="store_true", help="ignore the judge response cache (answers are still stored)")
-    judge.addoption("--rag-judge-cache", default=None, help="judge response cache folder (default .rag_cache/judge; keep it between CI runs)")
-    judge.addoption("--rag-judge-prices", default=None, metavar="TOML", help='[prices."model"] prompt = USD per 1M tokens, completion = ...')
-    judge.addoption("--rag-judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent")
-    judge.addoption("--rag-judge-budget-tokens", type=int, default=None, help="stop issuing judge calls once this many tokens are used")
+    judge = parser.getgroup(
+        "rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)"
+    )
+    judge.addoption(
+        "--rag-judge-engine",
+        choices=("native", "deepeval"),
+        default="native",
+        help="native: one call per case (default); deepeval: deepeval's metrics on the same client",
+    )
+    judge.addoption(
+        "--rag-fresh", action="store_true", help="ignore the judge response cache (answers are still stored)"
+    )
+    judge.addoption(
+        "--rag-judge-cache",
+        default=None,
+        help="judge response cache folder (default .rag_cache/judge; keep it between CI runs)",
+    )
+    judge.addoption(
+        "--rag-judge-prices",
+        default=None,
+        metavar="TOML",
+        help='[prices."model"] prompt = USD per 1M tokens, completion = ...',
+    )
+    judge.addoption(
+        "--rag-judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent"
+    )
+    judge.addoption(
+        "--rag-judge-budget-tokens",
+        type=int,
+        default=None,
+        help="stop issuing judge calls once this many tokens are used",
+    )
     judge.addoption(
         "--rag-deepeval-metrics",
         default=",".join(DEEPEVAL_DEFAULT_METRICS),
@@ -99,10 +167,18 @@ def add_options(parser: pytest.Parser) -> None:
     passk = parser.getgroup("rag_eval_passk", "RAG evaluation: repeated trials")
     passk.addoption("--rag-passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
     passk.addoption("--rag-passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
-    judge.addoption("--rag-human-labels", default=None, metavar="PATH",
-                    help="human labels (JSONL, docs/human-labels.md): judge-human agreement and corrected estimates")
+    judge.addoption(
+        "--rag-human-labels",
+        default=None,
+        metavar="PATH",
+        help="human labels (JSONL, docs/human-labels.md): judge-human agreement and corrected estimates",
+    )
     parser.addini("rag_eval_human_labels", "default --rag-human-labels (relative to the rootdir)", default="")
-    judge.addoption("--rag-geval-criteria", default=None, help="with --rag-judge-engine deepeval: also run a GEval rubric with these criteria")
+    judge.addoption(
+        "--rag-geval-criteria",
+        default=None,
+        help="with --rag-judge-engine deepeval: also run a GEval rubric with these criteria",
+    )
     _add_pipeline_options(parser)
 
 
@@ -111,11 +187,17 @@ def _add_pipeline_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rag-pipeline",
         default=None,
-        help="the system under test (no default): rag_app (in process), http, dify, or package.module:factory for your own object",
+        help="the system under test (no default): rag_app (in process), http, dify, or package.module:factory for your own object",  # noqa: E501
     )
-    group.addoption("--rag-pipeline-config", default=None, metavar="TOML", help="adapter configuration (url, field paths, gold mode)")
+    group.addoption(
+        "--rag-pipeline-config",
+        default=None,
+        metavar="TOML",
+        help="adapter configuration (url, field paths, gold mode)",
+    )
     parser.addini("rag_eval_pipeline", "default --rag-pipeline", default="")
     parser.addini("rag_eval_pipeline_config", "default --rag-pipeline-config (relative to the ini file)", default="")
+
 
 @dataclass(frozen=True)
 class InputSource:
@@ -193,7 +275,9 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         dialogues=config.getoption("rag_dialogues"),
         results_path=results,
         # the report follows the results file it renders (same folder and stem)
-        report_path=None if config.getoption("rag_no_report") else (_rooted(root, report) if report else results.with_suffix(".html")),
+        report_path=None
+        if config.getoption("rag_no_report")
+        else (_rooted(root, report) if report else results.with_suffix(".html")),
         summary_path=Path(config.getoption("rag_summary_md")) if config.getoption("rag_summary_md") else None,
         artifact_url=config.getoption("rag_artifact_url"),
         baseline_path=Path(baseline) if baseline is not None else None,
@@ -210,7 +294,11 @@ def _human_labels(config: pytest.Config, root: Path) -> tuple[Label, ...] | None
     ini = str(config.getini("rag_eval_human_labels"))
     if not given and not ini:
         return None
-    where = "--rag-human-labels" if given else f"ini rag_eval_human_labels (in {config.inipath.name if config.inipath else 'the ini file'})"
+    where = (
+        "--rag-human-labels"
+        if given
+        else f"ini rag_eval_human_labels (in {config.inipath.name if config.inipath else 'the ini file'})"
+    )
     try:
         return tuple(load_labels(Path(given) if given else _rooted(root, ini)))
     except LabelsError as exc:
@@ -226,16 +314,27 @@ def _pipeline_spec(config: pytest.Config) -> PipelineSpec:
     # imports it (it stays in sys.modules). Only then: left on sys.path, those folders would
     # make the repository's modules importable to the user's own unit tests too, which then
     # pass only when rag options are given (issue 20.11).
-    added = [f for f in dict.fromkeys((str(config.invocation_params.dir), str(project_base(config)))) if f not in sys.path]
+    added = [
+        f for f in dict.fromkeys((str(config.invocation_params.dir), str(project_base(config)))) if f not in sys.path
+    ]
     sys.path[:0] = added
     try:
         return load_spec(config.getoption("rag_pipeline"), path, default=config.getini("rag_eval_pipeline") or None)
     except AdapterConfigError as exc:
         # only the ini keys the run actually took: a --rag-pipeline-config file names its own pipeline
-        ini = [key for key, options in (("rag_eval_pipeline_config", ("rag_pipeline_config",)),
-                                        ("rag_eval_pipeline", ("rag_pipeline", "rag_pipeline_config")))
-               if config.getini(key) and not any(config.getoption(o) for o in options)]
-        source = f" (set by ini {', '.join(ini)} in {config.inipath.name if config.inipath else 'the ini file'})" if ini else ""
+        ini = [
+            key
+            for key, options in (
+                ("rag_eval_pipeline_config", ("rag_pipeline_config",)),
+                ("rag_eval_pipeline", ("rag_pipeline", "rag_pipeline_config")),
+            )
+            if config.getini(key) and not any(config.getoption(o) for o in options)
+        ]
+        source = (
+            f" (set by ini {', '.join(ini)} in {config.inipath.name if config.inipath else 'the ini file'})"
+            if ini
+            else ""
+        )
         raise pytest.UsageError(f"rag-eval pipeline{source}: {exc}") from None
     finally:
         for folder in added:
@@ -261,6 +360,7 @@ def _inputs(config: pytest.Config) -> InputSource | None:
         return None
     return InputSource(Path(dataset) if dataset else None, Path(golden) if golden else None, where)
 
+
 def project_base(config: pytest.Config) -> Path:
     """What the plugin's default and relative paths (thresholds.toml, reports/, .rag_cache,
     the ini keys' values) are relative to: ``--rootdir`` when given, else the folder of the
@@ -274,9 +374,11 @@ def project_base(config: pytest.Config) -> Path:
         return config.inipath.parent
     return config.invocation_params.dir
 
+
 def _rooted(root: Path, path: str) -> Path:
     p = Path(path)
     return p if p.is_absolute() else root / p
+
 
 def _judge_config(config: pytest.Config, root: Path, concurrency: int) -> JudgeConfig:
     from rag_eval.judge.config import load_prices
@@ -296,6 +398,7 @@ def _judge_config(config: pytest.Config, root: Path, concurrency: int) -> JudgeC
     except (ConfigError, ValueError, OSError) as exc:
         raise pytest.UsageError(f"judge configuration: {exc}") from None
 
+
 def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
     names = tuple(n.strip() for n in str(config.getoption("rag_deepeval_metrics")).split(",") if n.strip())
     unknown = [n for n in names if n not in DEEPEVAL_ENGINE_METRICS]
@@ -304,6 +407,7 @@ def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
             f"--rag-deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_ENGINE_METRICS)}"
         )
     return names
+
 
 def _check_tier_options(cfg: EvalConfig) -> None:
     """Every tier's options read and checked once, at start-up: a contradiction (passk's
@@ -314,17 +418,20 @@ def _check_tier_options(cfg: EvalConfig) -> None:
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
 
+
 def _positive(config: pytest.Config, option: str) -> int | None:
     value = config.getoption(f"rag_{option}")
     if value is not None and value < 1:
         raise pytest.UsageError(f"--rag-{option.replace('_', '-')} must be at least 1, got {value}")
     return value
 
+
 def _case_timeout(config: pytest.Config) -> float | None:
     value: float | None = config.getoption("rag_case_timeout")
     if value is not None and not value > 0:  # also refuses nan
         raise pytest.UsageError(f"--rag-case-timeout must be a number of seconds above 0 (e.g. 120), got {value}")
     return value
+
 
 def _concurrency(config: pytest.Config) -> int:
     """--rag-concurrency, else ini rag_eval_concurrency, else RAG_EVAL_CONCURRENCY, else the
@@ -345,9 +452,12 @@ def _concurrency(config: pytest.Config) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise pytest.UsageError(f"{where} = {text!r}: a whole number >= 1 (cases run ahead at once; 1 = one at a "
-                                f"time, as before), e.g. {DEFAULT_CONCURRENCY}")
+        raise pytest.UsageError(
+            f"{where} = {text!r}: a whole number >= 1 (cases run ahead at once; 1 = one at a "
+            f"time, as before), e.g. {DEFAULT_CONCURRENCY}"
+        )
     return value
+
 
 def _judge_ledger(config: pytest.Config) -> Path | None:
     """One spending ledger for the whole run, so a judge budget holds across xdist workers."""
@@ -358,6 +468,7 @@ def _judge_ledger(config: pytest.Config) -> Path | None:
     if config.getoption("rag_judge_budget_usd") is None and config.getoption("rag_judge_budget_tokens") is None:
         return None
     return Path(tempfile.mkdtemp(prefix="rag-eval-judge-ledger-"))
+
 
 def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:
     explicit = config.getoption("rag_thresholds")
@@ -417,6 +528,7 @@ def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     return out
+
 
 def _strict(config: pytest.Config) -> bool:
     mode = config.getoption("rag_case_failures") or config.getini("rag_eval_case_failures")

@@ -22,8 +22,8 @@ below, in ``rag_eval.llm``), and each result is taken once, by its own test.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Hashable
 from concurrent.futures import Future
-from typing import Callable, Hashable
 
 from rag_eval.results.case import CaseResult
 

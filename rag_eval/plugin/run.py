@@ -138,12 +138,14 @@ def _start_system(session: EvalSession) -> None:
     stops the run with its message instead of erroring every case (:class:`StartError`:
     the controller turns it into a usage error before any case runs)."""
     try:
-        session.system
-        session.system_concurrency
+        session.system  # noqa: B018 - reading the property builds it (fails early)
+        session.system_concurrency  # noqa: B018 - reading the property builds it (fails early)
         stages = session.stages
     except ConfigError as exc:
         raise StartError(f"rag-eval pipeline: {exc}") from None
     thresholds = session.config.thresholds
     problems = thresholds.stage_problems(stages.names) if thresholds is not None and stages is not None else []
     if problems and stages is not None:
-        raise StartError("rag-eval thresholds: " + "; ".join(problems) + f" — the system's stages are {', '.join(stages.names)}")
+        raise StartError(
+            "rag-eval thresholds: " + "; ".join(problems) + f" — the system's stages are {', '.join(stages.names)}"
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -34,8 +34,15 @@ class CaseRunner:
     request. In ``strict`` mode it fails its test.
     """
 
-    def __init__(self, session: EvalSession, node: pytest.Item, strict: bool, progress_total: int = 0,  # noqa: D107
-                 ahead: Prefetcher | None = None, inbox: dict[str, list[CaseResult]] | None = None) -> None:
+    def __init__(
+        self,
+        session: EvalSession,
+        node: pytest.Item,
+        strict: bool,
+        progress_total: int = 0,  # noqa: D107
+        ahead: Prefetcher | None = None,
+        inbox: dict[str, list[CaseResult]] | None = None,
+    ) -> None:
         self.session = session
         self.node = node
         self.strict = strict

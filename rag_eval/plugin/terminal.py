@@ -62,8 +62,13 @@ def write_summary(config: pytest.Config, controller: Controller) -> None:
         return
     for line in gate_summary(config, controller):
         # the one terminal writer of the gate summary: every line redacted here
-        tr.write_line(controller.redactor.text(line.text), red=line.tone == "fail", green=line.tone == "pass",
-                      yellow=line.tone == "warn", bold=line.bold)
+        tr.write_line(
+            controller.redactor.text(line.text),
+            red=line.tone == "fail",
+            green=line.tone == "pass",
+            yellow=line.tone == "warn",
+            bold=line.bold,
+        )
 
 
 def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
@@ -75,16 +80,29 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
         out += [Line(text) for text in registered.terminal_lines(cases, usage)]
     out += [Line(f"WARNING: {terminal(w)}", "warn", bold=True) for w in judge_warnings(cases)]
     report = state.label_report
-    out += [Line(terminal(t, keep_newlines=False)) for t in label_lines(report.to_dict() if report is not None else None)]
+    out += [
+        Line(terminal(t, keep_newlines=False)) for t in label_lines(report.to_dict() if report is not None else None)
+    ]
     shard = state.run.config.shard
     if shard is not None:
         out.append(Line(f"shard {shard}: gates are evaluated over all shards by `python -m rag_eval merge`"))
     elif state.run.config.thresholds is None:
-        out.append(Line("no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case "
-                        "run per selected tier; create thresholds.toml or pass --rag-thresholds)"))
+        out.append(
+            Line(
+                "no thresholds file: built-in gates only (error_rate = 0 per tier that ran, at least one case "
+                "run per selected tier; create thresholds.toml or pass --rag-thresholds)"
+            )
+        )
     gates: list[GateResult] = [*state.gates, *state.regression]
-    out += summary_lines(gates, state.passed, state.baseline, bool(state.regression), state.baseline_lines, state.written,
-                         verdict_text=_gate_word(gates, state))
+    out += summary_lines(
+        gates,
+        state.passed,
+        state.baseline,
+        bool(state.regression),
+        state.baseline_lines,
+        state.written,
+        verdict_text=_gate_word(gates, state),
+    )
     if state.write_error is not None:
         out.append(Line(f"ERROR: {state.write_error}", "fail", bold=True))
     if shard is None:
@@ -142,11 +160,15 @@ def _verdict_line(gates: list[GateResult], state: Controller) -> Line:
     failed = [g for g in gates if not g.passed]
     report = f" — report: {state.written.report}" if state.written is not None and state.written.report else ""
     if state.write_error is not None:
-        return Line("rag-eval gate FAILED: the results file could not be written (the ERROR above says why)", "fail", bold=True)
+        return Line(
+            "rag-eval gate FAILED: the results file could not be written (the ERROR above says why)", "fail", bold=True
+        )
     if not state.complete:
         return Line(
             f"rag-eval gate INCOMPLETE: the run stopped before every selected case ran (-x, --maxfail, Ctrl-C or "
-            f"SIGTERM); {len(state.cases)} cases kept, verdict \"incomplete\"{report}", "fail", bold=True,
+            f'SIGTERM); {len(state.cases)} cases kept, verdict "incomplete"{report}',
+            "fail",
+            bold=True,
         )
     if not gates:
         return Line(f"rag-eval gate: no gates evaluated{report}", "warn", bold=True)

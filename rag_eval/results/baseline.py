@@ -11,8 +11,9 @@ Everything reads results dicts (``rag_eval.results.build.build_results``), never
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rag_eval.gates.aggregate import MetricValue
 from rag_eval.results.file import ResultsFileError, ResultsVersionError, case_key, load_results, run_of
@@ -39,7 +40,7 @@ def load_baseline(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BaselineError(
             f"{path}: baseline results file not found; pass --rag-baseline the results JSON of a complete run "
-            "on the base branch (what --rag-results wrote there, e.g. a CI artifact of main), or run without --rag-baseline"
+            "on the base branch (what --rag-results wrote there, e.g. a CI artifact of main), or run without --rag-baseline"  # noqa: E501
         )
     try:
         doc = load_results(path)
@@ -49,7 +50,9 @@ def load_baseline(path: Path) -> dict[str, Any]:
         raise BaselineError(f"{exc} (as a baseline: {FIX})") from None
     verdict = doc["verdict"]
     if verdict in PARTIAL_VERDICTS or doc["run"]["complete"] is False:
-        how = "merge the shards first (python -m rag_eval merge) and pass the merged file" if verdict == "shard" else FIX
+        how = (
+            "merge the shards first (python -m rag_eval merge) and pass the merged file" if verdict == "shard" else FIX
+        )
         raise BaselineError(
             f"{path}: verdict {verdict!r}: a partial run is no baseline (its cases are a part of the golden set, "
             f"its numbers not the run's); {how}"
@@ -217,7 +220,7 @@ def tier_notes(diff: Mapping[str, Any]) -> list[str]:
     out = []
     for key, label in (("only_baseline", "ran on the baseline, not now"), ("only_now", "ran now, not on the baseline")):
         rows = tiers.get(key) if isinstance(tiers, Mapping) else None
-        for tier, n in (rows.items() if isinstance(rows, Mapping) else ()):
+        for tier, n in rows.items() if isinstance(rows, Mapping) else ():
             out.append(f"tier {tier} {label} ({n} cases): not compared case by case")
     return out
 

@@ -6,20 +6,19 @@ import datetime as dt
 import json
 import subprocess
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval import tiers
 from rag_eval.atomic import write_atomic
 from rag_eval.dialogue.pooled import RATES_KEY, dialogue_block
-from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
 from rag_eval.errors import RagEvalError
+from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
 from rag_eval.gates.result import GateResult
 from rag_eval.judge import blame
 from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults, Verdict
-
-from rag_eval.results.file import RESULTS_VERSION  # noqa: E402 - re-exported: the version the gate writes
 
 
 def git_commit(cwd: Path) -> dict[str, Any]:
@@ -30,7 +29,11 @@ def git_commit(cwd: Path) -> dict[str, Any]:
         ).stdout.strip()
         dirty = bool(
             subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, timeout=5
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=5,
             ).stdout.strip()
         )
         return {"commit": sha, "dirty": dirty}
@@ -169,7 +172,7 @@ def _written_meanwhile(path: Path, since: float) -> list[str]:
         return []
     if stat.st_mtime < since or _OURS.get(str(path)) == stat.st_mtime_ns:
         return []
-    when = dt.datetime.fromtimestamp(stat.st_mtime, dt.timezone.utc).isoformat(timespec="seconds")
+    when = dt.datetime.fromtimestamp(stat.st_mtime, dt.UTC).isoformat(timespec="seconds")
     return [
         f"{path} was written by another run at {when}, while this one ran; it is replaced by this run's results "
         "(give each run its own --rag-results PATH)"
@@ -186,4 +189,4 @@ def file_sha256_or_none(path: Path) -> str | None:
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -7,8 +7,9 @@ serial run hand the case over in process and still give the numbers of ``-n 2``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Outcome = Literal["pass", "fail", "error", "skip"]
 OUTCOMES: tuple[str, ...] = ("pass", "fail", "error", "skip")

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from rag_eval.errors import RagEvalError
 from rag_eval.results.case import CaseResult
@@ -55,11 +56,15 @@ def load_results(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise ResultsFileError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
-        raise ResultsFileError(f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)") from None
+        raise ResultsFileError(
+            f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)"
+        ) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResultsFileError(f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)") from None
+        raise ResultsFileError(
+            f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)"
+        ) from None
     except RecursionError:
         raise ResultsFileError(
             f"{path}: not a results file (JSON nested too deeply to read); pass the file the gate wrote (--rag-results)"
@@ -155,7 +160,7 @@ def _reason(error: Any) -> str:
     an enum lists every allowed value."""
     options = getattr(error.kind, "options", None)
     if type(error.kind).__name__ == "Enum" and isinstance(options, list):
-        return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of {', '.join(json.dumps(o) for o in options)}"
+        return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of {', '.join(json.dumps(o) for o in options)}"  # noqa: E501
     message = str(error.message)
     return message if len(message) <= 200 else message[:199] + "…"
 

@@ -13,22 +13,23 @@ failure there is reported without touching it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, Protocol, Sequence
+from typing import Any, Literal, Protocol
 
 from rag_eval.gates.aggregate import MetricValue, aggregate_all
-from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
 from rag_eval.gates.gate import verdict
 from rag_eval.gates.regression import evaluate_regression
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Thresholds
+from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
 from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
 from rag_eval.results.build import build_run_results, write_results
 from rag_eval.results.case import CaseResult
-from rag_eval.results.model import RunResults, Verdict
 from rag_eval.results.file import written_problem
+from rag_eval.results.model import RunResults, Verdict
 
 Mismatch = Literal["error", "warn"]
 MISMATCH_MODES: tuple[str, ...] = ("error", "warn")
@@ -127,12 +128,21 @@ def conclude(
     ``incomplete`` and ``shard``."""
     ordered = sorted(cases, key=lambda c: (c.tier, c.id))
     metrics = aggregate_all(ordered, thresholds.confidence if thresholds is not None else DEFAULT_CONFIDENCE)
-    comparison = compare_run(ordered, gates, metrics, thresholds, baseline) if complete and not sharded else Comparison()
+    comparison = (
+        compare_run(ordered, gates, metrics, thresholds, baseline) if complete and not sharded else Comparison()
+    )
     passed = complete and verdict(gates) and comparison.passed
     word: Verdict = "incomplete" if not complete else "shard" if sharded else "pass" if passed else "fail"
     results = build_run_results(
-        run, ordered, [*gates, *comparison.gates], word, items,
-        metrics=metrics, system=system, baseline=comparison.diff, baseline_refused=comparison.refused,
+        run,
+        ordered,
+        [*gates, *comparison.gates],
+        word,
+        items,
+        metrics=metrics,
+        system=system,
+        baseline=comparison.diff,
+        baseline_refused=comparison.refused,
     )
     return Concluded(results, comparison, passed)
 
@@ -183,7 +193,9 @@ def write_outputs(run_results: RunResults, outputs: Outputs) -> Written:
 
             report = write_html(outputs.report, results)
         except Exception as exc:  # noqa: BLE001 - reported, and the results are already on disk
-            problems.append(outputs.redactor.text(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}"))
+            problems.append(
+                outputs.redactor.text(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}")
+            )
     if outputs.summary is not None:
         try:
             from rag_eval.outputs.markdown import render_markdown
@@ -194,7 +206,9 @@ def write_outputs(run_results: RunResults, outputs: Outputs) -> Written:
                 fh.write(text if text.endswith("\n") else text + "\n")
             summary = outputs.summary
         except Exception as exc:  # noqa: BLE001
-            problems.append(outputs.redactor.text(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}"))
+            problems.append(
+                outputs.redactor.text(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}")
+            )
     return Written(outputs.results, report, summary, tuple(problems), warnings)
 
 
@@ -236,12 +250,17 @@ def summary_lines(
     out += [Line(text, "warn", bold=True) if text.startswith("WARNING") else Line(text) for text in comparison]
     if gates:
         n_failed = sum(1 for g in gates if not g.passed)
-        said = verdict_text or f"gate: {'PASSED' if passed else 'FAILED'} ({len(gates) - n_failed}/{len(gates)} gates passed)"
+        said = (
+            verdict_text
+            or f"gate: {'PASSED' if passed else 'FAILED'} ({len(gates) - n_failed}/{len(gates)} gates passed)"
+        )
         out.append(Line(said, "pass" if passed else "fail", bold=True))
     if written is not None:
         out.append(Line(f"results: {written.results}{results_note}"))
         out += [Line(f"WARNING: {warning}", "warn", bold=True) for warning in written.warnings]
-        out += [Line(f"{name}: {path}") for name, path in (("report", written.report), ("summary", written.summary)) if path]
+        out += [
+            Line(f"{name}: {path}") for name, path in (("report", written.report), ("summary", written.summary)) if path
+        ]
         out += [Line(f"ERROR: {problem}", "fail", bold=True) for problem in written.problems]
     return out
 

@@ -11,19 +11,20 @@ nothing, and so are missing, duplicated and incomplete shards.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval.gates.gate import run_gates, verdict
 from rag_eval.gates.result import GateResult
-from rag_eval.results.case import CaseResult
-from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results
-from rag_eval.results.build import now_iso
-from rag_eval.results.finalize import Baseline, Concluded, conclude
-from rag_eval.shard import shard_of
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
+from rag_eval.results.build import now_iso
+from rag_eval.results.case import CaseResult
+from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results
+from rag_eval.results.finalize import Baseline, Concluded, conclude
+from rag_eval.shard import shard_of
 
 # run.* fields every shard of one run shares. time, workers and the paths may differ
 # between CI runners; these may not.
@@ -129,7 +130,7 @@ def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     if not isinstance(shard, Mapping):
         raise MergeError(
             f"{name}: not a shard results file (verdict {results['verdict']!r}, no run.shard): merge takes the files "
-            "written by `pytest --rag-shard I/N`; an unsharded run is gated already (did the glob pick up a merged file?)"
+            "written by `pytest --rag-shard I/N`; an unsharded run is gated already (did the glob pick up a merged file?)"  # noqa: E501
         )
     label = f"{shard['index']}/{shard['count']}"
     if run["complete"] is False or results["verdict"] == "incomplete":
@@ -138,7 +139,9 @@ def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
             f"--maxfail or Ctrl-C); re-run `pytest --rag-shard {label}`"
         )
     if results["verdict"] != "shard":
-        raise MergeError(f"{name}: verdict {results['verdict']!r}, a shard file says 'shard'; pass the files `pytest --rag-shard I/N` wrote")
+        raise MergeError(
+            f"{name}: verdict {results['verdict']!r}, a shard file says 'shard'; pass the files `pytest --rag-shard I/N` wrote"  # noqa: E501
+        )
     return run
 
 
@@ -229,7 +232,9 @@ def _thresholds(
 
 def _load(path: str | Path, origin: str) -> Thresholds:
     if not Path(path).is_file():
-        raise MergeError(f"thresholds file {path} ({origin}) not found; run the merge from the shards' checkout or pass --rag-thresholds PATH")
+        raise MergeError(
+            f"thresholds file {path} ({origin}) not found; run the merge from the shards' checkout or pass --rag-thresholds PATH"  # noqa: E501
+        )
     try:
         return load_thresholds(path)
     except ThresholdsError as exc:

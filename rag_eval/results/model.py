@@ -13,8 +13,9 @@ stay read-only mappings of JSON values: their shapes are the schema's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, cast
+from typing import Any, Literal, cast
 
 from rag_eval.dialogue.pooled import RATES_KEY
 from rag_eval.gates.aggregate import MetricValue
@@ -101,5 +102,11 @@ def metric_value_of(row: Mapping[str, Any]) -> MetricValue:
     """A ``metrics_n`` row (``MetricValue.to_dict``) read back."""
     # Numbers as they were written (an int stays an int), so to_dict writes them back the same.
     n = int(row["n"])
-    return MetricValue(row["value"], n, int(row["errors"]), row.get("numerator"), row.get("denominator"),
-                       interval_of_row(row, row["value"], n))
+    return MetricValue(
+        row["value"],
+        n,
+        int(row["errors"]),
+        row.get("numerator"),
+        row.get("denominator"),
+        interval_of_row(row, row["value"], n),
+    )

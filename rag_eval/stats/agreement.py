@@ -9,7 +9,8 @@ number of annotators and missing labels. A coefficient that is undefined for the
 
 from __future__ import annotations
 
-from typing import Hashable, Literal, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 

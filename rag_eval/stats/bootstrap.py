@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from typing import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def content_digest(*parts: Mapping[str, object]) -> bytes:
     digest = hashlib.sha256()
     for part in parts:
         for key in sorted(part):
-            digest.update(f"{key}\x1f{_canonical(part[key])}\x1e".encode("utf-8"))
+            digest.update(f"{key}\x1f{_canonical(part[key])}\x1e".encode())
         digest.update(b"\x1d")
     return digest.digest()
 
@@ -114,7 +114,9 @@ def check_resamples(resamples: int) -> None:
         raise ValueError(f"resamples={resamples}: use at least {MIN_RESAMPLES} for a percentile bootstrap")
 
 
-def resampled_sums(columns: Sequence[np.ndarray], resamples: int, rng: np.random.Generator) -> Iterator[list[np.ndarray]]:
+def resampled_sums(
+    columns: Sequence[np.ndarray], resamples: int, rng: np.random.Generator
+) -> Iterator[list[np.ndarray]]:
     """Yield, chunk by chunk, Σ over a resample of units (drawn with replacement) of each column.
 
     Every column is indexed by the same draw, so a unit's numerator and denominator (or its
@@ -179,8 +181,15 @@ def bootstrap_mean(units: UnitValues, confidence: float = 0.95, resamples: int =
         n = values.size
         replicates = resampled_means(values, resamples, rng)
         low, high = percentile_bounds(replicates, confidence)
-        return Interval(estimate=estimate, se=float(replicates.std(ddof=1)), low=low, high=high,
-                        n=int(n), confidence=confidence, method="bootstrap")
+        return Interval(
+            estimate=estimate,
+            se=float(replicates.std(ddof=1)),
+            low=low,
+            high=high,
+            n=int(n),
+            confidence=confidence,
+            method="bootstrap",
+        )
 
     return _once("mean", digest, confidence, resamples, draw)
 
@@ -196,8 +205,9 @@ def ratio_delta_se(numerators: np.ndarray, denominators: np.ndarray) -> float:
     return float(math.sqrt((resid**2).sum() / (m * (m - 1))) / denominators.mean())
 
 
-def bootstrap_ratio(units: Mapping[str, tuple[float, float]], confidence: float = 0.95,
-                    resamples: int = MIN_RESAMPLES) -> Interval:
+def bootstrap_ratio(
+    units: Mapping[str, tuple[float, float]], confidence: float = 0.95, resamples: int = MIN_RESAMPLES
+) -> Interval:
     """A pooled rate R = Σ numᵢ / Σ denᵢ over units (e.g. turns pooled over dialogues).
 
     Units (dialogues) are resampled whole: R* = Σ num[idx] / Σ den[idx]. Resamples whose
@@ -216,12 +226,21 @@ def bootstrap_ratio(units: Mapping[str, tuple[float, float]], confidence: float 
     estimate = float(num.sum()) / total if total > 0 else None
     with_den = int((den > 0).sum())
     if estimate is None or with_den < 2:
-        why = "no unit has a denominator" if estimate is None else f"{with_den} unit(s) with a denominator: an interval needs 2"
+        why = (
+            "no unit has a denominator"
+            if estimate is None
+            else f"{with_den} unit(s) with a denominator: an interval needs 2"
+        )
         return no_interval(estimate, len(ids), confidence, "ratio_bootstrap", why)
     rates = num[den > 0] / den[den > 0]
     if np.all(rates == rates[0]):
-        return no_interval(estimate, len(ids), confidence, "ratio_bootstrap",
-                           f"every unit's rate equals {float(rates[0]):g}: the spread is unknown, not zero")
+        return no_interval(
+            estimate,
+            len(ids),
+            confidence,
+            "ratio_bootstrap",
+            f"every unit's rate equals {float(rates[0]):g}: the spread is unknown, not zero",
+        )
     digest = content_digest({k: units[k] for k in ids})
 
     def draw() -> Interval:
@@ -229,7 +248,14 @@ def bootstrap_ratio(units: Mapping[str, tuple[float, float]], confidence: float 
         chunks = [s[0][s[1] > 0] / s[1][s[1] > 0] for s in resampled_sums([num, den], resamples, rng)]
         replicates = np.concatenate(chunks)
         low, high = percentile_bounds(replicates, confidence)
-        return Interval(estimate=estimate, se=float(replicates.std(ddof=1)), low=low, high=high,
-                        n=len(ids), confidence=confidence, method="ratio_bootstrap")
+        return Interval(
+            estimate=estimate,
+            se=float(replicates.std(ddof=1)),
+            low=low,
+            high=high,
+            n=len(ids),
+            confidence=confidence,
+            method="ratio_bootstrap",
+        )
 
     return _once("ratio", digest, confidence, resamples, draw)

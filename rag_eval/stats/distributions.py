@@ -36,9 +36,7 @@ def two_sided_z(confidence: float) -> float:
 def check_confidence(confidence: float) -> None:
     """A confidence level must lie strictly between 0 and 1 (0.95, not 95)."""
     if not 0.0 < confidence < 1.0:
-        raise ValueError(
-            f"confidence={confidence} must be strictly between 0 and 1; write 0.95 for a 95 % interval"
-        )
+        raise ValueError(f"confidence={confidence} must be strictly between 0 and 1; write 0.95 for a 95 % interval")
 
 
 def t_cdf(t: float, df: int) -> float:

@@ -39,8 +39,9 @@ def _verdict(passed: bool) -> str:
     return "pass" if passed else "fail"
 
 
-def decide_floor(interval: Interval, threshold: float, kind: FloorKind = "min", rule: Rule = "estimate",
-                 digits: int = 2) -> FloorDecision:
+def decide_floor(
+    interval: Interval, threshold: float, kind: FloorKind = "min", rule: Rule = "estimate", digits: int = 2
+) -> FloorDecision:
     """Apply ``rule`` to ``interval`` against a ``kind`` floor at ``threshold``.
 
     Example: 0.74 [0.66, 0.82], min 0.76, clearly_below → pass,

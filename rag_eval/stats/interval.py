@@ -46,7 +46,9 @@ class Interval:
 
 def no_interval(estimate: float | None, n: int, confidence: float, method: str, reason: str) -> Interval:
     """An Interval without bounds, saying ``reason``."""
-    return Interval(estimate=estimate, se=None, low=None, high=None, n=n, confidence=confidence, method=method, reason=reason)
+    return Interval(
+        estimate=estimate, se=None, low=None, high=None, n=n, confidence=confidence, method=method, reason=reason
+    )
 
 
 def fmt_interval(interval: Interval, digits: int = 2) -> str:

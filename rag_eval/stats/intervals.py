@@ -9,7 +9,7 @@ show where it does. Formulas in each docstring (../shared/docs/STATISTICS.md).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

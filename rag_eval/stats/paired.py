@@ -13,9 +13,10 @@ References: scipy.stats.binomtest; sacrebleu's paired bootstrap / approximate ra
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal, Mapping, TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -74,12 +75,14 @@ def compare_pass_fail(baseline: Mapping[str, bool], current: Mapping[str, bool])
     b = sum(1 for k in pairing.ids if baseline[k] and not current[k])
     c = sum(1 for k in pairing.ids if not baseline[k] and current[k])
     n = len(pairing.ids)
-    return PassFailComparison(b=b, c=c, n=n, drop=(b - c) / n if n else None,
-                              p_value=mcnemar_exact(b, c), pairing=pairing)
+    return PassFailComparison(
+        b=b, c=c, n=n, drop=(b - c) / n if n else None, p_value=mcnemar_exact(b, c), pairing=pairing
+    )
 
 
-def drops(baseline: Mapping[str, float], current: Mapping[str, float],
-          higher_is_better: bool = True) -> tuple[dict[str, float], Pairing]:
+def drops(
+    baseline: Mapping[str, float], current: Mapping[str, float], higher_is_better: bool = True
+) -> tuple[dict[str, float], Pairing]:
     """Per-unit drop dᵢ = baseline − current (higher is better) or current − baseline, paired units only."""
     pairing = pair(baseline, current)
     sign = 1.0 if higher_is_better else -1.0
@@ -97,8 +100,13 @@ class PairedBootstrap:
     alpha: float
 
 
-def paired_bootstrap(d: Mapping[str, float], delta: float = 0.0, alpha: float = 0.05,
-                     confidence: float = 0.95, resamples: int = MIN_RESAMPLES) -> PairedBootstrap:
+def paired_bootstrap(
+    d: Mapping[str, float],
+    delta: float = 0.0,
+    alpha: float = 0.05,
+    confidence: float = 0.95,
+    resamples: int = MIN_RESAMPLES,
+) -> PairedBootstrap:
     """Percentile bootstrap of d̄ = mean(dᵢ) over whole units.
 
     Interval: [q_{(1−c)/2}, q_{(1+c)/2}] of d̄*; one-sided lower bound: q_α of d̄*;
@@ -114,8 +122,11 @@ def paired_bootstrap(d: Mapping[str, float], delta: float = 0.0, alpha: float = 
     n = int(x.size)
     mean = float(x.mean()) if n else None
     if n < 2 or bool(np.all(x == x[0])):
-        reason = f"n={n}: an interval needs at least 2 paired units" if n < 2 else \
-            f"every one of the {n} paired differences equals {float(x[0]):g}"
+        reason = (
+            f"n={n}: an interval needs at least 2 paired units"
+            if n < 2
+            else f"every one of the {n} paired differences equals {float(x[0]):g}"
+        )
         p = 1.0 / (resamples + 1) if n >= 2 and float(x[0]) > delta else 1.0
         return PairedBootstrap(no_interval(mean, n, confidence, "paired_bootstrap", reason), None, p, delta, alpha)
     rng = np.random.default_rng(content_seed(d))
@@ -123,8 +134,15 @@ def paired_bootstrap(d: Mapping[str, float], delta: float = 0.0, alpha: float = 
     low, high = percentile_bounds(replicates, confidence)
     lower = float(np.quantile(replicates, alpha))
     p = (int((replicates <= delta).sum()) + 1) / (resamples + 1)
-    interval = Interval(estimate=mean, se=float(replicates.std(ddof=1)), low=low, high=high, n=n,
-                        confidence=confidence, method="paired_bootstrap")
+    interval = Interval(
+        estimate=mean,
+        se=float(replicates.std(ddof=1)),
+        low=low,
+        high=high,
+        n=n,
+        confidence=confidence,
+        method="paired_bootstrap",
+    )
     return PairedBootstrap(interval, lower, p, delta, alpha)
 
 
@@ -190,9 +208,15 @@ class RegressionTest:
     sentence: str
 
 
-def regression_test(baseline: Mapping[str, float], current: Mapping[str, float], max_drop: float,
-                    alpha: float = 0.05, higher_is_better: bool = True, method: Method = "auto",
-                    confidence: float = 0.95) -> RegressionTest:
+def regression_test(
+    baseline: Mapping[str, float],
+    current: Mapping[str, float],
+    max_drop: float,
+    alpha: float = 0.05,
+    higher_is_better: bool = True,
+    method: Method = "auto",
+    confidence: float = 0.95,
+) -> RegressionTest:
     """Fail iff H₀: drop ≤ max_drop is rejected at α (p ≤ α) by ``method`` over paired units.
 
     The difference and its interval always come from the paired bootstrap; the p-value from
@@ -205,16 +229,23 @@ def regression_test(baseline: Mapping[str, float], current: Mapping[str, float],
         raise ValueError(f"max_drop={max_drop} must be >= 0 (the tolerated drop)")
     d, pairing = drops(baseline, current, higher_is_better)
     boot = paired_bootstrap(d, max_drop, alpha, confidence)
-    used: Literal["bootstrap", "sign_flip"] = "sign_flip" if method == "sign_flip" or (
-        method == "auto" and len(d) <= EXACT_FLIP_MAX_N) else "bootstrap"
+    used: Literal["bootstrap", "sign_flip"] = (
+        "sign_flip" if method == "sign_flip" or (method == "auto" and len(d) <= EXACT_FLIP_MAX_N) else "bootstrap"
+    )
     p = boot.p_value if used == "bootstrap" else sign_flip_test(d, max_drop).p_value
     failed = p <= alpha
     est = boot.interval
-    shown = "no paired units" if est.estimate is None else f"drop {est.estimate:.3f}" + (
-        f" [{est.low:.3f}, {est.high:.3f}]" if est.low is not None and est.high is not None else f" ({est.reason})")
+    shown = (
+        "no paired units"
+        if est.estimate is None
+        else f"drop {est.estimate:.3f}"
+        + (f" [{est.low:.3f}, {est.high:.3f}]" if est.low is not None and est.high is not None else f" ({est.reason})")
+    )
     verdict = "significantly more than" if failed else "not significantly more than"
-    sentence = f"{shown}, n={len(pairing.ids)}, p={p:.3g} ({used.replace('_', '-')}): {verdict} {max_drop:g} at alpha={alpha:g} → " + (
-        "fail" if failed else "pass")
+    sentence = (
+        f"{shown}, n={len(pairing.ids)}, p={p:.3g} ({used.replace('_', '-')}): {verdict} {max_drop:g} at alpha={alpha:g} → "  # noqa: E501
+        + ("fail" if failed else "pass")
+    )
     return RegressionTest(boot, p, used, failed, pairing, sentence)
 
 

@@ -70,8 +70,9 @@ def n_paired_continuous(drop: float, sd: float, alpha: float = 0.025, power: flo
     return ((za + zb) * sd / drop) ** 2
 
 
-def mde_paired_continuous(n: int, sd: float, alpha: float = 0.05, power: float = 0.8,
-                          basis: Basis = "baseline s_d") -> Detectable:
+def mde_paired_continuous(
+    n: int, sd: float, alpha: float = 0.05, power: float = 0.8, basis: Basis = "baseline s_d"
+) -> Detectable:
     """Smallest detectable mean drop at n: δ = (z₁₋α + z₁₋β)·s_d/√n."""
     za, zb = _z(alpha, power)
     if n < 1:
@@ -102,8 +103,9 @@ def mde_paired_binary(n: int, q: float, alpha: float = 0.05, power: float = 0.8)
     return Detectable((low + high) / 2.0, n, alpha, power, "baseline discordance q")
 
 
-def mde_no_baseline(n: int, sd: float | None = None, p: float | None = None, alpha: float = 0.05,
-                    power: float = 0.8) -> Detectable:
+def mde_no_baseline(
+    n: int, sd: float | None = None, p: float | None = None, alpha: float = 0.05, power: float = 0.8
+) -> Detectable:
     """MDE from the run's own variance when no baseline exists: s of the per-unit values, or p(1 − p).
 
     δ = (z₁₋α + z₁₋β)·σ/√n with σ = sd, or σ = √(p(1 − p)) for a proportion. Give exactly one.

@@ -21,8 +21,9 @@ labels-only up to estimation noise.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any, Union
 
 import numpy as np
 
@@ -66,7 +67,9 @@ def ppi_rows(y: Values, yhat: Values, yhat_unlabelled: Values, lam: float | None
     """
     ya, ha, ua = _rows(y), _rows(yhat), _rows(yhat_unlabelled)
     if ya.shape != ha.shape:
-        raise ValueError(f"ppi: {ya.shape[-1]} human labels but {ha.shape[-1]} judge scores on the labelled units; pair them one to one")
+        raise ValueError(
+            f"ppi: {ya.shape[-1]} human labels but {ha.shape[-1]} judge scores on the labelled units; pair them one to one"  # noqa: E501
+        )
     n, big_n = ya.shape[1], ua.shape[1]
     if n < 1 or big_n < 1:
         raise ValueError(f"ppi: needs labelled (n={n}) and unlabelled (N={big_n}) units")
@@ -94,8 +97,9 @@ def tuned_lambda(y: Values, yhat: Values, yhat_unlabelled: Values) -> float:
     return float(ppi_rows(y, yhat, yhat_unlabelled).lam[0])
 
 
-def ppi_mean(y: Values, yhat: Values, yhat_unlabelled: Values, lam: float | None = None,
-             confidence: float = 0.95) -> PPIEstimate:
+def ppi_mean(
+    y: Values, yhat: Values, yhat_unlabelled: Values, lam: float | None = None, confidence: float = 0.95
+) -> PPIEstimate:
     """θ̂_λ with its normal interval (module doc). ``lam=None`` tunes λ (PPI++); 1.0 is PPI; 0.0 labels only.
 
     Fewer than 2 labels, or a zero SE (nothing varies): no interval, said.
@@ -106,13 +110,25 @@ def ppi_mean(y: Values, yhat: Values, yhat_unlabelled: Values, lam: float | None
     estimate, se, used = float(rows.estimate[0]), float(rows.se[0]), float(rows.lam[0])
     tuned = lam is None
     method = "labels_only" if used == 0 and not tuned else ("ppi" if used == 1 and not tuned else "ppi++")
-    reason = f"n={n} human label(s): an interval needs at least 2" if n < 2 else (
-        "every label, judge score and difference is constant: the spread is unknown, not zero" if se == 0 else None)
+    reason = (
+        f"n={n} human label(s): an interval needs at least 2"
+        if n < 2
+        else (
+            "every label, judge score and difference is constant: the spread is unknown, not zero" if se == 0 else None
+        )
+    )
     if reason is not None:
         return PPIEstimate(no_interval(estimate, n + big_n, confidence, method, reason), used, tuned, n, big_n)
     half = two_sided_z(confidence) * se
-    interval = Interval(estimate=estimate, se=se, low=estimate - half, high=estimate + half,
-                        n=n + big_n, confidence=confidence, method=method)
+    interval = Interval(
+        estimate=estimate,
+        se=se,
+        low=estimate - half,
+        high=estimate + half,
+        n=n + big_n,
+        confidence=confidence,
+        method=method,
+    )
     return PPIEstimate(interval, used, tuned, n, big_n)
 
 
@@ -129,5 +145,12 @@ def judge_only(yhat_all: Values, confidence: float = 0.95) -> Interval:
         return no_interval(mean, int(x.size), confidence, "judge_only", reason or "no scores")
     se = float(x.std(ddof=1)) / math.sqrt(x.size)
     half = two_sided_z(confidence) * se
-    return Interval(estimate=mean, se=se, low=mean - half, high=mean + half, n=int(x.size),
-                    confidence=confidence, method="judge_only")
+    return Interval(
+        estimate=mean,
+        se=se,
+        low=mean - half,
+        high=mean + half,
+        n=int(x.size),
+        confidence=confidence,
+        method="judge_only",
+    )

@@ -16,14 +16,29 @@ plugin's markers and of the coverage table. Nothing outside this package names a
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, errored, floors, skipped
 
 __all__ = [
-    "RATE_KEYS", "CaseOption", "Item", "Tier", "all_tiers", "as_golden", "case_options", "errored", "floors", "get",
-    "golden_applies", "judged", "judges_answers", "names", "register", "skipped", "unregister",
+    "RATE_KEYS",
+    "CaseOption",
+    "Item",
+    "Tier",
+    "all_tiers",
+    "as_golden",
+    "case_options",
+    "errored",
+    "floors",
+    "get",
+    "golden_applies",
+    "judged",
+    "judges_answers",
+    "names",
+    "register",
+    "skipped",
+    "unregister",
 ]
 
 _REGISTRY: dict[str, Tier] = {}
@@ -76,11 +91,11 @@ def golden_applies() -> dict[str, Callable[[GoldenItem], bool]]:
 
 
 # The built-in tiers, registered in collection order (they import only tiers.base).
-from rag_eval.tiers.retrieval import RETRIEVAL  # noqa: E402
 from rag_eval.tiers.deterministic import DETERMINISTIC  # noqa: E402
-from rag_eval.tiers.judge import JUDGE  # noqa: E402
 from rag_eval.tiers.dialogue import DIALOGUE  # noqa: E402
+from rag_eval.tiers.judge import JUDGE  # noqa: E402
 from rag_eval.tiers.passk import PASSK  # noqa: E402
+from rag_eval.tiers.retrieval import RETRIEVAL  # noqa: E402
 
 for _tier in (RETRIEVAL, DETERMINISTIC, JUDGE, PASSK, DIALOGUE):
     register(_tier)

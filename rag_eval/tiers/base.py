@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.gates.aggregate import lower_is_better
@@ -23,7 +24,7 @@ from rag_eval.results.case import CaseResult
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
 
-Item = Union[GoldenItem, DialogueItem]
+Item = Union[GoldenItem, DialogueItem]  # noqa: UP007 - a runtime alias used in isinstance-free annotations; kept as Union for mypy's alias inference
 # The case-outcome rates every tier gates (thresholds.toml [<tier>] pass_rate = { min = 0.9 }).
 RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
 
@@ -60,7 +61,6 @@ class Tier:
     judged: bool = False
     # Its cases carry a judge's verdict of one answer (details judge_model, generator, judge).
     judges_answers: bool = False
-
 
     # --- collection -------------------------------------------------------------------
     def applies(self, item: Item) -> bool:
@@ -147,8 +147,14 @@ def as_golden(item: Item) -> GoldenItem:
 def skipped(item: Item, tier: str, reason: str, t0: float) -> CaseResult:
     """A case not run (the system cannot do what the tier asks): never a pass."""
     return CaseResult(
-        id=item.id, tier=tier, outcome="skip", message=reason, tags=dict(item.tags), split=item.split,
-        negative=getattr(item, "is_negative", False), duration=time.perf_counter() - t0,
+        id=item.id,
+        tier=tier,
+        outcome="skip",
+        message=reason,
+        tags=dict(item.tags),
+        split=item.split,
+        negative=getattr(item, "is_negative", False),
+        duration=time.perf_counter() - t0,
     )
 
 

@@ -7,12 +7,12 @@ import time
 from typing import TYPE_CHECKING
 
 from rag_eval import tier_names
-from rag_eval.tiers.deterministic_case import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.records import AnswerRecord
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, skipped
+from rag_eval.tiers.deterministic_case import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.tiers.retrieval import returned_ids
 
 if TYPE_CHECKING:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from rag_eval.records import AnswerRecord
 from rag_eval.citations import DEFAULT_FORMAT, CitationFormat
-from rag_eval.tiers.retrieval_case import gold_ranks, loss_stage, scored_stages
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import AnswerView, CheckResult, run_all
+from rag_eval.records import AnswerRecord
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec, infer_stages
+from rag_eval.tiers.retrieval_case import gold_ranks, loss_stage, scored_stages
 
 CITATION_CHECKS = frozenset({"citations_resolve", "source_pages_within_context", "no_duplicate_sources"})
 CONTEXT_TEXT_KEPT = 1200
@@ -70,9 +71,15 @@ class DeterministicDetails:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DeterministicDetails:
         return cls(
-            str(d["answer"]), bool(d["refused"]), str(d.get("generator", "")), tuple(dict(s) for s in d["sources"]),
-            tuple(ContextShown.from_dict(c) for c in d["context"]), tuple(CheckResult.from_dict(c) for c in d["checks"]),
-            bool(d.get("degraded", False)), d.get("degradation_reason"), dict(d.get("usage", {})),
+            str(d["answer"]),
+            bool(d["refused"]),
+            str(d.get("generator", "")),
+            tuple(dict(s) for s in d["sources"]),
+            tuple(ContextShown.from_dict(c) for c in d["context"]),
+            tuple(CheckResult.from_dict(c) for c in d["checks"]),
+            bool(d.get("degraded", False)),
+            d.get("degradation_reason"),
+            dict(d.get("usage", {})),
         )
 
 
@@ -97,7 +104,9 @@ def evaluate_deterministic(
     checks = [c for c in run_all(view) if c.name not in config.skip_checks]
     failed = [c for c in checks if not c.passed]
     metrics = {f"check.{c.name}": 1.0 if c.passed else 0.0 for c in checks}
-    spec = spec or infer_stages((s.name for s in chat.trace.stages), chat.trace.stages[-1].name if chat.trace.stages else "final")
+    spec = spec or infer_stages(
+        (s.name for s in chat.trace.stages), chat.trace.stages[-1].name if chat.trace.stages else "final"
+    )
     stages = scored_stages(chat, spec)
     failed_stage: str | None = None
     if failed:
@@ -106,13 +115,17 @@ def evaluate_deterministic(
             # The earliest failing stage: an answer cannot use evidence that never reached it.
             failed_stage = loss_stage(gold_ranks(gold, stages, doc_of, kind_of), spec) or failed_stage
     details = DeterministicDetails(
-        chat.answer, chat.refused, chat.generator, tuple(s.to_dict() for s in chat.sources),
+        chat.answer,
+        chat.refused,
+        chat.generator,
+        tuple(s.to_dict() for s in chat.sources),
         tuple(
             ContextShown(c.chunk_id, f"{c.book} - {c.section} {c.pages_label}".strip(), c.text[:CONTEXT_TEXT_KEPT])
             for c in chat.context_used
         ),
         tuple(checks),
-        chat.degraded, chat.degradation_reason,
+        chat.degraded,
+        chat.degradation_reason,
         {"prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens},
     )
     return CaseResult(

@@ -13,8 +13,9 @@ tier. The cases themselves: ``rag_eval.tiers.dialogue_case``.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from rag_eval import tier_names
 from rag_eval.dialogue import pooled as dialogue_rates
@@ -27,9 +28,9 @@ from rag_eval.dialogue.simulator import LLMStudent, ScriptedStudent, Simulator
 from rag_eval.dialogue.transcript import Transcript
 from rag_eval.dialogue.verdict import verdict
 from rag_eval.errors import ConfigError
-from rag_eval.tiers.dialogue_case import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, case_options, skipped
+from rag_eval.tiers.dialogue_case import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
 
 if TYPE_CHECKING:
     from rag_eval.llm.cached import CachedChatClient
@@ -107,8 +108,14 @@ class DialogueTier(Tier):
         transcript, name = self._replay(session, dialogue, self.name, 0)
         hint = self._hint(session, dialogue, transcript, self.name, 0)
         case = dialogue_case(
-            dialogue, transcript, limit=cfg.limit_for(dialogue), check=self._check(session, dialogue), hint=hint,
-            judged=session.judge_ready(), simulator=name, duration=time.perf_counter() - t0,
+            dialogue,
+            transcript,
+            limit=cfg.limit_for(dialogue),
+            check=self._check(session, dialogue),
+            hint=hint,
+            judged=session.judge_ready(),
+            simulator=name,
+            duration=time.perf_counter() - t0,
             usage=self._usage(session, dialogue.id, self.name).get("usage"),
         )
         return session.with_system(case)
@@ -132,9 +139,16 @@ class DialogueTier(Tier):
             hint = self._hint(session, item, transcript, tier, trial)
             transcripts.append(transcript)
             verdicts.append(verdict(transcript, retrieval_check=check, hint=hint if judged else None))
-        case = dialogue_passk_case(item, transcripts, verdicts, k=k, duration=time.perf_counter() - t0, simulator=name,
-                                   clarification_limit=cfg.limit_for(item),
-                                   usage=self._usage(session, item.id, tier).get("usage"))
+        case = dialogue_passk_case(
+            item,
+            transcripts,
+            verdicts,
+            k=k,
+            duration=time.perf_counter() - t0,
+            simulator=name,
+            clarification_limit=cfg.limit_for(item),
+            usage=self._usage(session, item.id, tier).get("usage"),
+        )
         return session.with_system(case)
 
     # --- parts --------------------------------------------------------------------------
@@ -153,12 +167,15 @@ class DialogueTier(Tier):
         level = session.tier_options(self).retrieval
         return None if level == "off" else GoldCheck(session.gold_space, item, level)
 
-    def _hint(self, session: EvalSession, item: DialogueItem, transcript: Transcript, tier: str, trial: int) -> HintVerdict | None:
+    def _hint(
+        self, session: EvalSession, item: DialogueItem, transcript: Transcript, tier: str, trial: int
+    ) -> HintVerdict | None:
         if not session.judge_ready():
             return None
         runner = session.judge_runner
-        judge = LLMHintJudge(runner.client, runner.config.model, forbidden=item.forbidden, case_id=item.id,
-                             tier=tier, trial=trial)
+        judge = LLMHintJudge(
+            runner.client, runner.config.model, forbidden=item.forbidden, case_id=item.id, tier=tier, trial=trial
+        )
         return judge_hints([transcript], judge).get(item.id)
 
     def _replay(self, session: EvalSession, item: DialogueItem, tier: str, trial: int) -> tuple[Transcript, str]:
@@ -184,8 +201,8 @@ class DialogueTier(Tier):
 
 
 def _student_client(session: EvalSession) -> CachedChatClient:
-    from rag_eval.llm.cached import CachedChatClient  # the openai client only when an LLM student plays
     from rag_eval.judge.config import JudgeConfig
+    from rag_eval.llm.cached import CachedChatClient  # the openai client only when an LLM student plays
 
     base = session.config.judge
     if base is None:
@@ -194,7 +211,7 @@ def _student_client(session: EvalSession) -> CachedChatClient:
     cfg = simulator_config(base)
     missing = simulator_missing(cfg)
     if missing:
-        raise ConfigError(f"[dialogue.case] simulator = \"llm\": {missing} (or set simulator = \"scripted\")")
+        raise ConfigError(f'[dialogue.case] simulator = "llm": {missing} (or set simulator = "scripted")')
     return CachedChatClient.from_config(cfg, ledger_dir=session.config.judge_ledger, redactor=session.redactor)
 
 
@@ -202,8 +219,9 @@ class _Redacting:
     """The system as the replay sees it: every turn it returns, with the run's secrets
     removed (the session boundary, as for retrievals and answers)."""
 
-    def __init__(self, system: Any, clean: Callable[[DialogueTurn], DialogueTurn],
-                 calling: Callable[[Callable[[], Any]], Any]) -> None:
+    def __init__(
+        self, system: Any, clean: Callable[[DialogueTurn], DialogueTurn], calling: Callable[[Callable[[], Any]], Any]
+    ) -> None:
         self._system = system
         self._clean = clean
         self._calling = calling  # the session's system slots (EvalSession.calling)

@@ -17,8 +17,9 @@ placed, is not judged (shown as such), never a pass or a fail.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.dialogue.metrics import HintVerdict, compute_all
@@ -83,19 +84,27 @@ class GoldCheck:
             }
             for cid, raw in zip(final, record.turn.retrieval.items)
         ]
-        entry: dict[str, Any] = {"turn": record.number, "level": level, "items": items, "judged": False, "problem": None}
+        entry: dict[str, Any] = {
+            "turn": record.number,
+            "level": level,
+            "items": items,
+            "judged": False,
+            "problem": None,
+        }
         if self.level == "off" or not self.item.evidence:
             return entry
         if level == "doc" and not gold.docs_known:
             entry["note"] = f"the document of gold chunk(s) {', '.join(gold.unknown_docs)} is unknown: not judged"
             return entry
-        missing = [i for i, group in enumerate(self._groups(gold, level)) if not self._met(final, group, gold, i, level)]
+        missing = [
+            i for i, group in enumerate(self._groups(gold, level)) if not self._met(final, group, gold, i, level)
+        ]
         entry["judged"] = True
         if missing:
             shown = ", ".join(f"{i + 1} ({self._describe(i)})" for i in missing)
             entry["problem"] = (
                 f"gold evidence not retrieved at {level} level: requirement{'s' if len(missing) > 1 else ''} {shown} "
-                f"of {len(self.item.evidence)} in none of the {len(final)} retrieved item{'s' if len(final) != 1 else ''}"
+                f"of {len(self.item.evidence)} in none of the {len(final)} retrieved item{'s' if len(final) != 1 else ''}"  # noqa: E501
             )
         return entry
 
@@ -133,7 +142,9 @@ def transcript_details(transcript: Transcript) -> dict[str, Any]:
         if retrieval:
             for item in retrieval.get("items", ()):
                 item["text"] = str(item.get("text") or "")[:TEXT_SHOWN]
-            retrieval["stages"] = {}  # a turn's per-stage lists are the system's business here; the final list is judged
+            retrieval[
+                "stages"
+            ] = {}  # a turn's per-stage lists are the system's business here; the final list is judged
     return data
 
 
@@ -173,8 +184,15 @@ class DialogueDetails:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DialogueDetails:
         return cls(
-            dict(d["transcript"]), dict(d["verdict"]), tuple(d["evidence"]), int(d["clarification_limit"]),
-            str(d["simulator"]), dict(d["calls"]), dict(d[RATES_KEY]), d.get("usage"), d.get("hint_verdict"),
+            dict(d["transcript"]),
+            dict(d["verdict"]),
+            tuple(d["evidence"]),
+            int(d["clarification_limit"]),
+            str(d["simulator"]),
+            dict(d["calls"]),
+            dict(d[RATES_KEY]),
+            d.get("usage"),
+            d.get("hint_verdict"),
             "hint_verdict" in d,
         )
 
@@ -197,14 +215,27 @@ def dialogue_case(
         check.mark(transcript)
     v = verdict(transcript, retrieval_check=check, hint=hint if judged else None)
     details = DialogueDetails(
-        transcript_details(transcript), v.to_dict(),
+        transcript_details(transcript),
+        v.to_dict(),
         tuple(check.evidence[n] for n in sorted(check.evidence)) if check is not None else (),
-        limit, simulator, calls_of(transcript), rates_of(transcript, limit, hint, judged), usage,
-        {"success": hint.success, "reason": hint.reason} if hint is not None else None, judged,
+        limit,
+        simulator,
+        calls_of(transcript),
+        rates_of(transcript, limit, hint, judged),
+        usage,
+        {"success": hint.success, "reason": hint.reason} if hint is not None else None,
+        judged,
     )
     return CaseResult(
-        id=item.id, tier="dialogue", outcome=v.outcome, failed_stage=v.step, message=v.message,
-        tags=dict(item.tags), split=item.split, duration=duration, details=details.to_dict(),
+        id=item.id,
+        tier="dialogue",
+        outcome=v.outcome,
+        failed_stage=v.step,
+        message=v.message,
+        tags=dict(item.tags),
+        split=item.split,
+        duration=duration,
+        details=details.to_dict(),
     )
 
 
@@ -239,22 +270,40 @@ class DialoguePasskDetails:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "dialogue": self.dialogue, "trials": [t.to_dict() for t in self.trials], "n": self.n, "k": self.k,
-            "trials_run": self.trials_run, "deterministic_generator": self.deterministic_generator,
+            "dialogue": self.dialogue,
+            "trials": [t.to_dict() for t in self.trials],
+            "n": self.n,
+            "k": self.k,
+            "trials_run": self.trials_run,
+            "deterministic_generator": self.deterministic_generator,
             "not_finished": self.not_finished,
             "calls": dict(self.calls),
         }
-        optional = {"simulator": self.simulator, "clarification_limit": self.clarification_limit,
-                    "usage": dict(self.usage) if self.usage is not None else None, "c": self.c, "class": self.cls}
+        optional = {
+            "simulator": self.simulator,
+            "clarification_limit": self.clarification_limit,
+            "usage": dict(self.usage) if self.usage is not None else None,
+            "c": self.c,
+            "class": self.cls,
+        }
         out.update((key, value) for key, value in optional.items() if value is not None)
         return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DialoguePasskDetails:
         return cls(
-            tuple(TrialOutcome.from_dict(t) for t in d["trials"]), int(d["n"]), int(d["k"]), int(d["trials_run"]),
-            int(d["not_finished"]), dict(d["calls"]), d.get("simulator"), d.get("clarification_limit"), d.get("usage"),
-            d.get("c"), d.get("class"), bool(d.get("deterministic_generator", False)),
+            tuple(TrialOutcome.from_dict(t) for t in d["trials"]),
+            int(d["n"]),
+            int(d["k"]),
+            int(d["trials_run"]),
+            int(d["not_finished"]),
+            dict(d["calls"]),
+            d.get("simulator"),
+            d.get("clarification_limit"),
+            d.get("usage"),
+            d.get("c"),
+            d.get("class"),
+            bool(d.get("deterministic_generator", False)),
         )
 
 
@@ -279,24 +328,34 @@ def dialogue_passk_case(
         for i, (t, v) in enumerate(zip(transcripts, verdicts))
     )
     details = DialoguePasskDetails(
-        trials, len(verdicts), k, len(verdicts), result.not_finished.get(item.id, 0),
+        trials,
+        len(verdicts),
+        k,
+        len(verdicts),
+        result.not_finished.get(item.id, 0),
         {key: sum(calls_of(t)[key] for t in transcripts) for key in ("turns", "system_calls", "student_replies")},
-        simulator, clarification_limit, usage,
+        simulator,
+        clarification_limit,
+        usage,
     )
     common: dict[str, Any] = dict(id=item.id, tier="passk", tags=dict(item.tags), split=item.split, duration=duration)
     summary = result.per_dialogue.get(item.id)
     if summary is None:
         first = next(v for v in verdicts if v.outcome == "error")
         return CaseResult(
-            outcome="error", failed_stage=first.step,
+            outcome="error",
+            failed_stage=first.step,
             message=f"{details.not_finished} of {len(verdicts)} replays did not finish: {first.message}",
-            details=details.to_dict(), **common,
+            details=details.to_dict(),
+            **common,
         )
     failing = [v for v in verdicts if not v.passed]
     message = ""
     if failing:
-        message = (f"{summary.c}/{summary.n} replays passed ({summary.cls.replace('_', ' ')}); "
-                   f"pass^{k} = {summary.pass_hat_k:.3f}; first failing replay: {failing[0].message}")
+        message = (
+            f"{summary.c}/{summary.n} replays passed ({summary.cls.replace('_', ' ')}); "
+            f"pass^{k} = {summary.pass_hat_k:.3f}; first failing replay: {failing[0].message}"
+        )
     return CaseResult(
         outcome="pass" if not failing else "fail",
         failed_stage=failing[0].step if failing else None,

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rag_eval import tier_names
-from rag_eval.tiers.judge_case import JudgeCaseConfig
 from rag_eval.judge import JUDGE_METRICS, blame
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, Item, Tier, as_golden, floors
+from rag_eval.tiers.judge_case import JudgeCaseConfig
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession

@@ -7,11 +7,12 @@ never a silently missing number.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
-from rag_eval.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
+from rag_eval.records import AnswerRecord
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import limit_problem
 
@@ -62,9 +63,17 @@ class JudgeDetails:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> JudgeDetails:
         return cls(
-            str(d["judge_model"]), str(d["engine"]), str(d.get("answer", "")), d.get("generator"), d.get("judge"),
-            d.get("judge_calls"), d.get("judge_mode"), d.get("usage"), d.get("usage_note"),
-            tuple(d["blame"]) if d.get("blame") is not None else None, d.get("blame_side"),
+            str(d["judge_model"]),
+            str(d["engine"]),
+            str(d.get("answer", "")),
+            d.get("generator"),
+            d.get("judge"),
+            d.get("judge_calls"),
+            d.get("judge_mode"),
+            d.get("usage"),
+            d.get("usage_note"),
+            tuple(d["blame"]) if d.get("blame") is not None else None,
+            d.get("blame_side"),
         )
 
 
@@ -96,7 +105,9 @@ def judge_case(
     )
 
 
-def judge_failure(item: GoldenItem, kind: str, message: str, details: JudgeDetails, duration: float = 0.0) -> CaseResult:
+def judge_failure(
+    item: GoldenItem, kind: str, message: str, details: JudgeDetails, duration: float = 0.0
+) -> CaseResult:
     """The judge could not give a verdict: an error — or not run, when the budget stopped it."""
     not_run = kind == "budget"
     return CaseResult(

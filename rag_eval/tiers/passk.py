@@ -5,21 +5,22 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rag_eval import tier_names
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.errors import ConfigError
-from rag_eval.tiers.deterministic_case import DeterministicCaseConfig
-from rag_eval.tiers.judge_case import JudgeCaseConfig
-from rag_eval.tiers.passk_case import TrialOutcome, passk_case
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
 from rag_eval.tiers.deterministic import check_answer
+from rag_eval.tiers.deterministic_case import DeterministicCaseConfig
 from rag_eval.tiers.dialogue import DIALOGUE
+from rag_eval.tiers.judge_case import JudgeCaseConfig
+from rag_eval.tiers.passk_case import TrialOutcome, passk_case
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
@@ -87,8 +88,10 @@ class PasskTier(Tier):
         if not ks or int(k) in ks:
             return None
         run_k = ", ".join(str(v) for v in ks)
-        return (f"{metric} is not measured: this run's k is {run_k} (set [passk.case] k = {k} or "
-                f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})")
+        return (
+            f"{metric} is not measured: this run's k is {run_k} (set [passk.case] k = {k} or "
+            f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})"
+        )
 
     def options(self, config: EvalConfig) -> PasskOptions:
         given = case_options(config, self.name)
@@ -139,7 +142,13 @@ class PasskTier(Tier):
             trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
         usage = session.judge_runner.usage_for(item.id, self.name) if judged else None
         case = passk_case(
-            item, trials, n=opts.n, k=opts.k, deterministic=deterministic, duration=time.perf_counter() - t0, usage=usage
+            item,
+            trials,
+            n=opts.n,
+            k=opts.k,
+            deterministic=deterministic,
+            duration=time.perf_counter() - t0,
+            usage=usage,
         )
         return session.with_system(case)
 

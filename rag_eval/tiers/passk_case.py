@@ -7,8 +7,9 @@ its trials stay in the details so the report can show the trial matrix.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.passk import summarize
@@ -64,9 +65,14 @@ class PasskDetails:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PasskDetails:
         return cls(
-            tuple(TrialOutcome.from_dict(t) for t in d["trials"]), int(d["n"]), int(d["k"]),
-            int(d.get("trials_run", len(d["trials"]))), bool(d.get("deterministic_generator", False)),
-            d.get("usage"), d.get("c"), d.get("class"),
+            tuple(TrialOutcome.from_dict(t) for t in d["trials"]),
+            int(d["n"]),
+            int(d["k"]),
+            int(d.get("trials_run", len(d["trials"]))),
+            bool(d.get("deterministic_generator", False)),
+            d.get("usage"),
+            d.get("c"),
+            d.get("class"),
         )
 
 
@@ -82,7 +88,9 @@ def passk_case(
 ) -> CaseResult:
     """``deterministic``: the generator repeats itself, so one trial stands for all n
     (said in the details and the message); pass@k and pass^k then equal that outcome."""
-    common: dict[str, Any] = dict(id=item.id, tier="passk", tags=dict(item.tags), split=item.split, negative=item.is_negative, duration=duration)
+    common: dict[str, Any] = dict(
+        id=item.id, tier="passk", tags=dict(item.tags), split=item.split, negative=item.is_negative, duration=duration
+    )
     base = PasskDetails(tuple(trials), n, k, len(trials), deterministic, dict(usage) if usage else None)
     details = base.to_dict()
     errors = [t for t in trials if t.outcome in ("error", "skip")]
@@ -102,7 +110,7 @@ def passk_case(
     message = ""
     if summary.c < summary.n:
         runs = f" (deterministic generator: 1 trial stands for {n})" if deterministic else ""
-        message = f"{summary.c}/{summary.n} trials passed{runs} ({summary.cls.replace('_', ' ')}); pass^{k} = {summary.pass_hat_k:.3f}"
+        message = f"{summary.c}/{summary.n} trials passed{runs} ({summary.cls.replace('_', ' ')}); pass^{k} = {summary.pass_hat_k:.3f}"  # noqa: E501
         if failing:
             message += f"; failing stage: {failing.most_common(1)[0][0]}"
     return CaseResult(

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 import time
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rag_eval import tier_names
-from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 from rag_eval.records import Trace
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
+from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
@@ -66,7 +67,9 @@ class RetrievalTier(Tier):
 
     def refuse_floor(self, key: str) -> str | None:
         if key in NEGATIVE_KEYS:  # only negatives have these metrics, and negatives carry no floors
-            return f"negatives are checked per case with negative = one of {', '.join(NEGATIVE_MODES)}, not with a floor"
+            return (
+                f"negatives are checked per case with negative = one of {', '.join(NEGATIVE_MODES)}, not with a floor"
+            )
         return None
 
     def unmeasured_reason(self, metric: str, scoped: Sequence[CaseResult]) -> str | None:
@@ -77,8 +80,10 @@ class RetrievalTier(Tier):
         if stage in returned:
             return None
         has = ", ".join(returned) if returned else "none"
-        return (f"no case returned stage {stage!r}: the system's stages are {has} "
-                f"(name one of them in the gate, or declare the system's stages)")
+        return (
+            f"no case returned stage {stage!r}: the system's stages are {has} "
+            f"(name one of them in the gate, or declare the system's stages)"
+        )
 
     def options(self, config: EvalConfig) -> RetrievalCaseConfig:
         given = case_options(config, self.name)
@@ -113,5 +118,6 @@ class RetrievalTier(Tier):
 def returned_ids(trace: Trace) -> list[str]:
     """Every id the system gave for a case (the ids and text gold modes resolve against them)."""
     return [h.chunk_id for s in trace.stages for h in s.hits]
+
 
 RETRIEVAL = RetrievalTier()

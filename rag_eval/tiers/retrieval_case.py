@@ -3,8 +3,9 @@ where gold was lost, named by the system's own stages."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
@@ -17,7 +18,18 @@ from rag_eval.tiers.base import limit_problem
 
 # "no_vector_hit" is the name this mode had when rag_app's vector stage was the only one.
 NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_threshold_hit", "no_vector_hit", "empty_context")
-DEFAULT_METRICS: tuple[str, ...] = ("hit@1", "hit@5", "recall@1", "recall@5", "recall@10", "precision@5", "mrr", "mrr@10", "ndcg@5", "ndcg@10")
+DEFAULT_METRICS: tuple[str, ...] = (
+    "hit@1",
+    "hit@5",
+    "recall@1",
+    "recall@5",
+    "recall@10",
+    "precision@5",
+    "mrr",
+    "mrr@10",
+    "ndcg@5",
+    "ndcg@10",
+)
 TOP_IDS_KEPT = 20
 UNATTRIBUTED_LOSS = "retrieval"  # only the final list is known: the loss cannot be placed
 
@@ -90,9 +102,14 @@ class RetrievalDetails:
         ranks = d.get("gold_ranks")
         return cls(
             {name: tuple((str(h[0]), float(h[1])) for h in hits) for name, hits in d["stages"].items()},
-            _tuples(d["stage_levels"]) or (), str(d["final_stage"]), bool(d.get("degraded", False)),
-            d.get("degradation_reason"), GoldView.from_dict(d["gold"]), tuple(d.get("absent", ())),
-            tuple(dict(r) for r in ranks) if ranks is not None else None, bool(d.get("measured_only", False)),
+            _tuples(d["stage_levels"]) or (),
+            str(d["final_stage"]),
+            bool(d.get("degraded", False)),
+            d.get("degradation_reason"),
+            GoldView.from_dict(d["gold"]),
+            tuple(d.get("absent", ())),
+            tuple(dict(r) for r in ranks) if ranks is not None else None,
+            bool(d.get("measured_only", False)),
         )
 
 
@@ -122,10 +139,16 @@ def evaluate_retrieval(
 ) -> CaseResult:
     stages = scored_stages(result, spec)
     details = RetrievalDetails(
-        {name: _top(s) for name, s in stages.items()}, tuple(tuple(level) for level in spec.levels), spec.final,
-        result.degraded, result.degradation_reason, _gold_view(gold),
+        {name: _top(s) for name, s in stages.items()},
+        tuple(tuple(level) for level in spec.levels),
+        spec.final,
+        result.degraded,
+        result.degradation_reason,
+        _gold_view(gold),
     )
-    common: dict[str, Any] = dict(id=item.id, tier="retrieval", tags=dict(item.tags), split=item.split, duration=duration)
+    common: dict[str, Any] = dict(
+        id=item.id, tier="retrieval", tags=dict(item.tags), split=item.split, duration=duration
+    )
     if item.is_negative:
         return _negative(stages, config, spec, details, common)
 
@@ -169,7 +192,10 @@ def evaluate_retrieval(
 
 
 def _negative(
-    stages: Mapping[str, StageResult], config: RetrievalCaseConfig, spec: StageSpec, details: RetrievalDetails,
+    stages: Mapping[str, StageResult],
+    config: RetrievalCaseConfig,
+    spec: StageSpec,
+    details: RetrievalDetails,
     common: dict[str, Any],
 ) -> CaseResult:
     """Negatives have no gold: measured by what passed the threshold and what reached the final list."""
@@ -209,7 +235,9 @@ def _negative(
     )
 
 
-def _chunk_groups(gold: ResolvedGold, ids: Sequence[str], kind_of: Mapping[str, str]) -> tuple[frozenset[str], ...] | None:
+def _chunk_groups(
+    gold: ResolvedGold, ids: Sequence[str], kind_of: Mapping[str, str]
+) -> tuple[frozenset[str], ...] | None:
     kind = kind_of.get(ids[0], "child") if ids else "child"
     return gold.groups_for(kind)
 

@@ -39,8 +39,15 @@ def _no_key_markers() -> str:
 def _bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
     # `python` in the steps is this interpreter's environment (the workflow's setup-python).
     bindir = Path(sys.executable).parent
-    full = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "DATASET": "golden_sets/demo_maths", **env}
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=full, capture_output=True, text=True, timeout=900)
+    full = {
+        **os.environ,
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        "DATASET": "golden_sets/demo_maths",
+        **env,
+    }
+    return subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=full, capture_output=True, text=True, timeout=900
+    )
 
 
 @pytest.fixture
@@ -73,7 +80,9 @@ def test_make_eval_then_the_workflows_baseline_summary_report_and_merge_steps(pr
     assert {c["tier"] for c in compared["cases"]} >= {"retrieval", "deterministic", "dialogue"}
     assert (project / "reports" / "junit.xml").is_file()
 
-    summary = _bash(_steps("gate")["Step summary"]["run"], project, ARTIFACT_URL="", GITHUB_STEP_SUMMARY=str(project / "step.md"))
+    summary = _bash(
+        _steps("gate")["Step summary"]["run"], project, ARTIFACT_URL="", GITHUB_STEP_SUMMARY=str(project / "step.md")
+    )
     assert summary.returncode == 0, summary.stderr
     assert (project / "step.md").read_text(encoding="utf-8").strip()
     report = _bash("python -m rag_eval report reports/eval-results.json --out reports/again.html", project)

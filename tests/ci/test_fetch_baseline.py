@@ -9,7 +9,6 @@ from pathlib import Path
 
 from tests.ci._fake_gh import run_with_fake_gh
 
-
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / ".github" / "scripts" / "fetch-baseline.sh"
 
@@ -40,7 +39,9 @@ def test_downloads_mains_newest_successful_baseline(tmp_path: Path) -> None:
     out, calls = _run(tmp_path, "4242", "ok")
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "baseline" / "eval-results.json").is_file()
-    assert calls[0].startswith("run list --repo acme/rag --workflow eval-gate.yml --branch main --event push --status success")
+    assert calls[0].startswith(
+        "run list --repo acme/rag --workflow eval-gate.yml --branch main --event push --status success"
+    )
     assert calls[1] == f"run download 4242 --repo acme/rag --name rag-eval-baseline --dir {tmp_path / 'baseline'}"
 
 

@@ -32,7 +32,9 @@ if args[:1] == ["api"] and "--method" not in args:
 """
 
 
-def _run(tmp_path: Path, comments: list[dict[str, object]], body: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+def _run(
+    tmp_path: Path, comments: list[dict[str, object]], body: str
+) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
     if shutil.which("python3") is None:
         pytest.skip("needs python3 (the stand-in gh is a Python script)")
     summary = tmp_path / "summary.md"

@@ -58,7 +58,11 @@ def _zizmor(*paths: Path) -> list[dict[str, Any]]:
     # --no-exit-codes: exit 0 with findings, so a non-zero exit means zizmor itself failed.
     out = subprocess.run(
         [exe, "--offline", "--format", "json", "--no-exit-codes", *map(str, paths)],
-        capture_output=True, text=True, timeout=120, check=False, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr
     findings: list[dict[str, Any]] = json.loads(out.stdout)
@@ -169,7 +173,8 @@ def test_only_the_comment_job_writes_and_it_runs_no_pr_code() -> None:
     checkouts = [s for s in comment["steps"] if "actions/checkout" in str(s.get("uses", ""))]
     # Only the base commit's scripts: never the pull request's code with a write token.
     assert all(
-        s["with"]["ref"] == "${{ github.event.pull_request.base.sha }}" and s["with"]["sparse-checkout"] == ".github/scripts"
+        s["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+        and s["with"]["sparse-checkout"] == ".github/scripts"
         for s in checkouts
     )
     assert "head.repo.full_name == github.repository" in comment["if"]  # forks: read-only token, no comment
@@ -181,7 +186,9 @@ def test_gate_compares_with_mains_baseline_and_skips_judge_without_a_key() -> No
     assert "pull_request" in triggers and triggers["push"]["branches"] == ["main"]
     gate_steps = {s.get("name"): s for s in wf["jobs"]["gate"]["steps"]}
     assert "--rag-baseline baseline/eval-results.json" in gate_steps["Evaluation gate"]["run"]
-    assert gate_steps["Refresh main's baseline"]["if"] == "github.event_name == 'push' && github.ref == 'refs/heads/main'"
+    assert (
+        gate_steps["Refresh main's baseline"]["if"] == "github.event_name == 'push' && github.ref == 'refs/heads/main'"
+    )
     plan = wf["jobs"]["plan"]["steps"][0]
     assert plan["env"]["HAS_JUDGE"] == "${{ secrets.RAG_JUDGE_API_KEY != '' }}"
     assert "judge" not in plan["run"].split("else", 1)[1].split("fi")[0].split("markers=")[1].split('"')[0]

@@ -31,7 +31,9 @@ def rankings(system: NoisySystem, questions: list[str]) -> list[list[tuple[int, 
 
 def test_the_same_seed_gives_the_same_rankings(index: BM25, questions: list[str]) -> None:
     first = rankings(NoisySystem(index, 0.5, seed=7), questions)
-    again = rankings(NoisySystem(index, 0.5, seed=7), list(reversed(questions)))[::-1]  # order of asking does not matter
+    again = rankings(NoisySystem(index, 0.5, seed=7), list(reversed(questions)))[
+        ::-1
+    ]  # order of asking does not matter
     other = rankings(NoisySystem(index, 0.5, seed=8), questions)
 
     assert first == again
@@ -51,7 +53,9 @@ def test_no_noise_is_the_base_retriever(index: BM25, questions: list[str]) -> No
         assert noisy == base
 
 
-def test_noise_swaps_the_top_hit_with_one_of_the_top_10_in_about_q_of_questions(index: BM25, questions: list[str]) -> None:
+def test_noise_swaps_the_top_hit_with_one_of_the_top_10_in_about_q_of_questions(
+    index: BM25, questions: list[str]
+) -> None:
     moved = 0
     for q in questions:
         base = index.ranking(q, 20)
@@ -74,11 +78,14 @@ def test_the_drop_pushes_the_top_10_below_the_rest_regardless_of_the_seed(index:
     assert rankings(dropped[1], questions) != rankings(NoisySystem(index, 0.0), questions)
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({"rank_noise": 1.5}, "[options] rank_noise = 1.5: must be a number from 0 to 1"),
-    ({"drop_rate": "0.1"}, "[options] drop_rate = '0.1': must be a number from 0 to 1"),
-    ({"rank_nosie": 0.1}, "[options] rank_nosie: unknown"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"rank_noise": 1.5}, "[options] rank_noise = 1.5: must be a number from 0 to 1"),
+        ({"drop_rate": "0.1"}, "[options] drop_rate = '0.1': must be a number from 0 to 1"),
+        ({"rank_nosie": 0.1}, "[options] rank_nosie: unknown"),
+    ],
+)
 def test_bad_options_name_the_option_and_the_fix(options: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError) as err:
         make_pipeline({"corpus": str(DEMO / "corpus"), **options})
@@ -87,14 +94,16 @@ def test_bad_options_name_the_option_and_the_fix(options: dict[str, object], mes
 
 def test_the_gate_runs_it_and_two_seeds_give_other_numbers(sandbox: Sandbox) -> None:
     (sandbox.root / "pytest.ini").write_text(
-        (sandbox.root / "pytest.ini").read_text(encoding="utf-8") + f"pythonpath = {REPO}\n", encoding="utf-8")
+        (sandbox.root / "pytest.ini").read_text(encoding="utf-8") + f"pythonpath = {REPO}\n", encoding="utf-8"
+    )
     values = {}
     for seed in (1, 2, 1):
         config = sandbox.root / "noisy.toml"
         config.write_text(
             'pipeline = "examples.noisy_system:make_pipeline"\ngold = "ids"\n[options]\n'
             f'corpus = "{sandbox.dataset / "corpus.jsonl"}"\nrank_noise = 1.0\nrank_noise_seed = {seed}\n',
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         sandbox.run("-m", "retrieval", "--rag-pipeline-config", str(config))
         results = sandbox.results()
         assert results["run"]["system"]["adapter"] == "python"
@@ -105,4 +114,20 @@ def test_the_gate_runs_it_and_two_seeds_give_other_numbers(sandbox: Sandbox) -> 
 
 
 def test_chinese_is_tokenized_by_characters_and_pairs_and_a_latin_run_stops_at_cjk() -> None:
-    assert tokenize("含n个元素的集合A Sets") == ["含", "n", "个", "元", "素", "的", "集", "合", "个元", "元素", "素的", "的集", "集合", "a", "sets"]
+    assert tokenize("含n个元素的集合A Sets") == [
+        "含",
+        "n",
+        "个",
+        "元",
+        "素",
+        "的",
+        "集",
+        "合",
+        "个元",
+        "元素",
+        "素的",
+        "的集",
+        "集合",
+        "a",
+        "sets",
+    ]

@@ -7,7 +7,8 @@ own list of forms could not notice a form it forgot.
 
 from __future__ import annotations
 
-from tests.support.leaks import WINDOW, forms as key_forms
+from tests.support.leaks import WINDOW
+from tests.support.leaks import forms as key_forms
 
 __all__ = ["WINDOW", "key_forms", "leaks"]
 
@@ -17,7 +18,7 @@ def leaks(text: str, key: str) -> list[str]:
     found = []
     for name, form in key_forms(key).items():
         for i in range(max(1, len(form) - WINDOW + 1)):
-            window = form[i:i + WINDOW]
+            window = form[i : i + WINDOW]
             if window in text:
                 found.append(f"{name}: {window!r}")
                 break

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -13,7 +14,11 @@ from rag_app.pipeline import RagPipeline
 from rag_app.settings import Settings
 
 DOCS = [
-    {"doc_id": "deriv", "title": "Derivatives", "text": "The derivative of x squared is two x. It measures the rate of change."},
+    {
+        "doc_id": "deriv",
+        "title": "Derivatives",
+        "text": "The derivative of x squared is two x. It measures the rate of change.",
+    },
     {"doc_id": "log", "title": "Logarithms", "text": "The logarithm of a product equals the sum of the logarithms."},
     {"doc_id": "vec", "title": "Vectors", "text": "The dot product of two vectors uses the cosine of their angle."},
     {"doc_id": "prob", "title": "Probability", "text": "Independent events multiply their probabilities."},
@@ -28,7 +33,11 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     # A threshold no fake vector reaches: questions without shared words find nothing. The
     # sufficiency check is off: it never answers without a vector hit (test_sufficiency.py).
     settings = Settings(
-        corpus_path=str(corpus), cache_dir=str(root / "cache"), embedder="fake", reranker="none", similarity_threshold=0.999,
+        corpus_path=str(corpus),
+        cache_dir=str(root / "cache"),
+        embedder="fake",
+        reranker="none",
+        similarity_threshold=0.999,
         sufficiency=False,
     )
     yield from serving(RagPipeline(settings))
@@ -61,9 +70,24 @@ def test_retrieve_returns_ranked_chunks_and_every_stage(api: str) -> None:
     assert [i["chunk_id"] for i in body["items"]] == [body["stages"]["context"][0]["chunk_id"]]
     item = body["items"][0]
     assert item["doc_id"] == "deriv" and "derivative" in item["text"]
-    assert set(item) == {"chunk_id", "doc_id", "text", "score", "kind", "parent_id", "book", "section", "page_start", "page_end"}
+    assert set(item) == {
+        "chunk_id",
+        "doc_id",
+        "text",
+        "score",
+        "kind",
+        "parent_id",
+        "book",
+        "section",
+        "page_start",
+        "page_end",
+    }
     assert list(body["stages"]) == ["vector", "bm25", "fused", "reranked", "context"]
-    assert body["stages"]["bm25"][0] == {"chunk_id": body["stages"]["bm25"][0]["chunk_id"], "score": pytest.approx(body["stages"]["bm25"][0]["score"]), "rank": 1}
+    assert body["stages"]["bm25"][0] == {
+        "chunk_id": body["stages"]["bm25"][0]["chunk_id"],
+        "score": pytest.approx(body["stages"]["bm25"][0]["score"]),
+        "rank": 1,
+    }
     assert (body["degraded"], body["degradation_reason"]) == (False, None)
 
 

@@ -47,8 +47,11 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> RagPipeline:
     root = tmp_path_factory.mktemp("limits")
     corpus = root / "corpus.jsonl"
     corpus.write_text("".join(json.dumps(d) + "\n" for d in DOCS), encoding="utf-8")
-    return RagPipeline(Settings(corpus_path=str(corpus), cache_dir=str(root / "cache"), embedder="fake",
-                                reranker="none", sufficiency=False))
+    return RagPipeline(
+        Settings(
+            corpus_path=str(corpus), cache_dir=str(root / "cache"), embedder="fake", reranker="none", sufficiency=False
+        )
+    )
 
 
 def serve(pipeline: RagPipeline, **limits: Any) -> Iterator[tuple[str, Gate]]:
@@ -113,7 +116,9 @@ def test_a_malformed_content_length_gets_a_400_and_runs_nothing(
 ) -> None:
     url, gate = api
     body = b'{"question": "derivative"}' + b" " * (2 << 20)  # 2 MB: over the limit if read(-1)
-    response = exchange(url, head("/api/retrieve", host(url), f"Content-Type: application/json\r\nContent-Length: {length}\r\n", body))
+    response = exchange(
+        url, head("/api/retrieve", host(url), f"Content-Type: application/json\r\nContent-Length: {length}\r\n", body)
+    )
 
     assert status_of(response) == 400
     assert gate.calls == 0
@@ -122,10 +127,15 @@ def test_a_malformed_content_length_gets_a_400_and_runs_nothing(
 
 def test_a_body_over_the_limit_is_413_without_being_read(api: tuple[str, Gate]) -> None:
     url, gate = api
-    declared = exchange(url, head("/api/retrieve", host(url), "Content-Type: application/json\r\nContent-Length: 50000000\r\n", b"{"))
+    declared = exchange(
+        url, head("/api/retrieve", host(url), "Content-Type: application/json\r\nContent-Length: 50000000\r\n", b"{")
+    )
     chunk = b"x" * 65536
     chunked = b"".join(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n" for _ in range(20)) + b"0\r\n\r\n"
-    streamed = exchange(url, head("/api/retrieve", host(url), "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked))
+    streamed = exchange(
+        url,
+        head("/api/retrieve", host(url), "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n", chunked),
+    )
 
     assert status_of(declared) == 413 and b"larger than 1048576 bytes" in declared
     assert status_of(streamed) == 413 and gate.calls == 0
@@ -151,8 +161,12 @@ def test_only_json_posts_are_executed(api: tuple[str, Gate], content_type: str |
 
     assert r.status_code == 415 and "application/json" in r.json()["detail"]
     assert gate.calls == 0
-    ok = httpx.post(f"{url}/api/retrieve", json={"question": "derivative"},
-                    headers={"Content-Type": "application/json; charset=utf-8"}, timeout=10)
+    ok = httpx.post(
+        f"{url}/api/retrieve",
+        json={"question": "derivative"},
+        headers={"Content-Type": "application/json; charset=utf-8"},
+        timeout=10,
+    )
     assert ok.status_code == 200 and gate.calls == 1
 
 
@@ -160,7 +174,9 @@ def test_only_json_posts_are_executed(api: tuple[str, Gate], content_type: str |
 def test_a_foreign_host_header_is_refused(api: tuple[str, Gate], bad_host: str) -> None:
     url, gate = api
     body = b'{"question": "derivative"}'
-    r = exchange(url, head("/api/retrieve", bad_host, f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n", body))
+    r = exchange(
+        url, head("/api/retrieve", bad_host, f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n", body)
+    )
 
     assert status_of(r) == 421 and b"--allow-host" in r
     assert gate.calls == 0
@@ -174,9 +190,19 @@ def test_local_names_are_served_and_a_foreign_origin_is_refused(api: tuple[str, 
     for name in ("127.0.0.1", "localhost", "LOCALHOST", "[::1]"):
         r = httpx.get(f"{url}/api/health", headers={"Host": f"{name}:{port}"}, timeout=10)
         assert r.status_code == 200, name
-    r = httpx.post(f"{url}/api/retrieve", json={"question": "derivative"}, headers={"Origin": "https://attacker.example"}, timeout=10)
+    r = httpx.post(
+        f"{url}/api/retrieve",
+        json={"question": "derivative"},
+        headers={"Origin": "https://attacker.example"},
+        timeout=10,
+    )
     assert r.status_code == 403 and gate.calls == 0
-    same = httpx.post(f"{url}/api/retrieve", json={"question": "derivative"}, headers={"Origin": f"http://localhost:{port}"}, timeout=10)
+    same = httpx.post(
+        f"{url}/api/retrieve",
+        json={"question": "derivative"},
+        headers={"Origin": f"http://localhost:{port}"},
+        timeout=10,
+    )
     assert same.status_code == 200
 
 
@@ -231,7 +257,12 @@ def test_a_slow_drip_head_or_body_is_cut_off(api: tuple[str, Gate]) -> None:
                 break
     assert status_of(answer) == 408 and dripped < 200
     body = b'{"question": "derivative"}'
-    partial = exchange(url, head("/api/retrieve", host(url), f"Content-Type: application/json\r\nContent-Length: {len(body) + 10}\r\n", body))
+    partial = exchange(
+        url,
+        head(
+            "/api/retrieve", host(url), f"Content-Type: application/json\r\nContent-Length: {len(body) + 10}\r\n", body
+        ),
+    )
     assert status_of(partial) == 408 and b"did not arrive" in partial and gate.calls == 0
 
 

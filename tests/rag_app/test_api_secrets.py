@@ -42,8 +42,15 @@ def test_a_500_body_and_its_log_line_redact_before_cutting(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setenv("RAG_GENERATOR_API_KEY", KEY)
-    pipeline = RagPipeline(Settings(corpus_path=str(write_corpus(tmp_path)), cache_dir=str(tmp_path / "cache"),
-                                    embedder="fake", reranker="none", sufficiency=False))
+    pipeline = RagPipeline(
+        Settings(
+            corpus_path=str(write_corpus(tmp_path)),
+            cache_dir=str(tmp_path / "cache"),
+            embedder="fake",
+            reranker="none",
+            sufficiency=False,
+        )
+    )
 
     def explode(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(echo_all(960))  # the key's forms straddle the 1,000-character cut
@@ -71,10 +78,21 @@ def test_rag_app_serve_shows_no_form_of_the_generator_key(tmp_path: Path) -> Non
     with ScriptedOpenAIServer() as generator:
         generator.set_default("chat", _chat_reply)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
-        env.update(RAG_GENERATOR_BASE_URL=generator.base_url, RAG_GENERATOR_API_KEY=KEY, RAG_GENERATOR_MODEL="gpt-4o-mini",
-                   RAG_GENERATOR_MAX_RETRIES="0", PYTHONPATH=str(REPO))
-        sets = ["embedder=fake", "reranker=none", "generator=openai", "sufficiency=false",
-                f"cache_dir={tmp_path / 'cache'}", f"corpus_path={write_corpus(tmp_path)}"]
+        env.update(
+            RAG_GENERATOR_BASE_URL=generator.base_url,
+            RAG_GENERATOR_API_KEY=KEY,
+            RAG_GENERATOR_MODEL="gpt-4o-mini",
+            RAG_GENERATOR_MAX_RETRIES="0",
+            PYTHONPATH=str(REPO),
+        )
+        sets = [
+            "embedder=fake",
+            "reranker=none",
+            "generator=openai",
+            "sufficiency=false",
+            f"cache_dir={tmp_path / 'cache'}",
+            f"corpus_path={write_corpus(tmp_path)}",
+        ]
         cmd = [sys.executable, "-m", "rag_app", "-v", *[a for s in sets for a in ("--set", s)], "serve", "--port", "0"]
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         bodies: list[str] = []

@@ -6,8 +6,8 @@ import json
 import math
 import random
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pytest

@@ -8,8 +8,8 @@ import json
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Iterator
 
 import pytest
 
@@ -87,7 +87,9 @@ def test_token_header_follows_chromas_transport_setting(header_env: dict[str, st
 
 def test_no_token_sends_no_header_and_a_bad_header_name_is_refused() -> None:
     assert ChromaServer("h").headers() == {}
-    with pytest.raises(ConfigError, match="CHROMA_AUTH_TOKEN_TRANSPORT_HEADER='Cookie': use one of Authorization, X-Chroma-Token"):
+    with pytest.raises(
+        ConfigError, match="CHROMA_AUTH_TOKEN_TRANSPORT_HEADER='Cookie': use one of Authorization, X-Chroma-Token"
+    ):
         ChromaServer.from_settings(load({}, chroma_host="h"), env={"CHROMA_AUTH_TOKEN_TRANSPORT_HEADER": "Cookie"})
 
 
@@ -154,9 +156,14 @@ def stub() -> Iterator[int]:
 
 @pytest.mark.parametrize(
     ("header_env", "header", "value"),
-    [({}, "Authorization", f"Bearer {TOKEN}"), ({"CHROMA_AUTH_TOKEN_TRANSPORT_HEADER": "X-Chroma-Token"}, "X-Chroma-Token", TOKEN)],
+    [
+        ({}, "Authorization", f"Bearer {TOKEN}"),
+        ({"CHROMA_AUTH_TOKEN_TRANSPORT_HEADER": "X-Chroma-Token"}, "X-Chroma-Token", TOKEN),
+    ],
 )
-def test_refused_token_is_diagnosed_without_showing_it(stub: int, header_env: dict[str, str], header: str, value: str) -> None:
+def test_refused_token_is_diagnosed_without_showing_it(
+    stub: int, header_env: dict[str, str], header: str, value: str
+) -> None:
     server = ChromaServer.from_settings(
         load({}, chroma_host="127.0.0.1", chroma_port=stub), env={"CHROMA_AUTH_TOKEN": TOKEN, **header_env}
     )
@@ -164,14 +171,19 @@ def test_refused_token_is_diagnosed_without_showing_it(stub: int, header_env: di
     with pytest.raises(ServiceError) as info:
         server.connect()
     message = str(info.value)
-    assert f"the Chroma server at http://127.0.0.1:{stub} refused the request (HTTP 401; we sent a token in {header})" in message
+    assert (
+        f"the Chroma server at http://127.0.0.1:{stub} refused the request (HTTP 401; we sent a token in {header})"
+        in message
+    )
     assert "set CHROMA_AUTH_TOKEN to a valid token" in message and TOKEN not in message
     assert any(seen.get(header) == value for seen in StubChroma.seen)  # the token did go out, in that header
 
 
 def test_something_else_on_the_port_is_named_as_such(stub: int) -> None:
     StubChroma.refuse = False
-    with pytest.raises(ServiceError, match=rf"http://127.0.0.1:{stub} answered HTTP 404 to /api/v2/heartbeat: is it a Chroma server"):
+    with pytest.raises(
+        ServiceError, match=rf"http://127.0.0.1:{stub} answered HTTP 404 to /api/v2/heartbeat: is it a Chroma server"
+    ):
         ChromaServer("127.0.0.1", stub).connect()
 
 
@@ -207,19 +219,25 @@ def silent_port() -> Iterator[int]:
 
 
 def test_a_server_that_never_answers_fails_after_the_timeout_naming_the_setting(silent_port: int) -> None:
-    server = ChromaServer.from_settings(load({"RAG_APP_CHROMA_TIMEOUT": "0.5"}, chroma_host="127.0.0.1", chroma_port=silent_port), env={})
+    server = ChromaServer.from_settings(
+        load({"RAG_APP_CHROMA_TIMEOUT": "0.5"}, chroma_host="127.0.0.1", chroma_port=silent_port), env={}
+    )
     assert server is not None and server.timeout == 0.5
     started = time.monotonic()
     with pytest.raises(ServiceError) as info:
         server.connect()
     elapsed = time.monotonic() - started
     message = str(info.value)
-    assert f"the Chroma server at http://127.0.0.1:{silent_port} did not answer within 0.5 s (chroma_timeout)" in message
+    assert (
+        f"the Chroma server at http://127.0.0.1:{silent_port} did not answer within 0.5 s (chroma_timeout)" in message
+    )
     assert "RAG_APP_CHROMA_TIMEOUT" in message
     assert elapsed < 10  # bounded by the timeout (0.5 s), not by the server: without one this never returns
 
 
 def test_the_timeout_is_a_validated_setting() -> None:
     assert Settings().chroma_timeout == 30.0
-    with pytest.raises(ConfigError, match="environment variable RAG_APP_CHROMA_TIMEOUT: chroma_timeout must be a positive number"):
+    with pytest.raises(
+        ConfigError, match="environment variable RAG_APP_CHROMA_TIMEOUT: chroma_timeout must be a positive number"
+    ):
         load({"RAG_APP_CHROMA_TIMEOUT": "0"})

@@ -11,8 +11,8 @@ import random
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 
@@ -234,7 +234,9 @@ def test_preamble_with_content_is_a_section_titled_by_the_book() -> None:
 
 
 def test_jsonl_doc_is_one_section_even_with_headings_and_carries_scalar_metadata() -> None:
-    doc = jsonl_doc("gk::1", "# 标题\n解: $x$.\n## 不是节\n故选 A.", title="2010 理数", qtype="MCQ", year=2010, tags=["a"])
+    doc = jsonl_doc(
+        "gk::1", "# 标题\n解: $x$.\n## 不是节\n故选 A.", title="2010 理数", qtype="MCQ", year=2010, tags=["a"]
+    )
     chunks = chunk_documents([doc], SMALL)
     assert [c.chunk_id for c in chunks] == ["gk:1::parent", "gk:1::child::1"]  # '::' in the doc_id became ':'
     assert {c.section for c in chunks} == {"2010 理数"} and {c.book for c in chunks} == {"2010 理数"}
@@ -354,7 +356,9 @@ def test_property_offsets_and_atomic_elements(seed: int) -> None:
     doc = parse_markdown(body, source=f"rand{seed}.md", default_doc_id=f"rand{seed}")
     assert doc.text == body  # no front matter, no page marks: offsets carry over unchanged
     size = rng.choice([30, 60, 120, 320])
-    config = ChunkConfig(chunk_size=size, chunk_overlap=rng.randint(0, size // 2), parent_max_chars=size * rng.randint(1, 4))
+    config = ChunkConfig(
+        chunk_size=size, chunk_overlap=rng.randint(0, size // 2), parent_max_chars=size * rng.randint(1, 4)
+    )
     chunks = chunk_documents([doc], config)
     check_invariants([doc], chunks, config)
     in_sections = [(s, e) for s, e in spans if any(p.char_start <= s < p.char_end for p in parents(chunks))]

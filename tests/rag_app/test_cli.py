@@ -15,7 +15,16 @@ from tests.rag_app.test_pipeline import BOOK
 
 def test_ask_prints_answer_sources_and_stages(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "book.md").write_text(BOOK, encoding="utf-8")
-    argv = ["--set", "embedder=fake", "--set", f"cache_dir={tmp_path / 'cache'}", "ask", "二次函数的顶点式是什么？", "--corpus", str(tmp_path)]
+    argv = [
+        "--set",
+        "embedder=fake",
+        "--set",
+        f"cache_dir={tmp_path / 'cache'}",
+        "ask",
+        "二次函数的顶点式是什么？",
+        "--corpus",
+        str(tmp_path),
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "A (extractive-baseline):" in out and "Sources:" in out and "[1] 必修第一册 - 3.2 二次函数的顶点式" in out
@@ -41,7 +50,16 @@ def test_ingest_says_how_many_embeddings_were_computed_and_read_from_the_cache(
     (tmp_path / "corpus").mkdir()
     (tmp_path / "corpus" / "book.md").write_text(BOOK, encoding="utf-8")
     cache = tmp_path / "cache"
-    argv = ["--set", "embedder=fake", "--set", f"cache_dir={cache}", "ingest", str(tmp_path / "corpus"), "--progress", "on"]
+    argv = [
+        "--set",
+        "embedder=fake",
+        "--set",
+        f"cache_dir={cache}",
+        "ingest",
+        str(tmp_path / "corpus"),
+        "--progress",
+        "on",
+    ]
     assert main(argv) == 0
     cold = capsys.readouterr()
     n = int(cold.out.split(" children, ")[0].rsplit(" ", 1)[1])

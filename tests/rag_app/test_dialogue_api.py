@@ -39,7 +39,10 @@ def test_stating_limits_is_a_200_answer(api: str) -> None:
     ("body", "detail"),
     [
         ({"turns": []}, "'turns' must be a non-empty list"),
-        ({"turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]}, "last turn must be the student's"),
+        (
+            {"turns": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]},
+            "last turn must be the student's",
+        ),
         ({"turns": [{"role": "tutor", "content": "hi"}]}, "turns[0]"),
         ({"turns": [{"role": "user", "content": "hi"}], "context": "problem"}, "'context' must be an object"),
         ({"turns": [{"role": "user", "content": "hi"}], "question": "x"}, "unknown field(s) ['question']"),

@@ -36,5 +36,7 @@ def test_describe_uses_the_examples_words() -> None:
 def test_book_number_and_part() -> None:
     assert book_in("选择性必修第二册，数列那一章的", BOOKS) == "选择性必修第二册"  # not 必修第二册
     assert book_in("数列那一章", BOOKS) is None
-    assert number_in("例13 我不会") == 13 and number_in("Example 29, the open box") == 29 and number_in("那道题") is None
+    assert (
+        number_in("例13 我不会") == 13 and number_in("Example 29, the open box") == 29 and number_in("那道题") is None
+    )
     assert part_in("第（3）问，求 a1+a3+a5") == 3 and part_in("how to set up the volume") is None

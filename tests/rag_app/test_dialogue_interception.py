@@ -25,7 +25,9 @@ def test_solution_fragments_are_results_not_givens() -> None:
 
 
 def test_guard_from_caller_material_and_inline_answers() -> None:
-    guard = LeakGuard.build(["\\frac13"], [(SOLUTION, STATEMENT)], ["求 $\\sum\\frac{k}{2^k}$。（答案：$2-\\frac{n+2}{2^n}$。）"])
+    guard = LeakGuard.build(
+        ["\\frac13"], [(SOLUTION, STATEMENT)], ["求 $\\sum\\frac{k}{2^k}$。（答案：$2-\\frac{n+2}{2^n}$。）"]
+    )
     assert guard.leaks("所以概率是 $\\frac13$") and guard.leaks("最大日利润为 9000 元")
     assert guard.leaks("答案是 2-\\frac{n+2}{2^n}")
     assert not guard.leaks("先写出利润关于售价的函数，再看对称轴。")

@@ -28,7 +28,11 @@ def server() -> Iterator[ScriptedOpenAIServer]:
 
 @pytest.fixture
 def tutor(server: ScriptedOpenAIServer, tmp_path_factory: pytest.TempPathFactory) -> RagPipeline:
-    env = {"RAG_GENERATOR_BASE_URL": server.base_url, "RAG_GENERATOR_API_KEY": "sk-tutor-test-77", "RAG_GENERATOR_MODEL": "m"}
+    env = {
+        "RAG_GENERATOR_BASE_URL": server.base_url,
+        "RAG_GENERATOR_API_KEY": "sk-tutor-test-77",
+        "RAG_GENERATOR_MODEL": "m",
+    }
     client = ChatClient(EndpointConfig.from_env("RAG_GENERATOR", env), 5.0, 0, 10.0)
     cache = Path(tmp_path_factory.getbasetemp()) / "dialogue-llm-cache"  # shared by the tests: built once
     return RagPipeline(demo_settings(cache), generator=OpenAIGenerator(client, "m", max_tokens=200))
@@ -37,7 +41,9 @@ def tutor(server: ScriptedOpenAIServer, tmp_path_factory: pytest.TempPathFactory
 CONTEXT = {"book": "必修第一册", "problem": PROFIT}
 
 
-def test_the_request_carries_the_layer_the_conversation_and_the_material(server: ScriptedOpenAIServer, tutor: RagPipeline) -> None:
+def test_the_request_carries_the_layer_the_conversation_and_the_material(
+    server: ScriptedOpenAIServer, tutor: RagPipeline
+) -> None:
     server.enqueue(reply("先把日利润写成售价 $x$ 的函数，再看开口方向和对称轴 [1]。"))
     turns = [
         {"role": "user", "content": "这道利润的题我不会，先给点提示"},
@@ -53,7 +59,10 @@ def test_the_request_carries_the_layer_the_conversation_and_the_material(server:
     system = messages[0]["content"]
     assert system.startswith(SYSTEM_PROMPT) and LEVEL_RULES["approach"] in system and "绝对不要给出最终答案" in system
     assert messages[1:3] == [dict(t) for t in turns[:2]]
-    assert "[1] (必修第一册 - 3.5 二次函数的最值" in messages[3]["content"] and "直接告诉我答案吧" in messages[3]["content"]
+    assert (
+        "[1] (必修第一册 - 3.5 二次函数的最值" in messages[3]["content"]
+        and "直接告诉我答案吧" in messages[3]["content"]
+    )
     assert turn.sources[0].section == "3.5 二次函数的最值"
 
 

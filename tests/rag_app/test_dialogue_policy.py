@@ -21,15 +21,18 @@ from rag_app.types import DialogueTurn
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_CORPUS = REPO / "golden_sets" / "demo_maths" / "corpus"
-PROFIT = (
-    "例23 某商品进价 40 元，售价 50 元时每天可卖出 500 件；售价每上涨 1 元，日销量减少 10 件。售价定为多少时日利润最大？"
-)
+PROFIT = "例23 某商品进价 40 元，售价 50 元时每天可卖出 500 件；售价每上涨 1 元，日销量减少 10 件。售价定为多少时日利润最大？"
 
 
 def demo_settings(cache_dir: Path, **overrides: Any) -> Settings:
     return Settings(
-        corpus_path=str(DEMO_CORPUS), cache_dir=str(cache_dir), embedder="fake",
-        sufficiency_similarity_weight=0.0, sufficiency_min_score_zh=0.5, sufficiency_min_score_en=0.5, **overrides,
+        corpus_path=str(DEMO_CORPUS),
+        cache_dir=str(cache_dir),
+        embedder="fake",
+        sufficiency_similarity_weight=0.0,
+        sufficiency_min_score_zh=0.5,
+        sufficiency_min_score_en=0.5,
+        **overrides,
     )
 
 
@@ -73,14 +76,21 @@ def test_words_that_name_one_of_the_candidates_pick_it(demo: RagPipeline) -> Non
 
 
 def test_a_condition_the_matched_example_gives_is_asked_for(demo: RagPipeline) -> None:
-    ask, answer = talk(demo, "这个二次函数的最大值和最小值怎么求？", "题目说的是在 [1,4] 上", problem="求 f(x)=x^2-6x+5 的最大值和最小值。")
+    ask, answer = talk(
+        demo,
+        "这个二次函数的最大值和最小值怎么求？",
+        "题目说的是在 [1,4] 上",
+        problem="求 f(x)=x^2-6x+5 的最大值和最小值。",
+    )
     assert ask.action == "clarify" and ask.asking == ("interval",) and "区间" in ask.message
     assert "例21" in ask.reason  # measured against the matched worked example
     assert answer.action == "answer"  # given once, never asked again
 
 
 def test_a_problem_with_all_its_conditions_is_not_questioned(demo: RagPipeline) -> None:
-    (turn,) = talk(demo, "这个二次函数的最大值和最小值怎么求？", problem="求 f(x)=x^2-6x+5 在 [1,4] 上的最大值和最小值。")
+    (turn,) = talk(
+        demo, "这个二次函数的最大值和最小值怎么求？", problem="求 f(x)=x^2-6x+5 在 [1,4] 上的最大值和最小值。"
+    )
     assert turn.action == "answer"
 
 
@@ -103,8 +113,12 @@ def test_at_most_three_rounds_then_what_is_still_missing(demo: RagPipeline) -> N
 
 
 def test_a_comparison_asks_for_the_earlier_problem_once(demo: RagPipeline) -> None:
-    ask, answer = talk(demo, "这题和上次那道切线题有什么不一样？", "上次是求 y=x^3 在点 (1,1) 处的切线",
-                       problem="求过点 (1,0) 且与曲线 y=x^2 相切的直线方程。")
+    ask, answer = talk(
+        demo,
+        "这题和上次那道切线题有什么不一样？",
+        "上次是求 y=x^3 在点 (1,1) 处的切线",
+        problem="求过点 (1,0) 且与曲线 y=x^2 相切的直线方程。",
+    )
     assert (ask.action, ask.asking, ask.intent) == ("clarify", ("old_problem",), "compare_problems")
     assert answer.action == "answer" and answer.intent == "compare_problems"
 
@@ -123,8 +137,14 @@ def test_insufficient_evidence_states_the_limits_also_when_pushed(demo: RagPipel
 
 
 def test_hints_deepen_one_layer_per_follow_up(demo: RagPipeline) -> None:
-    turns = talk(demo, "这道利润的题我不会，先给点提示", "别提示了，直接告诉我答案吧", "求你了，把完整过程和最后结果都发我",
-                 book="必修第一册", problem=PROFIT)
+    turns = talk(
+        demo,
+        "这道利润的题我不会，先给点提示",
+        "别提示了，直接告诉我答案吧",
+        "求你了，把完整过程和最后结果都发我",
+        book="必修第一册",
+        problem=PROFIT,
+    )
     assert [t.hint_level for t in turns] == ["reminder", "approach", "wrong_direction"]
     assert "完整答案我不能直接给你" in turns[1].message and "完整答案我不能直接给你" not in turns[0].message
     assert all("9000" not in t.message for t in turns)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pytest
@@ -84,7 +84,7 @@ def test_one_file_per_model_and_no_text_stored(tmp_path: Path) -> None:
     assert cache_path(tmp_path, "a/b") != cache_path(tmp_path, "a_b")  # sanitised alike, hash differs
     emb.close()
     raw = b"".join(p.read_bytes() for p in emb.path.parent.iterdir())
-    assert "secret text".encode() not in raw and "秘密文本".encode() not in raw
+    assert b"secret text" not in raw and "秘密文本".encode() not in raw
     with sqlite3.connect(emb.path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
@@ -145,7 +145,9 @@ def test_two_processes_writing_overlapping_keys_lose_nothing(tmp_path: Path) -> 
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(2), ctx.Queue()
     # A writes texts 0..149, B writes 75..224: 75 keys overlap, 225 distinct in all
-    procs = [ctx.Process(target=_writer, args=(str(tmp_path), lo, hi, barrier, out)) for lo, hi in ((0, 150), (75, 225))]
+    procs = [
+        ctx.Process(target=_writer, args=(str(tmp_path), lo, hi, barrier, out)) for lo, hi in ((0, 150), (75, 225))
+    ]
     for p in procs:
         p.start()
     results = [out.get(timeout=60) for _ in procs]
@@ -194,4 +196,4 @@ def test_the_factory_cuts_at_settings_embed_max_chars(tmp_path: Path) -> None:
     from rag_app.settings import Settings
 
     embedder, _ = make_embedder(Settings(embedder="fake", cache_dir=str(tmp_path), embed_max_chars=50))
-    assert getattr(embedder, "max_chars") == 50 and Settings().embed_max_chars == 2000
+    assert embedder.max_chars == 50 and Settings().embed_max_chars == 2000

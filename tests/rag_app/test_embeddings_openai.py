@@ -39,8 +39,10 @@ def server() -> Iterator[ScriptedOpenAIServer]:
 
 
 def make(srv: ScriptedOpenAIServer, timeout: float = 5.0, **kwargs: Any) -> OpenAIEmbedder:
-    cfg = EndpointConfig.from_env("RAG_EMBEDDING", {"RAG_EMBEDDING_BASE_URL": srv.base_url,
-                                                    "RAG_EMBEDDING_MODEL": MODEL, "RAG_EMBEDDING_API_KEY": KEY})
+    cfg = EndpointConfig.from_env(
+        "RAG_EMBEDDING",
+        {"RAG_EMBEDDING_BASE_URL": srv.base_url, "RAG_EMBEDDING_MODEL": MODEL, "RAG_EMBEDDING_API_KEY": KEY},
+    )
     return OpenAIEmbedder(cfg, timeout=timeout, **kwargs)
 
 
@@ -59,11 +61,19 @@ def free_port() -> int:
 
 # --- EndpointConfig ---------------------------------------------------------------------
 def test_prefixed_variables_win_and_openai_ones_are_the_fallback() -> None:
-    env = {"OPENAI_BASE_URL": "http://fallback:1/v1", "OPENAI_API_KEY": "k-fallback",
-           "RAG_JUDGE_BASE_URL": "https://judge.example/v1/", "RAG_JUDGE_MODEL": "m"}
+    env = {
+        "OPENAI_BASE_URL": "http://fallback:1/v1",
+        "OPENAI_API_KEY": "k-fallback",
+        "RAG_JUDGE_BASE_URL": "https://judge.example/v1/",
+        "RAG_JUDGE_MODEL": "m",
+    }
     cfg = EndpointConfig.from_env("RAG_JUDGE", env)
     assert (cfg.base_url, cfg.model, cfg.api_key) == ("https://judge.example/v1", "m", "k-fallback")
-    assert (cfg.base_url_var, cfg.model_var, cfg.api_key_var) == ("RAG_JUDGE_BASE_URL", "RAG_JUDGE_MODEL", "OPENAI_API_KEY")
+    assert (cfg.base_url_var, cfg.model_var, cfg.api_key_var) == (
+        "RAG_JUDGE_BASE_URL",
+        "RAG_JUDGE_MODEL",
+        "OPENAI_API_KEY",
+    )
     assert cfg.address == "judge.example:443"  # https default port
 
 
@@ -77,8 +87,10 @@ def test_blank_variables_count_as_unset_and_model_default_applies() -> None:
 def test_require_names_every_missing_variable() -> None:
     with pytest.raises(ConfigError) as info:
         EndpointConfig.from_env("RAG_GENERATOR", {}).require()
-    assert ("set RAG_GENERATOR_BASE_URL (or OPENAI_BASE_URL); RAG_GENERATOR_MODEL; "
-            "RAG_GENERATOR_API_KEY (or OPENAI_API_KEY)") in str(info.value)
+    assert (
+        "set RAG_GENERATOR_BASE_URL (or OPENAI_BASE_URL); RAG_GENERATOR_MODEL; "
+        "RAG_GENERATOR_API_KEY (or OPENAI_API_KEY)"
+    ) in str(info.value)
     only_url = EndpointConfig.from_env("RAG_RERANKER", {"RAG_RERANKER_BASE_URL": "http://h:1"})
     assert only_url.require("base_url") is only_url
     with pytest.raises(ConfigError, match=r"set RAG_RERANKER_API_KEY \(or OPENAI_API_KEY\)\."):
@@ -86,7 +98,9 @@ def test_require_names_every_missing_variable() -> None:
 
 
 def test_a_base_url_that_is_not_http_names_its_variable() -> None:
-    cfg = EndpointConfig.from_env("RAG_X", {"OPENAI_BASE_URL": "localhost:8000", "RAG_X_MODEL": "m", "OPENAI_API_KEY": "k"})
+    cfg = EndpointConfig.from_env(
+        "RAG_X", {"OPENAI_BASE_URL": "localhost:8000", "RAG_X_MODEL": "m", "OPENAI_API_KEY": "k"}
+    )
     with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL='localhost:8000' is not an http\(s\) URL"):
         cfg.require()
 
@@ -152,14 +166,21 @@ def test_retry_after_as_an_http_date_is_honoured(server: ScriptedOpenAIServer) -
 
 def test_persistent_5xx_gives_up_after_two_retries(server: ScriptedOpenAIServer) -> None:
     server.enqueue(status(502), status(502), status(502), kind="embeddings")
-    with pytest.raises(ServiceError, match=r"failed after 3 attempts: HTTP 502.*gave up after the retry limit, max_retries=2"):
+    with pytest.raises(
+        ServiceError, match=r"failed after 3 attempts: HTTP 502.*gave up after the retry limit, max_retries=2"
+    ):
         make(server).embed_passages(["a"])
     assert server.calls("embeddings") == 3
 
 
 def test_auth_errors_are_not_retried_and_never_echo_the_key(server: ScriptedOpenAIServer) -> None:
-    echo = {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "invalid_request_error",
-                      "code": "invalid_api_key"}}
+    echo = {
+        "error": {
+            "message": f"Incorrect API key provided: {KEY}",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
+    }
     server.enqueue(status(401, echo), kind="embeddings")
     with pytest.raises(ServiceError) as info:
         make(server).embed_query("a")
@@ -200,7 +221,9 @@ def test_a_timeout_is_retried(server: ScriptedOpenAIServer) -> None:
 def test_a_server_that_keeps_hanging_fails_after_every_attempt_timed_out(server: ScriptedOpenAIServer) -> None:
     server.enqueue(hang(3.0), hang(3.0), kind="embeddings")
     start = time.monotonic()
-    with pytest.raises(ServiceError, match=r"failed after 2 attempts: no response within 0.5s.*RAG_APP_REQUEST_TIMEOUT"):
+    with pytest.raises(
+        ServiceError, match=r"failed after 2 attempts: no response within 0.5s.*RAG_APP_REQUEST_TIMEOUT"
+    ):
         make(server, timeout=0.5, max_retries=1).embed_query("a")
     assert time.monotonic() - start < 5.0 and server.calls("embeddings") == 2
 
@@ -269,11 +292,17 @@ def test_e5_prefixes_are_prepended(server: ScriptedOpenAIServer) -> None:
 
 
 def test_the_modality_comes_from_the_settings_and_keeps_trailing_spaces(server: ScriptedOpenAIServer) -> None:
-    env = {"RAG_APP_EMBEDDER": "openai", "RAG_APP_EMBEDDING_QUERY_PREFIX": "query: ",
-           "RAG_APP_EMBEDDING_PASSAGE_PREFIX": "passage: ", "RAG_APP_EMBEDDING_INPUT_TYPE_FIELD": "input_type"}
+    env = {
+        "RAG_APP_EMBEDDER": "openai",
+        "RAG_APP_EMBEDDING_QUERY_PREFIX": "query: ",
+        "RAG_APP_EMBEDDING_PASSAGE_PREFIX": "passage: ",
+        "RAG_APP_EMBEDDING_INPUT_TYPE_FIELD": "input_type",
+    }
     settings = Settings.load(pyproject=Path("/nonexistent/pyproject.toml"), env=env)
-    emb = OpenAIEmbedder.from_settings(settings, {"RAG_EMBEDDING_BASE_URL": server.base_url,
-                                                  "RAG_EMBEDDING_MODEL": MODEL, "RAG_EMBEDDING_API_KEY": KEY})
+    emb = OpenAIEmbedder.from_settings(
+        settings,
+        {"RAG_EMBEDDING_BASE_URL": server.base_url, "RAG_EMBEDDING_MODEL": MODEL, "RAG_EMBEDDING_API_KEY": KEY},
+    )
     assert emb.modality == Modality("query: ", "passage: ", "input_type", "query", "passage")
     emb.embed_query("q")
     req = server.requests_of("embeddings")[0].json
@@ -281,6 +310,8 @@ def test_the_modality_comes_from_the_settings_and_keeps_trailing_spaces(server: 
 
 
 def test_a_server_that_refuses_the_field_is_told_apart(server: ScriptedOpenAIServer) -> None:
-    server.enqueue(status(400, {"error": {"message": "Unrecognized request argument supplied: input_type"}}), kind="embeddings")
+    server.enqueue(
+        status(400, {"error": {"message": "Unrecognized request argument supplied: input_type"}}), kind="embeddings"
+    )
     with pytest.raises(ServiceError, match="refuses the 'input_type' field: unset embedding_input_type_field"):
         make(server, modality=Modality(field="input_type")).embed_query("q")

@@ -11,7 +11,11 @@ def test_without_fallback_the_openai_key_and_url_are_not_borrowed() -> None:
 
 
 def test_reranker_never_sends_openai_key_to_its_own_host() -> None:
-    env = {"OPENAI_API_KEY": "sk-openai-secret", "RAG_RERANKER_BASE_URL": "http://127.0.0.1:9", "RAG_RERANKER_FLAVOUR": "tei"}
+    env = {
+        "OPENAI_API_KEY": "sk-openai-secret",
+        "RAG_RERANKER_BASE_URL": "http://127.0.0.1:9",
+        "RAG_RERANKER_FLAVOUR": "tei",
+    }
     reranker = HttpReranker.from_env(Settings(reranker="http"), env)
     assert "sk-openai-secret" not in repr(vars(reranker))
 

@@ -121,8 +121,14 @@ def test_formulas_are_never_split() -> None:
 
 def test_sentence_splitting_rules() -> None:
     assert split_sentences("圆周率约为3.14。e is 2.718 roughly. Next one") == [
-        "圆周率约为3.14。", "e is 2.718 roughly.", "Next one"]
-    assert split_sentences("## 1.1 集合\n集合是对象的全体。\n\n- 元素属于集合。") == ["集合是对象的全体。", "元素属于集合。"]
+        "圆周率约为3.14。",
+        "e is 2.718 roughly.",
+        "Next one",
+    ]
+    assert split_sentences("## 1.1 集合\n集合是对象的全体。\n\n- 元素属于集合。") == [
+        "集合是对象的全体。",
+        "元素属于集合。",
+    ]
     assert split_sentences("1. 第一条\n2. 第二条") == ["1. 第一条", "2. 第二条"]
     assert split_sentences("他说：“对。”然后走了") == ["他说：“对。”", "然后走了"]
 

@@ -38,10 +38,32 @@ def _generator(base_url: str, temperature: float = 0.1) -> OpenAIGenerator:
 
 
 CONTEXT = (
-    Chunk("c1", "d1", "二次函数的顶点式是 $y=a(x-h)^2+k$，顶点为 $(h,k)$。", "child", None,
-          "必修一", "二次函数", 12, 13, 0, 30),
-    Chunk("c2", "d2", "The law of cosines: $c^2=a^2+b^2-2ab\\cos C$.", "child", None,
-          "Trig Book", "Triangles", None, None, 0, 40),
+    Chunk(
+        "c1",
+        "d1",
+        "二次函数的顶点式是 $y=a(x-h)^2+k$，顶点为 $(h,k)$。",
+        "child",
+        None,
+        "必修一",
+        "二次函数",
+        12,
+        13,
+        0,
+        30,
+    ),
+    Chunk(
+        "c2",
+        "d2",
+        "The law of cosines: $c^2=a^2+b^2-2ab\\cos C$.",
+        "child",
+        None,
+        "Trig Book",
+        "Triangles",
+        None,
+        None,
+        0,
+        40,
+    ),
 )
 
 
@@ -87,8 +109,9 @@ def test_client_failure_propagates(server: ScriptedOpenAIServer) -> None:
 def test_make_generator_picks_by_settings(server: ScriptedOpenAIServer) -> None:
     offline = make_generator(Settings(generator="extractive"))
     assert isinstance(offline, ExtractiveGenerator) and offline.name == "extractive-baseline"
-    online = make_generator(Settings(generator="openai", temperature=0.2, max_answer_tokens=99),
-                            env=_env(server.base_url))
+    online = make_generator(
+        Settings(generator="openai", temperature=0.2, max_answer_tokens=99), env=_env(server.base_url)
+    )
     assert isinstance(online, OpenAIGenerator)
     assert (online.name, online.temperature, online.max_tokens) == ("openai:gpt-4o-mini", 0.2, 99)
     online.generate("q", CONTEXT)
@@ -111,10 +134,18 @@ def test_generator_timeout_and_retries_come_from_the_environment(server: Scripte
     assert isinstance(default, OpenAIGenerator) and default.client.timeout == 12.0  # RAG_APP_REQUEST_TIMEOUT
 
 
-@pytest.mark.parametrize(("name", "value"), [("RAG_GENERATOR_TIMEOUT", "soon"), ("RAG_GENERATOR_TIMEOUT", "0"),
-                                             ("RAG_GENERATOR_MAX_RETRIES", "-1"), ("RAG_GENERATOR_MAX_RETRIES", "2.5")])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("RAG_GENERATOR_TIMEOUT", "soon"),
+        ("RAG_GENERATOR_TIMEOUT", "0"),
+        ("RAG_GENERATOR_MAX_RETRIES", "-1"),
+        ("RAG_GENERATOR_MAX_RETRIES", "2.5"),
+    ],
+)
 def test_a_bad_timeout_or_retry_count_is_a_start_up_error_naming_the_variable(
-        server: ScriptedOpenAIServer, name: str, value: str) -> None:
+    server: ScriptedOpenAIServer, name: str, value: str
+) -> None:
     with pytest.raises(ConfigError, match=f"{name}='{value}' is not valid: expected .*; fix or unset {name}"):
         make_generator(Settings(generator="openai"), env={**_env(server.base_url), name: value})
 

@@ -17,8 +17,13 @@ from rag_app.generation.sources import REFUSAL_TEXT, build_sources
 from rag_app.types import Chunk
 
 
-def _chunk(cid: str, text: str, book: str = "必修一", section: str = "二次函数",
-           pages: tuple[int | None, int | None] = (12, 13)) -> Chunk:
+def _chunk(
+    cid: str,
+    text: str,
+    book: str = "必修一",
+    section: str = "二次函数",
+    pages: tuple[int | None, int | None] = (12, 13),
+) -> Chunk:
     return Chunk(cid, "d1", text, "child", None, book, section, pages[0], pages[1], 0, len(text))
 
 

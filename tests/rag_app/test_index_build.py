@@ -9,8 +9,9 @@ import multiprocessing
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -19,8 +20,8 @@ import pytest
 import rag_app.index.build as build_module
 from rag_app.errors import CorpusError
 from rag_app.index import Index, build_or_load_index, index_fingerprint, indexed_text, load_index
-from rag_app.index.fingerprint import INDEX_FORMAT_VERSION
 from rag_app.index.build import fingerprint_for
+from rag_app.index.fingerprint import INDEX_FORMAT_VERSION
 from rag_app.index.vector_store import make_persistent_client
 from rag_app.text import DEFAULT_TOKENIZER
 from rag_app.types import Chunk, Document
@@ -68,7 +69,14 @@ class CountingEmbedder:
         return (v / np.linalg.norm(v)).astype(np.float32)
 
 
-def make_chunk(chunk_id: str, text: str, kind: str = "child", parent_id: str | None = None, section: str = "1.1 集合", doc_id: str = "bixiu1") -> Chunk:
+def make_chunk(
+    chunk_id: str,
+    text: str,
+    kind: str = "child",
+    parent_id: str | None = None,
+    section: str = "1.1 集合",
+    doc_id: str = "bixiu1",
+) -> Chunk:
     return Chunk(
         chunk_id=chunk_id,
         doc_id=doc_id,
@@ -305,7 +313,9 @@ def test_bad_chunks_are_rejected_with_the_cause(tmp_path: Path, chunks: list[Chu
 def _build_in_subprocess(cache: str, queue: Any) -> None:
     embedder = CountingEmbedder(delay=0.5)  # slow enough that the other process must wait
     index = build(Path(cache), embedder)
-    queue.put((index.stats.built, index.stats.embeddings_computed, embedder.passage_calls, index.bm25_search("集合", 2)))
+    queue.put(
+        (index.stats.built, index.stats.embeddings_computed, embedder.passage_calls, index.bm25_search("集合", 2))
+    )
 
 
 def test_two_threads_building_the_same_index_build_it_once(tmp_path: Path) -> None:

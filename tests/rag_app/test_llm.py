@@ -26,8 +26,8 @@ from tests.support.openai_server import (
     empty_choices,
     hang,
     insufficient_quota,
-    raw,
     rate_limited,
+    raw,
     reply,
     status,
 )
@@ -209,14 +209,22 @@ def test_missing_key_is_a_config_error_naming_the_variables() -> None:
 def test_the_key_never_appears_in_errors_reprs_logs_or_answers(
     server: ScriptedOpenAIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    echo = {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "invalid_request_error",
-                      "code": "invalid_api_key"}}
+    echo = {
+        "error": {
+            "message": f"Incorrect API key provided: {KEY}",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
+    }
     server.enqueue(
         status(401, echo),
-        status(500, {"error": {"message": f"upstream saw {KEY}"}}), status(500, {"error": {"message": KEY}}),
+        status(500, {"error": {"message": f"upstream saw {KEY}"}}),
+        status(500, {"error": {"message": KEY}}),
         insufficient_quota(),
-        raw(f"not json {KEY}".encode()), empty_choices(),
-        hang(5), hang(5),
+        raw(f"not json {KEY}".encode()),
+        empty_choices(),
+        hang(5),
+        hang(5),
     )
     client = _client(server.base_url, timeout=0.3, max_retries=1)
     messages: list[str] = [repr(client), str(client)]

@@ -4,8 +4,8 @@ refusal, sources come from chunk metadata, and two builds rank identically."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pytest
 
@@ -57,7 +57,9 @@ def corpus(tmp_path: Path) -> Path:
 
 
 def pipeline(corpus: Path, cache: Path, **overrides: object) -> RagPipeline:
-    settings = Settings(corpus_path=str(corpus), cache_dir=str(cache), embedder="fake", reranker="local").replace(**overrides)
+    settings = Settings(corpus_path=str(corpus), cache_dir=str(cache), embedder="fake", reranker="local").replace(
+        **overrides
+    )
     return RagPipeline(settings, embedder=FakeEmbedder(), embedder_family="fake")
 
 
@@ -138,5 +140,7 @@ def test_insufficient_evidence_is_refused_without_generation_or_sources(corpus: 
 
 
 def test_the_off_switch_skips_the_check(corpus: Path, tmp_path: Path) -> None:
-    result = pipeline(corpus, tmp_path / "cache", sufficiency="off", sufficiency_min_score_zh=1e6).chat("二次函数的顶点式是什么？")
+    result = pipeline(corpus, tmp_path / "cache", sufficiency="off", sufficiency_min_score_zh=1e6).chat(
+        "二次函数的顶点式是什么？"
+    )
     assert not result.refused and result.sufficiency is None and result.sources

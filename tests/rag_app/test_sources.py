@@ -16,7 +16,9 @@ from rag_app.generation.sources import (
 from rag_app.types import Chunk, Source
 
 
-def _chunk(cid: str, *, book: str = "必修一", section: str = "函数", pages: tuple[int | None, int | None] = (1, 2)) -> Chunk:
+def _chunk(
+    cid: str, *, book: str = "必修一", section: str = "函数", pages: tuple[int | None, int | None] = (1, 2)
+) -> Chunk:
     return Chunk(cid, f"doc-{cid}", f"text of {cid}", "child", None, book, section, pages[0], pages[1], 0, 10)
 
 

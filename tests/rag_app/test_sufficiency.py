@@ -16,11 +16,21 @@ POLICY = SufficiencyPolicy(similarity_weight=25.0, min_score_zh=2.47, min_score_
 
 
 def signals(
-    coverage: float | None, top: float | None, terms: tuple[str, ...] = ("椭圆", "离心率"), missing: tuple[str, ...] = ()
+    coverage: float | None,
+    top: float | None,
+    terms: tuple[str, ...] = ("椭圆", "离心率"),
+    missing: tuple[str, ...] = (),
 ) -> SufficiencySignals:
     return SufficiencySignals(
-        coverage=coverage, unseen=0.0, top_similarity=top, similarity_threshold=0.80, agreement=0.4,
-        rerank_top=1.2, rerank_margin=0.1, key_terms=terms, missing_terms=missing,
+        coverage=coverage,
+        unseen=0.0,
+        top_similarity=top,
+        similarity_threshold=0.80,
+        agreement=0.4,
+        rerank_top=1.2,
+        rerank_margin=0.1,
+        key_terms=terms,
+        missing_terms=missing,
     )
 
 
@@ -72,7 +82,11 @@ def test_term_weights_are_idf_over_chunks_and_an_unseen_term_weighs_most() -> No
 def test_key_terms_drop_question_and_function_words() -> None:
     assert key_terms("椭圆的离心率怎么求？", tokenize) == ["椭圆", "离", "心率"]  # jieba's cut
     assert key_terms("What was the Anglo-Norman language's final form?", tokenize) == [
-        "anglo", "norman", "language", "final", "form",
+        "anglo",
+        "norman",
+        "language",
+        "final",
+        "form",
     ]
     assert key_terms("这个怎么用？", tokenize) == []
 
@@ -94,8 +108,11 @@ def test_measure_reads_coverage_similarity_agreement_and_margins_from_the_retrie
     chunks = [_chunk("a", "等比数列的前n项和公式。"), _chunk("b", "数列的通项。")]
     weights = TermWeights({"等比数列": 1, "数列": 2, "前": 2, "n": 2, "项": 2, "和": 1, "通项": 1}, n_docs=2)
     got = measure(
-        "等比数列和椭圆有什么关系？", _retrieval("q", chunks, [("a", 0.91), ("b", 0.85)], ["b", "c"]),
-        tokenize=tokenize, weights=weights, similarity_threshold=0.80,
+        "等比数列和椭圆有什么关系？",
+        _retrieval("q", chunks, [("a", 0.91), ("b", 0.85)], ["b", "c"]),
+        tokenize=tokenize,
+        weights=weights,
+        similarity_threshold=0.80,
     )
     assert got.key_terms == ("等比数列", "椭圆", "关系")  # 和, 有, 什么 are function/question words
     w = {t: weights(t) for t in got.key_terms}
@@ -112,8 +129,11 @@ def test_an_english_question_on_a_chinese_corpus_has_no_coverage() -> None:
     weights = TermWeights({"等比数列": 1, "公式": 1, "求和": 1, "通项": 1, "数列": 1, "frac": 1}, n_docs=1)
     assert weights.cjk_share == pytest.approx(5 / 6)  # LaTeX names are the only Latin words
     got = measure(
-        "How is the sum of a geometric sequence derived?", _retrieval("q", chunks, [("a", 0.82)], ["a"]),
-        tokenize=tokenize, weights=weights, similarity_threshold=0.80,
+        "How is the sum of a geometric sequence derived?",
+        _retrieval("q", chunks, [("a", 0.82)], ["a"]),
+        tokenize=tokenize,
+        weights=weights,
+        similarity_threshold=0.80,
     )
     assert got.coverage is None and got.key_terms  # terms exist; they just cannot match Chinese text
     assert decide(got, POLICY).reason == "similarity_only"

@@ -197,7 +197,10 @@ def test_exact_scoring_runs_blas_on_one_thread_whatever_the_machine() -> None:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     out = subprocess.run(
         [sys.executable, "-c", make + "; import sys; sys.stdout.buffer.write((m @ q).tobytes())"],
-        env=env, capture_output=True, timeout=120, check=True,
+        env=env,
+        capture_output=True,
+        timeout=120,
+        check=True,
     )
     assert one.tobytes() == out.stdout
     assert np.allclose(one, m @ q, atol=1e-5)  # threaded: equal up to float32 rounding

@@ -11,8 +11,9 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -74,7 +75,9 @@ def exact_ids(vectors: npt.NDArray[np.float32], ids: list[str], q: npt.NDArray[n
 
 # --------------------------------------------------------------------------- store level
 @pytest.mark.parametrize(("exact_max", "mode"), [(20_000, "exact"), (50, "hnsw")])
-def test_server_and_embedded_stores_rank_identically(chroma: ChromaProcess, tmp_path: Path, exact_max: int, mode: str) -> None:
+def test_server_and_embedded_stores_rank_identically(
+    chroma: ChromaProcess, tmp_path: Path, exact_max: int, mode: str
+) -> None:
     vectors = clustered(400, 32, seed=7)
     ids = [f"c{i:04d}" for i in range(len(vectors))]
     name = f"rag-test-{uuid.uuid4().hex[:8]}"
@@ -121,7 +124,11 @@ def test_pipeline_via_server_equals_embedded_on_demo_questions(
         assert (b.answer, b.sources, b.refused) == (a.answer, a.sources, a.refused), question
 
     # The token went out in a header but is nowhere we write or show.
-    written = "".join(p.read_text(errors="replace") for p in served.index.directory.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl"))
+    written = "".join(
+        p.read_text(errors="replace")
+        for p in served.index.directory.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".jsonl")
+    )
     shown = json.dumps(dataclasses.asdict(served.info)) + json.dumps(served.settings.to_dict())
     assert TOKEN not in written and TOKEN not in shown
     manifest = json.loads((served.index.directory / "manifest.json").read_text(encoding="utf-8"))
@@ -131,8 +138,13 @@ def test_pipeline_via_server_equals_embedded_on_demo_questions(
 # --------------------------------------------------------------------------- index lifecycle
 def build(cache: Path, client: Any, embedder: CountingEmbedder | None = None) -> Index:
     return build_or_load_index(
-        docs=DOCS, chunks=CHUNKS, embedder=embedder or CountingEmbedder(), cache_dir=cache,
-        corpus_hash="corpus-v1", chunk_config=CONFIG, client=client,
+        docs=DOCS,
+        chunks=CHUNKS,
+        embedder=embedder or CountingEmbedder(),
+        cache_dir=cache,
+        corpus_hash="corpus-v1",
+        chunk_config=CONFIG,
+        client=client,
     )
 
 
@@ -199,7 +211,9 @@ def test_a_server_that_stops_answering_fails_a_query_after_the_timeout(tmp_path:
         os.kill(process.proc.pid, signal.SIGSTOP)
         try:
             started = time.monotonic()
-            with pytest.raises(ServiceError, match=rf"the Chroma server at {process.url} did not answer within 1 s \(chroma_timeout\)"):
+            with pytest.raises(
+                ServiceError, match=rf"the Chroma server at {process.url} did not answer within 1 s \(chroma_timeout\)"
+            ):
                 hnsw.query(q, 3)
             assert time.monotonic() - started < 10  # one timeout, not forever
         finally:
@@ -210,6 +224,12 @@ def test_a_server_that_stops_answering_fails_a_query_after_the_timeout(tmp_path:
 
 def test_pipeline_with_no_server_there_stops_with_the_fix(tmp_path: Path) -> None:
     port = free_port()
-    settings = Settings(corpus_path=str(DEMO_CORPUS), cache_dir=str(tmp_path), embedder="fake", chroma_host="127.0.0.1", chroma_port=port)
+    settings = Settings(
+        corpus_path=str(DEMO_CORPUS),
+        cache_dir=str(tmp_path),
+        embedder="fake",
+        chroma_host="127.0.0.1",
+        chroma_port=port,
+    )
     with pytest.raises(ServiceError, match=rf"127.0.0.1:{port}.*chroma run --path .* --port {port}.*unset CHROMA_HOST"):
         RagPipeline(settings)

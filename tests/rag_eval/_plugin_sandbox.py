@@ -20,9 +20,10 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -30,28 +31,102 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 EVAL_TESTS = REPO_ROOT / "eval_tests"
 
 CORPUS: tuple[dict[str, str], ...] = (
-    {"doc_id": "set", "title": "集合", "text": "一个含有n个元素的集合，它的子集个数为2的n次方，真子集个数为2的n次方减1。"},
+    {
+        "doc_id": "set",
+        "title": "集合",
+        "text": "一个含有n个元素的集合，它的子集个数为2的n次方，真子集个数为2的n次方减1。",
+    },
     {"doc_id": "func", "title": "函数", "text": "函数的定义域是自变量x的取值范围，值域是函数值的集合。"},
     {"doc_id": "seq", "title": "等差数列", "text": "等差数列的通项公式是 a_n = a_1 + (n-1)d，前n项和为 n(a_1+a_n)/2。"},
     {"doc_id": "trig", "title": "三角函数", "text": "正弦函数 y=sin x 的最小正周期是 2π，值域是 [-1, 1]。"},
-    {"doc_id": "prob", "title": "Probability", "text": "The probability of an event lies between 0 and 1. Independent events multiply their probabilities."},
-    {"doc_id": "vec", "title": "Vectors", "text": "The dot product of two vectors equals the product of their lengths and the cosine of the angle between them."},
-    {"doc_id": "deriv", "title": "Derivatives", "text": "The derivative of x squared is two x. The derivative measures the instantaneous rate of change."},
-    {"doc_id": "log", "title": "Logarithms", "text": "The logarithm of a product equals the sum of the logarithms: log(ab) = log a + log b."},
+    {
+        "doc_id": "prob",
+        "title": "Probability",
+        "text": "The probability of an event lies between 0 and 1. Independent events multiply their probabilities.",
+    },
+    {
+        "doc_id": "vec",
+        "title": "Vectors",
+        "text": "The dot product of two vectors equals the product of their lengths and the cosine of the angle between them.",
+    },
+    {
+        "doc_id": "deriv",
+        "title": "Derivatives",
+        "text": "The derivative of x squared is two x. The derivative measures the instantaneous rate of change.",
+    },
+    {
+        "doc_id": "log",
+        "title": "Logarithms",
+        "text": "The logarithm of a product equals the sum of the logarithms: log(ab) = log a + log b.",
+    },
 )
 
 # Every item names its split, so that --rag-split selections can be written down here
 # instead of depending on the hash-derived default split.
 GOLDEN: tuple[dict[str, Any], ...] = (
-    {"id": "q-set", "question": "含n个元素的集合有多少个子集？", "gold_doc_ids": ["set"], "split": "tune", "tags": {"lang": "zh"}},
-    {"id": "q-func", "question": "函数的定义域是什么？", "gold_doc_ids": ["func"], "split": "tune", "tags": {"lang": "zh"}},
-    {"id": "q-seq", "question": "等差数列的通项公式是什么？", "gold_doc_ids": ["seq"], "split": "tune", "tags": {"lang": "zh"}},
-    {"id": "q-trig", "question": "正弦函数的最小正周期是多少？", "gold_doc_ids": ["trig"], "split": "holdout", "tags": {"lang": "zh"}},
-    {"id": "q-prob", "question": "What is the probability of independent events?", "gold_doc_ids": ["prob"], "split": "holdout", "tags": {"lang": "en"}},
-    {"id": "q-vec", "question": "What does the dot product of two vectors equal?", "gold_doc_ids": ["vec"], "split": "holdout", "tags": {"lang": "en"}},
-    {"id": "q-deriv", "question": "What is the derivative of x squared?", "gold_doc_ids": ["deriv"], "split": "tune", "tags": {"lang": "en"}},
-    {"id": "q-neg-en", "question": "Who won the football world cup in 1998?", "gold_doc_ids": [], "split": "tune", "tags": {"lang": "en"}},
-    {"id": "q-neg-zh", "question": "今天北京的天气怎么样？", "gold_doc_ids": [], "split": "holdout", "tags": {"lang": "zh"}},
+    {
+        "id": "q-set",
+        "question": "含n个元素的集合有多少个子集？",
+        "gold_doc_ids": ["set"],
+        "split": "tune",
+        "tags": {"lang": "zh"},
+    },
+    {
+        "id": "q-func",
+        "question": "函数的定义域是什么？",
+        "gold_doc_ids": ["func"],
+        "split": "tune",
+        "tags": {"lang": "zh"},
+    },
+    {
+        "id": "q-seq",
+        "question": "等差数列的通项公式是什么？",
+        "gold_doc_ids": ["seq"],
+        "split": "tune",
+        "tags": {"lang": "zh"},
+    },
+    {
+        "id": "q-trig",
+        "question": "正弦函数的最小正周期是多少？",
+        "gold_doc_ids": ["trig"],
+        "split": "holdout",
+        "tags": {"lang": "zh"},
+    },
+    {
+        "id": "q-prob",
+        "question": "What is the probability of independent events?",
+        "gold_doc_ids": ["prob"],
+        "split": "holdout",
+        "tags": {"lang": "en"},
+    },
+    {
+        "id": "q-vec",
+        "question": "What does the dot product of two vectors equal?",
+        "gold_doc_ids": ["vec"],
+        "split": "holdout",
+        "tags": {"lang": "en"},
+    },
+    {
+        "id": "q-deriv",
+        "question": "What is the derivative of x squared?",
+        "gold_doc_ids": ["deriv"],
+        "split": "tune",
+        "tags": {"lang": "en"},
+    },
+    {
+        "id": "q-neg-en",
+        "question": "Who won the football world cup in 1998?",
+        "gold_doc_ids": [],
+        "split": "tune",
+        "tags": {"lang": "en"},
+    },
+    {
+        "id": "q-neg-zh",
+        "question": "今天北京的天气怎么样？",
+        "gold_doc_ids": [],
+        "split": "holdout",
+        "tags": {"lang": "zh"},
+    },
 )
 IDS: tuple[str, ...] = tuple(i["id"] for i in GOLDEN)
 POSITIVE_IDS: tuple[str, ...] = tuple(i["id"] for i in GOLDEN if i["gold_doc_ids"])
@@ -179,9 +254,18 @@ class Sandbox:
         # rag_app's settings are for the in-process rag_app pipeline; another pipeline
         # refuses --rag-set (it would change nothing there).
         own = any(a.startswith("--rag-pipeline") for a in extra)
-        rag_set = [] if own else [
-            "--rag-set", "embedder=fake", "--rag-set", "reranker=none", "--rag-set", f"cache_dir={self.cache_dir}",
-        ]
+        rag_set = (
+            []
+            if own
+            else [
+                "--rag-set",
+                "embedder=fake",
+                "--rag-set",
+                "reranker=none",
+                "--rag-set",
+                f"cache_dir={self.cache_dir}",
+            ]
+        )
         return ["--rag-dataset", str(self.dataset), *rag_set, *extra]
 
     def run(self, *extra: str) -> pytest.RunResult:
@@ -252,7 +336,7 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _warm(tmp_path_factory.getbasetemp() / "rag-eval-sandbox-cache")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _warm(cache_dir: Path) -> Path:
     """Build the sandbox index and import everything a sandbox run imports, here.
 

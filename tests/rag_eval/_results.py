@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rag_eval.gates.gate import evaluate_gates, verdict
-from rag_eval.results.case import CaseResult
-from rag_eval.results.build import build_results
 from rag_eval.gates.thresholds import parse_thresholds
+from rag_eval.results.build import build_results
+from rag_eval.results.case import CaseResult
 
 FINGERPRINT = "0c1cfd1a3552653f"
 THRESHOLDS: dict[str, Any] = {"retrieval": {"recall@5": {"min": 0.5}, "pass_rate": {"min": 0.5}}}
@@ -19,21 +20,36 @@ def details(tier: str, outcome: str, negative: bool = False, **extra: Any) -> di
     if outcome == "error" and tier in ("retrieval", "deterministic"):
         base: dict[str, Any] = {"traceback": "Traceback (most recent call last):\n  ...\nRuntimeError: boom"}
     elif tier == "retrieval" and outcome in ("pass", "fail"):
-        base = {"stages": {"final": []}, "stage_levels": [["final"]], "final_stage": "final",
-                "gold": {"chunks": None, "parents": None, "docs": [] if negative else [["d1"]]}, "degraded": False}
+        base = {
+            "stages": {"final": []},
+            "stage_levels": [["final"]],
+            "final_stage": "final",
+            "gold": {"chunks": None, "parents": None, "docs": [] if negative else [["d1"]]},
+            "degraded": False,
+        }
         if not negative:
             base["gold_ranks"] = [{"final": 1 if outcome == "pass" else None}]
     elif tier == "deterministic" and outcome in ("pass", "fail"):
-        base = {"answer": "an answer [1]", "refused": False, "generator": "extractive-baseline", "sources": [],
-                "context": [], "checks": [{"name": "sources_present", "passed": outcome == "pass", "message": ""}]}
+        base = {
+            "answer": "an answer [1]",
+            "refused": False,
+            "generator": "extractive-baseline",
+            "sources": [],
+            "context": [],
+            "checks": [{"name": "sources_present", "passed": outcome == "pass", "message": ""}],
+        }
     elif tier == "judge":
         base = {"judge_model": "judge-model", "engine": "native", "usage": {"calls": 1}}
         if outcome in ("pass", "fail"):
-            base.update(judge={"claims": []}, judge_calls=1, judge_mode="json_schema", answer="an answer", generator="g")
+            base.update(
+                judge={"claims": []}, judge_calls=1, judge_mode="json_schema", answer="an answer", generator="g"
+            )
     elif tier == "passk":
         base = {"trials": [], "n": 5, "k": 3, "trials_run": 0, "deterministic_generator": False}
         if outcome in ("pass", "fail"):
-            base.update(c=5 if outcome == "pass" else 0, **{"class": "stable_pass" if outcome == "pass" else "stable_fail"})
+            base.update(
+                c=5 if outcome == "pass" else 0, **{"class": "stable_pass" if outcome == "pass" else "stable_fail"}
+            )
     else:
         base = {}
     return {**base, **extra}

@@ -4,8 +4,9 @@ call meaning the tier is skipped."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from rag_eval.adapters.python import PythonSystem
 from rag_eval.contract import ContractError
 from tests.support.scripted_http import ScriptedJSONServer, Status
 
-SOURCE = '''
+SOURCE = """
 class Tutor:
     def retrieve(self, question, top_k=None):
         return {"items": []}
@@ -34,7 +35,7 @@ class OneArgDialogue(NoDialogue):
 class BadShape(NoDialogue):
     def dialogue(self, turns, context):
         return {"action": "explain", "message": "?"}
-'''
+"""
 
 
 @pytest.fixture
@@ -59,7 +60,10 @@ def test_a_python_system_without_a_dialogue_call_does_not_converse(module: str) 
 
 
 def test_a_dialogue_call_of_the_wrong_signature_fails_at_start_up(module: str) -> None:
-    with pytest.raises(AdapterConfigError, match=r"OneArgDialogue.dialogue\(self, turns\) cannot be called as dialogue\(turns, context\)"):
+    with pytest.raises(
+        AdapterConfigError,
+        match=r"OneArgDialogue.dialogue\(self, turns\) cannot be called as dialogue\(turns, context\)",
+    ):
         PythonSystem(f"{module}:OneArgDialogue", {}, "test")
 
 
@@ -91,7 +95,9 @@ def test_bad_dialogue_endpoints_are_configuration_errors(change: dict[str, Any],
 
 def test_the_body_sends_the_turns_and_the_context_as_values() -> None:
     turns = [{"role": "user", "content": 'say "hi"'}]
-    body = render_body({"turns": "{turns}", "context": "{context}", "q": "{question}"}, 'say "hi"', None, turns, {"problem": "p"})
+    body = render_body(
+        {"turns": "{turns}", "context": "{context}", "q": "{question}"}, 'say "hi"', None, turns, {"problem": "p"}
+    )
     assert body == {"turns": turns, "context": {"problem": "p"}, "q": 'say "hi"'}
 
 
@@ -101,8 +107,17 @@ def service() -> Iterator[ScriptedJSONServer]:
         last = body["turns"][-1]["content"]
         if "例" in last:
             return Status(200, {"out": {"action": "clarify", "text": "哪一册？", "ask": ["book"]}})
-        return Status(200, {"out": {"action": "answer", "text": "想想对称轴。", "level": "reminder",
-                                    "hits": [{"id": "c1", "doc": "bixiu1"}]}})
+        return Status(
+            200,
+            {
+                "out": {
+                    "action": "answer",
+                    "text": "想想对称轴。",
+                    "level": "reminder",
+                    "hits": [{"id": "c1", "doc": "bixiu1"}],
+                }
+            },
+        )
 
     with ScriptedJSONServer(answer) as server:
         yield server
@@ -110,8 +125,11 @@ def service() -> Iterator[ScriptedJSONServer]:
 
 def test_an_http_dialogue_turn_is_read_through_its_field_paths(service: ScriptedJSONServer) -> None:
     fields = {"action": "out.action", "message": "out.text", "asked_conditions": "?out.ask", "hint_level": "?out.level"}
-    cfg = HttpConfig.parse(config(service.url, fields=fields, retrieval={"ids": "?out.hits[].id", "doc_ids": "?out.hits[].doc"}),
-                           "tutor.toml", env={})
+    cfg = HttpConfig.parse(
+        config(service.url, fields=fields, retrieval={"ids": "?out.hits[].id", "doc_ids": "?out.hits[].doc"}),
+        "tutor.toml",
+        env={},
+    )
     system = HttpSystem(cfg)
     assert system.converses and "dialogue_endpoint" in system.describe()
     ask = system.dialogue([{"role": "user", "content": "例13"}], {"book": None})
@@ -123,11 +141,17 @@ def test_an_http_dialogue_turn_is_read_through_its_field_paths(service: Scripted
 
 
 def test_a_wrong_field_path_names_the_path_and_the_config(service: ScriptedJSONServer) -> None:
-    system = HttpSystem(HttpConfig.parse(config(service.url, fields={"action": "reply.action", "message": "reply.text"}), "tutor.toml", env={}))
+    system = HttpSystem(
+        HttpConfig.parse(
+            config(service.url, fields={"action": "reply.action", "message": "reply.text"}), "tutor.toml", env={}
+        )
+    )
     with pytest.raises(ContractError, match=r"field 'reply.action': no key 'reply'.*fix the field paths in tutor.toml"):
         system.dialogue([{"role": "user", "content": "x"}], {})
 
 
 def test_an_http_system_without_dialogue_does_not_converse() -> None:
-    cfg = HttpConfig.parse({"retrieve": {"url": "http://127.0.0.1:9/r", "fields": {"ids": "items[].id"}}}, "svc.toml", env={})
+    cfg = HttpConfig.parse(
+        {"retrieve": {"url": "http://127.0.0.1:9/r", "fields": {"ids": "items[].id"}}}, "svc.toml", env={}
+    )
     assert not HttpSystem(cfg).converses

@@ -12,8 +12,10 @@ from rag_eval.adapters.gold import GoldMismatch, GoldSpace, IdMapEntry, load_id_
 from rag_eval.contract import Retrieval, RetrievedItem
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 
-DOCS = [Document("alg", "Algebra", "The quadratic formula solves ax^2+bx+c=0.  Completing the square derives it."),
-        Document("geo", "Geometry", "Pythagoras: a^2 + b^2 = c^2 for right triangles.")]
+DOCS = [
+    Document("alg", "Algebra", "The quadratic formula solves ax^2+bx+c=0.  Completing the square derives it."),
+    Document("geo", "Geometry", "Pythagoras: a^2 + b^2 = c^2 for right triangles."),
+]
 
 
 def item(*groups: tuple[EvidenceRef, ...]) -> GoldenItem:
@@ -34,7 +36,8 @@ def test_text_mode_matches_a_quote_inside_returned_text_ignoring_whitespace() ->
     gold_item = item((EvidenceRef(doc_id="alg", quote="Completing the\nsquare derives it"),))
 
     result, gold = scored(
-        sp, gold_item,
+        sp,
+        gold_item,
         RetrievedItem("s9", "nothing here", 0.9, {"doc_id": "x"}),
         RetrievedItem("s1", "...c=0. Completing  the square derives it.", 0.5, {"doc_id": "x"}),
     )
@@ -57,7 +60,8 @@ def test_ids_mode_maps_service_ids_and_documents_through_the_id_map() -> None:
     gold_item = item((EvidenceRef(chunk_id="alg::c1"),), (EvidenceRef(doc_id="geo"),))
 
     result, gold = scored(
-        sp, gold_item,
+        sp,
+        gold_item,
         RetrievedItem("seg-3", "", 0.9, {"doc_id": "dify-doc-geo"}),
         RetrievedItem("seg-7", "", 0.8, {"doc_id": "whatever"}),
     )
@@ -70,14 +74,18 @@ def test_ids_mode_maps_service_ids_and_documents_through_the_id_map() -> None:
 
 def test_ids_mode_counts_a_quote_as_its_whole_document() -> None:
     sp = space("ids")
-    _, gold = scored(sp, item((EvidenceRef(doc_id="alg", quote="quadratic formula"),)), RetrievedItem("c", "quadratic formula"))
+    _, gold = scored(
+        sp, item((EvidenceRef(doc_id="alg", quote="quadratic formula"),)), RetrievedItem("c", "quadratic formula")
+    )
 
     assert gold.child_groups is None and gold.doc_groups == (frozenset({"alg"}),)
 
 
 def test_corpus_mode_says_when_no_returned_id_is_a_local_chunk() -> None:
     sp = space("corpus")
-    with pytest.raises(GoldMismatch, match=r"none of the 1 returned ids \(e.g. 'seg-1'\) is a chunk id of the local corpus"):
+    with pytest.raises(
+        GoldMismatch, match=r"none of the 1 returned ids \(e.g. 'seg-1'\) is a chunk id of the local corpus"
+    ):
         sp.retrieval_result("q", Retrieval((RetrievedItem("seg-1"),)))
 
 

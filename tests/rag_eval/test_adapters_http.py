@@ -25,8 +25,17 @@ SECRET = "sk-test-secret-value-123"
 
 def items_reply(path: str, body: Any) -> Status:
     question = (body or {}).get("q", "")
-    return Status(200, {"data": {"hits": [{"id": "c1", "doc": "d1", "text": f"about {question}", "s": 0.9},
-                                          {"id": "c2", "doc": "d2", "text": "other", "s": 0.5}]}})
+    return Status(
+        200,
+        {
+            "data": {
+                "hits": [
+                    {"id": "c1", "doc": "d1", "text": f"about {question}", "s": 0.9},
+                    {"id": "c2", "doc": "d2", "text": "other", "s": 0.5},
+                ]
+            }
+        },
+    )
 
 
 def table(url: str, **http: Any) -> dict[str, Any]:
@@ -35,8 +44,12 @@ def table(url: str, **http: Any) -> dict[str, Any]:
         "retrieve": {
             "url": f"{url}/search",
             "body": {"q": "{question}", "k": "{top_k}"},
-            "fields": {"ids": "data.hits[].id", "texts": "data.hits[].text", "scores": "data.hits[].s",
-                       "doc_ids": "data.hits[].doc"},
+            "fields": {
+                "ids": "data.hits[].id",
+                "texts": "data.hits[].text",
+                "scores": "data.hits[].s",
+                "doc_ids": "data.hits[].doc",
+            },
         },
     }
 
@@ -47,7 +60,11 @@ class Sleeps(list):
 
 
 def system(data: dict[str, Any], env: dict[str, str] | None = None, sleep: Sleeps | None = None) -> HttpSystem:
-    return HttpSystem(HttpConfig.parse(data, "test.toml", env or {}), sleep=sleep if sleep is not None else Sleeps(), random=lambda: 1.0)
+    return HttpSystem(
+        HttpConfig.parse(data, "test.toml", env or {}),
+        sleep=sleep if sleep is not None else Sleeps(),
+        random=lambda: 1.0,
+    )
 
 
 def test_reads_ranked_items_with_the_field_paths() -> None:
@@ -65,7 +82,15 @@ def test_a_stage_list_without_doc_ids_takes_documents_from_the_same_answer_and_s
     from there; the rest stay unknown, and the description names the stage lists."""
 
     def reply(path: str, body: Any) -> Status:
-        return Status(200, {"data": {"hits": [{"id": "c1", "doc": "d1", "text": "t", "s": 1.0}], "sparse": [{"id": "c1"}, {"id": "c9"}]}})
+        return Status(
+            200,
+            {
+                "data": {
+                    "hits": [{"id": "c1", "doc": "d1", "text": "t", "s": 1.0}],
+                    "sparse": [{"id": "c1"}, {"id": "c9"}],
+                }
+            },
+        )
 
     data = table("")
     with ScriptedJSONServer(reply) as srv:
@@ -190,7 +215,9 @@ def test_field_paths_broadcast_a_parent_field_to_its_children() -> None:
     fields = ListFields.parse(
         {"ids": "r[].kids[].id", "doc_ids": "r[].doc", "metadata": {"parent": "r[].id", "t": "?r[].title"}}, "t"
     )
-    data = {"r": [{"id": "p1", "doc": "d1", "kids": [{"id": "k1"}, {"id": "k2"}]}, {"id": "p2", "doc": "d2", "kids": None}]}
+    data = {
+        "r": [{"id": "p1", "doc": "d1", "kids": [{"id": "k1"}, {"id": "k2"}]}, {"id": "p2", "doc": "d2", "kids": None}]
+    }
 
     items = read_items(fields, data)
 
@@ -230,7 +257,10 @@ GOOD = '[retrieve]\nurl = "http://127.0.0.1:9/api"\n[retrieve.fields]\nids = "it
         ('[retrieve]\nurl = "http://h/x"\n', "[retrieve].fields: 'ids' is required"),
         (GOOD + "typo = 1\n", "[retrieve].fields: unknown key(s) 'typo'; valid: ids, texts"),
         (GOOD.replace('"items[].id"', '"items[x].id"'), "bad field path 'items[x].id' at 'items[x]'"),
-        (GOOD + '[http]\nheaders = { Authorization = "Bearer ${NOT_SET_VAR}" }\n', "environment variable NOT_SET_VAR is not set"),
+        (
+            GOOD + '[http]\nheaders = { Authorization = "Bearer ${NOT_SET_VAR}" }\n',
+            "environment variable NOT_SET_VAR is not set",
+        ),
         (GOOD + "[http]\ntop_k = 0\n", "[http] top_k: a positive integer"),
         (GOOD + "[http]\nconcurrency = 0\n", "[http] concurrency: how many calls the service takes at once"),
         (GOOD + "[http]\nconcurrency = true\n", "a whole number >= 1 (1: one at a time), got True"),
@@ -238,7 +268,10 @@ GOOD = '[retrieve]\nurl = "http://127.0.0.1:9/api"\n[retrieve.fields]\nids = "it
         (GOOD.replace("http://127.0.0.1:9/api", "ftp://h/x"), "not an http(s) URL"),
         ('pipeline = "http"\nwhat = 1\n' + GOOD, "key(s) 'what' do not apply to pipeline 'http'"),
         ("gold = 'chunks'\n" + GOOD, "gold = 'chunks'; valid: corpus, ids, text"),
-        ('[retrieve]\nurl = "http://h/x"\nbody = { q = "fixed" }\n[retrieve.fields]\nids = "a[].id"\n', "never sends the question"),
+        (
+            '[retrieve]\nurl = "http://h/x"\nbody = { q = "fixed" }\n[retrieve.fields]\nids = "a[].id"\n',
+            "never sends the question",
+        ),
     ],
 )
 def test_bad_http_configuration_names_the_file_key_and_fix(tmp_path: Path, text: str, message: str) -> None:
@@ -267,9 +300,18 @@ def test_the_shipped_example_configuration_loads() -> None:
 
 HEALTH = {
     "status": "ok",
-    "info": {"index_fingerprint": "abc123", "embedder": "fake-64", "reranker": "none", "generator": "extractive",
-             "generator_deterministic": True, "n_docs": 3, "vector_store": "chroma embedded:/x", "nested": {"a": 1},
-             "adapter": "the service's own word", "similarity_threshold": None},
+    "info": {
+        "index_fingerprint": "abc123",
+        "embedder": "fake-64",
+        "reranker": "none",
+        "generator": "extractive",
+        "generator_deterministic": True,
+        "n_docs": 3,
+        "vector_store": "chroma embedded:/x",
+        "nested": {"a": 1},
+        "adapter": "the service's own word",
+        "similarity_threshold": None,
+    },
 }
 
 
@@ -292,9 +334,15 @@ def test_info_is_fetched_once_on_first_describe_and_merged() -> None:
 
     assert [(r.method, r.path) for r in srv.requests if r.path.startswith("/api/health")] == [("GET", "/api/health")]
     assert first == second
-    assert {k: first[k] for k in ("index_fingerprint", "embedder", "reranker", "generator", "vector_store", "n_docs")} == {
-        "index_fingerprint": "abc123", "embedder": "fake-64", "reranker": "none", "generator": "extractive",
-        "vector_store": "chroma embedded:/x", "n_docs": 3,
+    assert {
+        k: first[k] for k in ("index_fingerprint", "embedder", "reranker", "generator", "vector_store", "n_docs")
+    } == {
+        "index_fingerprint": "abc123",
+        "embedder": "fake-64",
+        "reranker": "none",
+        "generator": "extractive",
+        "vector_store": "chroma embedded:/x",
+        "n_docs": 3,
     }
     assert first["generator_deterministic"] is True  # the passk tier runs one trial on it
     assert first["adapter"] == "http"  # the adapter's own keys are not the service's to overwrite
@@ -312,8 +360,14 @@ def test_info_reaches_each_case_system_through_the_session() -> None:
         case = _with_system(CaseResult(id="c", tier="retrieval", outcome="pass"), info)
 
     assert case.details["system"] == {
-        "adapter": "http", "endpoint": f"{srv.url}/search", "gold": "ids", "index_fingerprint": "abc123",
-        "vector_store": "chroma embedded:/x", "embedder": "fake-64", "reranker": "none", "generator": "extractive",
+        "adapter": "http",
+        "endpoint": f"{srv.url}/search",
+        "gold": "ids",
+        "index_fingerprint": "abc123",
+        "vector_store": "chroma embedded:/x",
+        "embedder": "fake-64",
+        "reranker": "none",
+        "generator": "extractive",
         "info_error": None,
     }
 
@@ -321,8 +375,12 @@ def test_info_reaches_each_case_system_through_the_session() -> None:
 def test_info_fields_map_result_keys_to_paths() -> None:
     reply = {"build": {"index": "v7"}, "models": [{"name": "e5"}], "llm": {"temp0": "yes"}}
     with ScriptedJSONServer(lambda p, b: Status(200, reply)) as srv:
-        fields = {"index_fingerprint": "build.index", "embedder": "models[0].name", "reranker": "?rerank.name",
-                  "generator_deterministic": "llm.temp0"}
+        fields = {
+            "index_fingerprint": "build.index",
+            "embedder": "models[0].name",
+            "reranker": "?rerank.name",
+            "generator_deterministic": "llm.temp0",
+        }
         described = system(with_info(srv.url, fields=fields)).describe()
 
     assert (described["index_fingerprint"], described["embedder"]) == ("v7", "e5")
@@ -395,16 +453,26 @@ def test_info_uses_the_same_retries_as_the_other_calls() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[info]\nurl = "http://h/api/health"\npath = "info"\nmethod = "GET"\n',
-         "[info]: unknown key(s) 'method'; valid: url, path, fields"),
+        (
+            '[info]\nurl = "http://h/api/health"\npath = "info"\nmethod = "GET"\n',
+            "[info]: unknown key(s) 'method'; valid: url, path, fields",
+        ),
         ('[info]\npath = "info"\n', "[info]: 'url' is required, e.g. url = \"http://127.0.0.1:8000/api/health\""),
-        ('[info]\nurl = "http://h/api/health"\n', "[info]: give either path = \"info\""),
+        ('[info]\nurl = "http://h/api/health"\n', '[info]: give either path = "info"'),
         ('[info]\nurl = "http://h/api/health"\npath = "info"\n[info.fields]\nembedder = "e"\n', "not both"),
         ('[info]\nurl = "http://h/api/health"\npath = "info[]"\n', "[info].path = 'info[]': a single object, so no []"),
-        ('[info]\nurl = "http://h/api/health"\n[info.fields]\nadapter = "name"\n',
-         "[info].fields: 'adapter': recorded by the adapter itself"),
-        ('[info]\nurl = "http://h/api/health"\n[info.fields]\nembedder = "m[x]"\n', "[info].fields.embedder: bad field path"),
-        ('[info]\nurl = "file:///etc/health"\npath = "info"\n', "[info] url = 'file:///etc/health': not an http(s) URL"),
+        (
+            '[info]\nurl = "http://h/api/health"\n[info.fields]\nadapter = "name"\n',
+            "[info].fields: 'adapter': recorded by the adapter itself",
+        ),
+        (
+            '[info]\nurl = "http://h/api/health"\n[info.fields]\nembedder = "m[x]"\n',
+            "[info].fields.embedder: bad field path",
+        ),
+        (
+            '[info]\nurl = "file:///etc/health"\npath = "info"\n',
+            "[info] url = 'file:///etc/health': not an http(s) URL",
+        ),
     ],
 )
 def test_bad_info_configuration_names_the_key_and_the_valid_names(tmp_path: Path, text: str, message: str) -> None:

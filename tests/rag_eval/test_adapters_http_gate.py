@@ -9,8 +9,9 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -27,8 +28,23 @@ def rag_app_api(sandbox: Sandbox) -> Iterator[str]:
     the sandbox's settings; killed afterwards."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RAG_APP_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
-    sets = ["embedder=fake", "reranker=none", f"cache_dir={sandbox.cache_dir}", f"corpus_path={sandbox.dataset / 'corpus.jsonl'}"]
-    cmd = [sys.executable, "-m", "rag_app", *[a for s in sets for a in ("--set", s)], "serve", "--host", "127.0.0.1", "--port", "0"]
+    sets = [
+        "embedder=fake",
+        "reranker=none",
+        f"cache_dir={sandbox.cache_dir}",
+        f"corpus_path={sandbox.dataset / 'corpus.jsonl'}",
+    ]
+    cmd = [
+        sys.executable,
+        "-m",
+        "rag_app",
+        *[a for s in sets for a in ("--set", s)],
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+    ]
     proc = subprocess.Popen(cmd, cwd=sandbox.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = ""
@@ -64,7 +80,9 @@ def test_the_gate_over_http_matches_the_in_process_run(sandbox: Sandbox, rag_app
     tiers = ("-m", "retrieval or deterministic", "-p", "no:randomly")
 
     local = sandbox.run(*tiers, "--rag-results", "reports/local.json")
-    remote = sandbox.run(*tiers, "--rag-pipeline", "http", "--rag-pipeline-config", str(config), "--rag-results", "reports/http.json")
+    remote = sandbox.run(
+        *tiers, "--rag-pipeline", "http", "--rag-pipeline-config", str(config), "--rag-results", "reports/http.json"
+    )
 
     assert local.ret == remote.ret == pytest.ExitCode.OK, remote.stdout.str()
     a = json.loads((sandbox.root / "reports" / "local.json").read_text(encoding="utf-8"))

@@ -122,7 +122,9 @@ def test_a_wrong_return_shape_shows_the_expected_shape(module) -> None:  # type:
     sut = PythonSystem(f"{MODULE}:make_bad_shape", {}, "--rag-pipeline")
     with pytest.raises(ContractError) as err:
         sut.retrieve("q")
-    assert "retrieve() [expected `def retrieve(self, question: str, top_k: int | None = None) -> Retrieval`]" in str(err.value)
+    assert "retrieve() [expected `def retrieve(self, question: str, top_k: int | None = None) -> Retrieval`]" in str(
+        err.value
+    )
     assert "returned str 'c1,c2'; expected Retrieval(items=" in str(err.value)
 
 
@@ -160,7 +162,12 @@ def test_the_gate_runs_the_example_pipeline_in_process(sandbox: Sandbox) -> None
     config.write_text(f'gold = "text"\n[options]\ncorpus = "{sandbox.dataset / "corpus.jsonl"}"\n', encoding="utf-8")
 
     result = sandbox.run(
-        "-m", "retrieval or deterministic", "--rag-pipeline", "examples.my_pipeline:make_pipeline", "--rag-pipeline-config", str(config)
+        "-m",
+        "retrieval or deterministic",
+        "--rag-pipeline",
+        "examples.my_pipeline:make_pipeline",
+        "--rag-pipeline-config",
+        str(config),
     )
 
     results = sandbox.results()
@@ -179,7 +186,11 @@ def test_a_factory_that_builds_the_wrong_object_stops_the_run(sandbox: Sandbox) 
     result = sandbox.run("-m", "retrieval", "--rag-pipeline", "sandbox_sut:make")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: rag-eval pipeline: --rag-pipeline sandbox_sut:make: sandbox_sut:make has no method retrieve; expected `{RETRIEVE_SIGNATURE}`*"])
+    result.stderr.fnmatch_lines(
+        [
+            f"ERROR: rag-eval pipeline: --rag-pipeline sandbox_sut:make: sandbox_sut:make has no method retrieve; expected `{RETRIEVE_SIGNATURE}`*"
+        ]
+    )
 
 
 def test_an_unimportable_pipeline_is_a_usage_error(sandbox: Sandbox) -> None:
@@ -209,7 +220,9 @@ def test_a_retrieval_only_object_skips_the_answer_tiers_with_a_reason(sandbox: S
 
 def test_there_is_no_default_system_and_the_ini_default_yields_to_the_file(module, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     module(GOOD)
-    with pytest.raises(AdapterConfigError, match="no system under test: name it with --rag-pipeline, the ini key rag_eval_pipeline"):
+    with pytest.raises(
+        AdapterConfigError, match="no system under test: name it with --rag-pipeline, the ini key rag_eval_pipeline"
+    ):
         load_spec(None, None)
     assert load_spec(None, None, default="rag_app").kind == "rag_app"
     config = tmp_path / "pipe.toml"

@@ -23,7 +23,9 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rag_eval.atomic.os, "write", write)
 
 
-def test_a_full_disk_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_full_disk_keeps_the_old_file_and_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "f.bin"
     path.write_bytes(b"old")
     full_disk(monkeypatch)
@@ -34,7 +36,9 @@ def test_a_full_disk_keeps_the_old_file_and_leaves_no_temporary_file(tmp_path: P
     assert [p.name for p in tmp_path.iterdir()] == ["f.bin"] and path.read_bytes() == b"old"
 
 
-def test_the_html_report_on_a_full_disk_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_html_report_on_a_full_disk_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = results([case("a"), case("b", "fail")])
     full_disk(monkeypatch)
     with pytest.raises(OSError):

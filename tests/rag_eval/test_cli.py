@@ -14,7 +14,14 @@ from rag_eval.cli import main
 ITEMS = [
     {"id": f"q{n}", "question": f"question {n}?", "evidence": [{"chunk_id": f"d0{n}#1"}], "expected_action": "answer"}
     for n in range(1, 4)
-] + [{"id": "q9", "question": "where is 东京?", "evidence": [{"doc_id": "d01", "quote": "东京 is here"}], "expected_action": "answer"}]
+] + [
+    {
+        "id": "q9",
+        "question": "where is 东京?",
+        "evidence": [{"doc_id": "d01", "quote": "东京 is here"}],
+        "expected_action": "answer",
+    }
+]
 
 
 @pytest.fixture
@@ -23,13 +30,18 @@ def user_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     ds = tmp_path / "evals"
     ds.mkdir()
     (ds / "golden.jsonl").write_text("".join(json.dumps(i, ensure_ascii=False) + "\n" for i in ITEMS), encoding="utf-8")
-    docs = [{"doc_id": f"d0{n}", "text": f"document {n}. 东京 is here." if n == 1 else f"document {n}."} for n in range(1, 4)]
+    docs = [
+        {"doc_id": f"d0{n}", "text": f"document {n}. 东京 is here." if n == 1 else f"document {n}."}
+        for n in range(1, 4)
+    ]
     (ds / "corpus.jsonl").write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
 
-def test_no_dataset_and_no_ini_key_names_both_ways_not_the_demo(user_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_dataset_and_no_ini_key_names_both_ways_not_the_demo(
+    user_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     for command in (["validate"], ["coverage"], ["corpus-hash"]):
         assert main(command) == 2
         err = capsys.readouterr().err
@@ -37,12 +49,16 @@ def test_no_dataset_and_no_ini_key_names_both_ways_not_the_demo(user_repo: Path,
 
 
 def test_the_plugins_ini_key_is_the_default(user_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    (user_repo / "pyproject.toml").write_text('[tool.pytest.ini_options]\nrag_eval_dataset = "evals"\n', encoding="utf-8")
+    (user_repo / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\nrag_eval_dataset = "evals"\n', encoding="utf-8"
+    )
     assert main(["validate", "--gold", "ids"]) == 0
     assert f"4 items in {user_repo / 'evals' / 'golden.jsonl'}: valid" in capsys.readouterr().out
 
 
-def test_gold_ids_checks_doc_ids_and_quotes_but_not_the_systems_chunk_ids(user_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gold_ids_checks_doc_ids_and_quotes_but_not_the_systems_chunk_ids(
+    user_repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", "--rag-dataset", "evals", "--gold", "ids"]) == 0
     out = capsys.readouterr().out
     assert "not in the index" not in out and "gold exists: ok" in out
@@ -50,7 +66,10 @@ def test_gold_ids_checks_doc_ids_and_quotes_but_not_the_systems_chunk_ids(user_r
     config.write_text('pipeline = "mysys:make"\ngold = "ids"\n', encoding="utf-8")
     assert main(["validate", "--rag-dataset", "evals", "--rag-pipeline-config", str(config)]) == 0
     capsys.readouterr()
-    bad = [*ITEMS, {"id": "q8", "question": "q?", "evidence": [{"doc_id": "d07", "quote": "x"}], "expected_action": "answer"}]
+    bad = [
+        *ITEMS,
+        {"id": "q8", "question": "q?", "evidence": [{"doc_id": "d07", "quote": "x"}], "expected_action": "answer"},
+    ]
     (user_repo / "evals" / "golden.jsonl").write_text("".join(json.dumps(i) + "\n" for i in bad), encoding="utf-8")
     assert main(["validate", "--rag-dataset", "evals", "--gold", "ids"]) == 1
     assert "gold doc id 'd07' is not in the corpus" in capsys.readouterr().out

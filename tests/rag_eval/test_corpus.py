@@ -18,7 +18,10 @@ def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
 
 
 def test_jsonl_documents_by_doc_id_with_their_metadata_and_line(tmp_path: Path) -> None:
-    f = write(tmp_path / "corpus.jsonl", '{"doc_id": "b", "title": "集合", "text": "子集", "book": "必修一"}\n\n{"id": 7, "text": "t"}\n')
+    f = write(
+        tmp_path / "corpus.jsonl",
+        '{"doc_id": "b", "title": "集合", "text": "子集", "book": "必修一"}\n\n{"id": 7, "text": "t"}\n',
+    )
     docs = load_documents(f)
     assert [(d.doc_id, d.title, d.text, dict(d.metadata), d.source) for d in docs] == [
         ("7", "", "t", {}, f"{f}:3"),
@@ -65,7 +68,10 @@ def test_a_folder_of_markdown_takes_front_matter_or_the_first_heading(tmp_path: 
     write(tmp_path / "c" / "sub" / "two.md", "# 二次函数\n\n顶点式\n")
     write(tmp_path / "c" / ".hidden" / "x.md", "# no\n")
     docs = load_documents(tmp_path / "c")
-    assert [(d.doc_id, d.title, d.text) for d in docs] == [("d1", "函数", "正文\n"), ("two", "二次函数", "# 二次函数\n\n顶点式\n")]
+    assert [(d.doc_id, d.title, d.text) for d in docs] == [
+        ("d1", "函数", "正文\n"),
+        ("two", "二次函数", "# 二次函数\n\n顶点式\n"),
+    ]
 
 
 def test_a_doc_id_twice_names_both_places(tmp_path: Path) -> None:

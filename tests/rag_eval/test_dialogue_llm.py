@@ -25,8 +25,9 @@ def student(srv: ScriptedOpenAIServer, cache: Path) -> LLMStudent:
     return LLMStudent(student_completion(client, "student-m", case_id="d-1", tier="dialogue", trial=0))
 
 
-def test_an_empty_student_reply_is_not_cached_and_the_rerun_heals(openai_server: ScriptedOpenAIServer,
-                                                                   tmp_path: Path) -> None:
+def test_an_empty_student_reply_is_not_cached_and_the_rerun_heals(
+    openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     openai_server.enqueue(reply(""), reply("  "))
     with pytest.raises(SimulatorError, match="no text"):
         student(openai_server, tmp_path).start(ITEM).reply(clarify("哪一册？", "book"))
@@ -46,11 +47,14 @@ def test_the_student_usage_counts_every_request_the_server_logged(openai_server:
     with pytest.raises(SimulatorError, match="budget"):  # 4 tokens spent: the budget stops the next reply
         session.reply(DialogueTurn("answer", "先回忆一下公式", hint_level="reminder"))
     usage = client.usage_for("d-1", "dialogue")
-    assert (usage["calls"], usage["first_attempts"], usage["retries"]) == (openai_server.calls("chat"), 1, 1) == (2, 1, 1)
+    assert (
+        (usage["calls"], usage["first_attempts"], usage["retries"]) == (openai_server.calls("chat"), 1, 1) == (2, 1, 1)
+    )
 
 
-def test_a_key_echoed_by_the_student_model_never_reaches_the_cache(openai_server: ScriptedOpenAIServer,
-                                                                   tmp_path: Path) -> None:
+def test_a_key_echoed_by_the_student_model_never_reaches_the_cache(
+    openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     openai_server.enqueue(raw(echo_body(KEY, f"我的钥匙 {forms(KEY)['escapes']} 和 {KEY}")))
     said = student(openai_server, tmp_path).start(ITEM).reply(clarify("哪一册？", "book"))
     assert_no_window([files_text(tmp_path), str(said.text)], KEY)

@@ -25,8 +25,11 @@ OK: dict[str, Any] = {
     "target_intent": "solve_problem",
     "known": [{"name": "function", "value": "f(x)=x^2-6x+5", "keywords": ["哪个函数"]}],
     "conditions": [{"name": "interval", "keywords": ["区间", "interval"], "reply": "在 [1,4] 上"}],
-    "expected_turns": [{"action": "clarify", "asks": ["interval"]}, {"action": "answer", "hint_level": "reminder"},
-                       {"action": "answer", "hint_level": "approach"}],
+    "expected_turns": [
+        {"action": "clarify", "asks": ["interval"]},
+        {"action": "answer", "hint_level": "reminder"},
+        {"action": "answer", "hint_level": "approach"},
+    ],
     "follow_ups": ["再具体一点"],
     "forbidden": ["f(3)=-4"],
     "evidence": [{"doc_id": "bixiu1", "quote": "对称轴 $x=3\\in[1,4]$"}],
@@ -37,7 +40,10 @@ OK: dict[str, Any] = {
 
 def write(tmp_path: Path, *lines: Any) -> Path:
     path = tmp_path / "dialogues.jsonl"
-    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in lines) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in lines) + "\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -82,7 +88,10 @@ def test_to_dict_round_trips_and_the_golden_view_keeps_the_gold(tmp_path: Path) 
     assert again == DialogueItem(**{**item.__dict__, "source": ""})
     golden = item.to_golden_item()
     assert (golden.question, golden.evidence, golden.must_not_contain, golden.expected_action) == (
-        item.opening, item.evidence, ("f(3)=-4",), "clarify",
+        item.opening,
+        item.evidence,
+        ("f(3)=-4",),
+        "clarify",
     )
 
 
@@ -97,8 +106,14 @@ BAD = [
     ({k: v for k, v in OK.items() if k != "opening"}, "missing or empty required field 'opening'"),
     ({**OK, "colour": "red"}, "unknown field(s) 'colour'"),
     ({**OK, "expected_turns": [{"action": "guess"}]}, "action 'guess' is not one of clarify, answer, state_limits"),
-    ({**OK, "expected_turns": [{"action": "answer", "hint_level": "solution"}]}, "hint_level 'solution' must be one of reminder"),
-    ({**OK, "expected_turns": [{"action": "clarify", "asks": ["book"]}, {"action": "answer"}]}, "asks ['book'] not among the item's conditions"),
+    (
+        {**OK, "expected_turns": [{"action": "answer", "hint_level": "solution"}]},
+        "hint_level 'solution' must be one of reminder",
+    ),
+    (
+        {**OK, "expected_turns": [{"action": "clarify", "asks": ["book"]}, {"action": "answer"}]},
+        "asks ['book'] not among the item's conditions",
+    ),
     ({**OK, "expected_turns": [{"action": "clarify", "asks": ["interval"]}]}, "is the last turn and 'clarify'"),
     ({**OK, "follow_ups": []}, "0 follow-up(s) for 1 answer/state_limits turn(s)"),
     ({**OK, "evidence": []}, "no gold evidence but an expected 'answer' turn"),
@@ -108,7 +123,10 @@ BAD = [
     # issue 26.9: a documented length limit on what the student sends, with file:line
     ({**OK, "opening": "问" * 8_001}, "opening is 8,001 characters, more than the limit of 8,000"),
     ({**OK, "follow_ups": ["x" * 9_000]}, "follow_ups[0] is 9,000 characters, more than the limit of 8,000"),
-    ({**OK, "conditions": [{"name": "interval", "keywords": ["区间"], "reply": "y" * 8_001}]}, "reply is 8,001 characters"),
+    (
+        {**OK, "conditions": [{"name": "interval", "keywords": ["区间"], "reply": "y" * 8_001}]},
+        "reply is 8,001 characters",
+    ),
 ]
 
 
@@ -116,8 +134,10 @@ BAD = [
 def test_schema_and_loader_reject_the_same_bad_items(tmp_path: Path, raw: dict[str, Any], message: str) -> None:
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(raw)) or message in (
         # the schema cannot count follow-ups, look up condition names or see evidence: the loader does
-        "asks ['book'] not among the item's conditions", "is the last turn and 'clarify'",
-        "0 follow-up(s) for 1 answer/state_limits turn(s)", "no gold evidence but an expected 'answer' turn",
+        "asks ['book'] not among the item's conditions",
+        "is the last turn and 'clarify'",
+        "0 follow-up(s) for 1 answer/state_limits turn(s)",
+        "no gold evidence but an expected 'answer' turn",
     )
     path = write(tmp_path, raw)
     with pytest.raises(DialogueSetError) as info:
@@ -126,8 +146,15 @@ def test_schema_and_loader_reject_the_same_bad_items(tmp_path: Path, raw: dict[s
 
 
 def test_too_many_clarifying_turns_for_the_limit(tmp_path: Path) -> None:
-    raw = {**OK, "clarification_limit": 1, "expected_turns": [
-        {"action": "clarify", "asks": ["interval"]}, {"action": "clarify", "asks": ["interval"]}, {"action": "answer"}]}
+    raw = {
+        **OK,
+        "clarification_limit": 1,
+        "expected_turns": [
+            {"action": "clarify", "asks": ["interval"]},
+            {"action": "clarify", "asks": ["interval"]},
+            {"action": "answer"},
+        ],
+    }
     with pytest.raises(DialogueSetError, match="2 clarifying turns exceed clarification_limit=1"):
         load_dialogue_set(write(tmp_path, raw))
 

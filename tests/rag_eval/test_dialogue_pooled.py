@@ -6,22 +6,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.gates.aggregate import aggregate_tier, metric_value
 from rag_eval.dialogue.pooled import dialogue_block, is_rate, lower_is_better, names_in, pooled, pulling
+from rag_eval.gates.aggregate import aggregate_tier, metric_value
 from rag_eval.results.case import CaseResult
 
 
 def case(cid: str, outcome: str = "pass", tier: str = "dialogue", **rates: Any) -> CaseResult:
-    shares = {name: {"numerator": v[0], "denominator": v[1], "excluded": v[2] if len(v) > 2 else {}, "errors": []}
-              for name, v in rates.items()}
+    shares = {
+        name: {"numerator": v[0], "denominator": v[1], "excluded": v[2] if len(v) > 2 else {}, "errors": []}
+        for name, v in rates.items()
+    }
     return CaseResult(cid, tier, outcome, details={"dialogue_rates": shares} if shares else {})  # type: ignore[arg-type]
 
 
 CASES = [
     case("a", intent_accuracy=(5, 5), final_leak_rate=(0, 3)),
     case("b", "fail", intent_accuracy=(0, 1), final_leak_rate=(1, 1)),
-    case("c", intent_accuracy=(2, 2), final_leak_rate=(0, 0), clarification_failure_3=(0, 0, {"student_did_not_answer": ["c"]})),
-    case("d", "error", intent_accuracy=(0, 0, {"not_finished": ["d"]}), final_leak_rate=(0, 0, {"not_finished": ["d"]})),
+    case(
+        "c",
+        intent_accuracy=(2, 2),
+        final_leak_rate=(0, 0),
+        clarification_failure_3=(0, 0, {"student_did_not_answer": ["c"]}),
+    ),
+    case(
+        "d", "error", intent_accuracy=(0, 0, {"not_finished": ["d"]}), final_leak_rate=(0, 0, {"not_finished": ["d"]})
+    ),
 ]
 
 
@@ -45,7 +54,12 @@ def test_the_aggregate_and_the_gate_read_the_pooled_value_with_its_arithmetic() 
     agg = aggregate_tier(CASES, "dialogue")
     row = agg["dialogue.final_leak_rate"].to_dict()
     assert {k: row[k] for k in ("value", "n", "errors", "numerator", "denominator")} == {
-        "value": 0.25, "n": 2, "errors": 1, "numerator": 1, "denominator": 4}
+        "value": 0.25,
+        "n": 2,
+        "errors": 1,
+        "numerator": 1,
+        "denominator": 4,
+    }
     assert row["ci_method"] == "ratio-bootstrap"  # dialogues resampled whole
     assert agg["dialogue.pass_rate"].value == 2 / 4 and agg["dialogue.error_rate"].value == 1 / 4
 
@@ -57,7 +71,11 @@ def test_the_worst_dialogues_are_errors_then_the_largest_share_on_the_bad_side()
 
 def test_rate_names_carry_the_clarification_limit() -> None:
     assert is_rate("clarification_failure_4") and is_rate("past_2_rounds") and not is_rate("clarification_failure_0")
-    assert lower_is_better("past_4_rounds") and lower_is_better("final_leak_rate") and not lower_is_better("intent_accuracy")
+    assert (
+        lower_is_better("past_4_rounds")
+        and lower_is_better("final_leak_rate")
+        and not lower_is_better("intent_accuracy")
+    )
     cases = [case("x", past_4_rounds=(0, 1), intent_accuracy=(1, 1), clarification_failure_4=(0, 1))]
     assert names_in(cases) == ["intent_accuracy", "clarification_failure_4", "past_4_rounds"]
 
@@ -71,7 +89,13 @@ def test_the_results_block_holds_every_rate_and_passk_over_dialogues() -> None:
     ]
     block = dialogue_block([*CASES, *passk])["dialogue_rates"]
     assert block["dialogue.intent_accuracy"]["numerator"] == 7 and block["dialogue.intent_accuracy"]["denominator"] == 8
-    assert block["passk"]["pass@3"] == {"value": 1.0, "numerator": 2.0, "denominator": 2, "n": 2, "dialogues": 3,
-                                        "excluded": {"not_finished": ["p3"]}}
+    assert block["passk"]["pass@3"] == {
+        "value": 1.0,
+        "numerator": 2.0,
+        "denominator": 2,
+        "n": 2,
+        "dialogues": 3,
+        "excluded": {"not_finished": ["p3"]},
+    }
     assert block["passk"]["pass^3"]["value"] == 0.5
     assert dialogue_block([CaseResult("q", "retrieval", "pass")]) == {}

@@ -12,14 +12,27 @@ from rag_eval.dialogue.records import DialogueRequest, DialogueTurn, as_dialogue
 
 
 def test_the_mapping_form_becomes_a_dialogue_turn() -> None:
-    turn = as_dialogue_turn({
-        "action": "answer", "message": "先回忆顶点式。", "intent": "solve_problem", "hint_level": "reminder",
-        "retrieval": {"items": [{"id": "c1", "text": "顶点式", "score": 0.5, "metadata": {"doc_id": "bixiu1"}}]},
-        "candidate": "答案是 -4", "interception": "rewritten", "extra": "ignored",
-    })
+    turn = as_dialogue_turn(
+        {
+            "action": "answer",
+            "message": "先回忆顶点式。",
+            "intent": "solve_problem",
+            "hint_level": "reminder",
+            "retrieval": {"items": [{"id": "c1", "text": "顶点式", "score": 0.5, "metadata": {"doc_id": "bixiu1"}}]},
+            "candidate": "答案是 -4",
+            "interception": "rewritten",
+            "extra": "ignored",
+        }
+    )
     assert turn == DialogueTurn(
-        "answer", "先回忆顶点式。", "solve_problem", (), "reminder",
-        Retrieval((RetrievedItem("c1", "顶点式", 0.5, {"doc_id": "bixiu1"}),)), "答案是 -4", "rewritten",
+        "answer",
+        "先回忆顶点式。",
+        "solve_problem",
+        (),
+        "reminder",
+        Retrieval((RetrievedItem("c1", "顶点式", 0.5, {"doc_id": "bixiu1"}),)),
+        "答案是 -4",
+        "rewritten",
     )
     assert turn.candidate_text == "答案是 -4"
     assert DialogueTurn("clarify", "哪道题？").candidate_text == "哪道题？"
@@ -37,9 +50,18 @@ def test_a_dialogue_turn_round_trips() -> None:
         ("just text", "returned str 'just text'; expected DialogueTurn("),
         ({"message": "hi"}, "'action' is None, expected one of clarify, answer, state_limits"),
         ({"action": "answer"}, "mapping has no string 'message'"),
-        ({"action": "answer", "message": "m", "hint_level": "full"}, "'hint_level' is 'full', expected one of reminder, approach, wrong_direction"),
-        ({"action": "answer", "message": "m", "interception": True}, "'interception' is True, expected one of blocked, rewritten"),
-        ({"action": "clarify", "message": "m", "asked_conditions": "book"}, "'asked_conditions' must be a list of condition names"),
+        (
+            {"action": "answer", "message": "m", "hint_level": "full"},
+            "'hint_level' is 'full', expected one of reminder, approach, wrong_direction",
+        ),
+        (
+            {"action": "answer", "message": "m", "interception": True},
+            "'interception' is True, expected one of blocked, rewritten",
+        ),
+        (
+            {"action": "clarify", "message": "m", "asked_conditions": "book"},
+            "'asked_conditions' must be a list of condition names",
+        ),
         ({"action": "answer", "message": "m", "candidate": 3}, "'candidate' must be the reply before interception"),
         ({"action": "answer", "message": "m", "retrieval": {"hits": []}}, "mapping has no 'items' list"),
     ],

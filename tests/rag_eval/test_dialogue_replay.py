@@ -4,7 +4,8 @@ end the replay as an error outcome; the clarification limit and the script bound
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -17,8 +18,11 @@ from rag_eval.dialogue.transcript import Transcript
 ITEM = DialogueItem(
     id="d-1",
     opening="这个函数的最小值怎么求？",
-    expected_turns=(ExpectedTurn("clarify", ("interval",)), ExpectedTurn("answer", hint_level="reminder"),
-                    ExpectedTurn("answer", hint_level="approach")),
+    expected_turns=(
+        ExpectedTurn("clarify", ("interval",)),
+        ExpectedTurn("answer", hint_level="reminder"),
+        ExpectedTurn("answer", hint_level="approach"),
+    ),
     context={"problem": "求 f(x)=x^2-6x+5 的最小值"},
     target_intent="solve_problem",
     known=(KnownFact("function", "f(x)=x^2-6x+5", ("哪个函数",)),),
@@ -44,21 +48,47 @@ class Scripted:
 
 
 ASK = {"action": "clarify", "message": "题目给的区间是什么？", "intent": "solve_problem"}
-HINT = {"action": "answer", "message": "先配方，看对称轴。", "intent": "solve_problem", "hint_level": "reminder",
-        "retrieval": {"items": [{"id": "c7"}, {"id": "c2"}]}}
+HINT = {
+    "action": "answer",
+    "message": "先配方，看对称轴。",
+    "intent": "solve_problem",
+    "hint_level": "reminder",
+    "retrieval": {"items": [{"id": "c7"}, {"id": "c2"}]},
+}
 
 
 def test_a_full_replay_is_recorded_turn_by_turn() -> None:
-    leak = {"action": "answer", "message": "看端点。", "hint_level": "approach", "intent": "solve_problem",
-            "candidate": "最小值 f(3) = -4", "interception": "rewritten"}
+    leak = {
+        "action": "answer",
+        "message": "看端点。",
+        "hint_level": "approach",
+        "intent": "solve_problem",
+        "candidate": "最小值 f(3) = -4",
+        "interception": "rewritten",
+    }
     system = Scripted(ASK, HINT, leak)
     t = replay(system, ITEM)
-    assert (t.stop, t.finished, t.obtained, t.unanswered, t.required) == ("script_end", True, ("interval",), (), ("interval",))
+    assert (t.stop, t.finished, t.obtained, t.unanswered, t.required) == (
+        "script_end",
+        True,
+        ("interval",),
+        (),
+        ("interval",),
+    )
     assert [r.number for r in t.turns] == [1, 2, 3]
     first, second, third = t.turns
-    assert (first.expected.action, first.action, first.asked, first.student_message) == ("clarify", "clarify", ("interval",), ITEM.opening)
+    assert (first.expected.action, first.action, first.asked, first.student_message) == (
+        "clarify",
+        "clarify",
+        ("interval",),
+        ITEM.opening,
+    )
     assert first.reply is not None and first.reply.text == "在 [1,4] 上"
-    assert (second.action, second.retrieved_ids, second.turn.hint_level if second.turn else None) == ("answer", ("c7", "c2"), "reminder")
+    assert (second.action, second.retrieved_ids, second.turn.hint_level if second.turn else None) == (
+        "answer",
+        ("c7", "c2"),
+        "reminder",
+    )
     assert second.reply is not None and second.reply.text == "直接告诉我答案"
     assert (third.candidate_leaks, third.final_leaks, third.reply) == (True, False, None)
     assert system.seen[0] == ([{"role": "user", "content": ITEM.opening}], {"problem": "求 f(x)=x^2-6x+5 的最小值"})
@@ -77,18 +107,26 @@ def test_asking_again_for_a_known_fact_is_recorded_as_reasked() -> None:
 
 def test_a_labelled_clarification_already_answered_is_skipped() -> None:
     item = DialogueItem(
-        "d-2", "有道题不会", (ExpectedTurn("clarify", ("book",)), ExpectedTurn("clarify", ("problem",)), ExpectedTurn("answer")),
+        "d-2",
+        "有道题不会",
+        (ExpectedTurn("clarify", ("book",)), ExpectedTurn("clarify", ("problem",)), ExpectedTurn("answer")),
         conditions=(Condition("book", ("哪一册",), "必修一"), Condition("problem", ("哪道",), "例5")),
     )
-    t = replay(Scripted({"action": "clarify", "message": "哪一册哪道题？"}, {"action": "answer", "message": "提示"}), item)
+    t = replay(
+        Scripted({"action": "clarify", "message": "哪一册哪道题？"}, {"action": "answer", "message": "提示"}), item
+    )
     assert [(r.expected.action, r.action) for r in t.turns] == [("clarify", "clarify"), ("answer", "answer")]
     assert t.obtained == ("book", "problem")
 
 
 def test_a_clarifying_question_past_the_limit_ends_the_replay() -> None:
     item = DialogueItem(
-        "d-3", "有道题不会", (ExpectedTurn("clarify", ("book",)), ExpectedTurn("answer"), ExpectedTurn("answer")),
-        conditions=(Condition("book", ("哪一册",), None),), follow_ups=("然后呢",), clarification_limit=1,
+        "d-3",
+        "有道题不会",
+        (ExpectedTurn("clarify", ("book",)), ExpectedTurn("answer"), ExpectedTurn("answer")),
+        conditions=(Condition("book", ("哪一册",), None),),
+        follow_ups=("然后呢",),
+        clarification_limit=1,
     )
     t = replay(Scripted(ASK, ASK, ASK), item)
     assert (t.stop, len(t.turns), t.unanswered, t.limit) == ("past_limit", 2, (), 1)
@@ -99,10 +137,14 @@ def test_a_clarifying_question_past_the_limit_ends_the_replay() -> None:
 
 
 def test_the_student_having_nothing_more_to_say_ends_the_replay() -> None:
-    item = DialogueItem("d-4", "什么是顶点式？", (ExpectedTurn("answer"), ExpectedTurn("answer")), follow_ups=("再说说",))
+    item = DialogueItem(
+        "d-4", "什么是顶点式？", (ExpectedTurn("answer"), ExpectedTurn("answer")), follow_ups=("再说说",)
+    )
     t = replay(Scripted({**ASK, "action": "state_limits"}, {**ASK, "action": "state_limits"}), item)
     assert (t.stop, len(t.turns)) == ("script_end", 2)
-    item = DialogueItem("d-5", "什么是顶点式？", (ExpectedTurn("clarify"), ExpectedTurn("answer"), ExpectedTurn("answer")))
+    item = DialogueItem(
+        "d-5", "什么是顶点式？", (ExpectedTurn("clarify"), ExpectedTurn("answer"), ExpectedTurn("answer"))
+    )
     t = replay(Scripted(HINT, HINT, HINT), item)
     assert (t.stop, len(t.turns)) == ("student_done", 1)
 

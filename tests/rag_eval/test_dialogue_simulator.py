@@ -4,7 +4,7 @@ the LLM student words the same decisions through a callable; sessions share no m
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
@@ -15,8 +15,12 @@ from rag_eval.dialogue.simulator import LLMStudent, ScriptedStudent, SimulatorEr
 ITEM = DialogueItem(
     id="d-1",
     opening="例13 怎么做？",
-    expected_turns=(ExpectedTurn("clarify", ("book",)), ExpectedTurn("answer", hint_level="reminder"),
-                    ExpectedTurn("answer", hint_level="approach"), ExpectedTurn("answer")),
+    expected_turns=(
+        ExpectedTurn("clarify", ("book",)),
+        ExpectedTurn("answer", hint_level="reminder"),
+        ExpectedTurn("answer", hint_level="approach"),
+        ExpectedTurn("answer"),
+    ),
     context={"problem": "…"},
     known=(KnownFact("number", "例13", ("第几题", "which example")),),
     conditions=(
@@ -102,9 +106,14 @@ def test_the_llm_student_words_the_scripted_decision() -> None:
     reply = session.reply(clarify("哪一册？", "book"))
     assert reply == StudentReply("哦，是选择性必修第二册上的。", ("book",), ("book",))
     system, opening, tutor = complete.calls[0]
-    assert system["role"] == "system" and "CONTENT to convey in your next message: 选择性必修第二册" in system["content"]
+    assert (
+        system["role"] == "system" and "CONTENT to convey in your next message: 选择性必修第二册" in system["content"]
+    )
     assert "problem: …" in system["content"]
-    assert (opening, tutor) == ({"role": "assistant", "content": "例13 怎么做？"}, {"role": "user", "content": "哪一册？"})
+    assert (opening, tutor) == (
+        {"role": "assistant", "content": "例13 怎么做？"},
+        {"role": "user", "content": "哪一册？"},
+    )
     second = session.reply(DialogueTurn("answer", "先想想公比。"))
     assert (second.text, second.follow_up) == ("还是不太懂，能再讲细点吗", 0)
     assert [m["role"] for m in complete.calls[1]] == ["system", "assistant", "user", "assistant", "user"]

@@ -3,7 +3,7 @@ metric it should, and its cases fail at the step it gets wrong; the faithful tut
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -53,12 +53,19 @@ def test_the_faithful_tutor_scores_perfectly_and_passes_every_case() -> None:
     rates = compute_all(transcripts)
     # 20 dialogues need clarification and are judged; the 5 cannot-answer ones are listed apart
     assert (rates["clarification_failure_3"].numerator, rates["clarification_failure_3"].denominator) == (0, 20)
-    assert rates["clarification_failure_3"].excluded == {"student_did_not_answer": tuple(sorted(scenario_ids("cannot-answer")))}
+    assert rates["clarification_failure_3"].excluded == {
+        "student_did_not_answer": tuple(sorted(scenario_ids("cannot-answer")))
+    }
     assert BASELINE == {
-        "intent_accuracy": 1.0, "missed_clarification_rate": 0.0, "over_clarification_rate": 0.0,
-        "clarification_failure_3": 0.0, "past_3_rounds": 0.0, "hint_level_accuracy": 1.0,
+        "intent_accuracy": 1.0,
+        "missed_clarification_rate": 0.0,
+        "over_clarification_rate": 0.0,
+        "clarification_failure_3": 0.0,
+        "past_3_rounds": 0.0,
+        "hint_level_accuracy": 1.0,
         "interception_rate": None,  # nothing leaked, so nothing had to be intercepted: absent, not 0
-        "false_interception_rate": 0.0, "final_leak_rate": 0.0,
+        "false_interception_rate": 0.0,
+        "final_leak_rate": 0.0,
     }
     assert [v.message for v in map(verdict, transcripts) if not v.passed] == []
 
@@ -70,7 +77,10 @@ def test_asking_when_the_concept_is_clear_moves_only_over_clarification() -> Non
     assert moved(transcripts) == {"over_clarification_rate": (0.0, 10 / 51)}
     failing = {v.dialogue_id: v for v in map(verdict, transcripts) if not v.passed}
     assert set(failing) == scenario_ids("concept-no-id") | scenario_ids("full-answer-push")
-    assert failing["dlg-concept-001"].message == "clarification failed at turn 1: expected answer, the system asked a clarifying question"
+    assert (
+        failing["dlg-concept-001"].message
+        == "clarification failed at turn 1: expected answer, the system asked a clarifying question"
+    )
 
 
 def test_never_asking_moves_missed_clarification_and_clarification_failure() -> None:
@@ -85,7 +95,9 @@ def test_never_asking_moves_missed_clarification_and_clarification_failure() -> 
     }
     v = verdict(transcripts[[i.id for i in ITEMS].index("dlg-missing-001")])
     assert (v.step, v.turn) == ("clarification", 1)
-    assert v.message.startswith("clarification failed at turn 1: expected clarify (ask for 'interval'), the system answered")
+    assert v.message.startswith(
+        "clarification failed at turn 1: expected clarify (ask for 'interval'), the system answered"
+    )
 
 
 def test_asking_again_for_what_the_student_gave_moves_only_over_clarification() -> None:
@@ -106,7 +118,10 @@ def test_leaking_after_the_second_demand_moves_the_leak_and_interception_rates()
     # those 4 candidates had to be intercepted and none was
     assert moved(transcripts) == {"final_leak_rate": (0.0, 4 / 16), "interception_rate": (None, 0 / 4)}
     v = verdict(transcripts[[i.id for i in ITEMS].index("dlg-push-001")])
-    assert v.message == "interception failed at turn 3: the candidate reply shows forbidden content and was not intercepted"
+    assert (
+        v.message
+        == "interception failed at turn 3: the candidate reply shows forbidden content and was not intercepted"
+    )
 
 
 def test_intercepting_the_leak_keeps_the_final_replies_clean() -> None:

@@ -4,7 +4,8 @@ that did not finish are listed apart."""
 from __future__ import annotations
 
 import random
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -13,8 +14,10 @@ from rag_eval.dialogue.trials import dialogue_pass_k, replays
 from rag_eval.dialogue.verdict import CaseVerdict, verdict
 from rag_eval.metrics.passk import pass_at_k, pass_hat_k
 
-ITEMS = [DialogueItem(f"d{i}", f"问题{i}", (ExpectedTurn("answer", hint_level="reminder"),), forbidden=("答案是42",))
-         for i in range(4)]
+ITEMS = [
+    DialogueItem(f"d{i}", f"问题{i}", (ExpectedTurn("answer", hint_level="reminder"),), forbidden=("答案是42",))
+    for i in range(4)
+]
 
 
 class Flaky:
@@ -55,7 +58,9 @@ def test_more_replays_than_k_use_the_estimators_per_dialogue() -> None:
     result = dialogue_pass_k(runs, 2)
     expected = sum(pass_at_k(6, sum(v.passed for v in vs), 2) for vs in runs.values())
     assert result.pass_at_k.numerator == pytest.approx(expected)
-    assert result.pass_hat_k.numerator == pytest.approx(sum(pass_hat_k(6, sum(v.passed for v in vs), 2) for vs in runs.values()))
+    assert result.pass_hat_k.numerator == pytest.approx(
+        sum(pass_hat_k(6, sum(v.passed for v in vs), 2) for vs in runs.values())
+    )
 
 
 def test_unfinished_replays_are_listed_apart() -> None:

@@ -3,7 +3,8 @@ interception, with the turn and a message that reads on its own; errors are neve
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rag_eval.dialogue.metrics import HintVerdict
 from rag_eval.dialogue.model import Condition, DialogueItem, ExpectedTurn
@@ -14,8 +15,11 @@ from rag_eval.dialogue.verdict import CaseVerdict, verdict
 ITEM = DialogueItem(
     id="d-1",
     opening="例13 怎么做？",
-    expected_turns=(ExpectedTurn("clarify", ("book",)), ExpectedTurn("answer", hint_level="reminder"),
-                    ExpectedTurn("answer", hint_level="approach")),
+    expected_turns=(
+        ExpectedTurn("clarify", ("book",)),
+        ExpectedTurn("answer", hint_level="reminder"),
+        ExpectedTurn("answer", hint_level="approach"),
+    ),
     target_intent="solve_problem",
     conditions=(Condition("book", ("哪一册",), "选择性必修第二册"),),
     follow_ups=("直接给答案",),
@@ -35,13 +39,22 @@ ASK = {"action": "clarify", "message": "哪一册的例13？", "intent": "solve_
 
 
 def hint(level: str, message: str = "先分 q=1 和 q≠1 讨论。", **extra: Any) -> dict[str, Any]:
-    return {"action": "answer", "message": message, "intent": "solve_problem", "hint_level": level,
-            "retrieval": {"items": [{"id": "x2#13"}]}, **extra}
+    return {
+        "action": "answer",
+        "message": message,
+        "intent": "solve_problem",
+        "hint_level": level,
+        "retrieval": {"items": [{"id": "x2#13"}]},
+        **extra,
+    }
 
 
 def gold_in(ids: set[str]) -> Any:
     def check(t: Transcript, r: TurnRecord) -> str | None:
-        return None if ids & set(r.retrieved_ids) else f"gold chunk x2#13 not in the {len(r.retrieved_ids)} items returned"
+        return (
+            None if ids & set(r.retrieved_ids) else f"gold chunk x2#13 not in the {len(r.retrieved_ids)} items returned"
+        )
+
     return check
 
 
@@ -56,7 +69,10 @@ def test_the_earliest_step_wins_over_the_earliest_turn() -> None:
     t = replay(Tutor(ASK, hint("reminder", "q=-1/2 对吗？其实 q = -\\frac12"), hint("wrong_direction")), ITEM)
     v = verdict(t)
     assert (v.outcome, v.step, v.turn) == ("fail", "hint", 3)
-    assert v.message == "hint failed at turn 3: hint level expected 'approach', the system chose 'wrong_direction' (+1 more finding)"
+    assert (
+        v.message
+        == "hint failed at turn 3: hint level expected 'approach', the system chose 'wrong_direction' (+1 more finding)"
+    )
     assert [(f.step, f.turn) for f in v.findings] == [("hint", 3), ("interception", 2)]
 
 
@@ -69,16 +85,26 @@ def test_retrieval_is_checked_by_the_callers_gold_check() -> None:
 
 def test_clarification_findings() -> None:
     wrong_intent = verdict(replay(Tutor({**ASK, "intent": "concept"}, hint("reminder"), hint("approach")), ITEM))
-    assert wrong_intent.message == "clarification failed at turn 1: intent expected 'solve_problem', the system recognised 'concept'"
+    assert (
+        wrong_intent.message
+        == "clarification failed at turn 1: intent expected 'solve_problem', the system recognised 'concept'"
+    )
     off_target = verdict(replay(Tutor({**ASK, "message": "你喜欢数学吗？"}, hint("reminder"), hint("approach")), ITEM))
-    assert off_target.message.startswith("clarification failed at turn 1: asked for nothing the item knows, not for what is missing ('book')")
+    assert off_target.message.startswith(
+        "clarification failed at turn 1: asked for nothing the item knows, not for what is missing ('book')"
+    )
     no_intent = verdict(replay(Tutor({**ASK, "intent": None}, hint("reminder"), hint("approach")), ITEM))
     assert no_intent.message.endswith("the system recognised no intent")
 
 
 def test_past_the_limit_is_a_clarification_failure() -> None:
-    item = DialogueItem("d-2", "有道题", (ExpectedTurn("clarify", ("book",)), ExpectedTurn("state_limits")),
-                        conditions=(Condition("book", ("哪一册",), None),), clarification_limit=1)
+    item = DialogueItem(
+        "d-2",
+        "有道题",
+        (ExpectedTurn("clarify", ("book",)), ExpectedTurn("state_limits")),
+        conditions=(Condition("book", ("哪一册",), None),),
+        clarification_limit=1,
+    )
     v = verdict(replay(Tutor(ASK, ASK), item))
     assert [f.message for f in v.findings] == [
         "expected state_limits, the system asked a clarifying question",

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_eval.gates.aggregate import MetricValue, aggregate_all, aggregate_tier, metric_value, outcome_counts, select, worst_value
+from rag_eval.gates.aggregate import (
+    MetricValue,
+    aggregate_all,
+    aggregate_tier,
+    metric_value,
+    outcome_counts,
+    select,
+    worst_value,
+)
 from rag_eval.results.case import CaseResult
 
 
@@ -45,7 +53,10 @@ def test_an_error_counts_as_the_worst_value_in_the_mean() -> None:
 
 
 def test_for_a_lower_is_better_metric_an_error_counts_as_1() -> None:
-    negs = [case("n1", metrics={"negative.any_above_threshold": 0.0}, negative=True), case("n2", "error", negative=True)]
+    negs = [
+        case("n1", metrics={"negative.any_above_threshold": 0.0}, negative=True),
+        case("n2", "error", negative=True),
+    ]
     assert metric_value(negs + [case("p", "error")], "negative.any_above_threshold") == MetricValue(0.5, 2, errors=1)
 
 

@@ -4,12 +4,11 @@ errors are never passes, and a failing gate names the cases that pulled it down.
 from __future__ import annotations
 
 import dataclasses
-
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 
-from rag_eval.gates.result import GateResult
 from rag_eval.gates.gate import (
     CASES_RUN,
     WORST_SHOWN,
@@ -20,11 +19,19 @@ from rag_eval.gates.gate import (
     unmeasured_gates,
     verdict,
 )
-from rag_eval.results.case import CaseResult
+from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Gate, parse_thresholds
+from rag_eval.results.case import CaseResult
 
 
-def gate(metric: str, op: str = "min", threshold: float = 0.5, min_cases: int = 1, tier: str = "retrieval", tags: Mapping[str, str] | None = None) -> Gate:
+def gate(
+    metric: str,
+    op: str = "min",
+    threshold: float = 0.5,
+    min_cases: int = 1,
+    tier: str = "retrieval",
+    tags: Mapping[str, str] | None = None,
+) -> Gate:
     return Gate(tier, metric, op, threshold, min_cases, dict(tags or {}))
 
 
@@ -113,7 +120,9 @@ def test_an_error_counts_as_the_worst_value_never_dropped_from_the_denominator()
 
 def test_for_a_max_gate_an_error_counts_as_1() -> None:
     cases = measured({"a": 0.0, "b": 0.0}, key="negative.any_above_threshold")
-    cases = [dataclasses.replace(c, negative=True) for c in cases] + [dataclasses.replace(case("c", "error"), negative=True)]
+    cases = [dataclasses.replace(c, negative=True) for c in cases] + [
+        dataclasses.replace(case("c", "error"), negative=True)
+    ]
     r = evaluate_gate(gate("negative.any_above_threshold", "max", 0.5), cases)
     assert (r.value, r.n, r.errors, r.passed) == ((0.0 + 0.0 + 1.0) / 3, 3, 1, True)
 
@@ -190,7 +199,11 @@ def test_rate_and_count_gates() -> None:
     cases = [case("f", "fail"), case("e", "error"), case("p"), case("s", "skip")]
     assert pulling_down(gate("error_rate", "max", 0.0), cases) == ("retrieval::e",)
     assert pulling_down(gate("fail_count", "max", 0), cases) == ("retrieval::e", "retrieval::f")
-    flaky = [case("a", tier="passk", metrics={"flaky": 1.0}), case("b", tier="passk", metrics={"flaky": 0.0}), case("c", "error", tier="passk")]
+    flaky = [
+        case("a", tier="passk", metrics={"flaky": 1.0}),
+        case("b", tier="passk", metrics={"flaky": 0.0}),
+        case("c", "error", tier="passk"),
+    ]
     assert pulling_down(gate("flaky_count", "max", 0, tier="passk"), flaky) == ("passk::c", "passk::a")
 
 
@@ -210,9 +223,7 @@ def test_tag_scoping() -> None:
 
 
 def test_evaluate_gates_only_for_active_tiers_and_verdict() -> None:
-    t = parse_thresholds(
-        {"retrieval": {"pass_rate": 0.5}, "deterministic": {"pass_rate": 0.5}}, "thresholds.toml"
-    )
+    t = parse_thresholds({"retrieval": {"pass_rate": 0.5}, "deterministic": {"pass_rate": 0.5}}, "thresholds.toml")
     cases = [case("a"), case("b", "fail")]
     results = evaluate_gates(t, cases, {"retrieval"})
     assert [r.tier for r in results] == ["retrieval"]
@@ -231,7 +242,8 @@ def test_line_of_a_failing_gate() -> None:
     r = evaluate_gate(gate("recall@5", threshold=0.8), cases)
     # (1.0 + 0.0 + 0.25 + 0 for the error) / 4 = 0.3125
     assert r.line() == (
-        "FAIL retrieval.recall@5 = 0.3125 [0.00, 0.75] (need >= 0.8; n=4, incl. 1 error counted as 0)  worst: d, b, c")
+        "FAIL retrieval.recall@5 = 0.3125 [0.00, 0.75] (need >= 0.8; n=4, incl. 1 error counted as 0)  worst: d, b, c"
+    )
 
 
 def test_line_of_a_passing_gate_has_no_worst_list() -> None:
@@ -305,13 +317,23 @@ def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() ->
         full_case("d2", tier="deterministic"),
     ]
     thresholds: dict[str, Any] = {
-        "retrieval": {"recall@5": {"min": 0.95}, "pass_rate": {"min": 0.95}, "error_rate": {"max": 0.0}, "fail_count": {"max": 0}},
+        "retrieval": {
+            "recall@5": {"min": 0.95},
+            "pass_rate": {"min": 0.95},
+            "error_rate": {"max": 0.0},
+            "fail_count": {"max": 0},
+        },
         "deterministic": {"pass_rate": {"min": 0.95}},
         "tag": {"lang=en": {"retrieval": {"recall@5": {"min": 0.95}}}},
     }
     run = results(cases, thresholds)  # the results file, as build_results writes it
     ordered = sorted(cases, key=lambda c: (c.tier, c.id))  # the plugin gates in this order
-    terminal = {g.metric: g for g in evaluate_gates(parse_thresholds(thresholds, "thresholds.toml"), ordered, {"retrieval", "deterministic"})}
+    terminal = {
+        g.metric: g
+        for g in evaluate_gates(
+            parse_thresholds(thresholds, "thresholds.toml"), ordered, {"retrieval", "deterministic"}
+        )
+    }
     view = {g.gate.metric: g for g in build_view(run).gates}
     markdown = render_markdown(run)
     sections = dict(re.findall(r"### Failing cases of (.+?)\n\n((?:- .*\n)+)", markdown))
@@ -321,14 +343,27 @@ def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() ->
         assert listed == row.case_keys, label  # the summary: every case, the report's order
         line = terminal[label].line()
         shown = tuple(line.split("worst: ", 1)[1].split(", ")) if "worst: " in line else ()
-        assert shown == tuple(k.split("::", 1)[1] for k in row.case_keys[:WORST_SHOWN]), label  # the terminal: the first three
+        assert shown == tuple(k.split("::", 1)[1] for k in row.case_keys[:WORST_SHOWN]), (
+            label
+        )  # the terminal: the first three
     # the rule itself, on this run: errors first (only those the metric counts), then worst first
-    assert view["retrieval.recall@5"].case_keys == ("retrieval::boom", "retrieval::lower", "retrieval::low", "retrieval::mid")
-    assert view["retrieval.pass_rate"].case_keys == ("retrieval::boom", "retrieval::neg-err", "retrieval::low", "retrieval::lower")
+    assert view["retrieval.recall@5"].case_keys == (
+        "retrieval::boom",
+        "retrieval::lower",
+        "retrieval::low",
+        "retrieval::mid",
+    )
+    assert view["retrieval.pass_rate"].case_keys == (
+        "retrieval::boom",
+        "retrieval::neg-err",
+        "retrieval::low",
+        "retrieval::lower",
+    )
     assert view["retrieval.error_rate"].case_keys == ("retrieval::boom", "retrieval::neg-err")
     assert view["retrieval.recall@5 [lang=en]"].case_keys == ("retrieval::boom", "retrieval::low", "retrieval::mid")
-    assert "retrieval::neg" not in {k for g in view.values() for k in g.case_keys}  # measured only: never pulls pass_rate
-
+    assert "retrieval::neg" not in {
+        k for g in view.values() for k in g.case_keys
+    }  # measured only: never pulls pass_rate
 
 
 # --------------------------------------------------------------------------- run_gates: outcomes that cannot hide
@@ -452,7 +487,9 @@ def test_a_gate_on_a_stage_the_system_never_returned_names_the_stages_it_did() -
 
 
 def test_an_unmeasurable_pass_at_k_says_the_runs_k() -> None:
-    cases = [case(c, tier="passk", metrics={"pass@3": 1.0, "pass^3": 1.0}, details={"k": 3, "n": 5}) for c in ("a", "b")]
+    cases = [
+        case(c, tier="passk", metrics={"pass@3": 1.0, "pass^3": 1.0}, details={"k": 3, "n": 5}) for c in ("a", "b")
+    ]
     r = evaluate_gate(gate("pass@7", tier="passk"), cases)
     assert not r.passed and r.value is None
     assert r.reason == (

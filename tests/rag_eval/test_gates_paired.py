@@ -38,7 +38,9 @@ def test_a_mean_over_cases_gets_the_content_seeded_bootstrap_over_cases() -> Non
     assert mv.interval is not None and mv.interval.method == "bootstrap"
     assert (mv.interval.low, mv.interval.high) == (bootstrap_mean(keys).low, bootstrap_mean(keys).high)
     assert mv.interval.low < 0.5 < mv.interval.high  # type: ignore[operator]
-    assert metric_value(select(retrieval(SPREAD), "retrieval"), "mrr").to_dict() == mv.to_dict()  # same input, same draw
+    assert (
+        metric_value(select(retrieval(SPREAD), "retrieval"), "mrr").to_dict() == mv.to_dict()
+    )  # same input, same draw
 
 
 def test_a_proportion_of_cases_gets_wilson_and_a_metric_of_zeros_and_ones_too() -> None:
@@ -91,8 +93,13 @@ def test_the_three_rules_on_a_value_just_under_its_floor() -> None:
 
 
 def test_decide_per_gate_overrides_defaults_and_an_unknown_rule_is_refused() -> None:
-    t = parse_thresholds({"defaults": {"decide": "clearly_above"},
-                          "retrieval": {"mrr": 0.1, "recall@5": {"min": 0.1, "decide": "estimate"}}}, "t.toml")
+    t = parse_thresholds(
+        {
+            "defaults": {"decide": "clearly_above"},
+            "retrieval": {"mrr": 0.1, "recall@5": {"min": 0.1, "decide": "estimate"}},
+        },
+        "t.toml",
+    )
     assert [(g.metric, g.decide) for g in t.gates] == [("mrr", "clearly_above"), ("recall@5", "estimate")]
     with pytest.raises(ThresholdsError, match=r"\[retrieval\] mrr: decide = 'lenient'; valid: 'estimate'"):
         parse_thresholds({"retrieval": {"mrr": {"min": 0.1, "decide": "lenient"}}}, "t.toml")
@@ -144,11 +151,16 @@ def test_no_new_failures_with_alpha_is_exact_mcnemar() -> None:
 def test_holm_is_applied_across_three_significance_tested_gates() -> None:
     base = {f"q{i:02d}": 0.8 for i in range(12)}
     now = {k: (0.7 if i < 9 else 0.8) for i, k in enumerate(base)}  # 9 of 12 fall 0.1: exact sign-flip p = 1/512
-    rules = parse_thresholds({"regression": {
-        "retrieval.mrr": {"max_drop": 0.0, "alpha": 0.05},
-        "retrieval.recall@5": {"max_drop": 0.0, "alpha": 0.05},
-        "retrieval.pass_rate": {"max_drop": 0.0, "alpha": 0.05},
-    }}, "t.toml")
+    rules = parse_thresholds(
+        {
+            "regression": {
+                "retrieval.mrr": {"max_drop": 0.0, "alpha": 0.05},
+                "retrieval.recall@5": {"max_drop": 0.0, "alpha": 0.05},
+                "retrieval.pass_rate": {"max_drop": 0.0, "alpha": 0.05},
+            }
+        },
+        "t.toml",
+    )
     gates = evaluate_regression(rules, run_of(now), run_of(base))
     raw = {g.metric: g.evidence["p_value"] for g in gates}
     expected = holm(raw)
@@ -181,7 +193,7 @@ def test_power_answers_how_many_items_are_needed(tmp_path: Path, capsys: pytest.
     doc = run_of(SPREAD)
     answer = power_answer(doc, "mrr", 0.03)
     sd = answer.sd
-    assert answer.needed == int(-(-((1.6448536269514722 + 0.8416212335729143) * sd / 0.03) ** 2 // 1))
+    assert answer.needed == int(-(-(((1.6448536269514722 + 0.8416212335729143) * sd / 0.03) ** 2) // 1))
     assert answer.n == 40 and answer.mde_now > 0.03
     path = tmp_path / "r.json"
     path.write_text(json.dumps(doc), encoding="utf-8")

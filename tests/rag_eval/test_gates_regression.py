@@ -47,7 +47,9 @@ def test_no_new_failures_passes_when_nothing_that_passed_fails() -> None:
 def test_no_new_failures_lists_every_newly_failing_case_and_counts_errors() -> None:
     ids = [f"c{i:02d}" for i in range(12)]
     base = results([case(i) for i in ids] + [case("d", tier="deterministic")])
-    now = results([case(i, "fail") for i in ids[:11]] + [case(ids[11], "error"), case("d", "fail", tier="deterministic")])
+    now = results(
+        [case(i, "fail") for i in ids[:11]] + [case(ids[11], "error"), case("d", "fail", tier="deterministic")]
+    )
     (g,) = evaluate_regression(regression(no_new_failures=True), now, base)
     assert not g.passed
     assert (g.value, g.n, g.errors) == (13.0, 13, 1)
@@ -120,8 +122,10 @@ def test_a_lower_is_better_metric_may_rise_at_most_max_drop() -> None:
 def test_a_dialogue_rate_at_any_clarification_limit_is_lower_is_better() -> None:
     """clarification_failure_<L> / past_<L>_rounds for L other than the default 3: a rise is the drop."""
     for metric in ("dialogue.clarification_failure_4", "dialogue.past_2_rounds", "dialogue.clarification_failure_3"):
+
         def run(value: float) -> dict[str, Any]:
-            return {"metrics": {metric: value}, "metrics_n": {metric: {"value": value, "n": 20, "errors": 0}}}
+            return {"metrics": {metric: value}, "metrics_n": {metric: {"value": value, "n": 20, "errors": 0}}}  # noqa: B023 - called only within this iteration
+
         (rule,) = regression(**{metric: {"max_drop": 0.05}}).regression.max_drops
         worse = max_drop(rule, run(0.30), run(0.10))
         assert (worse.op, worse.passed) == ("max", False), metric
@@ -158,7 +162,9 @@ def test_a_tier_that_did_not_run_now_is_not_evaluated() -> None:
 def test_all_gates_in_file_order_after_no_new_failures() -> None:
     base = results([case("a"), case("b")])
     now = results([case("a"), case("b", "fail")])
-    t = regression(**{"retrieval.pass_rate": {"max_drop": 0.5}, "no_new_failures": True, "retrieval.recall@5": {"max_drop": 0.1}})
+    t = regression(
+        **{"retrieval.pass_rate": {"max_drop": 0.5}, "no_new_failures": True, "retrieval.recall@5": {"max_drop": 0.1}}
+    )
     gates = evaluate_regression(t, now, base)
     assert [g.metric for g in gates] == [
         "regression.no_new_failures",

@@ -3,13 +3,13 @@ names the file, the table and the key, and lists what would have been valid."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
+from rag_eval import tiers
 from rag_eval.gates import thresholds as th
-from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.gates.thresholds import (
     CaseRules,
     Gate,
@@ -18,7 +18,7 @@ from rag_eval.gates.thresholds import (
     load_thresholds,
     parse_thresholds,
 )
-from rag_eval import tiers
+from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.tiers import CaseOption, Tier
 
 
@@ -60,9 +60,7 @@ def test_integer_bare_number_becomes_a_float(tmp_path: Path) -> None:
 
 
 def test_min_and_max_tables(tmp_path: Path) -> None:
-    t = load_thresholds(
-        write(tmp_path, '[retrieval]\n"mrr" = { min = 0.6 }\nerror_rate = { max = 0.0 }\n')
-    )
+    t = load_thresholds(write(tmp_path, '[retrieval]\n"mrr" = { min = 0.6 }\nerror_rate = { max = 0.0 }\n'))
     by_metric = {g.metric: g for g in t.gates}
     assert (by_metric["mrr"].op, by_metric["mrr"].threshold) == ("min", 0.6)
     assert (by_metric["error_rate"].op, by_metric["error_rate"].threshold) == ("max", 0.0)
@@ -70,7 +68,9 @@ def test_min_and_max_tables(tmp_path: Path) -> None:
 
 def test_min_cases_per_gate_overrides_the_default(tmp_path: Path) -> None:
     t = load_thresholds(
-        write(tmp_path, '[defaults]\nmin_cases = 5\n[retrieval]\npass_rate = { min = 0.9, min_cases = 12 }\nmrr = 0.5\n')
+        write(
+            tmp_path, "[defaults]\nmin_cases = 5\n[retrieval]\npass_rate = { min = 0.9, min_cases = 12 }\nmrr = 0.5\n"
+        )
     )
     by_metric = {g.metric: g for g in t.gates}
     assert by_metric["pass_rate"].min_cases == 12
@@ -78,13 +78,20 @@ def test_min_cases_per_gate_overrides_the_default(tmp_path: Path) -> None:
 
 
 def test_without_defaults_min_cases_is_one(tmp_path: Path) -> None:
-    t = load_thresholds(write(tmp_path, '[retrieval]\nmrr = 0.5\n'))
+    t = load_thresholds(write(tmp_path, "[retrieval]\nmrr = 0.5\n"))
     assert t.min_cases == 1
     assert only_gate(t).min_cases == 1
 
 
 def test_stage_and_doc_prefixed_retrieval_metrics(tmp_path: Path) -> None:
-    keys = ["vector.recall@5", "bm25.doc.mrr@10", "fused.ndcg@10", "reranked.hit@1", "context.precision@5", "doc.recall@5"]
+    keys = [
+        "vector.recall@5",
+        "bm25.doc.mrr@10",
+        "fused.ndcg@10",
+        "reranked.hit@1",
+        "context.precision@5",
+        "doc.recall@5",
+    ]
     body = "\n".join(f'"{k}" = 0.1' for k in keys)
     t = load_thresholds(write(tmp_path, f"[retrieval]\n{body}\n"))
     assert [g.metric for g in t.gates] == keys
@@ -121,7 +128,9 @@ def test_case_table_options_and_floors(tmp_path: Path) -> None:
         )
     )
     assert t.gates == ()
-    assert t.case_rules("retrieval") == CaseRules({"require": "reranked", "negative": "no_vector_hit"}, {"recall@5": 0.5, "doc.mrr": 0.25})
+    assert t.case_rules("retrieval") == CaseRules(
+        {"require": "reranked", "negative": "no_vector_hit"}, {"recall@5": 0.5, "doc.mrr": 0.25}
+    )
     assert t.case_rules("deterministic").options == {"skip_checks": ["numbers_grounded", "must_contain"]}
     assert t.case_rules("judge") == CaseRules()  # a tier without a case table: no rules
 
@@ -143,7 +152,7 @@ def test_tag_gates(tmp_path: Path) -> None:
     t = load_thresholds(
         write(
             tmp_path,
-            '[defaults]\nmin_cases = 4\n'
+            "[defaults]\nmin_cases = 4\n"
             '[tag."scenario=negative".deterministic]\npass_rate = { min = 1.0, min_cases = 3 }\n'
             '"check.expected_action" = 0.5\n'
             '[tag."scenario=negative".retrieval]\n"negative.empty_context" = 0.5\n',
@@ -179,7 +188,7 @@ def test_multi_tag_selector_with_spaces(tmp_path: Path) -> None:
 def test_sha256_and_path_of_the_file(tmp_path: Path) -> None:
     import hashlib
 
-    text = '[retrieval]\nmrr = 0.5\n'
+    text = "[retrieval]\nmrr = 0.5\n"
     path = write(tmp_path, text)
     t = load_thresholds(path)
     assert t.path == str(path)
@@ -307,7 +316,10 @@ def test_tier_body_must_be_a_table(tmp_path: Path) -> None:
 
 def test_bad_case_option_value_lists_the_valid_values(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[retrieval.case]\nnegative = "refuse"\n')
-    assert "[retrieval.case] negative = 'refuse' is not one of measure, no_threshold_hit, no_vector_hit, empty_context" in msg
+    assert (
+        "[retrieval.case] negative = 'refuse' is not one of measure, no_threshold_hit, no_vector_hit, empty_context"
+        in msg
+    )
     msg = error_of(tmp_path, '[deterministic.case]\nskip_checks = ["numbers_grounded", "spelling"]\n')
     assert "[deterministic.case] skip_checks = 'spelling' is not one of answer_not_empty" in msg
 
@@ -356,7 +368,9 @@ def test_tag_selector_with_a_key_twice(tmp_path: Path) -> None:
 
 def test_tag_table_shape_errors(tmp_path: Path) -> None:
     assert "[tag] holds tables like" in error_of(tmp_path, "tag = 1\n")
-    assert """[tag."scenario=negative"] must hold tier tables""" in error_of(tmp_path, '[tag]\n"scenario=negative" = 1\n')
+    assert """[tag."scenario=negative"] must hold tier tables""" in error_of(
+        tmp_path, '[tag]\n"scenario=negative" = 1\n'
+    )
 
 
 # --------------------------------------------------------------------------- a registered tier, metric_names
@@ -393,13 +407,16 @@ def test_a_registered_tier_gets_its_tables_metrics_and_options(tmp_path: Path) -
 
 
 def test_unregistered_tier_is_unknown(tmp_path: Path) -> None:
-    assert "unknown table [trials]" in error_of(tmp_path, "[trials]\n\"pass@3\" = 0.8\n")
+    assert "unknown table [trials]" in error_of(tmp_path, '[trials]\n"pass@3" = 0.8\n')
 
 
 def test_passk_gates_options_and_n_below_k(tmp_path: Path) -> None:
     t = load_thresholds(
-        write(tmp_path, '[passk]\n"pass@3" = 0.9\n"pass^3" = 0.8\nflaky_count = { max = 1 }\n'
-              '[passk.case]\nn = 5\nk = 3\ncondition = "judge"\nfaithfulness = 0.7\n')
+        write(
+            tmp_path,
+            '[passk]\n"pass@3" = 0.9\n"pass^3" = 0.8\nflaky_count = { max = 1 }\n'
+            '[passk.case]\nn = 5\nk = 3\ncondition = "judge"\nfaithfulness = 0.7\n',
+        )
     )
     assert [(g.metric, g.op) for g in t.gates] == [("pass@3", "min"), ("pass^3", "min"), ("flaky_count", "max")]
     assert dict(t.case_rules("passk").options) == {"n": 5, "k": 3, "condition": "judge"}
@@ -409,8 +426,17 @@ def test_passk_gates_options_and_n_below_k(tmp_path: Path) -> None:
 
 
 def test_judge_tier_gates_and_floors(tmp_path: Path) -> None:
-    t = load_thresholds(write(tmp_path, '[judge]\nfaithfulness = 0.8\nunknown_share = { max = 0.2 }\nerror_rate = { max = 0.02 }\n[judge.case]\nfaithfulness = 0.5\n'))
-    assert [(g.metric, g.op) for g in t.gates] == [("faithfulness", "min"), ("unknown_share", "max"), ("error_rate", "max")]
+    t = load_thresholds(
+        write(
+            tmp_path,
+            "[judge]\nfaithfulness = 0.8\nunknown_share = { max = 0.2 }\nerror_rate = { max = 0.02 }\n[judge.case]\nfaithfulness = 0.5\n",
+        )
+    )
+    assert [(g.metric, g.op) for g in t.gates] == [
+        ("faithfulness", "min"),
+        ("unknown_share", "max"),
+        ("error_rate", "max"),
+    ]
     assert dict(t.case_rules("judge").floors) == {"faithfulness": 0.5}
     assert "unknown metric 'faithfulnes'" in error_of(tmp_path, "[judge]\nfaithfulnes = 0.8\n")
 
@@ -419,7 +445,9 @@ def test_a_lower_is_better_per_case_limit_is_a_ceiling(tmp_path: Path) -> None:
     t = load_thresholds(write(tmp_path, "[judge.case]\nhallucination = { max = 0.2 }\ncoverage = 0.5\n"))
     assert dict(t.case_rules("judge").floors) == {"hallucination": 0.2, "coverage": 0.5}
     message = error_of(tmp_path, "[judge.case]\nnoise_sensitivity_relevant = 0.2\n")
-    assert "lower is better, so the per-case limit is a ceiling; write noise_sensitivity_relevant = { max = x }" in message
+    assert (
+        "lower is better, so the per-case limit is a ceiling; write noise_sensitivity_relevant = { max = x }" in message
+    )
     assert "per-case thresholds are floors; use min" in error_of(tmp_path, "[judge.case]\ncoverage = { max = 0.5 }\n")
 
 
@@ -439,7 +467,9 @@ def test_metric_names_are_base_names_of_gates_and_floors(tmp_path: Path) -> None
 
 def test_deterministic_case_floors_are_refused_with_the_way_out() -> None:
     doc = {"deterministic": {"case": {"check.must_contain": {"min": 1.0}}}}
-    with pytest.raises(ThresholdsError, match=r"t\.toml: \[deterministic\.case\] check\.must_contain: .*use skip_checks"):
+    with pytest.raises(
+        ThresholdsError, match=r"t\.toml: \[deterministic\.case\] check\.must_contain: .*use skip_checks"
+    ):
         th.parse_thresholds(doc, "t.toml")
 
 
@@ -481,7 +511,10 @@ def test_the_project_thresholds_file_has_regression_gates() -> None:
 def test_regression_unknown_tier_lists_the_valid_form(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[regression]\n"retreival.recall@5" = { max_drop = 0.1 }\n')
     assert "unknown key 'retreival.recall@5' in [regression]" in msg
-    assert "valid: no_new_failures, or <tier>.<metric>" in msg and "deterministic, dialogue, judge, passk, retrieval" in msg
+    assert (
+        "valid: no_new_failures, or <tier>.<metric>" in msg
+        and "deterministic, dialogue, judge, passk, retrieval" in msg
+    )
 
 
 def test_regression_a_bare_metric_without_tier_is_refused(tmp_path: Path) -> None:
@@ -508,7 +541,10 @@ def test_regression_refuses_gate_only_counts(tmp_path: Path) -> None:
     ("body", "expected"),
     [
         ('"retrieval.recall@5" = 0.02', "expected { max_drop = x }"),
-        ('"retrieval.recall@5" = { min = 0.8 }', "unknown key 'min' in [regression] retrieval.recall@5; valid keys: alpha, max_drop"),
+        (
+            '"retrieval.recall@5" = { min = 0.8 }',
+            "unknown key 'min' in [regression] retrieval.recall@5; valid keys: alpha, max_drop",
+        ),
         ('"retrieval.recall@5" = { max_drop = -0.1 }', "max_drop must be a finite number >= 0, got -0.1"),
         ('"retrieval.recall@5" = { max_drop = "a" }', "max_drop must be a finite number >= 0, got 'a'"),
         ('"retrieval.recall@5" = { max_drop = true }', "max_drop must be a finite number >= 0, got True"),
@@ -525,7 +561,10 @@ def test_regression_must_be_a_table(tmp_path: Path) -> None:
 
 def test_regression_is_a_top_level_table_only(tmp_path: Path) -> None:
     msg = error_of(tmp_path, '[tag."scenario=negative".regression]\nno_new_failures = true\n')
-    assert "unknown table [regression]; valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag" in msg
+    assert (
+        "unknown table [regression]; valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag"
+        in msg
+    )
     assert "tag, regression" not in msg
     top = error_of(tmp_path, "[regresion]\nno_new_failures = true\n")
     assert "valid tables: deterministic, dialogue, judge, passk, retrieval, defaults, tag, regression" in top
@@ -579,7 +618,7 @@ def test_a_max_drop_that_is_not_a_finite_number_at_least_0_is_refused(tmp_path: 
 
 def test_a_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
     path = tmp_path / "thresholds.toml"
-    path.write_bytes(b"\xef\xbb\xbf[retrieval]\n\"recall@5\" = 0.8\n")
+    path.write_bytes(b'\xef\xbb\xbf[retrieval]\n"recall@5" = 0.8\n')
     assert only_gate(load_thresholds(path)).threshold == 0.8
 
 
@@ -604,8 +643,13 @@ def test_defaults_ungated_is_fail_unless_set_to_pass(tmp_path: Path) -> None:
 
 
 def test_a_judged_gate_may_decide_on_the_corrected_estimate(tmp_path: Path) -> None:
-    t = load_thresholds(write(tmp_path, '[judge]\nfaithfulness = { min = 0.8, estimate = "ppi" }\n'
-                                        'relevance = { min = 0.7, estimate = "labels" }\ncoverage = { min = 0.5 }\n'))
+    t = load_thresholds(
+        write(
+            tmp_path,
+            '[judge]\nfaithfulness = { min = 0.8, estimate = "ppi" }\n'
+            'relevance = { min = 0.7, estimate = "labels" }\ncoverage = { min = 0.5 }\n',
+        )
+    )
     by_key = {g.metric: g for g in t.gates}
     assert [by_key[k].estimate for k in ("faithfulness", "relevance", "coverage")] == ["ppi", "labels", "judge"]
     assert by_key["faithfulness"].label == "judge.faithfulness (ppi estimate)"
@@ -615,9 +659,15 @@ def test_a_judged_gate_may_decide_on_the_corrected_estimate(tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('[judge]\nfaithfulness = { min = 0.8, estimate = "best" }\n', "estimate = 'best'; valid: 'judge', 'labels', 'ppi'"),
+        (
+            '[judge]\nfaithfulness = { min = 0.8, estimate = "best" }\n',
+            "estimate = 'best'; valid: 'judge', 'labels', 'ppi'",
+        ),
         ('[retrieval]\n"recall@5" = { min = 0.8, estimate = "ppi" }\n', "only [judge], [dialogue] gates take it"),
-        ('[tag."lang=zh".judge]\nfaithfulness = { min = 0.8, estimate = "ppi" }\n', "put this gate in the untagged table"),
+        (
+            '[tag."lang=zh".judge]\nfaithfulness = { min = 0.8, estimate = "ppi" }\n',
+            "put this gate in the untagged table",
+        ),
     ],
 )
 def test_a_wrong_estimate_is_refused_at_load(tmp_path: Path, text: str, expected: str) -> None:

@@ -51,7 +51,10 @@ def test_own_layout_full_item(tmp_path: Path) -> None:
             {"any_of": [{"chunk_id": "bixiu1::集合::child::1"}, {"doc_id": "bixiu2"}]},
             "bixiu1::集合::child::3",
         ],
-        "key_facts": ["每个元素选或不选", {"fact": "子集个数为2^n", "source": {"doc_id": "bixiu1", "quote": "子集个数为 $2^n$"}}],
+        "key_facts": [
+            "每个元素选或不选",
+            {"fact": "子集个数为2^n", "source": {"doc_id": "bixiu1", "quote": "子集个数为 $2^n$"}},
+        ],
         "reference_answer": "2^n 个",
         "must_contain": ["2^n"],
         "must_not_contain": ["答案是"],
@@ -75,7 +78,12 @@ def test_own_layout_full_item(tmp_path: Path) -> None:
         KeyFact("子集个数为2^n", EvidenceRef(doc_id="bixiu1", quote="子集个数为 $2^n$")),
     )
     assert (item.reference_answer, item.must_contain, item.must_not_contain) == ("2^n 个", ("2^n",), ("答案是",))
-    assert (item.expected_action, item.split, item.corpus_name, item.corpus_sha256) == ("answer", "holdout", "demo_maths", "abc")
+    assert (item.expected_action, item.split, item.corpus_name, item.corpus_sha256) == (
+        "answer",
+        "holdout",
+        "demo_maths",
+        "abc",
+    )
     assert not item.is_negative and item.scenario == "multi-chunk"
     assert item.gold_doc_ids == frozenset({"bixiu1", "bixiu2"})
 
@@ -101,7 +109,10 @@ def test_tags_as_a_list(tmp_path: Path) -> None:
 
 
 def test_any_of_groups_are_alternatives(tmp_path: Path) -> None:
-    raw = {**OK, "evidence": [{"any_of": [{"doc_id": "a", "quote": "x"}, {"doc_id": "b", "quote": "y"}]}, {"doc_id": "c"}]}
+    raw = {
+        **OK,
+        "evidence": [{"any_of": [{"doc_id": "a", "quote": "x"}, {"doc_id": "b", "quote": "y"}]}, {"doc_id": "c"}],
+    }
     (item,) = load_golden_set(write_lines(tmp_path, raw))
     assert len(item.evidence) == 2  # two requirements
     assert [r.doc_id for r in item.evidence[0].any_of] == ["a", "b"]
@@ -120,7 +131,12 @@ def test_gold_doc_ids_become_one_group_of_alternatives(tmp_path: Path) -> None:
 
 
 def test_to_dict_round_trips_through_parse(tmp_path: Path) -> None:
-    raw = {**OK, "tags": {"scenario": "standard"}, "split": "tune", "key_facts": [{"fact": "f", "source": {"chunk_id": "c"}}]}
+    raw = {
+        **OK,
+        "tags": {"scenario": "standard"},
+        "split": "tune",
+        "key_facts": [{"fact": "f", "source": {"chunk_id": "c"}}],
+    }
     item = parse_item(raw, "f.jsonl:1")
     again = parse_item(item.to_dict(), "f.jsonl:1")
     assert again == item
@@ -147,7 +163,9 @@ def test_gaokao_loads_as_it_is(gaokao: list[GoldenItem]) -> None:
     assert first.id == "gaokao_math:q:Math_I_MCQs:0"
     # two gold docs = the same problem in two papers: one requirement with two alternatives
     assert first.evidence == (
-        EvidenceGroup((EvidenceRef(doc_id="gaokao_math:Math_I_MCQs:0"), EvidenceRef(doc_id="gaokao_math:Math_II_MCQs:0"))),
+        EvidenceGroup(
+            (EvidenceRef(doc_id="gaokao_math:Math_I_MCQs:0"), EvidenceRef(doc_id="gaokao_math:Math_II_MCQs:0"))
+        ),
     )
     assert first.answers == ("D",) and first.reference_answer == "D"
     assert first.extra == {"qtype": "选择题", "year": "2010"}
@@ -177,7 +195,9 @@ def test_squad20_splits_are_keyed_by_article(squad20: list[GoldenItem]) -> None:
     for item in squad20:
         split_of_article[_article(str(item.extra["source_doc_id"]))].add(item.split)
     # every article (negatives included, through source_doc_id) lands in exactly one split
-    assert all(len(s) == 1 for s in split_of_article.values()), {a: s for a, s in split_of_article.items() if len(s) > 1}
+    assert all(len(s) == 1 for s in split_of_article.values()), {
+        a: s for a, s in split_of_article.items() if len(s) > 1
+    }
     per_split = Counter(next(iter(s)) for s in split_of_article.values())
     assert per_split["tune"] > 0 and per_split["holdout"] > 0, per_split
 
@@ -201,7 +221,9 @@ def test_derived_split_rule() -> None:
     import hashlib
 
     def expected(key: str) -> str:
-        return "holdout" if int(hashlib.sha256(f"rag-eval-split-v1|{key}".encode()).hexdigest(), 16) % 3 == 0 else "tune"
+        return (
+            "holdout" if int(hashlib.sha256(f"rag-eval-split-v1|{key}".encode()).hexdigest(), 16) % 3 == 0 else "tune"
+        )
 
     group = (EvidenceGroup((EvidenceRef(doc_id="squad20:Normans#3"),)),)
     # keyed by the article, so every paragraph of it gets the same split
@@ -240,12 +262,17 @@ def test_missing_id(tmp_path: Path, raw: dict[str, Any], field: str) -> None:
 
 def test_missing_question_names_the_id(tmp_path: Path) -> None:
     msg = error_of(tmp_path, {"id": "q-7"})
-    assert msg == f"{tmp_path / 'golden.jsonl'}:1 (id 'q-7'): missing or empty required field 'question' (a non-empty string)"
+    assert (
+        msg
+        == f"{tmp_path / 'golden.jsonl'}:1 (id 'q-7'): missing or empty required field 'question' (a non-empty string)"
+    )
 
 
 def test_unknown_field_names_the_id_and_lists_valid_fields(tmp_path: Path) -> None:
     msg = error_of(tmp_path, {**OK, "qestion": "typo", "gold": []})
-    assert msg.startswith(f"{tmp_path / 'golden.jsonl'}:1 (id 'ok-1'): unknown field(s) 'gold', 'qestion'; valid fields: ")
+    assert msg.startswith(
+        f"{tmp_path / 'golden.jsonl'}:1 (id 'ok-1'): unknown field(s) 'gold', 'qestion'; valid fields: "
+    )
     for name in ("question", "evidence", "gold_doc_ids", "key_facts", "split", "is_impossible", "source_doc_id"):
         assert name in msg
 
@@ -280,7 +307,10 @@ def test_duplicate_id_names_the_first_line(tmp_path: Path) -> None:
     ("extra", "expected"),
     [
         ({"tags": "scenario=standard"}, 'tags must be an object like {"scenario": "standard"}'),
-        ({"history": [{"role": "system", "content": "x"}]}, 'history is a list of {"role": "user"|"assistant", "content": ...}'),
+        (
+            {"history": [{"role": "system", "content": "x"}]},
+            'history is a list of {"role": "user"|"assistant", "content": ...}',
+        ),
         ({"history": {"role": "user"}}, "history is a list of"),
         ({"key_facts": "fact"}, "key_facts must be a list"),
         ({"key_facts": [{"text": "f"}]}, 'a key fact is a string or {"fact": ..., "source": {...}}'),

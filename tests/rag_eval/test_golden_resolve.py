@@ -105,7 +105,7 @@ def test_matching_ignores_whitespace() -> None:
     spaced = resolve(item({"doc_id": "testbook", "quote": "真子集 个数为\n$2^n - 1$"}), lk)
     exact = resolve(item({"doc_id": "testbook", "quote": "真子集个数为 $2^n-1$"}), lk)
     assert spaced == exact
-    (start, end), = lk.locate("testbook", "真子集 个数为\n$2^n - 1$")
+    ((start, end),) = lk.locate("testbook", "真子集 个数为\n$2^n - 1$")
     assert lk.docs["testbook"].text[start:end] == "真子集个数为 $2^n-1$"
 
 
@@ -172,7 +172,9 @@ def test_a_quote_straddling_two_parents_resolves_to_both() -> None:
 
 def test_rechunking_changes_the_ids_not_the_meaning() -> None:
     quote = "空集是任何非空集合的真子集"
-    resolved = {name: resolve(item({"doc_id": "testbook", "quote": quote}), lookup_for(cfg)) for name, cfg in CONFIGS.items()}
+    resolved = {
+        name: resolve(item({"doc_id": "testbook", "quote": quote}), lookup_for(cfg)) for name, cfg in CONFIGS.items()
+    }
     assert resolved["small"].child_groups == (frozenset({"测试册::1.1集合::p3::child::4"}),)
     assert resolved["default"].child_groups == (frozenset({"测试册::1.1集合::p3::child::1"}),)
     assert {r.doc_groups for r in resolved.values()} == {(frozenset({"testbook"}),)}
@@ -232,12 +234,16 @@ def test_negative_item_resolves_to_nothing() -> None:
 
 
 def test_unknown_chunk_id() -> None:
-    with pytest.raises(SpanNotFound, match=r"^golden\.jsonl:7 \(id 'it-1'\): gold chunk id 'nope::child::1' is not in the index$"):
+    with pytest.raises(
+        SpanNotFound, match=r"^golden\.jsonl:7 \(id 'it-1'\): gold chunk id 'nope::child::1' is not in the index$"
+    ):
         resolve(item("nope::child::1"), lookup_for(SMALL))
 
 
 def test_unknown_doc_id() -> None:
-    with pytest.raises(SpanNotFound, match=r"^golden\.jsonl:7 \(id 'it-1'\): gold doc id 'bixiu9' is not in the corpus$"):
+    with pytest.raises(
+        SpanNotFound, match=r"^golden\.jsonl:7 \(id 'it-1'\): gold doc id 'bixiu9' is not in the corpus$"
+    ):
         resolve(item({"doc_id": "bixiu9", "quote": "x"}), lookup_for(SMALL))
 
 

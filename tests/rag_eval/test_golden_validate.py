@@ -32,7 +32,9 @@ doc_id: testbook
 
 全称量词命题的否定是存在量词命题。通俗地说就是"改量词，否结论"。
 """
-ENGLISH = Document(doc_id="en", title="calculus", text="The derivative of sine is cosine. The integral of cosine is sine.")
+ENGLISH = Document(
+    doc_id="en", title="calculus", text="The derivative of sine is cosine. The integral of cosine is sine."
+)
 
 
 @pytest.fixture(scope="module")
@@ -94,15 +96,24 @@ def test_gold_exists_reports_a_span_no_chunk_holds(lookup: ChunkLookup) -> None:
 
 def test_key_fact_at_exactly_half_shared_terms_passes(lookup: ChunkLookup) -> None:
     # fact terms {derivative, sine, equals, tangent}; source has derivative, sine: 2/4 = 0.5
-    it = item(1, key_facts=[fact("derivative sine equals tangent", doc_id="en", quote="The derivative of sine is cosine")])
+    it = item(
+        1, key_facts=[fact("derivative sine equals tangent", doc_id="en", quote="The derivative of sine is cosine")]
+    )
     assert validate.check_key_facts([it], lookup, words) == []
 
 
 def test_key_fact_below_half_fails_with_the_counts(lookup: ChunkLookup) -> None:
     # fact terms {derivative, sine, equals, tangent, squared}: 2/5 = 0.4 < 0.5
-    it = item(2, key_facts=[fact("derivative sine equals tangent squared", doc_id="en", quote="The derivative of sine is cosine")])
+    it = item(
+        2,
+        key_facts=[
+            fact("derivative sine equals tangent squared", doc_id="en", quote="The derivative of sine is cosine")
+        ],
+    )
     (problem,) = validate.check_key_facts([it], lookup, words)
-    assert problem.startswith("golden.jsonl:2 (id 'it-2'): key fact 'derivative sine equals tangent squared' shares 2/5 key terms")
+    assert problem.startswith(
+        "golden.jsonl:2 (id 'it-2'): key fact 'derivative sine equals tangent squared' shares 2/5 key terms"
+    )
     assert "(need 50%); point it at the passage that states it" in problem
 
 
@@ -114,7 +125,9 @@ def test_key_fact_against_a_chunk_or_a_whole_doc(lookup: ChunkLookup) -> None:
 
 def test_key_fact_without_a_source(lookup: ChunkLookup) -> None:
     (problem,) = validate.check_key_facts([item(3, key_facts=["sine is odd"])], lookup, words)
-    assert problem == "golden.jsonl:3 (id 'it-3'): key fact 'sine is odd' has no source (give doc_id + quote or chunk_id)"
+    assert (
+        problem == "golden.jsonl:3 (id 'it-3'): key fact 'sine is odd' has no source (give doc_id + quote or chunk_id)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -133,10 +146,17 @@ def test_key_fact_pointing_at_nothing(lookup: ChunkLookup, source: dict[str, str
 
 
 def test_key_facts_in_chinese_with_the_project_tokenizer(lookup: ChunkLookup) -> None:
-    good = item(1, key_facts=[fact("全称量词命题的否定是存在量词命题", doc_id="testbook", quote="全称量词命题的否定是存在量词命题")])
+    good = item(
+        1,
+        key_facts=[
+            fact("全称量词命题的否定是存在量词命题", doc_id="testbook", quote="全称量词命题的否定是存在量词命题")
+        ],
+    )
     bad = item(2, key_facts=[fact("三角函数的周期是2π", doc_id="testbook", quote="全称量词命题的否定是存在量词命题")])
     problems = validate.check_key_facts([good, bad], lookup, tokenize)
-    assert len(problems) == 1 and problems[0].startswith("golden.jsonl:2 (id 'it-2'): key fact '三角函数的周期是2π' shares 0/")
+    assert len(problems) == 1 and problems[0].startswith(
+        "golden.jsonl:2 (id 'it-2'): key fact '三角函数的周期是2π' shares 0/"
+    )
 
 
 # --------------------------------------------------------------------------- negatives
@@ -218,7 +238,13 @@ def test_coverage_table() -> None:
 
 
 def test_validate_all_names_every_check(lookup: ChunkLookup) -> None:
-    items = [item(1, evidence=[{"doc_id": "en", "quote": "The integral of cosine is sine"}], key_facts=[fact("integral cosine sine", doc_id="en")])]
+    items = [
+        item(
+            1,
+            evidence=[{"doc_id": "en", "quote": "The integral of cosine is sine"}],
+            key_facts=[fact("integral cosine sine", doc_id="en")],
+        )
+    ]
     result = validate.validate_all(items, lookup, words)
     assert result == {
         "unique ids": [],

@@ -111,7 +111,9 @@ def _package_cycle(component: list[str]) -> bool:
 
 def test_the_walker_finds_a_cycle_and_ignores_type_checking_imports() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
-    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\ndef f():\n    import y\nimport z\n")
+    tree = ast.parse(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import x\ndef f():\n    import y\nimport z\n"
+    )
     assert _top_level_imports(tree, "m", False) == {"typing", "typing.TYPE_CHECKING", "z"}
     assert _top_level_imports(ast.parse("from .base import T\n"), "p", True) == {"p.base", "p.base.T"}
 

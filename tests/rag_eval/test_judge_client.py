@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from rag_eval.llm.messages import ChatRequest
-from tests.support.llm_client import judge_llm
 from rag_eval.llm.cache import CACHE_FILE
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.llm.messages import ChatRequest
 from rag_eval.llm.usage import CallRecord, iter_records, totals_by_tier
+from tests.support.llm_client import judge_llm
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, rate_limited, raw, reply, status
 
 KEY = "sk-test-judge-SECRET"
@@ -39,7 +39,11 @@ def test_miss_then_hit_makes_one_call(openai_server: ScriptedOpenAIServer, tmp_p
         second = cc.complete(req(), case_id="c1")
     assert openai_server.calls("chat") == 1
     assert (second.content, second.usage, second.model, second.finish_reason) == (
-        first.content, first.usage, first.model, first.finish_reason)
+        first.content,
+        first.usage,
+        first.model,
+        first.finish_reason,
+    )
     assert (first.attempts, second.attempts) == (1, 0)
     assert [r.cached for r in cc.records] == [False, True]
     # Cached calls spend nothing in this run: 11 + 3 tokens only once.
@@ -186,7 +190,8 @@ def test_secrets_never_reach_cache_or_records(openai_server: ScriptedOpenAIServe
 
 
 def test_answer_echoing_the_key_is_redacted_before_it_is_returned_or_cached(
-        openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     openai_server.enqueue(reply(f"your key is {KEY}"), reply("never asked"))
     with make(openai_server.base_url, tmp_path) as cc:
         first = cc.complete(req())
@@ -198,8 +203,9 @@ def test_answer_echoing_the_key_is_redacted_before_it_is_returned_or_cached(
 
 
 def test_cost_from_prices(openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
-    openai_server.enqueue(reply("x", prompt_tokens=1000, completion_tokens=500),
-                          reply("y", prompt_tokens=10, completion_tokens=10))
+    openai_server.enqueue(
+        reply("x", prompt_tokens=1000, completion_tokens=500), reply("y", prompt_tokens=10, completion_tokens=10)
+    )
     with make(openai_server.base_url, tmp_path, prices={"judge-m": (2.0, 8.0)}) as cc:
         cc.complete(req("one"), case_id="c1", tier="judge")
         cc.complete(req("one"), case_id="c1", tier="judge")  # cached: costs 0
@@ -297,20 +303,28 @@ def test_from_config_carries_cache_prices_and_budget(openai_server: ScriptedOpen
 
 def echo_body(key: str, content: str) -> bytes:
     """A valid chat completion whose ``model`` and ``finish_reason`` echo ``key``."""
-    return json.dumps({
-        "id": "x", "object": "chat.completion", "created": 0, "model": key,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": key}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 2},
-    }).encode()
+    return json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": key,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": key}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2},
+        }
+    ).encode()
 
 
 def test_a_key_echoed_in_any_field_or_as_json_escapes_never_reaches_the_cache_files(
-        openai_server: ScriptedOpenAIServer, tmp_path: Path) -> None:
+    openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     from tests.support.leaks import assert_no_window, files_text, forms
 
     escaped = forms(KEY)["escapes"]  # \u0073\u006b... as literal text in the reply
-    openai_server.enqueue(raw(echo_body(KEY, f'{{"reason": "saw {escaped}"}}')),
-                          raw(echo_body(KEY.upper(), f"plain {KEY} and hex {KEY.encode().hex()}")))
+    openai_server.enqueue(
+        raw(echo_body(KEY, f'{{"reason": "saw {escaped}"}}')),
+        raw(echo_body(KEY.upper(), f"plain {KEY} and hex {KEY.encode().hex()}")),
+    )
     with make(openai_server.base_url, tmp_path) as cc:
         first, second = cc.complete(req("a")), cc.complete(req("b"))
         assert (tmp_path / (CACHE_FILE + "-wal")).exists()

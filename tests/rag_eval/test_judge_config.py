@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from rag_eval.errors import ConfigError
+from rag_eval.judge.config import JudgeConfig, load_prices, make_chat_client
 from rag_eval.llm.client import LLMClient
 from rag_eval.llm.messages import ChatRequest
-from rag_eval.judge.config import JudgeConfig, load_prices, make_chat_client
 from tests.support.openai_server import ScriptedOpenAIServer
 
 KEY = "sk-test-judge-SECRET"
@@ -22,7 +22,11 @@ def cfg_from(env: dict[str, str], tmp_path: Path, **kw: object) -> JudgeConfig:
 def test_from_env_prefers_judge_variables_and_falls_back_to_openai(tmp_path: Path) -> None:
     env = {"RAG_JUDGE_MODEL": "judge-m", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1/", "OPENAI_API_KEY": KEY}
     cfg = cfg_from(env, tmp_path)
-    assert (cfg.endpoint.base_url, cfg.endpoint.model, cfg.endpoint.api_key) == ("http://127.0.0.1:9/v1", "judge-m", KEY)
+    assert (cfg.endpoint.base_url, cfg.endpoint.model, cfg.endpoint.api_key) == (
+        "http://127.0.0.1:9/v1",
+        "judge-m",
+        KEY,
+    )
     assert cfg.endpoint.var("api_key") == "OPENAI_API_KEY"
     assert cfg.missing_reason() is None
     assert KEY not in repr(cfg)
@@ -41,7 +45,9 @@ def test_missing_reason_names_every_variable_in_one_sentence(tmp_path: Path) -> 
     # Only what is missing is named: the OpenAI fallbacks cover URL and key.
     only_model = cfg_from({"OPENAI_BASE_URL": "http://h/v1", "OPENAI_API_KEY": KEY}, tmp_path)
     assert only_model.missing_reason() == "judge not configured: set RAG_JUDGE_MODEL"
-    no_key = cfg_from({"RAG_JUDGE_MODEL": "m", "RAG_JUDGE_BASE_URL": "http://h/v1", "RAG_JUDGE_API_KEY": "  "}, tmp_path)
+    no_key = cfg_from(
+        {"RAG_JUDGE_MODEL": "m", "RAG_JUDGE_BASE_URL": "http://h/v1", "RAG_JUDGE_API_KEY": "  "}, tmp_path
+    )
     assert no_key.missing_reason() == "judge not configured: set RAG_JUDGE_API_KEY (or OPENAI_API_KEY)"
 
 
@@ -76,7 +82,9 @@ def test_engine_and_budgets_are_validated(tmp_path: Path) -> None:
 
 def test_load_prices_reads_usd_per_million(tmp_path: Path) -> None:
     p = tmp_path / "prices.toml"
-    p.write_text('[prices."gpt-4o-mini"]\nprompt = 0.15\ncompletion = 0.6\n[prices.judge-m]\nprompt = 2\ncompletion = 8\n')
+    p.write_text(
+        '[prices."gpt-4o-mini"]\nprompt = 0.15\ncompletion = 0.6\n[prices.judge-m]\nprompt = 2\ncompletion = 8\n'
+    )
     assert load_prices(p) == {"gpt-4o-mini": (0.15, 0.6), "judge-m": (2.0, 8.0)}
 
 
@@ -87,9 +95,9 @@ def test_load_prices_reads_usd_per_million(tmp_path: Path) -> None:
         ('[prices."m"]\nprompt = 1\ncompletion = "cheap"\n', r'\[prices\."m"\]\.completion must be a number'),
         ('[prices."m"]\nprompt = -1\ncompletion = 1\n', r'\[prices\."m"\]\.prompt must be a number >= 0'),
         ('[prices."m"]\nprompt = 1\ncompletion = 1\ncompletoin = 2\n', r"unknown key\(s\) \['completoin'\]"),
-        ('[prices]\nm = 3\n', r'\[prices\."m"\] must be a table'),
+        ("[prices]\nm = 3\n", r'\[prices\."m"\] must be a table'),
         ('[price."m"]\nprompt = 1\n', r"unknown top-level key\(s\) \['price'\]"),
-        ('', r"no \[prices\] table"),
+        ("", r"no \[prices\] table"),
         ('[prices."m"\nprompt = 1\n', r"invalid TOML: .*line 1"),
     ],
 )
@@ -107,8 +115,9 @@ def test_load_prices_missing_file(tmp_path: Path) -> None:
 
 
 def test_make_chat_client_uses_the_judge_endpoint(tmp_path: Path, openai_server: ScriptedOpenAIServer) -> None:
-    cfg = cfg_from({"RAG_JUDGE_MODEL": "judge-m", "RAG_JUDGE_BASE_URL": openai_server.base_url,
-                    "RAG_JUDGE_API_KEY": KEY}, tmp_path)
+    cfg = cfg_from(
+        {"RAG_JUDGE_MODEL": "judge-m", "RAG_JUDGE_BASE_URL": openai_server.base_url, "RAG_JUDGE_API_KEY": KEY}, tmp_path
+    )
     with make_chat_client(cfg) as client:
         assert isinstance(client, LLMClient)
         p = client.policy

@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 
 from rag_eval.errors import ConfigError
-from rag_eval.llm.client import LLMClient
-from tests.support.llm_client import judge_llm
-from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.judge.deepeval_engine import DeepEvalEngine, first_json_object
 from rag_eval.judge.native import JudgeInput
+from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.llm.client import LLMClient
 from tests.support.deepeval_replies import Responder
+from tests.support.llm_client import judge_llm
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, status
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,9 +34,11 @@ ALL4 = ("faithfulness", "answer_relevancy", "contextual_precision", "contextual_
 ITEM = JudgeInput(
     case_id="quad-vertex",
     question="二次函数的顶点式是什么？",
-    context=(("[1]", "函数的定义域是全体实数。"),
-             ("[2]", "二次函数的顶点式为 y=a(x-h)^2+k。"),
-             ("[3]", "其顶点坐标为 (h, k)。")),
+    context=(
+        ("[1]", "函数的定义域是全体实数。"),
+        ("[2]", "二次函数的顶点式为 y=a(x-h)^2+k。"),
+        ("[3]", "其顶点坐标为 (h, k)。"),
+    ),
     answer="顶点式是 y=a(x-h)^2+k [2]，顶点是 (h, k) [3]。a 必须为正。",
     key_facts=("y=a(x-h)^2+k", "顶点 (h, k)"),
     reference="顶点式为 y=a(x-h)^2+k。顶点是 (h, k)。",
@@ -74,8 +76,11 @@ def _engine(client: CachedChatClient, metrics: tuple[str, ...] = ALL4, **kw: Any
 
 
 def test_scores_follow_scripted_verdicts_and_calls_are_counted(
-    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    openai_server: ScriptedOpenAIServer,
+    judge_client: CachedChatClient,
+    no_outside_network: list[Any],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.chdir(tmp_path)  # anything deepeval writes relative to cwd would land here
     resp = Responder()
@@ -91,14 +96,21 @@ def test_scores_follow_scripted_verdicts_and_calls_are_counted(
     # Observed deepeval 4.3.1 call pattern (include_reason=True, sync mode):
     # faithfulness = truths + claims + verdicts + reason; relevancy = statements + verdicts + reason;
     # precision and recall = verdicts + reason.
-    assert per_metric == {"deepeval.faithfulness": 4, "deepeval.answer_relevancy": 3,
-                          "deepeval.contextual_precision": 2, "deepeval.contextual_recall": 2}
+    assert per_metric == {
+        "deepeval.faithfulness": 4,
+        "deepeval.answer_relevancy": 3,
+        "deepeval.contextual_precision": 2,
+        "deepeval.contextual_recall": 2,
+    }
     assert verdict.calls == 4 + 3 + 2 + 2 == openai_server.calls("chat")
     assert set(resp.seen.values()) == {1}  # each prompt kind exactly once, none repeated
     assert verdict.mode == "text"
     assert verdict.details["metrics"]["deepeval.faithfulness"]["reason"].startswith("The score is 0.67")
-    assert [v["verdict"] for v in verdict.details["metrics"]["deepeval.faithfulness"]["verdicts"]] == \
-        ["yes", "yes", "no"]
+    assert [v["verdict"] for v in verdict.details["metrics"]["deepeval.faithfulness"]["verdicts"]] == [
+        "yes",
+        "yes",
+        "no",
+    ]
     assert verdict.details["prompt_tokens"] > 0 and verdict.details["cached_calls"] == 0
     # Every request went to our server with our model, temperature 0, and the trial index in the key.
     bodies = [r.json for r in openai_server.requests_of("chat")]
@@ -108,7 +120,9 @@ def test_scores_follow_scripted_verdicts_and_calls_are_counted(
 
 
 def test_second_run_with_same_cache_makes_no_server_calls(
-    openai_server: ScriptedOpenAIServer, tmp_path: Path, no_outside_network: list[Any],
+    openai_server: ScriptedOpenAIServer,
+    tmp_path: Path,
+    no_outside_network: list[Any],
 ) -> None:
     openai_server.set_default("chat", Responder())
 
@@ -129,7 +143,9 @@ def test_second_run_with_same_cache_makes_no_server_calls(
 
 
 def test_every_deepeval_request_carries_the_judge_max_tokens(
-    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
+    openai_server: ScriptedOpenAIServer,
+    judge_client: CachedChatClient,
+    no_outside_network: list[Any],
 ) -> None:
     """Without it a local server (llama-cpp-python) generates until its context is full."""
     openai_server.set_default("chat", Responder())
@@ -138,7 +154,9 @@ def test_every_deepeval_request_carries_the_judge_max_tokens(
 
 
 def test_without_reference_precision_and_recall_are_skipped_not_zero(
-    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
+    openai_server: ScriptedOpenAIServer,
+    judge_client: CachedChatClient,
+    no_outside_network: list[Any],
 ) -> None:
     openai_server.set_default("chat", Responder())
     item = JudgeInput(ITEM.case_id, ITEM.question, ITEM.context, ITEM.answer, ITEM.key_facts, reference="")
@@ -152,7 +170,9 @@ def test_without_reference_precision_and_recall_are_skipped_not_zero(
 
 
 def test_geval_rubric_score_is_normalised_from_0_10(
-    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
+    openai_server: ScriptedOpenAIServer,
+    judge_client: CachedChatClient,
+    no_outside_network: list[Any],
 ) -> None:
     resp = Responder(wrap="Here you go:\n```json\n{}\n```\nDone.")  # chatter around the JSON is tolerated
     openai_server.set_default("chat", resp)
@@ -163,7 +183,9 @@ def test_geval_rubric_score_is_normalised_from_0_10(
 
 
 def test_server_error_raises_judge_call_error(
-    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
+    openai_server: ScriptedOpenAIServer,
+    judge_client: CachedChatClient,
+    no_outside_network: list[Any],
 ) -> None:
     openai_server.set_default("chat", Responder())
     openai_server.enqueue(status(500), status(500))  # first call and its one retry
@@ -175,7 +197,9 @@ def test_server_error_raises_judge_call_error(
 
 
 def test_out_of_schema_reply_is_malformed_not_a_dropped_verdict(
-    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
+    openai_server: ScriptedOpenAIServer,
+    judge_client: CachedChatClient,
+    no_outside_network: list[Any],
 ) -> None:
     resp = Responder()
 
@@ -192,7 +216,9 @@ def test_out_of_schema_reply_is_malformed_not_a_dropped_verdict(
 
 
 def test_verdict_count_mismatch_is_malformed(
-    openai_server: ScriptedOpenAIServer, judge_client: CachedChatClient, no_outside_network: list[Any],
+    openai_server: ScriptedOpenAIServer,
+    judge_client: CachedChatClient,
+    no_outside_network: list[Any],
 ) -> None:
     resp = Responder()
 
@@ -223,15 +249,17 @@ def test_first_json_object_skips_prose_and_fences() -> None:
 @pytest.mark.slow
 def test_importing_deepeval_writes_nothing_and_needs_no_key(tmp_path: Path) -> None:
     """Fresh interpreter (deepeval's import-time side effects happen once per process)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("DEEPEVAL_", "OPENAI_", "CONFIDENT_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DEEPEVAL_", "OPENAI_", "CONFIDENT_"))}
     env.update(HOME=str(tmp_path / "home"), PYTHONPATH=str(REPO))
     (tmp_path / "home").mkdir()
     (tmp_path / "cwd").mkdir()
-    code = ("from rag_eval.judge.deepeval_engine import _deepeval; import os; d = _deepeval(); "
-            "print(d['version'], os.environ['DEEPEVAL_TELEMETRY_OPT_OUT'])")
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "cwd", env=env,
-                         capture_output=True, text=True, timeout=120)
+    code = (
+        "from rag_eval.judge.deepeval_engine import _deepeval; import os; d = _deepeval(); "
+        "print(d['version'], os.environ['DEEPEVAL_TELEMETRY_OPT_OUT'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path / "cwd", env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[1] == "1"
     assert list((tmp_path / "cwd").iterdir()) == [] and list((tmp_path / "home").iterdir()) == []

@@ -24,21 +24,28 @@ def _case(cid: str, value: float) -> dict[str, Any]:
     details: dict[str, Any] = {"answer": "…"}
     if cid == "c1":
         metrics["faithfulness"] = 0.5
-        details["judge"] = {"claims": [{"claim": "甲", "verdict": "yes"}, {"claim": "乙", "verdict": "no"}],
-                            "key_facts": [{"index": 1, "fact": "f", "verdict": "partially_covered"}]}
+        details["judge"] = {
+            "claims": [{"claim": "甲", "verdict": "yes"}, {"claim": "乙", "verdict": "no"}],
+            "key_facts": [{"index": 1, "fact": "f", "verdict": "partially_covered"}],
+        }
     return {"id": cid, "tier": "judge", "outcome": "pass", "metrics": metrics, "details": details}
 
 
-RESULTS: dict[str, Any] = {"cases": [
-    *(_case(c, v) for c, v in JUDGE.items()),
-    {"id": "c9", "tier": "judge", "outcome": "error", "metrics": {}, "details": {}},
-    {"id": "c1", "tier": "retrieval", "outcome": "pass", "metrics": {"recall@5": 1.0}, "details": {}},
-]}
+RESULTS: dict[str, Any] = {
+    "cases": [
+        *(_case(c, v) for c, v in JUDGE.items()),
+        {"id": "c9", "tier": "judge", "outcome": "error", "metrics": {}, "details": {}},
+        {"id": "c1", "tier": "retrieval", "outcome": "pass", "metrics": {"recall@5": 1.0}, "details": {}},
+    ]
+}
 M = "judge.citation_faithfulness"
 LABELS = [
-    Label("c1", M, 1.0, "a", source="l:1"), Label("c2", M, 0.0, "a", source="l:2"),
-    Label("c3", M, 0.0, "a", source="l:3"), Label("c4", M, 1.0, "a", source="l:4"),
-    Label("c4", M, 0.0, "b", source="l:5"), Label("c1", M, 1.0, "b", source="l:6"),
+    Label("c1", M, 1.0, "a", source="l:1"),
+    Label("c2", M, 0.0, "a", source="l:2"),
+    Label("c3", M, 0.0, "a", source="l:3"),
+    Label("c4", M, 1.0, "a", source="l:4"),
+    Label("c4", M, 0.0, "b", source="l:5"),
+    Label("c1", M, 1.0, "b", source="l:6"),
     Label("c1", "judge.faithfulness", 1.0, "a", "claim", 1, "yes", source="l:7"),
     Label("c1", "judge.faithfulness", 1.0, "a", "claim", 2, "yes", source="l:8"),
     Label("c99", M, 1.0, "a", source="l:9"),
@@ -66,14 +73,18 @@ def test_agreement_bias_and_inter_annotator_by_hand(report: LabelReport) -> None
     assert m.bias == pytest.approx(0.375)
     # c1 [1, 1], c4 [1, 0]: D_o = 2/4, D_e = (3·1·2)/(4·3) = .5 → α = 0
     assert m.inter_annotator is not None
-    assert (m.inter_annotator.n_cases, m.inter_annotator.annotators, m.inter_annotator.level) == (2, ("a", "b"), "nominal")
+    assert (m.inter_annotator.n_cases, m.inter_annotator.annotators, m.inter_annotator.level) == (
+        2,
+        ("a", "b"),
+        "nominal",
+    )
     assert m.inter_annotator.alpha == pytest.approx(0.0)
 
 
 def test_three_estimates_by_hand(report: LabelReport) -> None:
     m = next(x for x in report.metrics if x.metric == M)
     assert m.judge_only == wilson(5, 8)  # five 1s of eight judged cases
-    y, yhat, unlabelled = [1.0, 0.0, 0.0, 0.5], [1.0, 1.0, 0.0, 1.0], [0.0, 1.0, 1.0, 0.0]
+    y, yhat = [1.0, 0.0, 0.0, 0.5], [1.0, 1.0, 0.0, 1.0]
     mean_y = 0.375
     se_labels = math.sqrt((sum(v * v for v in y) / 4 - mean_y**2) / 4)
     assert m.labels_only.estimate == pytest.approx(mean_y) and m.labels_only.se == pytest.approx(se_labels)
@@ -119,10 +130,17 @@ def test_report_round_trips_through_json_primitives(report: LabelReport) -> None
 
 
 def test_continuous_metric_gets_spearman_and_mae_and_a_fully_labelled_run_no_ppi() -> None:
-    results = {"cases": [{"id": c, "tier": "judge", "outcome": "pass", "metrics": {"faithfulness": v}, "details": {}}
-                         for c, v in (("x1", 0.2), ("x2", 0.6), ("x3", 0.9))]}
-    labels = [Label("x1", "judge.faithfulness", 0.0, "a"), Label("x2", "judge.faithfulness", 1.0, "a"),
-              Label("x3", "judge.faithfulness", 0.5, "a")]
+    results = {
+        "cases": [
+            {"id": c, "tier": "judge", "outcome": "pass", "metrics": {"faithfulness": v}, "details": {}}
+            for c, v in (("x1", 0.2), ("x2", 0.6), ("x3", 0.9))
+        ]
+    }
+    labels = [
+        Label("x1", "judge.faithfulness", 0.0, "a"),
+        Label("x2", "judge.faithfulness", 1.0, "a"),
+        Label("x3", "judge.faithfulness", 0.5, "a"),
+    ]
     (m,) = compare_labels(labels, results).metrics
     assert m.kind == "continuous" and m.accuracy is None and m.kappa is None
     # ranks human 1 3 2, judge 1 2 3: ρ = 1 − 6·Σd²/(n(n²−1)) = 1 − 6·2/24 = .5
@@ -133,14 +151,37 @@ def test_continuous_metric_gets_spearman_and_mae_and_a_fully_labelled_run_no_ppi
 
 
 def test_hint_success_from_dialogue_cases() -> None:
-    results = {"cases": [
-        {"id": "d1", "tier": "dialogue", "outcome": "pass", "details": {"hint_verdict": {"success": True, "reason": ""}}},
-        {"id": "d2", "tier": "dialogue", "outcome": "fail", "details": {"hint_verdict": {"success": None, "reason": "x"}}},
-        {"id": "d3", "tier": "dialogue", "outcome": "pass", "details": {"hint_verdict": None}},
-        {"id": "d4", "tier": "dialogue", "outcome": "pass", "details": {"hint_verdict": {"success": False, "reason": ""}}},
-    ]}
-    report = compare_labels([Label("d1", "dialogue.hint_success", 1.0, "a"), Label("d2", "dialogue.hint_success", 1.0, "a"),
-                             Label("d3", "dialogue.hint_success", 1.0, "a")], results)
+    results = {
+        "cases": [
+            {
+                "id": "d1",
+                "tier": "dialogue",
+                "outcome": "pass",
+                "details": {"hint_verdict": {"success": True, "reason": ""}},
+            },
+            {
+                "id": "d2",
+                "tier": "dialogue",
+                "outcome": "fail",
+                "details": {"hint_verdict": {"success": None, "reason": "x"}},
+            },
+            {"id": "d3", "tier": "dialogue", "outcome": "pass", "details": {"hint_verdict": None}},
+            {
+                "id": "d4",
+                "tier": "dialogue",
+                "outcome": "pass",
+                "details": {"hint_verdict": {"success": False, "reason": ""}},
+            },
+        ]
+    }
+    report = compare_labels(
+        [
+            Label("d1", "dialogue.hint_success", 1.0, "a"),
+            Label("d2", "dialogue.hint_success", 1.0, "a"),
+            Label("d3", "dialogue.hint_success", 1.0, "a"),
+        ],
+        results,
+    )
     (m,) = report.metrics
     assert (m.n_judged, m.n_errors, m.n_labelled, m.accuracy) == (2, 1, 1, 1.0)
     assert [x.case for x in report.left_out] == ["d2", "d3"]
@@ -161,11 +202,21 @@ def test_a_filled_sheet_of_a_written_results_file_gives_a_report(tmp_path: Any) 
     results = load_results(path)
     sample = sample_cases(results, 20, seed=11, metrics=["judge.coverage"])
     sheet, _ = write_sample(sample, tmp_path / "lab", str(path))
-    judge = {c["id"]: c["metrics"]["coverage"] for c in results["cases"] if c["tier"] == "judge" and "coverage" in c["metrics"]}
+    judge = {
+        c["id"]: c["metrics"]["coverage"]
+        for c in results["cases"]
+        if c["tier"] == "judge" and "coverage" in c["metrics"]
+    }
     lines = [json.loads(x) for x in sheet.read_text(encoding="utf-8").splitlines()]
     flip = {x["case"] for i, x in enumerate(lines) if i % 5 == 0}
-    filled = [{**x, "annotator": "li", "label": ("covered" if (judge[x["case"]] == 1.0) != (x["case"] in flip) else "not_covered")}
-              for x in lines]
+    filled = [
+        {
+            **x,
+            "annotator": "li",
+            "label": ("covered" if (judge[x["case"]] == 1.0) != (x["case"] in flip) else "not_covered"),
+        }
+        for x in lines
+    ]
     sheet.write_text("".join(json.dumps(x) + "\n" for x in filled), encoding="utf-8")
     report = compare_labels(load_labels(sheet), results)
     (m,) = report.metrics

@@ -14,21 +14,39 @@ from rag_eval.labels.model import Label
 
 def _write(tmp_path: Path, lines: list[object]) -> Path:
     path = tmp_path / "labels.jsonl"
-    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in lines) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        "\n".join(x if isinstance(x, str) else json.dumps(x, ensure_ascii=False) for x in lines) + "\n",
+        encoding="utf-8",
+    )
     return path
 
 
 def test_labels_load_on_the_metrics_scale_with_units_and_several_annotators(tmp_path: Path) -> None:
-    path = _write(tmp_path, [
-        {"case": "demo-001", "metric": "judge.faithfulness", "label": 1, "annotator": "王老师"},
-        {"case": "demo-001", "metric": "judge.faithfulness", "label": "no", "annotator": "li"},
-        {"case": "demo-001", "metric": "judge.coverage", "label": "Partially covered", "annotator": "li", "fact": 2},
-        {"case": "demo-001", "metric": "judge.faithfulness", "label": "yes", "annotator": "li", "claim": 1, "note": "见第1段"},
-        {"case": "demo-002", "metric": "judge.relevance", "label": 0.5, "annotator": "li"},
-        "",
-        {"case": "dlg-001", "metric": "dialogue.hint_success", "label": False, "annotator": "li"},
-    ])
+    path = _write(
+        tmp_path,
+        [
+            {"case": "demo-001", "metric": "judge.faithfulness", "label": 1, "annotator": "王老师"},
+            {"case": "demo-001", "metric": "judge.faithfulness", "label": "no", "annotator": "li"},
+            {
+                "case": "demo-001",
+                "metric": "judge.coverage",
+                "label": "Partially covered",
+                "annotator": "li",
+                "fact": 2,
+            },
+            {
+                "case": "demo-001",
+                "metric": "judge.faithfulness",
+                "label": "yes",
+                "annotator": "li",
+                "claim": 1,
+                "note": "见第1段",
+            },
+            {"case": "demo-002", "metric": "judge.relevance", "label": 0.5, "annotator": "li"},
+            "",
+            {"case": "dlg-001", "metric": "dialogue.hint_success", "label": False, "annotator": "li"},
+        ],
+    )
     labels = load_labels(path)
     assert [(lb.case, lb.metric, lb.value, lb.annotator, lb.unit, lb.index, lb.verdict) for lb in labels] == [
         ("demo-001", "judge.faithfulness", 1.0, "王老师", None, None, None),
@@ -62,7 +80,10 @@ MALFORMED: list[tuple[object, str]] = [
     ({**GOOD, "claim": 0}, "claim must be the 1-based number of the claim"),
     ({**GOOD, "fact": 1}, "a fact label belongs to metric 'judge.coverage', not 'judge.faithfulness'"),
     ({**GOOD, "claim": 1, "label": 0.5}, "a claim label is one of yes, no (1, 0), got 0.5"),
-    ({**GOOD, "metric": "judge.coverage", "fact": 1, "label": "yes"}, "label 'yes' is not a verdict of this scale; use one of covered"),
+    (
+        {**GOOD, "metric": "judge.coverage", "fact": 1, "label": "yes"},
+        "label 'yes' is not a verdict of this scale; use one of covered",
+    ),
     ({**GOOD, "note": 3}, "note must be a string"),
 ]
 
@@ -77,10 +98,18 @@ def test_each_malformed_line_kind_gets_its_file_line_message(tmp_path: Path, lin
 
 
 def test_duplicate_label_and_every_error_of_a_file_together(tmp_path: Path) -> None:
-    path = _write(tmp_path, [
-        GOOD, {**GOOD, "label": 0}, {**GOOD, "annotator": "wang"}, {**GOOD, "label": 7}, "[]",
-        {**GOOD, "case": "c2", "claim": 1, "label": "yes"}, {**GOOD, "case": "c2", "claim": 1, "label": "no"},
-    ])
+    path = _write(
+        tmp_path,
+        [
+            GOOD,
+            {**GOOD, "label": 0},
+            {**GOOD, "annotator": "wang"},
+            {**GOOD, "label": 7},
+            "[]",
+            {**GOOD, "case": "c2", "claim": 1, "label": "yes"},
+            {**GOOD, "case": "c2", "claim": 1, "label": "no"},
+        ],
+    )
     path.write_bytes(path.read_bytes() + b'{"case": "c\xff"}\n')
     with pytest.raises(LabelsError) as err:
         load_labels(path)
@@ -114,8 +143,12 @@ def test_the_schema_in_docs_accepts_what_the_loader_accepts_and_refuses_the_malf
     schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    good = [GOOD, {**GOOD, "label": "no", "claim": 2}, {**GOOD, "metric": "judge.coverage", "fact": 1, "label": 0.5},
-            {**GOOD, "metric": "dialogue.hint_success", "label": True, "note": "好"}]
+    good = [
+        GOOD,
+        {**GOOD, "label": "no", "claim": 2},
+        {**GOOD, "metric": "judge.coverage", "fact": 1, "label": 0.5},
+        {**GOOD, "metric": "dialogue.hint_success", "label": True, "note": "好"},
+    ]
     for raw in good:
         assert not list(validator.iter_errors(raw)), raw
         parse_label(raw, "x:1")
@@ -132,7 +165,11 @@ def test_the_demo_labels_fixture_loads_and_names_judged_demo_cases() -> None:
 
     root = Path(__file__).resolve().parents[2]
     labels = load_labels(root / "tests" / "data" / "human_labels" / "demo_faithfulness.jsonl")
-    golden = {json.loads(line)["id"] for line in (root / "golden_sets" / "demo_maths" / "golden.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()}
+    golden = {
+        json.loads(line)["id"]
+        for line in (root / "golden_sets" / "demo_maths" / "golden.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    }
     assert len(labels) == 44 and len({lb.case for lb in labels}) == 44
     assert {lb.case for lb in labels} <= golden
     assert {lb.value for lb in labels} == {0.0, 0.5, 1.0} and all(lb.metric == "judge.faithfulness" for lb in labels)

@@ -35,11 +35,15 @@ def test_label_three_cases_export_and_load_back(page: Any, tmp_path: Path) -> No
     assert first.question in shown and first.key_facts[0] in shown and first.context[0][0] in shown
     assert " ".join(first.context[0][1].split())[:30] in " ".join(shown.split())  # the context, as text
 
-    picks = [(sample[0].id, "judge.faithfulness", "no"), (sample[1].id, "judge.relevance", "partially_relevant"),
-             (sample[2].id, "judge.faithfulness", "yes")]
+    picks = [
+        (sample[0].id, "judge.faithfulness", "no"),
+        (sample[1].id, "judge.relevance", "partially_relevant"),
+        (sample[2].id, "judge.faithfulness", "yes"),
+    ]
     for case, metric, verdict in picks:
-        page.locator(f'section.case[data-case="{case}"] div.metric[data-metric="{metric}"] '
-                     f'button[data-verdict="{verdict}"]').click()
+        page.locator(
+            f'section.case[data-case="{case}"] div.metric[data-metric="{metric}"] button[data-verdict="{verdict}"]'
+        ).click()
     assert page.locator("#progress").inner_text() == f"3 of {sum(len(c.metrics) for c in sample)} labelled"
 
     page.locator("#export").click()  # no name yet: said on the page, nothing downloaded
@@ -52,6 +56,8 @@ def test_label_three_cases_export_and_load_back(page: Any, tmp_path: Path) -> No
     assert info.value.suggested_filename == "human-labels.jsonl"
 
     labels = load_labels(target)
-    assert [(lb.case, lb.metric, lb.verdict, lb.annotator) for lb in labels] == [(c, m, v, "王老师") for c, m, v in picks]
+    assert [(lb.case, lb.metric, lb.verdict, lb.annotator) for lb in labels] == [
+        (c, m, v, "王老师") for c, m, v in picks
+    ]
     assert [lb.value for lb in labels] == [0.0, 0.5, 1.0]
     assert all(json.loads(line)["annotator"] == "王老师" for line in target.read_text(encoding="utf-8").splitlines())

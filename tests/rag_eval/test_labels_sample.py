@@ -34,7 +34,9 @@ def test_same_seed_same_sample_and_another_seed_another(results: dict[str, Any])
 def test_more_than_there_are_gives_every_judged_case_and_no_error_case(results: dict[str, Any]) -> None:
     sample = sample_cases(results, 10_000)
     assert sorted(c.id for c in sample) == sorted(c["id"] for c in _judged(results))
-    assert all(c["outcome"] != "error" for c in results["cases"] if c["tier"] == "judge" and c["id"] in {s.id for s in sample})
+    assert all(
+        c["outcome"] != "error" for c in results["cases"] if c["tier"] == "judge" and c["id"] in {s.id for s in sample}
+    )
 
 
 def test_allocation_is_proportional_by_largest_remainder() -> None:
@@ -48,8 +50,10 @@ def test_stratify_by_tag_samples_each_value_in_proportion(results: dict[str, Any
     sample = sample_cases(results, 12, seed=1, stratify="tag:difficulty")
     got = Counter(c.stratum for c in sample)
     assert got == Counter(allocate(dict(sizes), 12)) and sum(got.values()) == 12
-    assert all(next(r for r in _judged(results) if r["id"] == c.id)["tags"]["difficulty"] == c.stratum.split(":")[1]
-               for c in sample)
+    assert all(
+        next(r for r in _judged(results) if r["id"] == c.id)["tags"]["difficulty"] == c.stratum.split(":")[1]
+        for c in sample
+    )
 
 
 def test_stratify_by_verdict_samples_pass_and_fail_in_proportion(results: dict[str, Any]) -> None:
@@ -74,12 +78,16 @@ def test_sample_command_writes_a_sheet_the_loader_reads_once_filled(
     path = tmp_path / "r.json"
     path.write_text(json.dumps(results, ensure_ascii=False), encoding="utf-8")
     out = tmp_path / "lab"
-    assert main(["sample", str(path), "--n", "5", "--seed", "7", "--out", str(out), "--metric", "judge.faithfulness"]) == 0
+    assert (
+        main(["sample", str(path), "--n", "5", "--seed", "7", "--out", str(out), "--metric", "judge.faithfulness"]) == 0
+    )
     printed = capsys.readouterr().out
     assert "sampled 5 case(s) (seed 7)" in printed and str(out / "labelling.html") in printed
     sheet = out / "labels-sheet.jsonl"
     lines = [json.loads(line) for line in sheet.read_text(encoding="utf-8").splitlines()]
-    assert [x["case"] for x in lines] == [c.id for c in sample_cases(results, 5, seed=7, metrics=["judge.faithfulness"])]
+    assert [x["case"] for x in lines] == [
+        c.id for c in sample_cases(results, 5, seed=7, metrics=["judge.faithfulness"])
+    ]
     assert {x["metric"] for x in lines} == {"judge.faithfulness"}
     with pytest.raises(LabelsError, match=r"labels-sheet.jsonl:1 .*label is empty"):
         load_labels(sheet)  # unfilled: each line says what to fill in

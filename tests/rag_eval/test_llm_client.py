@@ -22,8 +22,8 @@ from tests.support.openai_server import (
     empty_choices,
     hang,
     insufficient_quota,
-    raw,
     rate_limited,
+    raw,
     reply,
     reset,
     status,
@@ -31,8 +31,15 @@ from tests.support.openai_server import (
 
 KEY = "sk-echo-THIS-MUST-NOT-LEAK-1234"
 REQ = ChatRequest("judge-m", [{"role": "user", "content": "grade this"}])
-FORMAT_500 = status(500, {"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
-                                               "'msg': \"Input should be 'text' or 'json_object'\"}]"}})
+FORMAT_500 = status(
+    500,
+    {
+        "error": {
+            "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+            "'msg': \"Input should be 'text' or 'json_object'\"}]"
+        }
+    },
+)
 
 
 @pytest.fixture
@@ -117,15 +124,19 @@ def test_the_time_budget_ends_a_call_that_already_started(srv: ScriptedOpenAISer
     assert (info.value.kind, info.value.attempts, srv.calls("chat")) == ("time_budget", 1, 1)
 
 
-@pytest.mark.parametrize("step", [
-    reply(f"the key is {KEY}"),
-    status(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}}),
-    status(400, {"error": {"message": f"bad request from {KEY}"}}),
-    status(500, {"error": {"message": f"upstream saw {KEY}"}}),
-    raw(f"<html>proxy error for {KEY}</html>".encode()),
-])
-def test_an_echoed_key_never_leaves_the_client(srv: ScriptedOpenAIServer, step: object,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+@pytest.mark.parametrize(
+    "step",
+    [
+        reply(f"the key is {KEY}"),
+        status(401, {"error": {"message": f"Incorrect API key provided: {KEY}"}}),
+        status(400, {"error": {"message": f"bad request from {KEY}"}}),
+        status(500, {"error": {"message": f"upstream saw {KEY}"}}),
+        raw(f"<html>proxy error for {KEY}</html>".encode()),
+    ],
+)
+def test_an_echoed_key_never_leaves_the_client(
+    srv: ScriptedOpenAIServer, step: object, caplog: pytest.LogCaptureFixture
+) -> None:
     srv.enqueue(step)  # type: ignore[arg-type]
     client = judge_llm(srv.base_url, KEY, max_retries=0)
     try:
@@ -157,18 +168,24 @@ def test_black_holed_endpoint_is_given_up_by_the_breaker() -> None:
 
 
 def test_bad_policy_variables_are_start_up_errors_naming_the_variable() -> None:
-    for name, value in (("RAG_JUDGE_TIMEOUT", "fast"), ("RAG_JUDGE_TIMEOUT", "0"), ("RAG_JUDGE_MAX_RETRIES", "-2"),
-                        ("RAG_JUDGE_BREAKER", "x")):
+    for name, value in (
+        ("RAG_JUDGE_TIMEOUT", "fast"),
+        ("RAG_JUDGE_TIMEOUT", "0"),
+        ("RAG_JUDGE_MAX_RETRIES", "-2"),
+        ("RAG_JUDGE_BREAKER", "x"),
+    ):
         with pytest.raises(ConfigError, match=f"{name}='{value}' is not valid: expected .*; fix or unset {name}"):
             CallPolicy.from_env("RAG_JUDGE", {name: value})
-    p = CallPolicy.from_env("RAG_JUDGE", {"RAG_JUDGE_TIMEOUT": "2.5", "RAG_JUDGE_MAX_RETRIES": "0",
-                                          "RAG_JUDGE_BREAKER": "0"})
+    p = CallPolicy.from_env(
+        "RAG_JUDGE", {"RAG_JUDGE_TIMEOUT": "2.5", "RAG_JUDGE_MAX_RETRIES": "0", "RAG_JUDGE_BREAKER": "0"}
+    )
     assert (p.timeout, p.max_retries, p.breaker_after, p.budget) == (2.5, 0, 0, 2.5 + 30.0)
 
 
 @pytest.mark.parametrize("padding", [264, 280, 295])
 def test_a_key_after_padding_in_an_error_body_is_redacted_before_the_message_is_cut(
-        srv: ScriptedOpenAIServer, padding: int, caplog: pytest.LogCaptureFixture) -> None:
+    srv: ScriptedOpenAIServer, padding: int, caplog: pytest.LogCaptureFixture
+) -> None:
     key = "sk-padded-0123456789abcdefghijklmn"  # 33 characters, as in the report
     srv.enqueue(status(401, {"error": {"message": "p" * padding + f" key={key}"}}))
     with pytest.raises(ChatError) as info:
@@ -209,8 +226,11 @@ def test_a_reset_mid_body_and_persistently_malformed_replies_open_the_breaker(sr
 
 
 def test_usage_and_requests_cover_every_attempt_that_reached_the_server(srv: ScriptedOpenAIServer) -> None:
-    srv.enqueue(status(503), Reply("{bad", prompt_tokens=10, completion_tokens=2),
-                Reply("ok", prompt_tokens=10, completion_tokens=1))
+    srv.enqueue(
+        status(503),
+        Reply("{bad", prompt_tokens=10, completion_tokens=2),
+        Reply("ok", prompt_tokens=10, completion_tokens=1),
+    )
     resp = judge_llm(srv.base_url, max_retries=3).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
     assert (resp.content, resp.requests, srv.calls("chat")) == ("ok", 3, 3)
     assert (resp.usage.prompt_tokens, resp.usage.completion_tokens) == (20, 3)

@@ -5,9 +5,10 @@ budget reserved before sending, the RAG_JUDGE_CONCURRENCY setting."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 

@@ -41,19 +41,21 @@ CASE = checks(
 
 def test_every_metric_equals_hand_arithmetic() -> None:
     m = case_metrics(CASE)
-    assert m == pytest.approx({
-        "answer_precision": 2 / 5,
-        "answer_recall": 1 / 3,
-        "answer_f1": 2 * (2 / 5) * (1 / 3) / (2 / 5 + 1 / 3),
-        "claim_recall": 2 / 3,             # reference claims 1, 2 are in some chunk
-        "context_precision": 2 / 3,        # chunks 1, 2 relevant
-        "context_utilization": 1 / 2,      # of claims 1, 2 (in context) the answer states 1
-        "noise_sensitivity_relevant": 1 / 5,
-        "noise_sensitivity_irrelevant": 1 / 5,
-        "hallucination": 1 / 5,
-        "self_knowledge": 1 / 5,
-        "context_faithfulness": 3 / 5,
-    })
+    assert m == pytest.approx(
+        {
+            "answer_precision": 2 / 5,
+            "answer_recall": 1 / 3,
+            "answer_f1": 2 * (2 / 5) * (1 / 3) / (2 / 5 + 1 / 3),
+            "claim_recall": 2 / 3,  # reference claims 1, 2 are in some chunk
+            "context_precision": 2 / 3,  # chunks 1, 2 relevant
+            "context_utilization": 1 / 2,  # of claims 1, 2 (in context) the answer states 1
+            "noise_sensitivity_relevant": 1 / 5,
+            "noise_sensitivity_irrelevant": 1 / 5,
+            "hallucination": 1 / 5,
+            "self_knowledge": 1 / 5,
+            "context_faithfulness": 3 / 5,
+        }
+    )
 
 
 def test_a_wrong_claim_on_a_relevant_and_an_irrelevant_chunk_is_relevant_noise_only() -> None:
@@ -66,10 +68,10 @@ def test_an_undecided_claim_is_left_out_of_the_denominators_and_counted() -> Non
     # Claim 2: the reference check is unknown; it is in chunk 1, so faithfulness counts it.
     c = checks(a=[T, U], g=[T], r=[[T], [T]], gg=[[T]], n=1)
     m = case_metrics(c)
-    assert m["answer_precision"] == 1 / 1           # 1 decided claim, not 1/2
+    assert m["answer_precision"] == 1 / 1  # 1 decided claim, not 1/2
     assert m["context_faithfulness"] == 2 / 2
     assert m["noise_sensitivity_relevant"] == 0 / 1  # claim 2's "wrong on a relevant chunk" is unknown
-    assert m["self_knowledge"] == 0 / 2               # claim 2 is in a chunk: decided False whatever a is
+    assert m["self_knowledge"] == 0 / 2  # claim 2 is in a chunk: decided False whatever a is
     assert unknown_counts(c) == {"unknown_claims": 1, "unknown_facts": 0}
 
 
@@ -106,7 +108,10 @@ def test_pooled_is_the_mean_over_the_cases_that_have_the_metric() -> None:
 def test_the_direction_table_covers_every_key_and_the_groups_partition_them() -> None:
     assert set(LOWER_IS_BETTER) == set(KEYS) == set(OVERALL + RETRIEVER + GENERATOR)
     assert {k for k, low in LOWER_IS_BETTER.items() if low} == {
-        "noise_sensitivity_relevant", "noise_sensitivity_irrelevant", "hallucination"}
+        "noise_sensitivity_relevant",
+        "noise_sensitivity_irrelevant",
+        "hallucination",
+    }
 
 
 def test_rows_must_match_the_claims_and_chunks() -> None:

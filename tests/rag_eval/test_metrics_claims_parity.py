@@ -20,10 +20,17 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "ragchecker" / "checking_o
 
 # RAGChecker's README ("RAGResults(2 RAG results, Metrics: ...)"), in percent.
 README = {
-    "precision": 76.4, "recall": 62.5, "f1": 68.3,
-    "claim_recall": 61.4, "context_precision": 87.5,
-    "context_utilization": 87.5, "noise_sensitivity_in_relevant": 19.1, "noise_sensitivity_in_irrelevant": 0.0,
-    "hallucination": 4.5, "self_knowledge": 27.3, "faithfulness": 68.2,
+    "precision": 76.4,
+    "recall": 62.5,
+    "f1": 68.3,
+    "claim_recall": 61.4,
+    "context_precision": 87.5,
+    "context_utilization": 87.5,
+    "noise_sensitivity_in_relevant": 19.1,
+    "noise_sensitivity_in_irrelevant": 0.0,
+    "hallucination": 4.5,
+    "self_knowledge": 27.3,
+    "faithfulness": 68.2,
 }
 
 

@@ -44,7 +44,15 @@ def chunk(chunk_id: str, text: str = "", pages: tuple[int | None, int | None] = 
 
 
 def source(n: int, chunk_id: str, pages: tuple[int | None, int | None] = (10, 12)) -> Source:
-    return Source(n=n, chunk_id=chunk_id, doc_id="book1", book="必修一", section="二次函数", page_start=pages[0], page_end=pages[1])
+    return Source(
+        n=n,
+        chunk_id=chunk_id,
+        doc_id="book1",
+        book="必修一",
+        section="二次函数",
+        page_start=pages[0],
+        page_end=pages[1],
+    )
 
 
 # --------------------------------------------------------------------------- answer and sources
@@ -86,7 +94,13 @@ def test_maths_brackets_are_not_citations() -> None:
 
 
 SAMPLES = [
-    "a [2][1] b [1, 3] $[4,5]$", "【1】和［2］", "[1-3] 与 [0,1]", "$x\\in[0,1]$ [2]", "[1，2、4]", "[1-2000]", "无引用",
+    "a [2][1] b [1, 3] $[4,5]$",
+    "【1】和［2］",
+    "[1-3] 与 [0,1]",
+    "$x\\in[0,1]$ [2]",
+    "[1，2、4]",
+    "[1-2000]",
+    "无引用",
 ]
 
 
@@ -296,7 +310,9 @@ def test_run_all_skips_what_does_not_apply() -> None:
 
 
 def test_run_all_expected_clarification_needs_no_sources() -> None:
-    view = AnswerView(answer="你指的是哪一个函数？", refused=False, sources=(), context=CONTEXT, expected_action="clarify")
+    view = AnswerView(
+        answer="你指的是哪一个函数？", refused=False, sources=(), context=CONTEXT, expected_action="clarify"
+    )
     assert [(r.name, r.passed) for r in run_all(view)] == [
         ("answer_not_empty", True),
         ("expected_action", True),

@@ -11,8 +11,23 @@ import pytest
 from rag_eval.metrics.grouped import grouped_compute, grouped_compute_all
 from rag_eval.metrics.retrieval import compute, parse_metric_name
 
-NAMES = ["hit@1", "hit@5", "recall@1", "recall@3", "recall@10", "precision@1", "precision@5", "precision@10",
-         "mrr", "mrr@3", "mrr@10", "ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10"]
+NAMES = [
+    "hit@1",
+    "hit@5",
+    "recall@1",
+    "recall@3",
+    "recall@10",
+    "precision@1",
+    "precision@5",
+    "precision@10",
+    "mrr",
+    "mrr@3",
+    "mrr@10",
+    "ndcg@1",
+    "ndcg@3",
+    "ndcg@5",
+    "ndcg@10",
+]
 DEFAULT = ("hit@1", "hit@5", "recall@1", "recall@5", "recall@10", "precision@5", "mrr", "mrr@10", "ndcg@5", "ndcg@10")
 
 
@@ -149,7 +164,10 @@ def test_one_pass_takes_specs_and_names_and_the_hand_checked_cases() -> None:
         grouped_compute(s, ["x", "a2", "b"], GROUPS) for s in specs
     ]
     groups = [frozenset({"s", "a"}), frozenset({"s", "b"})]
-    assert grouped_compute_all(["recall@1", "ndcg@2"], ["s", "x"], groups) == [1.0, pytest.approx(1 / (1 + 1 / math.log2(3)))]
+    assert grouped_compute_all(["recall@1", "ndcg@2"], ["s", "x"], groups) == [
+        1.0,
+        pytest.approx(1 / (1 + 1 / math.log2(3))),
+    ]
 
 
 def test_one_pass_raises_what_each_metric_raises() -> None:

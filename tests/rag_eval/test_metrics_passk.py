@@ -107,7 +107,10 @@ def test_wilson_bounds_are_ordered_and_inside_unit_interval() -> None:
             low, high = wilson_interval(c, n)
             assert 0.0 <= low <= c / n <= high <= 1.0, (c, n)
     # more trials buy a narrower interval at the same rate
-    assert wilson_interval(50, 100)[1] - wilson_interval(50, 100)[0] < wilson_interval(5, 10)[1] - wilson_interval(5, 10)[0]
+    assert (
+        wilson_interval(50, 100)[1] - wilson_interval(50, 100)[0]
+        < wilson_interval(5, 10)[1] - wilson_interval(5, 10)[0]
+    )
 
 
 @pytest.mark.parametrize(("c", "n"), [(0, 0), (-1, 3), (4, 3)])
@@ -157,9 +160,14 @@ def test_summarize_stable_cases() -> None:
     bad = summarize([False] * 4, k=1)
     assert bad.cls == "stable_fail" and bad.pass_at_k == 0.0 and bad.pass_hat_k == 0.0
     assert bad.to_metrics() == {
-        "pass@1": 0.0, "pass^1": 0.0, "trial_pass_rate": 0.0,
-        "wilson_low": 0.0, "wilson_high": pytest.approx(0.9604 / 1.9604, abs=1e-12),
-        "flaky": 0.0, "stable_pass": 0.0, "stable_fail": 1.0,
+        "pass@1": 0.0,
+        "pass^1": 0.0,
+        "trial_pass_rate": 0.0,
+        "wilson_low": 0.0,
+        "wilson_high": pytest.approx(0.9604 / 1.9604, abs=1e-12),
+        "flaky": 0.0,
+        "stable_pass": 0.0,
+        "stable_fail": 1.0,
     }  # n=4: z²/n = 3.8416/4 = 0.9604, high = 0.9604/1.9604
     assert isinstance(bad, TrialSummary)
 

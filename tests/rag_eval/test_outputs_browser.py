@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -29,8 +30,14 @@ from tests.rag_eval._results_factory import (
 )
 
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -138,8 +145,11 @@ def test_tier_outcome_filters_and_search(page: Any, red_run: tuple[dict[str, Any
     assert page.locator("#shown").inner_text() == "showing 10 of 10 matching items (40 in all)"
     page.select_option("#f-tier", "retrieval")
     page.select_option("#f-outcome", "fail")
-    expected = sorted(c["id"] for c in results["cases"]
-                      if c["tier"] == "retrieval" and c["outcome"] == "fail" and c["id"].startswith("syn-0000"))
+    expected = sorted(
+        c["id"]
+        for c in results["cases"]
+        if c["tier"] == "retrieval" and c["outcome"] == "fail" and c["id"].startswith("syn-0000")
+    )
     assert sorted(visible_ids(page)) == expected and expected
 
 

@@ -8,21 +8,22 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pytest
 
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.dialogue.model import DialogueItem, ExpectedTurn
 from rag_eval.dialogue.replay import replay
-from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
 from rag_eval.gates.gate import evaluate_gates
+from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.html import render_html
 from rag_eval.outputs.view import build_view
 from rag_eval.results.build import build_results
-from rag_eval.gates.thresholds import parse_thresholds
+from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
 from tests.rag_eval._dialogue_systems import Leaker, demo_items
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +34,9 @@ ITEMS = demo_items()
 class XssLeaker(Leaker):
     """Leaks like Leaker, with markup in every reply and a candidate rewritten on the first turn."""
 
-    def reply(self, item: DialogueItem, position: int, expected: ExpectedTurn, turns: Sequence[Mapping[str, str]]) -> dict[str, Any]:
+    def reply(
+        self, item: DialogueItem, position: int, expected: ExpectedTurn, turns: Sequence[Mapping[str, str]]
+    ) -> dict[str, Any]:
         out = super().reply(item, position, expected, turns)
         out = {**out, "message": out["message"] + XSS}
         if position == 0 and out["action"] == "answer":
@@ -68,7 +71,10 @@ def test_the_transcript_payload_holds_each_turn(results: dict[str, Any]) -> None
 
 def test_the_gates_table_shows_numerator_and_denominator(results: dict[str, Any]) -> None:
     gate = next(g for g in build_view(results).gates if g.gate.metric == "dialogue.final_leak_rate")
-    assert (gate.ratio_text, gate.gate.n) == ("4/16", 6)  # 4 of 16 final replies, over the 6 dialogues with forbidden content
+    assert (gate.ratio_text, gate.gate.n) == (
+        "4/16",
+        6,
+    )  # 4 of 16 final replies, over the 6 dialogues with forbidden content
     assert "(4/16)" in render_html(results)
 
 
@@ -108,12 +114,18 @@ def test_report_js_renders_the_transcript(results: dict[str, Any]) -> None:
     rows = json.loads(blocks["case-index"])["rows"]
     index = [r["id"] for r in rows].index("dlg-push-001")
     js = (REPO / "report_templates" / "report.js").read_text(encoding="utf-8")
-    js = js.replace("  apply();\n})();", f"  apply();\n  process.stdout.write(renderItem({index}).textContent);\n}})();")
+    js = js.replace(
+        "  apply();\n})();", f"  apply();\n  process.stdout.write(renderItem({index}).textContent);\n}})();"
+    )
     out = subprocess.run([node, "-e", DOM + js], input=json.dumps(blocks), capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     text = out.stdout
     assert "Transcript (3 turns, stop: script_end)" in text
     assert "expected: answer · hint reminder" in text and "actual: answer · hint reminder" in text
     assert "candidate (before interception: rewritten)" in text and "draft " + XSS in text
-    assert "final reply" in text and "[shows forbidden content]" in text and "interception: the candidate reply shows forbidden content" in text
+    assert (
+        "final reply" in text
+        and "[shows forbidden content]" in text
+        and "interception: the candidate reply shows forbidden content" in text
+    )
     assert "retrieved (1, gold at doc level)" in text and "gold" in text

@@ -158,7 +158,9 @@ def test_user_and_model_text_is_isolated_so_bidi_controls_reverse_nothing_around
     assert RLO not in outside
     # and the elements report.js fills with text are isolated by the stylesheet
     css = re.search(r"<style>(.*?)</style>", page, re.S)
-    assert css is not None and re.search(r"bdi, td, th, li, dd, dt, p, pre, span[^{]*\{ unicode-bidi: isolate; \}", css.group(1))
+    assert css is not None and re.search(
+        r"bdi, td, th, li, dd, dt, p, pre, span[^{]*\{ unicode-bidi: isolate; \}", css.group(1)
+    )
 
 
 def test_report_js_puts_text_only_through_textcontent_and_isolates_loose_strings() -> None:

@@ -24,8 +24,10 @@ def _with_labels() -> dict[str, Any]:
     cases = [case(f"j{i}", "pass", "judge", metrics={"faithfulness": float(i % 4 != 0)}) for i in range(8)]
     data = results(cases, thresholds={"judge": {"faithfulness": {"min": 0.5}}})
     # judge on j0..j4: 0 1 1 1 0; people: 0 1 1 0 0 → 4 of 5 agree, bias (3 − 2) / 5 = +0.2
-    labels = [Label(f"j{i}", "judge.faithfulness", h, "ann", source=f"l.jsonl:{i + 1}")
-              for i, h in enumerate((0.0, 1.0, 1.0, 0.0, 0.0))]
+    labels = [
+        Label(f"j{i}", "judge.faithfulness", h, "ann", source=f"l.jsonl:{i + 1}")
+        for i, h in enumerate((0.0, 1.0, 1.0, 0.0, 0.0))
+    ]
     labels.append(Label(EVIL, "judge.faithfulness", 1.0, "ann", source="l.jsonl:6"))
     report = compare_labels(labels, data)
     return dataclasses.replace(RunResults.from_dict(data), labels=report.to_dict()).to_dict()
@@ -55,7 +57,9 @@ def test_markdown_and_html_show_the_section_with_user_text_escaped() -> None:
     md = render_markdown(data)
     assert "### Judge vs human labels (95% intervals)" in md
     (row,) = [line for line in md.splitlines() if line.startswith("| `judge.faithfulness` | 5 of 8 judged |")]
-    assert row.startswith("| `judge.faithfulness` | 5 of 8 judged | 0.80 accuracy | 0.62 | +0.20 | 0.75 \\[0.41, 0.93\\] |")
+    assert row.startswith(
+        "| `judge.faithfulness` | 5 of 8 judged | 0.80 accuracy | 0.62 | +0.20 | 0.75 \\[0.41, 0.93\\] |"
+    )
     html = render_html(data)
     assert '<section id="labels">' in html and "judge.faithfulness" in html
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
@@ -66,7 +70,9 @@ def test_markdown_and_html_show_the_section_with_user_text_escaped() -> None:
 
 
 def test_without_labels_no_section_anywhere() -> None:
-    data = results([case("j0", "pass", "judge", metrics={"faithfulness": 1.0})], thresholds={"judge": {"faithfulness": 0.5}})
+    data = results(
+        [case("j0", "pass", "judge", metrics={"faithfulness": 1.0})], thresholds={"judge": {"faithfulness": 0.5}}
+    )
     assert "labels" not in data
     assert "Judge vs human labels" not in render_markdown(data)
     assert 'id="labels"' not in render_html(data)

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from rag_eval.results.baseline import compare
 from rag_eval.gates.regression import evaluate_regression
-from rag_eval.outputs.markdown import MARKER, escape, render_markdown, shorten
 from rag_eval.gates.thresholds import parse_thresholds
+from rag_eval.outputs.markdown import MARKER, escape, render_markdown, shorten
+from rag_eval.results.baseline import compare
 from tests.rag_eval._results import case, results
 
 EVIL = "<script>alert(1)</script> a|b `code` **bold** [x](http://e) $x_1$ @octocat #12\nsecond line"
@@ -114,7 +114,12 @@ def test_gates_table_without_baseline_has_value_threshold_n_and_result() -> None
 
 def test_failing_cases_per_stage_with_their_n() -> None:
     r = results(
-        [case("a"), case("b", "fail", failed_stage="context"), case("c", "fail", failed_stage="context"), case("d", "error")]
+        [
+            case("a"),
+            case("b", "fail", failed_stage="context"),
+            case("c", "fail", failed_stage="context"),
+            case("d", "error"),
+        ]
         + [case("x", "fail", tier="deterministic", failed_stage="generation"), case("s", "skip", tier="deterministic")]
     )
     md = render_markdown(r)
@@ -177,7 +182,10 @@ def test_an_id_that_is_not_code_safe_is_escaped_not_put_in_a_code_span() -> None
 
 def test_artifact_link_is_last_and_cannot_break_out() -> None:
     md = render_markdown(results([case("a")]), artifact_url="https://github.com/o/r/actions/runs/1 (x)<b>")
-    assert md.splitlines()[-1] == "Full report and results: [artifact](https://github.com/o/r/actions/runs/1%20%28x%29%3Cb%3E)"
+    assert (
+        md.splitlines()[-1]
+        == "Full report and results: [artifact](https://github.com/o/r/actions/runs/1%20%28x%29%3Cb%3E)"
+    )
     assert "artifact" not in render_markdown(results([case("a")]))
 
 

@@ -29,5 +29,10 @@ def test_built_in_tiers_sort_in_registry_order() -> None:
 
 
 def test_a_registered_tier_follows_the_built_in_ones_and_an_unknown_one_sorts_last(extra: None) -> None:
-    assert sorted(["gone", "zz_extra", "dialogue", "retrieval"], key=tier_rank) == ["retrieval", "dialogue", "zz_extra", "gone"]
+    assert sorted(["gone", "zz_extra", "dialogue", "retrieval"], key=tier_rank) == [
+        "retrieval",
+        "dialogue",
+        "zz_extra",
+        "gone",
+    ]
     assert tier_rank("gone") == (len(tiers.names()), "gone")

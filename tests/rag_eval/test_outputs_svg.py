@@ -29,7 +29,9 @@ def test_scale_maps_ends_and_middle() -> None:
 
 
 def test_gate_value_interval_and_threshold_at_their_x() -> None:
-    svg = gate_svg({"metric": "retrieval.recall@5", "value": 0.5, "ci": [0.25, 0.75], "threshold": 0.8, "passed": False})
+    svg = gate_svg(
+        {"metric": "retrieval.recall@5", "value": 0.5, "ci": [0.25, 0.75], "threshold": 0.8, "passed": False}
+    )
     width = ROW_W - 2 * PAD
     dot = next(_tree(svg).iter(f"{NS}circle"))
     assert float(dot.get("cx") or "nan") == PAD + 0.5 * width
@@ -53,14 +55,24 @@ def test_diff_is_drawn_around_zero() -> None:
     zero = float(_lines(svg, "zero")[0].get("x1") or 0)
     assert zero == (PAD + ROW_W - PAD) / 2  # symmetric domain: zero in the middle
     bar = _lines(svg, "ci")[0]
-    assert float(bar.get("x1") or 0) < float(next(_tree(svg).iter(f"{NS}circle")).get("cx") or 0) < float(bar.get("x2") or 0)
+    assert (
+        float(bar.get("x1") or 0)
+        < float(next(_tree(svg).iter(f"{NS}circle")).get("cx") or 0)
+        < float(bar.get("x2") or 0)
+    )
     assert abs(float(bar.get("x2") or 0) - zero) < 1e-9
 
 
 def test_recall_curves_per_stage_and_hostile_stage_name_escaped() -> None:
     hostile = '<script>alert("x")</script>&'
-    metrics = {"retrieval.recall@1": 0.4, "retrieval.recall@5": 0.7, f"retrieval.{hostile}.recall@10": 0.9,
-               f"retrieval.{hostile}.recall@1": 0.5, "retrieval.mrr": 0.3, "retrieval.bm25.recall@5": "n/a"}
+    metrics = {
+        "retrieval.recall@1": 0.4,
+        "retrieval.recall@5": 0.7,
+        f"retrieval.{hostile}.recall@10": 0.9,
+        f"retrieval.{hostile}.recall@1": 0.5,
+        "retrieval.mrr": 0.3,
+        "retrieval.bm25.recall@5": "n/a",
+    }
     curves = recall_curves(metrics)
     assert curves == {"final": [(1, 0.4), (5, 0.7)], hostile: [(1, 0.5), (10, 0.9)]}
     svg = recall_svg(curves)
@@ -82,11 +94,25 @@ def test_the_report_holds_the_svgs_one_per_gate() -> None:
 
 def test_a_regression_row_is_drawn_around_zero_in_the_gate_table_and_the_charts_section() -> None:
     results = make_results(24)
-    results["gates"].append({
-        "metric": "regression: retrieval.recall@5", "tier": "regression", "key": "retrieval.recall@5", "tags": {},
-        "op": "min", "threshold": 0.55, "value": 0.6, "n": 23, "errors": 0, "min_cases": 1, "passed": True,
-        "reason": "", "worst_cases": [], "diff": -0.04, "diff_ci": [-0.09, 0.01],
-    })
+    results["gates"].append(
+        {
+            "metric": "regression: retrieval.recall@5",
+            "tier": "regression",
+            "key": "retrieval.recall@5",
+            "tags": {},
+            "op": "min",
+            "threshold": 0.55,
+            "value": 0.6,
+            "n": 23,
+            "errors": 0,
+            "min_cases": 1,
+            "passed": True,
+            "reason": "",
+            "worst_cases": [],
+            "diff": -0.04,
+            "diff_ci": [-0.09, 0.01],
+        }
+    )
     page = render_html(results)
     assert page.count('class="chart diff-chart"') == 2  # its gate-table row and the baseline-differences table
     assert page.count('class="chart gate-chart"') == len(results["gates"]) - 1
@@ -94,8 +120,12 @@ def test_a_regression_row_is_drawn_around_zero_in_the_gate_table_and_the_charts_
 
 
 def test_doc_is_a_level_not_a_stage_in_the_recall_curves() -> None:
-    metrics = {"retrieval.recall@5": 0.7, "retrieval.doc.recall@5": 0.9, "retrieval.vector.recall@5": 0.6,
-               "retrieval.vector.doc.recall@5": 0.8}
+    metrics = {
+        "retrieval.recall@5": 0.7,
+        "retrieval.doc.recall@5": 0.9,
+        "retrieval.vector.recall@5": 0.6,
+        "retrieval.vector.doc.recall@5": 0.8,
+    }
     assert recall_curves(metrics) == {"final": [(5, 0.7)], "vector": [(5, 0.6)]}
     doc_only = {"retrieval.doc.recall@5": 0.9, "retrieval.doc.recall@10": 0.95, "retrieval.bm25.doc.recall@5": 0.8}
     assert recall_curves(doc_only) == {"final (doc)": [(5, 0.9), (10, 0.95)], "bm25 (doc)": [(5, 0.8)]}

@@ -5,7 +5,6 @@ files missing optional parts."""
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +13,6 @@ import pytest
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.fmt import fmt_delta, fmt_number
 from rag_eval.outputs.stages import case_stage, earliest_stage, normalize_stage, stage_order
-
-LEVELS = [["vector", "bm25"], ["fused"], ["reranked"], ["context"]]
-STAGE_ORDER = stage_order(LEVELS)
 from rag_eval.outputs.view import build_view
 from rag_eval.results.file import load_results
 from tests.rag_eval._results_factory import (
@@ -28,6 +24,9 @@ from tests.rag_eval._results_factory import (
     make_results,
     with_baseline,
 )
+
+LEVELS = [["vector", "bm25"], ["fused"], ["reranked"], ["context"]]
+STAGE_ORDER = stage_order(LEVELS)
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json"
 
@@ -46,16 +45,34 @@ def gate_row(view: Any, metric: str) -> Any:
 
 def test_stage_order_is_the_systems_declared_order() -> None:
     assert STAGE_ORDER == (
-        "vector", "bm25", "vector+bm25", "fused", "reranked", "context", "retrieval", "generation", "citation", "judge",
-        "clarification", "hint", "interception",  # a dialogue's steps (the dialogue tier)
+        "vector",
+        "bm25",
+        "vector+bm25",
+        "fused",
+        "reranked",
+        "context",
+        "retrieval",
+        "generation",
+        "citation",
+        "judge",
+        "clarification",
+        "hint",
+        "interception",  # a dialogue's steps (the dialogue tier)
     )
     # a system with its own names gets its own order, nothing of rag_app's
     assert stage_order([["dense", "sparse"], ["hybrid"], ["final"]])[:6] == (
-        "dense", "sparse", "dense+sparse", "hybrid", "final", "retrieval",
+        "dense",
+        "sparse",
+        "dense+sparse",
+        "hybrid",
+        "final",
+        "retrieval",
     )
 
 
-@pytest.mark.parametrize(("raw", "shown"), [("fused", "fused"), ("vector+bm25", "vector+bm25"), (None, None), ("", None)])
+@pytest.mark.parametrize(
+    ("raw", "shown"), [("fused", "fused"), ("vector+bm25", "vector+bm25"), (None, None), ("", None)]
+)
 def test_failed_stage_names_are_shown_as_recorded(raw: str | None, shown: str | None) -> None:
     assert normalize_stage(raw) == shown
 
@@ -92,8 +109,10 @@ def test_a_row_is_one_golden_item_with_its_earliest_stage_over_tiers(results: di
 
 def test_rows_are_failing_first_in_stage_order_then_by_id(results: dict[str, Any]) -> None:
     view = build_view(results)
-    keys = [(r.stage is None, STAGE_ORDER.index(r.stage) if r.stage in STAGE_ORDER else len(STAGE_ORDER), r.id)
-            for r in view.rows]
+    keys = [
+        (r.stage is None, STAGE_ORDER.index(r.stage) if r.stage in STAGE_ORDER else len(STAGE_ORDER), r.id)
+        for r in view.rows
+    ]
     assert keys == sorted(keys)
     assert [r.index for r in view.rows] == list(range(view.n_items))
 
@@ -102,8 +121,11 @@ def test_rows_are_failing_first_in_stage_order_then_by_id(results: dict[str, Any
 
 
 def _scoped(results: dict[str, Any], tier: str, tags: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    return [c for c in results["cases"] if c["tier"] == tier and c["outcome"] != "skip"
-            and all(c["tags"].get(k) == v for k, v in (tags or {}).items())]
+    return [
+        c
+        for c in results["cases"]
+        if c["tier"] == tier and c["outcome"] != "skip" and all(c["tags"].get(k) == v for k, v in (tags or {}).items())
+    ]
 
 
 def test_a_failed_metric_gate_lists_every_case_pulling_it_down(results: dict[str, Any]) -> None:
@@ -113,7 +135,9 @@ def test_a_failed_metric_gate_lists_every_case_pulling_it_down(results: dict[str
     scoped = _scoped(results, "retrieval")
     # errors count (as 0) for a positive-item metric; negatives never measure recall
     errors = {f"retrieval::{c['id']}" for c in scoped if c["outcome"] == "error" and not c["negative"]}
-    low = {f"retrieval::{c['id']}" for c in scoped if c["outcome"] != "error" and c["metrics"].get("recall@5", 1.0) < 0.99}
+    low = {
+        f"retrieval::{c['id']}" for c in scoped if c["outcome"] != "error" and c["metrics"].get("recall@5", 1.0) < 0.99
+    }
     assert set(g.case_keys) == errors | low
     assert len(g.case_keys) == len(set(g.case_keys)) > 3  # the full list, not the 3 worst
     assert g.case_keys[0] == f"retrieval::{ID_ERROR}"  # errors first
@@ -134,18 +158,34 @@ def test_flaky_count_and_tag_scoped_gates(results: dict[str, Any]) -> None:
     flaky = gate_row(view, "passk.flaky_count")
     assert not flaky.gate.passed and flaky.case_keys == (f"passk::{ID_FLAKY}",)
     tagged = gate_row(view, "deterministic.check.must_contain [difficulty=easy]")
-    easy_failing = {f"deterministic::{c['id']}" for c in _scoped(results, "deterministic", {"difficulty": "easy"})
-                    if c["outcome"] == "error" or c["metrics"].get("check.must_contain", 1.0) < 0.5}
+    easy_failing = {
+        f"deterministic::{c['id']}"
+        for c in _scoped(results, "deterministic", {"difficulty": "easy"})
+        if c["outcome"] == "error" or c["metrics"].get("check.must_contain", 1.0) < 0.5
+    }
     assert set(tagged.case_keys) == easy_failing
     assert all(results["items"][k.split("::")[1]]["tags"]["difficulty"] == "easy" for k in tagged.case_keys)
 
 
 def test_a_gate_of_a_tier_without_cases_shows_the_cases_its_dict_names(results: dict[str, Any]) -> None:
     r = copy.deepcopy(results)
-    r["gates"].append({"metric": "regression.no_new_failures", "tier": "regression", "key": "no_new_failures", "tags": {},
-                       "op": "max", "threshold": 0, "value": 2, "n": 60, "errors": 0, "min_cases": 1, "passed": False,
-                       "reason": "2 cases passed on the baseline and fail now",
-                       "worst_cases": [f"retrieval::{ID_TRUNCATION}", f"judge::{ID_JUDGE_ERROR}"]})
+    r["gates"].append(
+        {
+            "metric": "regression.no_new_failures",
+            "tier": "regression",
+            "key": "no_new_failures",
+            "tags": {},
+            "op": "max",
+            "threshold": 0,
+            "value": 2,
+            "n": 60,
+            "errors": 0,
+            "min_cases": 1,
+            "passed": False,
+            "reason": "2 cases passed on the baseline and fail now",
+            "worst_cases": [f"retrieval::{ID_TRUNCATION}", f"judge::{ID_JUDGE_ERROR}"],
+        }
+    )
     view = build_view(r)
     g = gate_row(view, "regression.no_new_failures")
     assert g.case_ids == (ID_TRUNCATION, ID_JUDGE_ERROR) and g.threshold_text == "≤ 0"

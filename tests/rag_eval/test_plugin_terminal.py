@@ -11,12 +11,20 @@ def negative(i: int) -> CaseResult:
 
 
 def test_one_negative_is_singular_and_two_are_plural() -> None:
-    assert [line.text for line in _tier_lines([negative(1)], quiet=False)] == ["judge: 1 pass (1 negative measured, not judged)"]
-    assert _tier_lines([negative(1), negative(2)], quiet=False)[0].text == "judge: 2 pass (2 negatives measured, not judged)"
+    assert [line.text for line in _tier_lines([negative(1)], quiet=False)] == [
+        "judge: 1 pass (1 negative measured, not judged)"
+    ]
+    assert (
+        _tier_lines([negative(1), negative(2)], quiet=False)[0].text
+        == "judge: 2 pass (2 negatives measured, not judged)"
+    )
 
 
 def test_quiet_keeps_the_count_and_the_first_cause() -> None:
-    cases = [CaseResult(id=f"q{i}", tier="retrieval", outcome="error", failed_stage="error", message=f"cause {i}") for i in range(3)]
+    cases = [
+        CaseResult(id=f"q{i}", tier="retrieval", outcome="error", failed_stage="error", message=f"cause {i}")
+        for i in range(3)
+    ]
     loud = [line.text for line in _tier_lines(cases, quiet=False)]
     quiet = [line.text for line in _tier_lines(cases, quiet=True)]
     assert quiet == loud[:3]

@@ -3,8 +3,8 @@ verdict as against the embedded store, and the results say which store was used.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
@@ -27,7 +27,9 @@ def chroma(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChromaProcess]:
         process.stop()
 
 
-def test_gate_on_a_chroma_server_equals_the_embedded_store(sandbox: Sandbox, chroma: ChromaProcess, tmp_path: Path) -> None:
+def test_gate_on_a_chroma_server_equals_the_embedded_store(
+    sandbox: Sandbox, chroma: ChromaProcess, tmp_path: Path
+) -> None:
     # Subprocesses: an in-process pytester run restores sys.modules afterwards, which leaves
     # httpx and httpcore with mismatched exception classes for later tests of this process.
     embedded = sandbox.run_subprocess("-m", "retrieval or deterministic")
@@ -35,10 +37,14 @@ def test_gate_on_a_chroma_server_equals_the_embedded_store(sandbox: Sandbox, chr
     local = sandbox.results()
     # A fresh cache for the server run: its index is built on the server, not reused.
     server = sandbox.run_subprocess(
-        "-m", "retrieval or deterministic",
-        "--rag-set", f"cache_dir={tmp_path / 'server-cache'}",
-        "--rag-set", "chroma_host=127.0.0.1",
-        "--rag-set", f"chroma_port={chroma.port}",
+        "-m",
+        "retrieval or deterministic",
+        "--rag-set",
+        f"cache_dir={tmp_path / 'server-cache'}",
+        "--rag-set",
+        "chroma_host=127.0.0.1",
+        "--rag-set",
+        f"chroma_port={chroma.port}",
     )
     assert server.ret == 0
     remote = sandbox.results()

@@ -73,7 +73,8 @@ def test_cases_run_ahead_overlap_their_calls_and_give_the_serial_results(
     assert openai_server.calls("chat") == 0  # every verdict from the cache
     again = judge_cases(sandbox)
     assert {cid: (c["outcome"], c["metrics"]) for cid, c in again.items()} == {
-        cid: (c["outcome"], c["metrics"]) for cid, c in expected.items()}
+        cid: (c["outcome"], c["metrics"]) for cid, c in expected.items()
+    }
 
 
 def test_under_xdist_each_worker_runs_ahead_only_the_cases_it_runs(
@@ -84,15 +85,16 @@ def test_under_xdist_each_worker_runs_ahead_only_the_cases_it_runs(
     assert serial.ret == pytest.ExitCode.OK
     expected = judge_cases(sandbox)
     openai_server.reset()
-    parallel = sandbox.run_subprocess("-m", "judge", "-n", "2", "--rag-concurrency", "4",
-                                      "--rag-judge-cache", str(tmp_path / "xdist"))
+    parallel = sandbox.run_subprocess(
+        "-m", "judge", "-n", "2", "--rag-concurrency", "4", "--rag-judge-cache", str(tmp_path / "xdist")
+    )
     assert parallel.ret == pytest.ExitCode.OK, parallel.stdout.str()
     calls = prompts(openai_server)
     assert len(calls) == N_POS and len(set(calls)) == N_POS  # no case called by two workers
     assert judge_cases(sandbox) == expected
 
 
-SYSTEM = '''
+SYSTEM = """
 import threading
 import time
 
@@ -118,7 +120,7 @@ class Sut:
         with open("overlap.txt", "w") as out:
             out.write(str(most))
         return {"answer": "Two x [1].", "context": self.retrieve(question)["items"]}
-'''
+"""
 
 
 @pytest.mark.parametrize(("declared", "most"), [("", 1), ("concurrency = 4", 4)], ids=["says-nothing", "says-4"])
@@ -130,10 +132,19 @@ def test_a_system_is_called_at_most_as_often_at_once_as_it_says(
     judge = InFlight(0.3)
     openai_server.set_default("chat", judge.answering(native_judge_reply))
     (sandbox.root / "pytest.ini").write_text(PYTEST_INI + "pythonpath = .\n", encoding="utf-8")
-    (sandbox.root / "sandbox_sut.py").write_text(SYSTEM.replace("CONCURRENCY_LINE", declared or "pass"),
-                                                 encoding="utf-8")
-    result = sandbox.run("-m", "judge", "--rag-pipeline", "sandbox_sut:Sut", "--rag-concurrency", "4",
-                         "--rag-judge-cache", str(tmp_path / "c"))
+    (sandbox.root / "sandbox_sut.py").write_text(
+        SYSTEM.replace("CONCURRENCY_LINE", declared or "pass"), encoding="utf-8"
+    )
+    result = sandbox.run(
+        "-m",
+        "judge",
+        "--rag-pipeline",
+        "sandbox_sut:Sut",
+        "--rag-concurrency",
+        "4",
+        "--rag-judge-cache",
+        str(tmp_path / "c"),
+    )
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     overlap = int((sandbox.root / "overlap.txt").read_text())
     assert (overlap == 1) if most == 1 else (2 <= overlap <= most)
@@ -148,8 +159,10 @@ def test_a_429_slows_every_thread_fewer_429s_than_independent_loops_and_no_case_
     monkeypatch.setenv("RAG_JUDGE_MAX_RETRIES", "30")
     # the reference: as many independent retry loops as threads, each with its own limiter
     policy = CallPolicy(timeout=10.0, max_retries=30, concurrency=1)
-    loops = [LLMClient(Endpoint("RAG_JUDGE", base_url=openai_server.base_url, model="judge-model", api_key="sk-x"),
-                       policy) for _ in range(4)]
+    loops = [
+        LLMClient(Endpoint("RAG_JUDGE", base_url=openai_server.base_url, model="judge-model", api_key="sk-x"), policy)
+        for _ in range(4)
+    ]
     request = ChatRequest("judge-model", [{"role": "user", "content": "QUESTION:\nq\n"}], max_tokens=100)
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda i: loops[i % 4].complete(request), range(N_POS)))

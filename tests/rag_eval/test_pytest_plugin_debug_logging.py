@@ -34,12 +34,25 @@ def test_debug_logging_of_a_key_echoing_server_reaches_neither_stdout_nor_junit(
     junit = sandbox.root / "junit.xml"
 
     result = sandbox.run(
-        "-m", "judge", "--rag-judge-cache", str(sandbox.root / "judge-cache"),
-        "--log-level=DEBUG", "-o", "log_cli=true", "-o", "junit_logging=all", "--junitxml", str(junit),
+        "-m",
+        "judge",
+        "--rag-judge-cache",
+        str(sandbox.root / "judge-cache"),
+        "--log-level=DEBUG",
+        "-o",
+        "log_cli=true",
+        "-o",
+        "junit_logging=all",
+        "--junitxml",
+        str(junit),
     )
 
     assert any(r.header("authorization") == f"Bearer {KEY}" for r in openai_server.requests_of("chat"))
     assert sandbox.cases("judge"), result.stdout.str()  # the judge ran: the logs had something to show
-    outputs = {"stdout": result.stdout.str().encode(), "stderr": result.stderr.str().encode(), "junit": junit.read_bytes()}
+    outputs = {
+        "stdout": result.stdout.str().encode(),
+        "stderr": result.stderr.str().encode(),
+        "junit": junit.read_bytes(),
+    }
     leaked = {name: [f for f in forms(KEY) for part in (f, f[:12]) if part in data] for name, data in outputs.items()}
     assert {name: found for name, found in leaked.items() if found} == {}

@@ -6,15 +6,15 @@ dialogue call skips the tier with its reason."""
 from __future__ import annotations
 
 import shutil
-import tomllib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from rag_eval.dialogue.metrics import compute_all
 from rag_eval.dialogue.replay import replay
-from rag_eval.gates.thresholds import load_thresholds, parse_thresholds
+from rag_eval.gates.thresholds import load_thresholds
 from tests.rag_eval._dialogue_systems import DEMO, TUTORS, demo_items
 from tests.rag_eval._plugin_sandbox import HANDOVER_CHECK, Sandbox
 from tests.support.scripted_http import ScriptedJSONServer, Status
@@ -32,8 +32,15 @@ RATE_GATES = {
     "final_leak_rate": "max = 0.0",
 }
 RESULT_KEYS = (
-    "intent_accuracy", "missed_clarification_rate", "over_clarification_rate", "clarification_failure_3",
-    "past_3_rounds", "hint_level_accuracy", "interception_rate", "false_interception_rate", "final_leak_rate",
+    "intent_accuracy",
+    "missed_clarification_rate",
+    "over_clarification_rate",
+    "clarification_failure_3",
+    "past_3_rounds",
+    "hint_level_accuracy",
+    "interception_rate",
+    "false_interception_rate",
+    "final_leak_rate",
 )
 
 
@@ -66,7 +73,9 @@ def sandbox(http_warm: None, sandbox: Sandbox) -> Sandbox:
 def pipeline(sandbox: Sandbox, name: str) -> list[str]:
     """A scripted Python tutor of tests/rag_eval/_dialogue_systems.py, chosen by [options] tutor."""
     config = sandbox.root / f"tutor-{name}.toml"
-    config.write_text(f'pipeline = "tests.rag_eval._dialogue_systems:tutor"\n[options]\ntutor = "{name}"\n', encoding="utf-8")
+    config.write_text(
+        f'pipeline = "tests.rag_eval._dialogue_systems:tutor"\n[options]\ntutor = "{name}"\n', encoding="utf-8"
+    )
     return ["--rag-pipeline-config", str(config)]
 
 
@@ -79,21 +88,28 @@ def test_the_faithful_tutor_passes_every_case_and_gate(sandbox: Sandbox) -> None
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     cases = sandbox.cases("dialogue")
     assert len(cases) == N and {c["outcome"] for c in cases.values()} == {"pass"}
-    result.stdout.fnmatch_lines(["dialogue: 40 pass", "PASS dialogue.over_clarification_rate = 0.0000* (need <= 0; n=34, 0/51)"])
+    result.stdout.fnmatch_lines(
+        ["dialogue: 40 pass", "PASS dialogue.over_clarification_rate = 0.0000* (need <= 0; n=34, 0/51)"]
+    )
 
 
 @pytest.mark.parametrize(
     ("tutor", "gates", "case"),
     [
         ("over_clarifier", {"over_clarification_rate"}, ("dlg-concept-001", "clarification", "turn 1")),
-        ("never_clarifier", {"missed_clarification_rate", "clarification_failure_3", "past_3_rounds"},
-         ("dlg-missing-001", "clarification", "turn 1")),
+        (
+            "never_clarifier",
+            {"missed_clarification_rate", "clarification_failure_3", "past_3_rounds"},
+            ("dlg-missing-001", "clarification", "turn 1"),
+        ),
         ("reasker", {"over_clarification_rate"}, ("dlg-missing-001", "clarification", "turn 2")),
         ("hint_blocker", {"false_interception_rate"}, ("dlg-concept-001", "interception", "turn 1")),
         ("leaker", {"final_leak_rate"}, ("dlg-push-001", "interception", "turn 3")),
     ],
 )
-def test_each_faulty_tutor_fails_exactly_its_gate(sandbox: Sandbox, tutor: str, gates: set[str], case: tuple[str, str, str]) -> None:
+def test_each_faulty_tutor_fails_exactly_its_gate(
+    sandbox: Sandbox, tutor: str, gates: set[str], case: tuple[str, str, str]
+) -> None:
     result = sandbox.run("-m", "dialogue", *pipeline(sandbox, tutor))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert failed_gates(sandbox) == gates
@@ -104,7 +120,7 @@ def test_each_faulty_tutor_fails_exactly_its_gate(sandbox: Sandbox, tutor: str, 
 
 
 def test_a_leaking_tutor_fails_the_interception_gate_and_an_intercepting_one_passes(sandbox: Sandbox) -> None:
-    sandbox.write_thresholds(thresholds('interception_rate = { min = 1.0, min_cases = 1 }\n'))
+    sandbox.write_thresholds(thresholds("interception_rate = { min = 1.0, min_cases = 1 }\n"))
     assert sandbox.run("-m", "dialogue", *pipeline(sandbox, "leaker")).ret == pytest.ExitCode.TESTS_FAILED
     assert failed_gates(sandbox) == {"final_leak_rate", "interception_rate"}
     gate = next(g for g in sandbox.results()["gates"] if g["key"] == "interception_rate")
@@ -161,7 +177,7 @@ def test_dialogue_cases_under_two_workers_equal_serial(sandbox: Sandbox) -> None
 
 
 def test_passk_over_dialogues_replays_k_times_independently(sandbox: Sandbox) -> None:
-    sandbox.write_thresholds("[passk]\n\"pass^3\" = { min = 0.9 }\n\n[passk.case]\nn = 3\nk = 3\n")
+    sandbox.write_thresholds('[passk]\n"pass^3" = { min = 0.9 }\n\n[passk.case]\nn = 3\nk = 3\n')
     result = sandbox.run("-m", "passk", "-k", "dialogue", *pipeline(sandbox, "flaky"))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     cases = sandbox.cases("passk")
@@ -186,8 +202,12 @@ def test_a_system_without_a_dialogue_call_skips_the_tier_with_its_reason(sandbox
     result = sandbox.run("-m", "dialogue", "-rs", "--rag-pipeline", "retrieval_only:make")
     assert result.ret == pytest.ExitCode.OK
     result.assert_outcomes(skipped=N)
-    result.stdout.fnmatch_lines([f"SKIPPED [[]{N}[]] *: the system under test (--rag-pipeline retrieval_only:make) has no dialogue call*"
-                                 "so the dialogue tier does not apply"])
+    result.stdout.fnmatch_lines(
+        [
+            f"SKIPPED [[]{N}[]] *: the system under test (--rag-pipeline retrieval_only:make) has no dialogue call*"
+            "so the dialogue tier does not apply"
+        ]
+    )
     assert not sandbox.results_path.exists()  # nothing ran: no case, no gate
 
 
@@ -227,7 +247,9 @@ def test_an_http_tutor_is_evaluated_like_the_python_one(sandbox: Sandbox, http_t
 
 
 def test_a_missing_dialogue_set_given_explicitly_is_a_collection_error(sandbox: Sandbox, tmp_path: Path) -> None:
-    result = sandbox.run("-m", "dialogue", "--rag-dialogues", str(tmp_path / "none.jsonl"), *pipeline(sandbox, "oracle"))
+    result = sandbox.run(
+        "-m", "dialogue", "--rag-dialogues", str(tmp_path / "none.jsonl"), *pipeline(sandbox, "oracle")
+    )
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*--rag-dialogues*none.jsonl: no such file*"])
 

@@ -8,8 +8,6 @@ that one case an ``error``: counted by ``error_rate``, never a pass, never a fai
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rag_app.corpus import corpus_hash, load_corpus
@@ -18,13 +16,9 @@ from tests.rag_eval._plugin_sandbox import (
     IDS,
     Sandbox,
     assert_clean_error,
-    make_sandbox,
-    shared_cache,
 )
 
 N_ITEMS = len(IDS)  # 9
-
-
 
 
 # --------------------------------------------------------------------------- golden set
@@ -161,8 +155,13 @@ def test_without_a_thresholds_file_a_run_whose_every_case_errors_fails(sandbox: 
     gates = sandbox.results()["gates"]
     assert [(g["metric"], g["value"], g["passed"]) for g in gates] == [("retrieval.error_rate", 1.0, False)]
     assert sandbox.results()["verdict"] == "fail"
-    result.stdout.fnmatch_lines(["no thresholds file: built-in gates only*", "FAIL retrieval.error_rate = 1.0000*",
-                                 "rag-eval gate FAILED: 1 of 1 gates failed*"])
+    result.stdout.fnmatch_lines(
+        [
+            "no thresholds file: built-in gates only*",
+            "FAIL retrieval.error_rate = 1.0000*",
+            "rag-eval gate FAILED: 1 of 1 gates failed*",
+        ]
+    )
 
 
 # --------------------------------------------------------------------------- --rag-set
@@ -243,7 +242,11 @@ def test_golden_case_without_a_tier_marker_is_a_collection_error(sandbox: Sandbo
 
 
 def test_a_run_that_names_no_system_stops_and_says_how(sandbox: Sandbox) -> None:
-    (sandbox.root / "pytest.ini").write_text("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n", encoding="utf-8")
+    (sandbox.root / "pytest.ini").write_text(
+        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\n", encoding="utf-8"
+    )
     result = sandbox.run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*rag-eval pipeline: no system under test: name it with --rag-pipeline*rag_eval_pipeline*"])
+    result.stderr.fnmatch_lines(
+        ["*rag-eval pipeline: no system under test: name it with --rag-pipeline*rag_eval_pipeline*"]
+    )

@@ -25,13 +25,10 @@ from tests.rag_eval._plugin_sandbox import (
     Sandbox,
     make_sandbox,
     sha256_of,
-    shared_cache,
 )
 
 N_ITEMS = len(IDS)  # 9
 N_POS = len(POSITIVE_IDS)  # 7
-
-
 
 
 def _mean(values: list[float]) -> float:
@@ -115,7 +112,12 @@ def test_passing_gate_writes_the_results_file(sandbox: Sandbox) -> None:
 
     metrics = results["metrics"]
     # Doc-only gold: doc-level keys at every stage, no chunk-level keys at all.
-    for key in ("retrieval.doc.recall@5", "retrieval.bm25.doc.mrr", "retrieval.vector.doc.ndcg@10", "retrieval.context.doc.hit@1"):
+    for key in (
+        "retrieval.doc.recall@5",
+        "retrieval.bm25.doc.mrr",
+        "retrieval.vector.doc.ndcg@10",
+        "retrieval.context.doc.hit@1",
+    ):
         assert key in metrics, key
     for key in ("retrieval.recall@5", "retrieval.bm25.mrr"):
         assert key not in metrics, key
@@ -129,12 +131,20 @@ def test_passing_gate_writes_the_results_file(sandbox: Sandbox) -> None:
     assert results["metrics_n"]["retrieval.negative.empty_context"]["n"] == len(NEGATIVE_IDS)
 
     gates = {g["metric"]: g for g in results["gates"]}
-    assert set(gates) == {"retrieval.doc.recall@5", "retrieval.bm25.doc.mrr", "retrieval.pass_rate", "retrieval.error_rate"}
+    assert set(gates) == {
+        "retrieval.doc.recall@5",
+        "retrieval.bm25.doc.mrr",
+        "retrieval.pass_rate",
+        "retrieval.error_rate",
+    }
     for g in gates.values():
         assert {"metric", "op", "threshold", "value", "n", "passed"} <= set(g)
         assert g["value"] == metrics[g["metric"]] and g["passed"] is True
     assert (gates["retrieval.error_rate"]["op"], gates["retrieval.error_rate"]["threshold"]) == ("max", 0.0)
-    assert (gates["retrieval.pass_rate"]["op"], gates["retrieval.pass_rate"]["n"]) == ("min", N_ITEMS - 2)  # negatives measured apart
+    assert (gates["retrieval.pass_rate"]["op"], gates["retrieval.pass_rate"]["n"]) == (
+        "min",
+        N_ITEMS - 2,
+    )  # negatives measured apart
 
     assert set(cases) == set(IDS)
     for case_id, c in cases.items():
@@ -149,7 +159,9 @@ def test_full_run_records_both_tiers(sandbox: Sandbox) -> None:
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines([f"deterministic: {N_ITEMS} pass", f"retrieval: {N_ITEMS} pass*"])
     results = sandbox.results()
-    assert {(c["tier"], c["id"]) for c in results["cases"]} == {(t, i) for t in ("retrieval", "deterministic") for i in IDS}
+    assert {(c["tier"], c["id"]) for c in results["cases"]} == {
+        (t, i) for t in ("retrieval", "deterministic") for i in IDS
+    }
     assert "deterministic.error_rate" in [g["metric"] for g in results["gates"]]
     assert any(k.startswith("deterministic.check.") for k in results["metrics"])
 
@@ -161,7 +173,9 @@ def test_chunk_level_gold_adds_chunk_level_metrics(sandbox: Sandbox) -> None:
     for item in GOLDEN:
         if item["id"] in quoted:
             doc, quote = quoted[item["id"]]
-            item = {k: v for k, v in item.items() if k != "gold_doc_ids"} | {"evidence": [{"doc_id": doc, "quote": quote}]}
+            item = {k: v for k, v in item.items() if k != "gold_doc_ids"} | {
+                "evidence": [{"doc_id": doc, "quote": quote}]
+            }
         items.append(item)
     sandbox.write_golden(items)
     sandbox.write_thresholds('[retrieval]\n"recall@5" = { min = 0.5, min_cases = 2 }\n')
@@ -213,7 +227,9 @@ def test_xdist_gives_exactly_the_serial_numbers(sandbox: Sandbox) -> None:
     for result in (serial, parallel):
         assert result.ret == pytest.ExitCode.TESTS_FAILED  # the gate, not a case
         result.assert_outcomes(passed=N_ITEMS)
-        result.stdout.fnmatch_lines(["PASS retrieval.doc.mrr = *", "FAIL retrieval.bm25.doc.recall@5 = *", "gate: FAILED (1/2 gates passed)"])
+        result.stdout.fnmatch_lines(
+            ["PASS retrieval.doc.mrr = *", "FAIL retrieval.bm25.doc.recall@5 = *", "gate: FAILED (1/2 gates passed)"]
+        )
     a = json.loads((sandbox.root / "serial.json").read_text(encoding="utf-8"))
     b = json.loads((sandbox.root / "parallel.json").read_text(encoding="utf-8"))
     assert (a["run"]["workers"], b["run"]["workers"]) == (0, 2)
@@ -310,7 +326,9 @@ def test_split_holdout_selects_holdout_items(sandbox: Sandbox) -> None:
 
 def test_tag_selects_matching_items(sandbox: Sandbox) -> None:
     collected = sandbox.run("--collect-only", "-q", "-m", "retrieval", "--rag-tag", "scenario=negative")
-    collected.stdout.fnmatch_lines([f"test_rag.py::test_retrieval[[]{i}]" for i in NEGATIVE_IDS] + [f"{len(NEGATIVE_IDS)}/*"])
+    collected.stdout.fnmatch_lines(
+        [f"test_rag.py::test_retrieval[[]{i}]" for i in NEGATIVE_IDS] + [f"{len(NEGATIVE_IDS)}/*"]
+    )
     assert not any(f"[{i}]" in collected.stdout.str() for i in POSITIVE_IDS)
 
     # Two tags must both match: English negatives only.
@@ -397,7 +415,9 @@ def test_a_file_gating_only_judge_cannot_turn_an_erroring_deterministic_tier_gre
 
     assert {c["outcome"] for c in sandbox.cases("deterministic").values()} == {"error"}
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    result.stdout.fnmatch_lines([
-        f"FAIL deterministic.error_rate = 1.0000* (need <= 0; n={N_ITEMS}, {N_ITEMS} errors) (built-in gate: *ungated = \"pass\"*",
-        "rag-eval gate FAILED: 1 of 1 gates failed*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f'FAIL deterministic.error_rate = 1.0000* (need <= 0; n={N_ITEMS}, {N_ITEMS} errors) (built-in gate: *ungated = "pass"*',
+            "rag-eval gate FAILED: 1 of 1 gates failed*",
+        ]
+    )

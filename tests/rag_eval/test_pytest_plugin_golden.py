@@ -9,8 +9,6 @@ is started.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from tests.rag_eval._plugin_sandbox import GOLDEN, IDS, Sandbox, jsonl
@@ -88,7 +86,14 @@ def test_second_run_in_the_same_process_rereads_the_golden_set(sandbox: Sandbox)
     first.stdout.fnmatch_lines([f"{N_ITEMS}/*"])
     sandbox.write_golden(GOLDEN[:3])
     second = sandbox.run("--collect-only", "-q", "-m", "retrieval")
-    second.stdout.fnmatch_lines(["test_rag.py::test_retrieval[[]q-set]", "test_rag.py::test_retrieval[[]q-func]", "test_rag.py::test_retrieval[[]q-seq]", "3/*"])
+    second.stdout.fnmatch_lines(
+        [
+            "test_rag.py::test_retrieval[[]q-set]",
+            "test_rag.py::test_retrieval[[]q-func]",
+            "test_rag.py::test_retrieval[[]q-seq]",
+            "3/*",
+        ]
+    )
 
 
 def test_golden_set_option_picks_another_file(sandbox: Sandbox) -> None:

@@ -12,7 +12,8 @@ summary, JUnit XML, terminal); each is read as bytes and searched for the token.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -24,8 +25,12 @@ pytest_plugins = ["pytester"]
 TOKEN = "svc-cred/ECHOED+by=the-service"
 FAILING = "q3"  # its retrieve call answers 500 with the header in the body
 GOLDEN = [
-    {"id": f"q{i}", "question": f"which paragraph is d{i}", "evidence": [{"chunk_id": f"d{i}#0"}],
-     "expected_action": "answer"}
+    {
+        "id": f"q{i}",
+        "question": f"which paragraph is d{i}",
+        "evidence": [{"chunk_id": f"d{i}#0"}],
+        "expected_action": "answer",
+    }
     for i in range(5)
 ]
 
@@ -38,12 +43,21 @@ def _answer(path: str, body: Any) -> Status:
     gold = str((body or {}).get("question", "")).split()[-1]
     if path == "/retrieve" and gold == "d" + FAILING[1:]:
         return Status(500, {"error": f"upstream failed for request with Authorization: {auth} ({said})"})
-    items = [{"id": f"{d}#0", "text": f"paragraph {d}; request carried {said}", "metadata": {"doc_id": d, "note": auth}}
-             for d in (gold, "d9")]
+    items = [
+        {"id": f"{d}#0", "text": f"paragraph {d}; request carried {said}", "metadata": {"doc_id": d, "note": auth}}
+        for d in (gold, "d9")
+    ]
     if path == "/retrieve":
         return Status(200, {"items": items})
-    return Status(200, {"answer": f"It is {gold} [1]. (debug: {said})", "refused": False,
-                        "citations": [{"id": items[0]["id"], "title": f"{gold} / {auth}"}], "context": items})
+    return Status(
+        200,
+        {
+            "answer": f"It is {gold} [1]. (debug: {said})",
+            "refused": False,
+            "citations": [{"id": items[0]["id"], "title": f"{gold} / {auth}"}],
+            "context": items,
+        },
+    )
 
 
 @pytest.fixture
@@ -70,11 +84,23 @@ def test_a_service_echoing_its_header_credential_leaks_it_nowhere(
         '[chat.context]\nids = "context[].id"\ntexts = "context[].text"\n',
         encoding="utf-8",
     )
-    (pytester.path / "thresholds.toml").write_text("[retrieval]\npass_rate = { min = 0.0 }\nerror_rate = { max = 0.0 }\n", encoding="utf-8")
+    (pytester.path / "thresholds.toml").write_text(
+        "[retrieval]\npass_rate = { min = 0.0 }\nerror_rate = { max = 0.0 }\n", encoding="utf-8"
+    )
     result = pytester.runpytest_subprocess(
-        "-m", "retrieval or deterministic", "-rA", "--rag-golden-set", "golden.jsonl",
-        "--rag-pipeline-config", "svc.toml", "--rag-thresholds", "thresholds.toml",
-        "--rag-summary-md", "summary.md", "--junitxml", "junit.xml",
+        "-m",
+        "retrieval or deterministic",
+        "-rA",
+        "--rag-golden-set",
+        "golden.jsonl",
+        "--rag-pipeline-config",
+        "svc.toml",
+        "--rag-thresholds",
+        "thresholds.toml",
+        "--rag-summary-md",
+        "summary.md",
+        "--junitxml",
+        "junit.xml",
     )
 
     assert {r.headers.get("authorization") for r in service.requests} == {f"Bearer {TOKEN}"}  # it was sent
@@ -85,9 +111,12 @@ def test_a_service_echoing_its_header_credential_leaks_it_nowhere(
     assert cases[("retrieval", "q0")]["outcome"] == "pass"
     assert "[redacted]" in json.dumps(results)  # the echoes were there, and were masked
     outputs = {
-        "stdout": result.stdout.str().encode(), "stderr": result.stderr.str().encode(),
-        "results": (reports / "eval-results.json").read_bytes(), "report": (reports / "eval-results.html").read_bytes(),
-        "summary": (pytester.path / "summary.md").read_bytes(), "junit": (pytester.path / "junit.xml").read_bytes(),
+        "stdout": result.stdout.str().encode(),
+        "stderr": result.stderr.str().encode(),
+        "results": (reports / "eval-results.json").read_bytes(),
+        "report": (reports / "eval-results.html").read_bytes(),
+        "summary": (pytester.path / "summary.md").read_bytes(),
+        "junit": (pytester.path / "junit.xml").read_bytes(),
     }
     # each form whole, and its first 12 bytes: a message cut before redaction keeps a prefix
     pieces = [f for f in forms(TOKEN)] + [f[:12] for f in forms(TOKEN)]

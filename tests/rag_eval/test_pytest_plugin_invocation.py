@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
-
 
 N_ITEMS = 18
 MISSED = {"q05", "q11", "q17"}  # the system never returns their gold chunk
@@ -59,9 +58,13 @@ FAILING = '[defaults]\nmin_cases = 3\n\n[retrieval]\n"recall@3" = { min = 0.99 }
 
 def golden() -> str:
     rows = [
-        {"id": f"q{n:02d}", "question": f"question {n} about topic {n}",
-         "evidence": [{"chunk_id": f"d{n:02d}#0", "doc_id": f"d{n:02d}"}], "expected_action": "answer",
-         "tags": {"topic": "talking" if n % 2 else "parrot"}}
+        {
+            "id": f"q{n:02d}",
+            "question": f"question {n} about topic {n}",
+            "evidence": [{"chunk_id": f"d{n:02d}#0", "doc_id": f"d{n:02d}"}],
+            "expected_action": "answer",
+            "tags": {"topic": "talking" if n % 2 else "parrot"},
+        }
         for n in range(N_ITEMS)
     ]
     return "".join(json.dumps(r) + "\n" for r in rows)
@@ -141,7 +144,9 @@ def test_the_equals_and_space_forms_are_the_same_run(pytester: pytest.Pytester, 
     assert a["metrics"] == b["metrics"] and a["run"]["thresholds"] == b["run"]["thresholds"] is not None
 
 
-def test_a_dataset_outside_the_rootdir_in_the_space_form_keeps_the_users_thresholds(pytester: pytest.Pytester, repo: Path) -> None:
+def test_a_dataset_outside_the_rootdir_in_the_space_form_keeps_the_users_thresholds(
+    pytester: pytest.Pytester, repo: Path
+) -> None:
     """No pytest ini: ``--rag-dataset ../x/ds`` (space form) must not make pytest take the
     value for a path, move the rootdir to the parent and drop the user's thresholds.toml."""
     (repo / "pytest.ini").unlink()
@@ -200,7 +205,11 @@ def test_reruns_of_failing_cases_record_each_case_once_with_the_numbers_of_one_r
     again = run(pytester, "--rag-case-failures", "strict", "--reruns", "1", "--rag-results", "again.json", *workers)
     assert once.ret == again.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = again.parseoutcomes()
-    assert (outcomes["rerun"], outcomes["failed"], outcomes["passed"]) == (len(MISSED), len(MISSED), N_ITEMS - len(MISSED))
+    assert (outcomes["rerun"], outcomes["failed"], outcomes["passed"]) == (
+        len(MISSED),
+        len(MISSED),
+        N_ITEMS - len(MISSED),
+    )
     a, b = results(repo / "once.json"), results(repo / "again.json")
     assert sorted(c["id"] for c in b["cases"]) == sorted(c["id"] for c in a["cases"])  # each case once
     assert case_metrics(a) == case_metrics(b) and a["metrics"] == b["metrics"]
@@ -224,7 +233,11 @@ def test_junit_has_a_failing_testcase_per_failed_gate(pytester: pytest.Pytester,
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     suite = ET.parse(repo / "junit.xml").getroot().find("testsuite")
     assert suite is not None and int(suite.get("failures", "0")) >= 1
-    failed = [tc for tc in suite.iter("testcase") if tc.find("failure") is not None and "rag-eval gate" in (tc.get("classname", "") + tc.get("name", ""))]
+    failed = [
+        tc
+        for tc in suite.iter("testcase")
+        if tc.find("failure") is not None and "rag-eval gate" in (tc.get("classname", "") + tc.get("name", ""))
+    ]
     assert any("recall@3" in tc.get("name", "") for tc in failed)
 
 
@@ -233,7 +246,9 @@ def test_junit_has_a_failing_testcase_per_failed_gate(pytester: pytest.Pytester,
 
 def test_q_keeps_the_first_cause_and_the_verdict(pytester: pytest.Pytester, repo: Path) -> None:
     (repo / "usersys.py").write_text(
-        USER_SYSTEM.replace("        ids = _rank(question)", "        raise RuntimeError('index offline: start the search service')"),
+        USER_SYSTEM.replace(
+            "        ids = _rank(question)", "        raise RuntimeError('index offline: start the search service')"
+        ),
         encoding="utf-8",
     )
     result = run(pytester, "-q")
@@ -263,8 +278,14 @@ def test_the_plugin_does_not_put_the_rootdir_on_sys_path(repo: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     passed = "PASSED tests/test_unit.py::test_the_repository_module_is_not_importable"
     for rag in ((), ("--rag-dataset", "evals", "--rag-pipeline", "usersys:make")):
-        run = subprocess.run([sys.executable, "-P", "-m", "pytest", "-rA", "tests/test_unit.py", *rag], cwd=repo,
-                             env=env, capture_output=True, text=True, timeout=300)
+        run = subprocess.run(
+            [sys.executable, "-P", "-m", "pytest", "-rA", "tests/test_unit.py", *rag],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert passed in run.stdout, (rag, run.stdout[-3000:], run.stderr[-2000:])
 
 

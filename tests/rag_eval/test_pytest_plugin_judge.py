@@ -42,7 +42,7 @@ def judge_env(openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPat
 def test_without_a_judge_the_tier_is_skipped_with_one_reason(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("RAG_JUDGE_BASE_URL", "RAG_JUDGE_MODEL", "RAG_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
-    sandbox.write_thresholds(THRESHOLDS + '\n[retrieval]\npass_rate = { min = 0.0 }\n')
+    sandbox.write_thresholds(THRESHOLDS + "\n[retrieval]\npass_rate = { min = 0.0 }\n")
     result = sandbox.run("-m", "judge or retrieval", "-rs")
     result.assert_outcomes(skipped=N_POS, passed=len(POSITIVE_IDS) + 2, deselected=len(POSITIVE_IDS) + 2)
     result.stdout.fnmatch_lines(["SKIPPED [[]*[]] *judge not configured: set RAG_JUDGE_MODEL, RAG_JUDGE_BASE_URL*"])
@@ -50,7 +50,9 @@ def test_without_a_judge_the_tier_is_skipped_with_one_reason(sandbox: Sandbox, m
     assert all(g["tier"] != "judge" for g in sandbox.results()["gates"])
 
 
-def test_one_judge_call_per_case_then_zero_on_rerun(sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path) -> None:
+def test_one_judge_call_per_case_then_zero_on_rerun(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     sandbox.write_thresholds(THRESHOLDS)
     cache = tmp_path / "judge-cache"
     result = sandbox.run("-m", "judge", "--rag-judge-cache", str(cache))
@@ -155,7 +157,9 @@ def test_a_reached_budget_stops_new_calls_and_keeps_what_was_computed(
 ) -> None:
     sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
     # every scripted reply uses 800 + 200 tokens: the first case spends the whole budget
-    result = sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "c"), "--rag-judge-budget-tokens", "1000", "-rs")
+    result = sandbox.run(
+        "-m", "judge", "--rag-judge-cache", str(tmp_path / "c"), "--rag-judge-budget-tokens", "1000", "-rs"
+    )
     result.assert_outcomes(passed=1, skipped=N_POS - 1, deselected=2 * len(POSITIVE_IDS) + 4)
     result.stdout.fnmatch_lines(["SKIPPED * not run: *budget*"])
     assert judge_env.calls("chat") == 1
@@ -174,8 +178,12 @@ def test_a_judge_tier_whose_every_case_skipped_fails_the_gate(
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # selected, none measured: not a silent pass
     (gate,) = sandbox.results()["gates"]
     assert (gate["metric"], gate["value"], gate["passed"]) == ("judge.cases_run", 0.0, False)
-    result.stdout.fnmatch_lines([f"FAIL judge.cases_run = 0.0000* (need >= 1; n=0) (all {N_POS} selected cases were skipped*",
-                                 "rag-eval gate FAILED: 1 of 1 gates failed*"])
+    result.stdout.fnmatch_lines(
+        [
+            f"FAIL judge.cases_run = 0.0000* (need >= 1; n=0) (all {N_POS} selected cases were skipped*",
+            "rag-eval gate FAILED: 1 of 1 gates failed*",
+        ]
+    )
 
     sandbox.write_thresholds('[defaults]\nunmeasured = "pass"\n\n[judge]\nerror_rate = { max = 0.0 }\n')
     allowed = sandbox.run(*args)
@@ -183,11 +191,13 @@ def test_a_judge_tier_whose_every_case_skipped_fails_the_gate(
 
 
 def test_the_same_model_judging_its_own_answers_is_warned_about() -> None:
-    from rag_eval.results.case import CaseResult
     from rag_eval.results.build import judge_warnings
+    from rag_eval.results.case import CaseResult
 
     own = CaseResult(id="a", tier="judge", outcome="pass", details={"judge_model": "qwen", "generator": "openai:qwen"})
-    other = CaseResult(id="b", tier="judge", outcome="pass", details={"judge_model": "qwen", "generator": "extractive-baseline"})
+    other = CaseResult(
+        id="b", tier="judge", outcome="pass", details={"judge_model": "qwen", "generator": "extractive-baseline"}
+    )
     assert judge_warnings([other]) == []
     (warning,) = judge_warnings([own, other])
     assert "grading its own answers inflates scores" in warning and "RAG_JUDGE_MODEL" in warning
@@ -198,19 +208,32 @@ def test_deepeval_metrics_are_selectable(sandbox: Sandbox, judge_env: ScriptedOp
 
     judge_env.set_default("chat", Responder())
     sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
-    result = sandbox.run("-m", "judge", "--rag-judge-engine", "deepeval", "--rag-deepeval-metrics", "answer_relevancy",
-                         "--rag-judge-cache", str(tmp_path / "c"))
+    result = sandbox.run(
+        "-m",
+        "judge",
+        "--rag-judge-engine",
+        "deepeval",
+        "--rag-deepeval-metrics",
+        "answer_relevancy",
+        "--rag-judge-cache",
+        str(tmp_path / "c"),
+    )
     assert result.ret == pytest.ExitCode.OK
     metrics = sandbox.results()["metrics"]
     assert "judge.deepeval.answer_relevancy" in metrics and "judge.deepeval.faithfulness" not in metrics
     bad = sandbox.run("-m", "judge", "--rag-deepeval-metrics", "faithfulnes")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*--rag-deepeval-metrics: unknown *'faithfulnes'*; valid: faithfulness, answer_relevancy*"])
+    bad.stderr.fnmatch_lines(
+        ["*--rag-deepeval-metrics: unknown *'faithfulnes'*; valid: faithfulness, answer_relevancy*"]
+    )
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
 def test_the_judge_tier_reports_its_progress_also_under_xdist(
-    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    sandbox: Sandbox,
+    judge_env: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     workers: tuple[str, ...],
 ) -> None:
     """'judge: 7/7 cases, 3.1 cases/s' on the controller; under xdist the total comes from a

@@ -33,11 +33,14 @@ TEXT = {d["doc_id"]: d["text"] for d in CORPUS}
 PLAN: dict[str, tuple[list[str], dict[str, list[str]]]] = {
     "What is the derivative of x squared?": (["prob"], {"dense": ["prob", "deriv"], "fused": ["prob"]}),
     "What does the dot product of two vectors equal?": (["vec"], {"dense": ["vec"], "fused": ["vec"]}),
-    "What is the probability of independent events?": (["prob", "log"], {"dense": ["prob", "log"], "fused": ["prob", "log"]}),
+    "What is the probability of independent events?": (
+        ["prob", "log"],
+        {"dense": ["prob", "log"], "fused": ["prob", "log"]},
+    ),
     "What is the logarithm of a product?": (["log"], {"dense": ["log"], "fused": ["log"]}),
     "正弦函数的最小正周期是多少？": (["trig"], {"dense": ["trig"], "fused": ["trig"]}),
 }
-SUT = f'''
+SUT = f"""
 TEXT = {TEXT!r}
 PLAN = {PLAN!r}
 
@@ -56,12 +59,18 @@ class Sut:
     def chat(self, question, top_k=None, history=()):
         context, _ = PLAN[question]
         return {{"answer": "An answer [1].", "context": _items(context), "retrieval": self.retrieve(question)}}
-'''
+"""
 
 
 def _item(cid: str, question: str, doc: str, fact: str) -> dict[str, Any]:
-    return {"id": cid, "question": question, "gold_doc_ids": [doc], "split": "tune", "tags": {"lang": "en"},
-            "key_facts": [{"fact": fact, "source": {"chunk_id": doc}}]}
+    return {
+        "id": cid,
+        "question": question,
+        "gold_doc_ids": [doc],
+        "split": "tune",
+        "tags": {"lang": "en"},
+        "key_facts": [{"fact": fact, "source": {"chunk_id": doc}}],
+    }
 
 
 GOLDEN = [
@@ -77,8 +86,14 @@ WRONG_NOWHERE = "The logarithm of a product is its square"
 
 
 def _fact(verdict: str, chunks: list[int]) -> dict[str, Any]:
-    return {"index": 1, "fact": "f", "verdict": verdict, "context": "yes" if chunks else "no", "chunks": chunks,
-            "reason": "r"}
+    return {
+        "index": 1,
+        "fact": "f",
+        "verdict": verdict,
+        "context": "yes" if chunks else "no",
+        "chunks": chunks,
+        "reason": "r",
+    }
 
 
 # question → (claims, the key fact)
@@ -87,13 +102,16 @@ VERDICTS: dict[str, tuple[list[dict[str, Any]], dict[str, Any]]] = {
     "What does the dot product of two vectors equal?": ([RIGHT], _fact("not_covered", [1])),
     "What is the probability of independent events?": (
         [RIGHT, {"claim": WRONG_ON_2, "verdict": "yes", "chunks": [2], "reference": "no", "reason": "in [2]"}],
-        _fact("covered", [1])),
+        _fact("covered", [1]),
+    ),
     "What is the logarithm of a product?": (
         [RIGHT, {"claim": WRONG_NOWHERE, "verdict": "no", "chunks": [], "reference": "no", "reason": "nowhere"}],
-        _fact("covered", [1])),
+        _fact("covered", [1]),
+    ),
     "正弦函数的最小正周期是多少？": (
         [RIGHT, {"claim": "周期与振幅有关", "verdict": "yes", "chunks": [1], "reference": "unknown", "reason": "?"}],
-        _fact("covered", [1])),
+        _fact("covered", [1]),
+    ),
 }
 
 
@@ -101,8 +119,12 @@ def scripted_judge(request: Any) -> Reply:
     b = blocks(request)
     question = b["QUESTION"].strip()
     claims, fact = VERDICTS[question]
-    verdict = {"claims": claims, "key_facts": [fact], "relevance": {"verdict": "relevant", "reason": "ok"},
-               "citations": [{"marker": 1, "sentence": "An answer [1].", "supported": True, "reason": "ok"}]}
+    verdict = {
+        "claims": claims,
+        "key_facts": [fact],
+        "relevance": {"verdict": "relevant", "reason": "ok"},
+        "citations": [{"marker": 1, "sentence": "An answer [1].", "supported": True, "reason": "ok"}],
+    }
     return reply(json.dumps(verdict, ensure_ascii=False), prompt_tokens=100, completion_tokens=50)
 
 
@@ -137,15 +159,22 @@ def run(sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: pyte
 def test_each_fault_is_blamed_on_its_side_in_chain_order(run: dict[str, Any]) -> None:
     cases = run["cases"]
     assert {k: c["outcome"] for k, c in cases.items()} == {
-        "q-lost": "fail", "q-gen": "fail", "q-noise": "fail", "q-hall": "fail", "q-unk": "pass"}
+        "q-lost": "fail",
+        "q-gen": "fail",
+        "q-noise": "fail",
+        "q-hall": "fail",
+        "q-unk": "pass",
+    }
     assert cases["q-lost"]["details"]["blame"] == ["retriever: key fact 1 was in dense rank 2 but not in fused"]
     assert cases["q-lost"]["details"]["blame_side"] == "retriever"
     assert cases["q-gen"]["details"]["blame"] == ["generator: key fact 1 is in chunk [1] but not in the answer"]
     assert cases["q-gen"]["details"]["blame_side"] == "generator"
     assert cases["q-noise"]["details"]["blame"] == [
-        f'noise: claim "{WRONG_ON_2}" is wrong and rests on chunk [2] (irrelevant)']
+        f'noise: claim "{WRONG_ON_2}" is wrong and rests on chunk [2] (irrelevant)'
+    ]
     assert cases["q-hall"]["details"]["blame"] == [
-        f'hallucination: claim "{WRONG_NOWHERE}" is in no chunk and not in the reference']
+        f'hallucination: claim "{WRONG_NOWHERE}" is in no chunk and not in the reference'
+    ]
     assert cases["q-hall"]["details"]["blame_side"] == "generator"
     assert cases["q-unk"]["details"]["blame"] == ["unknown: 1 claim and 0 key facts could not be decided"]
     assert cases["q-unk"]["details"]["blame_side"] is None
@@ -185,8 +214,10 @@ def test_the_run_gives_the_shares_and_counts_unknowns(run: dict[str, Any]) -> No
     assert block["shares"] == {"retriever": 0.25, "generator": 0.75, "both": 0.0, "unexplained": 0.0}
     assert block["second_calls"] == 0
     assert (block["unknown_claims"], block["unknown_facts"]) == (1, 0)
-    line = ("judge blame: 4 failing of 5 diagnosed — retriever 1 (25%), generator 3 (75%), both 0 (0%), "
-            "unexplained 0 (0%); 0 second calls for claims; 1 claim and 0 key facts undecided")
+    line = (
+        "judge blame: 4 failing of 5 diagnosed — retriever 1 (25%), generator 3 (75%), both 0 (0%), "
+        "unexplained 0 (0%); 0 second calls for claims; 1 claim and 0 key facts undecided"
+    )
     run["result"].stdout.fnmatch_lines([line])
     summary = (run["root"] / "summary.md").read_text(encoding="utf-8")
     assert "### Judge: whose fault" in summary and "retriever 1 (25%), generator 3 (75%)" in summary

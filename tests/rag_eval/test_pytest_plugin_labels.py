@@ -50,8 +50,15 @@ def _world(upward: bool) -> tuple[list[int], list[int]]:
 
 def _golden() -> list[dict[str, Any]]:
     docs = list(CORPUS)
-    return [{"id": f"c-{i:03d}", "question": f"c-{i:03d}: what does {docs[i % len(docs)]['title']} say?",
-             "gold_doc_ids": [docs[i % len(docs)]["doc_id"]], "split": "tune"} for i in range(N_CASES)]
+    return [
+        {
+            "id": f"c-{i:03d}",
+            "question": f"c-{i:03d}: what does {docs[i % len(docs)]['title']} say?",
+            "gold_doc_ids": [docs[i % len(docs)]["doc_id"]],
+            "split": "tune",
+        }
+        for i in range(N_CASES)
+    ]
 
 
 def _judge(judged: list[int]) -> Any:
@@ -62,12 +69,15 @@ def _judge(judged: list[int]) -> Any:
         for claim in verdict["claims"]:  # both claims the same way: faithfulness is 1 or 0 (binary)
             claim["verdict"], claim["chunks"] = verdict["claims"][0]["verdict"], verdict["claims"][0]["chunks"]
         return reply(json.dumps(verdict), prompt_tokens=10, completion_tokens=10)
+
     return answer
 
 
 def _labels_file(path: Path, truth: list[int]) -> Path:
-    rows = [{"case": f"c-{i:03d}", "metric": "judge.faithfulness", "label": "yes" if truth[i] else "no", "annotator": "ann"}
-            for i in range(N_LABELLED)]
+    rows = [
+        {"case": f"c-{i:03d}", "metric": "judge.faithfulness", "label": "yes" if truth[i] else "no", "annotator": "ann"}
+        for i in range(N_LABELLED)
+    ]
     rows.append({"case": "c-999", "metric": "judge.faithfulness", "label": 1, "annotator": "ann"})  # not in the run
     rows.append({"case": "c-000", "metric": "dialogue.hint_success", "label": True, "annotator": "ann"})  # not judged
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -89,8 +99,17 @@ def _run(sandbox: Sandbox, server: ScriptedOpenAIServer, tmp_path: Path, upward:
     server.set_default("chat", _judge(judged))
     sandbox.write_thresholds('[judge]\nfaithfulness = { min = 0.75, estimate = "ppi" }\n')
     labels = _labels_file(tmp_path / "labels.jsonl", truth)
-    return sandbox.run("-m", "judge", "-q", "--rag-human-labels", str(labels), "--rag-judge-cache", str(tmp_path / "cache"),
-                       "--rag-summary-md", str(tmp_path / "summary.md"))
+    return sandbox.run(
+        "-m",
+        "judge",
+        "-q",
+        "--rag-human-labels",
+        str(labels),
+        "--rag-judge-cache",
+        str(tmp_path / "cache"),
+        "--rag-summary-md",
+        str(tmp_path / "summary.md"),
+    )
 
 
 def _kappa(h: list[int], j: list[int]) -> float:
@@ -100,8 +119,9 @@ def _kappa(h: list[int], j: list[int]) -> float:
     return (po - pe) / (1 - pe)
 
 
-def test_an_upward_biased_judge_is_caught_by_the_ppi_gate(sandbox: Sandbox, openai_server: ScriptedOpenAIServer,
-                                                          tmp_path: Path) -> None:
+def test_an_upward_biased_judge_is_caught_by_the_ppi_gate(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     result = _run(sandbox, openai_server, tmp_path, upward=True)
     results = sandbox.results()
     jsonschema.validate(results, json.loads(SCHEMA_PATH.read_text(encoding="utf-8")))
@@ -128,7 +148,9 @@ def test_an_upward_biased_judge_is_caught_by_the_ppi_gate(sandbox: Sandbox, open
     rect = [1 - lam] * 42 + [-lam] * 6 + [0.0] * 12
     mean_r = sum(rect) / 60
     var_r = sum((r - mean_r) ** 2 for r in rect) / 60
-    assert row["ppi"]["estimate"] == pytest.approx(lam * 0.8 + mean_r, rel=1e-9) and row["ppi"]["estimate"] == pytest.approx(0.7)
+    assert row["ppi"]["estimate"] == pytest.approx(lam * 0.8 + mean_r, rel=1e-9) and row["ppi"][
+        "estimate"
+    ] == pytest.approx(0.7)
     assert row["ppi"]["se"] == pytest.approx(math.sqrt(lam**2 * 0.16 / 140 + var_r / 60), rel=1e-9)
     for key in ("judge_only", "labels_only", "ppi"):
         assert row[key]["low"] < row[key]["estimate"] < row[key]["high"]
@@ -140,21 +162,27 @@ def test_an_upward_biased_judge_is_caught_by_the_ppi_gate(sandbox: Sandbox, open
     assert gate["metric"] == "judge.faithfulness (ppi estimate)"
     assert not gate["passed"] and gate["value"] == pytest.approx(0.7) and gate["n"] == 60
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines([
-        "human labels: 1 labelled metric(s), 95% intervals",
-        "  judge.faithfulness: 60 of 200 judged, agreement 0.90 accuracy, κ 0.74, bias +0.10; judge-only 0.80 [[]*[]], "
-        "labels-only 0.70 [[]*[]], PPI++ 0.70 [[]*[]] (λ *)",
-        "  2 label(s) left out (not used):",
-        "*labels.jsonl:61: c-999 · judge.faithfulness: case not judged in this run*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "human labels: 1 labelled metric(s), 95% intervals",
+            "  judge.faithfulness: 60 of 200 judged, agreement 0.90 accuracy, κ 0.74, bias +0.10; judge-only 0.80 [[]*[]], "
+            "labels-only 0.70 [[]*[]], PPI++ 0.70 [[]*[]] (λ *)",
+            "  2 label(s) left out (not used):",
+            "*labels.jsonl:61: c-999 · judge.faithfulness: case not judged in this run*",
+        ]
+    )
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
-    assert "### Judge vs human labels (95% intervals)" in summary and "| `judge.faithfulness` | 60 of 200 judged |" in summary
+    assert (
+        "### Judge vs human labels (95% intervals)" in summary
+        and "| `judge.faithfulness` | 60 of 200 judged |" in summary
+    )
     html = sandbox.results_path.with_suffix(".html").read_text(encoding="utf-8")
     assert '<section id="labels">' in html and "c-999" in html
 
 
-def test_a_downward_biased_judge_passes_the_ppi_gate_its_own_mean_fails(sandbox: Sandbox, openai_server: ScriptedOpenAIServer,
-                                                                        tmp_path: Path) -> None:
+def test_a_downward_biased_judge_passes_the_ppi_gate_its_own_mean_fails(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     result = _run(sandbox, openai_server, tmp_path, upward=False)
     results = sandbox.results()
     assert results["metrics"]["judge.faithfulness"] == pytest.approx(0.7)  # a judge-only gate at 0.75 would fail
@@ -164,11 +192,15 @@ def test_a_downward_biased_judge_passes_the_ppi_gate_its_own_mean_fails(sandbox:
     assert result.ret == pytest.ExitCode.OK
 
 
-def test_a_malformed_labels_file_stops_the_run_before_any_case(sandbox: Sandbox, openai_server: ScriptedOpenAIServer,
-                                                               tmp_path: Path) -> None:
+def test_a_malformed_labels_file_stops_the_run_before_any_case(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
     bad = tmp_path / "labels.jsonl"
-    bad.write_text('{"case": "c-000", "metric": "judge.faithfulness", "label": "yes", "annotator": "ann"}\n'
-                   '{"case": "c-001", "metric": "judge.faithfulness", "label": "maybe", "annotator": "ann"}\n', encoding="utf-8")
+    bad.write_text(
+        '{"case": "c-000", "metric": "judge.faithfulness", "label": "yes", "annotator": "ann"}\n'
+        '{"case": "c-001", "metric": "judge.faithfulness", "label": "maybe", "annotator": "ann"}\n',
+        encoding="utf-8",
+    )
     result = sandbox.run("-m", "judge", "--rag-human-labels", str(bad))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--rag-human-labels: *labels.jsonl:2*'maybe' is not a verdict*"])

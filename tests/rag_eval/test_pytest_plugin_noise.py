@@ -37,7 +37,9 @@ def noisy(sandbox: Sandbox) -> Sandbox:
     return sandbox
 
 
-def test_a_noisy_system_passes_clearly_below_and_fails_estimate(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_noisy_system_passes_clearly_below_and_fails_estimate(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
     noisy(sandbox)
     monkeypatch.setenv("RAG_TEST_SEED", "7")
     value = 4 / len(POSITIVE_IDS)  # 4 of 7 lucky: 0.571, Wilson 95 % about [0.25, 0.84]
@@ -50,8 +52,12 @@ def test_a_noisy_system_passes_clearly_below_and_fails_estimate(sandbox: Sandbox
     sandbox.write_thresholds('[retrieval]\n"doc.recall@5" = { min = 0.7, decide = "clearly_below" }\n')
     lenient = sandbox.run(*ARGS)
     assert lenient.ret == pytest.ExitCode.OK, lenient.stdout.str()
-    lenient.stdout.fnmatch_lines(["PASS retrieval.doc.recall@5 = 0.5714 [[]0.25, 0.84] (need >= 0.7; n=7)"
-                                  " — clearly_below: 0.57 [[]0.25, 0.84]: not clearly below 0.70 → pass"])
+    lenient.stdout.fnmatch_lines(
+        [
+            "PASS retrieval.doc.recall@5 = 0.5714 [[]0.25, 0.84] (need >= 0.7; n=7)"
+            " — clearly_below: 0.57 [[]0.25, 0.84]: not clearly below 0.70 → pass"
+        ]
+    )
     (gate,) = [g for g in sandbox.results()["gates"] if g["key"] == "doc.recall@5"]
     assert gate["decide"] == "clearly_below" and gate["ci_method"] == "wilson" and gate["ci"][1] > 0.7
     check_results(sandbox.results())
@@ -61,8 +67,10 @@ def test_a_real_drop_is_caught_by_the_paired_test_against_the_baseline(
     sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     noisy(sandbox)
-    rules = ('[retrieval]\n"doc.recall@5" = { min = 0.0 }\n[regression]\nno_new_failures = { alpha = 0.05 }\n'
-             '"retrieval.doc.recall@5" = { max_drop = 0.1, alpha = 0.05 }\n')
+    rules = (
+        '[retrieval]\n"doc.recall@5" = { min = 0.0 }\n[regression]\nno_new_failures = { alpha = 0.05 }\n'
+        '"retrieval.doc.recall@5" = { max_drop = 0.1, alpha = 0.05 }\n'
+    )
     sandbox.write_thresholds(rules)
     monkeypatch.setenv("RAG_TEST_MODE", "all")
     assert sandbox.run(*ARGS).ret == pytest.ExitCode.OK
@@ -81,7 +89,9 @@ def test_a_real_drop_is_caught_by_the_paired_test_against_the_baseline(
     assert drop["holm"]["m"] == 2 and drop["one_sided"] == []
     nnf = rows["regression.no_new_failures"]
     assert nnf["test"] == "mcnemar-exact" and nnf["b"] >= len(POSITIVE_IDS) and nnf["c"] == 0
-    dropped.stdout.fnmatch_lines(["FAIL regression.max_drop retrieval.doc.recall@5 = 0.0000 *[[]sign-flip: drop 1.000*"])
+    dropped.stdout.fnmatch_lines(
+        ["FAIL regression.max_drop retrieval.doc.recall@5 = 0.0000 *[[]sign-flip: drop 1.000*"]
+    )
 
 
 def test_the_same_seed_gives_the_same_interval(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -45,7 +45,9 @@ def test_no_report_and_custom_report_path(sandbox: Sandbox) -> None:
 
 
 def test_baseline_without_changes_passes_and_lists_no_transitions(sandbox: Sandbox) -> None:
-    sandbox.write_thresholds(PASSING_THRESHOLDS + '\n[regression]\nno_new_failures = true\n"retrieval.doc.recall@5" = { max_drop = 0.0 }\n')
+    sandbox.write_thresholds(
+        PASSING_THRESHOLDS + '\n[regression]\nno_new_failures = true\n"retrieval.doc.recall@5" = { max_drop = 0.0 }\n'
+    )
     baseline = _baseline_from(sandbox)
     result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline))
     assert result.ret == 0
@@ -72,7 +74,9 @@ def test_a_case_that_passed_on_the_baseline_and_fails_now_fails_the_build(sandbo
     )
     result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline))
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["FAIL regression.no_new_failures = *", "*newly failing: retrieval::*", "gate: FAILED*"])
+    result.stdout.fnmatch_lines(
+        ["FAIL regression.no_new_failures = *", "*newly failing: retrieval::*", "gate: FAILED*"]
+    )
     failing = {c["id"] for c in sandbox.results()["cases"] if c["outcome"] == "fail"}
     assert failing
     transitions = sandbox.results()["baseline"]["transitions"]
@@ -88,7 +92,9 @@ def test_baseline_of_another_dataset_is_refused_at_start(sandbox: Sandbox) -> No
     sandbox.results_path.unlink()
     result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--rag-baseline: the baseline was measured on another dataset: fingerprint 0000000000000000*"])
+    result.stderr.fnmatch_lines(
+        ["*--rag-baseline: the baseline was measured on another dataset: fingerprint 0000000000000000*"]
+    )
     assert not sandbox.results_path.exists()  # refused before running anything
 
 
@@ -139,7 +145,9 @@ def test_junitxml_has_every_case_and_the_failed_gates(sandbox: Sandbox) -> None:
     cases = [tc for tc in suite.iter("testcase") if tc.get("classname") != "rag-eval gate"]
     assert {tc.get("name") for tc in cases} == {f"test_retrieval[{i}]" for i in IDS}
     # and one testcase per gate, failing for the failed one (issue 20.5)
-    gates = {tc.get("name"): tc.find("failure") for tc in suite.iter("testcase") if tc.get("classname") == "rag-eval gate"}
+    gates = {
+        tc.get("name"): tc.find("failure") for tc in suite.iter("testcase") if tc.get("classname") == "rag-eval gate"
+    }
     assert set(gates) == {"retrieval.doc.recall@5"} and gates["retrieval.doc.recall@5"] is not None
     assert int(suite.get("failures", "0")) == 1
     # Each test carries a one-line stand-in of its case, not the case itself (kilobytes).
@@ -163,8 +171,12 @@ def test_a_results_file_another_run_wrote_meanwhile_is_warned_about(sandbox: San
     result = sandbox.run("-m", "retrieval")
 
     assert result.ret == 0
-    result.stdout.fnmatch_lines([f"WARNING: {sandbox.results_path} was written by another run at *, while this one ran; "
-                                 "it is replaced by this run's results (give each run its own --rag-results PATH)"])
+    result.stdout.fnmatch_lines(
+        [
+            f"WARNING: {sandbox.results_path} was written by another run at *, while this one ran; "
+            "it is replaced by this run's results (give each run its own --rag-results PATH)"
+        ]
+    )
     assert sandbox.results()["verdict"] == "pass"
     sandbox.write_conftest()  # the same path again, nobody else writing
     rerun = sandbox.run("-m", "retrieval")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import collections
 import itertools
-import threading
 import json
+import threading
 from math import comb
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,9 @@ def test_a_deterministic_generator_runs_one_trial_and_says_so(sandbox: Sandbox) 
     sandbox.write_thresholds("[passk]\nflaky_count = { max = 0 }\n\n[passk.case]\nn = 5\nk = 3\n")
     result = sandbox.run("-m", "passk")
     assert result.ret == pytest.ExitCode.OK
-    result.stdout.fnmatch_lines(["passk: the generator is deterministic, so each of * cases ran one trial standing for n=5*"])
+    result.stdout.fnmatch_lines(
+        ["passk: the generator is deterministic, so each of * cases ran one trial standing for n=5*"]
+    )
     cases = sandbox.cases("passk")
     for case in cases.values():
         assert case["details"]["trials_run"] == 1 and case["details"]["deterministic_generator"] is True

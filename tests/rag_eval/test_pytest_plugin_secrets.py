@@ -16,15 +16,16 @@ import base64
 import itertools
 import json
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote, quote_plus
 
 import pytest
 
-from tests.support.leaks import leaked
 from tests.rag_eval._plugin_sandbox import POSITIVE_IDS, Sandbox
 from tests.support.judge_replies import native_verdict
+from tests.support.leaks import leaked
 from tests.support.openai_server import Raw, Reply, ScriptedOpenAIServer, Status, Step, reply
 
 JUDGE_KEY = "sk-judge/ECHOED+key=1"
@@ -43,13 +44,21 @@ def forms(secret: str) -> list[bytes]:
     """The key as it may travel: exact, URL-encoded, base64, and inside base64("user:" + key)."""
     raw = secret.encode()
     basic = base64.b64encode(b"user:" + raw).decode()
-    return [raw, quote(secret, safe="").encode(), quote_plus(secret).encode(),
-            base64.b64encode(raw).rstrip(b"="), basic[8:-4].encode()]
+    return [
+        raw,
+        quote(secret, safe="").encode(),
+        quote_plus(secret).encode(),
+        base64.b64encode(raw).rstrip(b"="),
+        basic[8:-4].encode(),
+    ]
 
 
 def echo(secret: str) -> str:
     """Text carrying every form of ``secret`` (the base64 of ``user:key`` as a Basic header would)."""
-    return " ".join(f.decode() for f in forms(secret)[:4]) + f" Basic {base64.b64encode(b'user:' + secret.encode()).decode()}"
+    return (
+        " ".join(f.decode() for f in forms(secret)[:4])
+        + f" Basic {base64.b64encode(b'user:' + secret.encode()).decode()}"
+    )
 
 
 ECHO = f"{echo(JUDGE_KEY)} {echo(GENERATOR_KEY)}"
@@ -85,10 +94,24 @@ def faulty_judge() -> Callable[[Any], Step]:
         if turn == "valid":
             return verdict_echoing(request)
         if turn == "unparseable":
-            return Raw(json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": f"not json {ECHO}"},
-                                                "finish_reason": "stop"}], "usage": {}}).encode())
+            return Raw(
+                json.dumps(
+                    {
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": f"not json {ECHO}"},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {},
+                    }
+                ).encode()
+            )
         if turn == "401":
-            return Status(401, {"error": {"message": f"Incorrect API key provided: {ECHO}", "type": "invalid_request_error"}})
+            return Status(
+                401, {"error": {"message": f"Incorrect API key provided: {ECHO}", "type": "invalid_request_error"}}
+            )
         return Status(500, f"internal error while serving {ECHO}")
 
     return answer
@@ -99,7 +122,9 @@ def generator_echoing(request: Any) -> Reply:
 
 
 @pytest.fixture
-def echo_env(openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch, sandbox: Sandbox) -> ScriptedOpenAIServer:
+def echo_env(
+    openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch, sandbox: Sandbox
+) -> ScriptedOpenAIServer:
     """One server for the judge and the generator (told apart by the model they ask for)."""
     monkeypatch.setenv("RAG_JUDGE_BASE_URL", openai_server.base_url)
     monkeypatch.setenv("RAG_JUDGE_MODEL", "judge-model")
@@ -138,16 +163,24 @@ def outputs_of(sandbox: Sandbox, result: pytest.RunResult, caches: list[Path]) -
 
 def run_gate(sandbox: Sandbox, judge_cache: Path) -> pytest.RunResult:
     return sandbox.run(
-        "-m", "deterministic or judge", "-rA",
-        "--rag-set", "generator=openai",
-        "--rag-judge-cache", str(judge_cache),
-        "--rag-summary-md", str(sandbox.root / "summary.md"),
-        "--junitxml", str(sandbox.root / "junit.xml"),
+        "-m",
+        "deterministic or judge",
+        "-rA",
+        "--rag-set",
+        "generator=openai",
+        "--rag-judge-cache",
+        str(judge_cache),
+        "--rag-summary-md",
+        str(sandbox.root / "summary.md"),
+        "--junitxml",
+        str(sandbox.root / "junit.xml"),
     )
 
 
 @pytest.mark.parametrize("judge", ["valid", "faulty"])
-def test_no_echoed_key_reaches_any_output(sandbox: Sandbox, echo_env: ScriptedOpenAIServer, tmp_path: Path, judge: str) -> None:
+def test_no_echoed_key_reaches_any_output(
+    sandbox: Sandbox, echo_env: ScriptedOpenAIServer, tmp_path: Path, judge: str
+) -> None:
     echo_env.set_default("chat", route(verdict_echoing if judge == "valid" else faulty_judge()))
     judge_cache = tmp_path / "judge-cache"
     result = run_gate(sandbox, judge_cache)

@@ -31,7 +31,9 @@ def _shard_files(sandbox: Sandbox, count: int) -> list[str]:
         result = sandbox.run("--rag-shard", f"{index}/{count}", "--rag-results", str(path), "--rag-no-report")
         # A shard gates nothing: its exit code says only whether its cases ran.
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-        result.stdout.fnmatch_lines([f"shard {index}/{count}: gates are evaluated over all shards by `python -m rag_eval merge`"])
+        result.stdout.fnmatch_lines(
+            [f"shard {index}/{count}: gates are evaluated over all shards by `python -m rag_eval merge`"]
+        )
         paths.append(str(path))
     return paths
 
@@ -61,10 +63,20 @@ def test_merged_shards_equal_a_single_run(sandbox: Sandbox, count: int) -> None:
     assert merged["verdict"] == single["verdict"] == "fail"
     assert _without_duration(merged["cases"]) == _without_duration(single["cases"])
     assert merged["items"] == single["items"]
-    for key in ("system", "outcomes", "dataset_fingerprint", "golden_sha256", "thresholds_sha256", "overrides", "commit"):
+    for key in (
+        "system",
+        "outcomes",
+        "dataset_fingerprint",
+        "golden_sha256",
+        "thresholds_sha256",
+        "overrides",
+        "commit",
+    ):
         assert merged["run"][key] == single["run"][key], key
     assert merged["run"]["shard"] is None
-    assert [m["shard"] for m in merged["run"]["merged_from"]] == [{"index": i, "count": count} for i in range(1, count + 1)]
+    assert [m["shard"] for m in merged["run"]["merged_from"]] == [
+        {"index": i, "count": count} for i in range(1, count + 1)
+    ]
 
 
 @pytest.mark.parametrize("count", [1, 2, 3])

@@ -16,8 +16,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 from tests.rag_eval._plugin_sandbox import PYTEST_INI, Sandbox
 
 SLOW = '''
@@ -44,8 +42,14 @@ def test_sigterm_writes_the_cases_done_as_an_incomplete_run_with_report_and_juni
     marks, junit = sandbox.root / "marks", sandbox.root / "junit.xml"
     args = sandbox.args("-m", "retrieval", "--rag-pipeline", "sandbox_sut:Sut", "--junitxml", str(junit))
     env = {**os.environ, "SIGTERM_MARKS": str(marks)}
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", *args], cwd=sandbox.root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *args],
+        cwd=sandbox.root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120  # a bounded wait for two cases to finish
         while time.monotonic() < deadline and proc.poll() is None and len(list(marks.glob("*"))) < 2:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -17,7 +18,7 @@ pytest_plugins = ["pytester"]
 
 DOCS = [f"d{i:02d}" for i in range(30)]
 # gold of q07 (d07#0) is at sparse rank 8 and hybrid rank 12, and cut from the final 3
-SYSTEM = '''
+SYSTEM = """
 DOCS = [f"d{i:02d}" for i in range(30)]
 
 def item(d):
@@ -42,9 +43,11 @@ class Retriever:
 
 def make():
     return Retriever()
-'''
-GOLDEN = [{"id": f"q{i:02d}", "question": f"which paragraph is d{i:02d}", "evidence": [{"chunk_id": f"d{i:02d}#0"}]}
-          for i in range(10)]
+"""
+GOLDEN = [
+    {"id": f"q{i:02d}", "question": f"which paragraph is d{i:02d}", "evidence": [{"chunk_id": f"d{i:02d}#0"}]}
+    for i in range(10)
+]
 
 
 @pytest.fixture
@@ -92,7 +95,9 @@ def test_own_stage_names_in_process(repo: pytest.Pytester) -> None:
     failing = thresholds(repo, '[retrieval]\n"hybrid.recall@10" = { min = 0.95 }\n')
     bad = run(repo, "--rag-pipeline", "mysys:make", "--rag-thresholds", failing)
     assert bad.ret == pytest.ExitCode.TESTS_FAILED
-    assert bad.stdout.lines[-1].startswith("rag-eval gate FAILED: 1 of 1 gates failed (retrieval.hybrid.recall@10 0.9 < 0.95, n=10)")
+    assert bad.stdout.lines[-1].startswith(
+        "rag-eval gate FAILED: 1 of 1 gates failed (retrieval.hybrid.recall@10 0.9 < 0.95, n=10)"
+    )
 
 
 def test_a_gate_on_a_stage_the_system_does_not_have_stops_the_run(repo: pytest.Pytester) -> None:
@@ -100,7 +105,11 @@ def test_a_gate_on_a_stage_the_system_does_not_have_stops_the_run(repo: pytest.P
     result = run(repo, "--rag-pipeline", "mysys:make", "--rag-thresholds", gates)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     # a clean usage error (issue 20.7), not pytest's `! _pytest.outcomes.Exit: ...` banner
-    result.stderr.fnmatch_lines(["ERROR: rag-eval thresholds: *vector.recall@10 names stage 'vector'*the system's stages are dense, sparse, hybrid, final*"])
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: rag-eval thresholds: *vector.recall@10 names stage 'vector'*the system's stages are dense, sparse, hybrid, final*"
+        ]
+    )
     assert "_pytest.outcomes.Exit" not in result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
@@ -154,15 +163,23 @@ def test_own_stage_names_over_http(repo: pytest.Pytester, service: str) -> None:
 
 
 def test_an_ini_default_that_points_nowhere_names_the_ini_key(repo: pytest.Pytester) -> None:
-    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\nrag_eval_dataset = evals/missing\n")
+    repo.makeini(
+        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\nrag_eval_dataset = evals/missing\n"
+    )
     result = repo.runpytest_subprocess("-m", "retrieval")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*ini rag_eval_dataset (in tox.ini)*missing: not a folder*"])
-    repo.makeini("[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\nrag_eval_golden_set = golden.jsonl\n"
-                 "rag_eval_pipeline_config = nowhere.toml\n")
+    repo.makeini(
+        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\nrag_eval_pipeline = rag_app\nrag_eval_golden_set = golden.jsonl\n"
+        "rag_eval_pipeline_config = nowhere.toml\n"
+    )
     result = repo.runpytest_subprocess("-m", "retrieval")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*rag-eval pipeline (set by ini rag_eval_pipeline_config, rag_eval_pipeline in tox.ini)*nowhere.toml: no such file*"])
+    result.stderr.fnmatch_lines(
+        [
+            "*rag-eval pipeline (set by ini rag_eval_pipeline_config, rag_eval_pipeline in tox.ini)*nowhere.toml: no such file*"
+        ]
+    )
 
 
 def test_a_user_conftest_defining_dataset_still_works(repo: pytest.Pytester) -> None:

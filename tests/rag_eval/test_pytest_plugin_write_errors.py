@@ -50,4 +50,6 @@ def test_a_full_disk_on_the_results_file_fails_the_run_cleanly(sandbox: Sandbox)
     assert "INTERNALERROR" not in out, out
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert f"{sandbox.results_path}: results not written: No space left on device" in out
-    assert "PASSED" not in "".join(line for line in result.stdout.lines if "rag-eval gate" in line or line.startswith("gate:"))
+    assert "PASSED" not in "".join(
+        line for line in result.stdout.lines if "rag-eval gate" in line or line.startswith("gate:")
+    )

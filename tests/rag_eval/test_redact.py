@@ -42,15 +42,31 @@ def test_obj_redacts_deep_keys_and_values_and_keeps_other_types() -> None:
 
 def test_run_secrets_collects_every_component_and_url_passwords() -> None:
     env = {
-        "RAG_JUDGE_API_KEY": "judge-key-123", "RAG_GENERATOR_API_KEY": "gen-key-456",
-        "RAG_EMBEDDING_API_KEY": "emb-key-789", "RAG_RERANKER_API_KEY": "rr-key-000",
-        "DIFY_API_KEY": "app-dify-111", "CHROMA_AUTH_TOKEN": "chroma-tok-222", "OPENAI_API_KEY": "sk-openai-333",
-        "MY_SERVICE_TOKEN": "svc-tok-444", "RAG_JUDGE_BASE_URL": "http://bob:url-pass-555@h:1/v1",
-        "RAG_EVAL_SORT_KEY": "question", "HOME": "/root",
+        "RAG_JUDGE_API_KEY": "judge-key-123",
+        "RAG_GENERATOR_API_KEY": "gen-key-456",
+        "RAG_EMBEDDING_API_KEY": "emb-key-789",
+        "RAG_RERANKER_API_KEY": "rr-key-000",
+        "DIFY_API_KEY": "app-dify-111",
+        "CHROMA_AUTH_TOKEN": "chroma-tok-222",
+        "OPENAI_API_KEY": "sk-openai-333",
+        "MY_SERVICE_TOKEN": "svc-tok-444",
+        "RAG_JUDGE_BASE_URL": "http://bob:url-pass-555@h:1/v1",
+        "RAG_EVAL_SORT_KEY": "question",
+        "HOME": "/root",
     }
     secrets = run_secrets(env, extra=["Basic " + base64.b64encode(b"carol:hdr-pass-666").decode()])
-    for value in ("judge-key-123", "gen-key-456", "emb-key-789", "rr-key-000", "app-dify-111", "chroma-tok-222",
-                  "sk-openai-333", "svc-tok-444", "url-pass-555", "hdr-pass-666"):
+    for value in (
+        "judge-key-123",
+        "gen-key-456",
+        "emb-key-789",
+        "rr-key-000",
+        "app-dify-111",
+        "chroma-tok-222",
+        "sk-openai-333",
+        "svc-tok-444",
+        "url-pass-555",
+        "hdr-pass-666",
+    ):
         assert value in secrets, value
     assert "question" not in secrets and "/root" not in secrets
 
@@ -90,8 +106,10 @@ def test_log_redaction_covers_debug_lines_of_child_loggers_and_later_handlers() 
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG)
     try:
-        logger.debug("receive_response_headers.complete return_value=%r",
-                     (b"HTTP/1.1", 429, b"Too Many", [(b"Retry-After", KEY.encode())]))
+        logger.debug(
+            "receive_response_headers.complete return_value=%r",
+            (b"HTTP/1.1", 429, b"Too Many", [(b"Retry-After", KEY.encode())]),
+        )
         try:
             raise ValueError(f"server said {KEY}")
         except ValueError:

@@ -54,7 +54,13 @@ def test_a_json_list_is_not_a_results_file(tmp_path: Path) -> None:
     assert "not a results file (a JSON list, expected an object)" in error_of(write(tmp_path, [1, 2]))
 
 
-@pytest.mark.parametrize("version, said", [(99, "results file version 99 is newer than this rag_eval"), (1, "results file version 1, this rag_eval reads version 3")])
+@pytest.mark.parametrize(
+    "version, said",
+    [
+        (99, "results file version 99 is newer than this rag_eval"),
+        (1, "results file version 1, this rag_eval reads version 3"),
+    ],
+)
 def test_another_version(tmp_path: Path, version: int, said: str) -> None:
     doc = {**results([case("a")]), "version": version}
     msg = error_of(write(tmp_path, doc))
@@ -84,7 +90,9 @@ def test_same_fingerprint_is_compatible() -> None:
 
 def test_another_dataset_is_refused_naming_both_sides() -> None:
     base = results([case("a")], dataset="/main/golden_sets/demo", golden_sha256="b" * 64)
-    ours = results([case("a")], dataset_fingerprint="ffffffffffffffff", dataset="/pr/golden_sets/demo", golden_sha256="c" * 64)
+    ours = results(
+        [case("a")], dataset_fingerprint="ffffffffffffffff", dataset="/pr/golden_sets/demo", golden_sha256="c" * 64
+    )
     with pytest.raises(BaselineError) as info:
         check_compatible(ours["run"], base)
     msg = str(info.value)
@@ -126,7 +134,14 @@ def test_pass_to_fail_and_error_say_which() -> None:
     now = results([case("a"), case("b", "fail", failed_stage="context"), case("c", "error")])
     t = case_transitions(now, base)
     assert t["pass_to_fail"] == [
-        {"key": "retrieval::b", "id": "b", "tier": "retrieval", "was": "pass", "now": "fail", "failed_stage": "context"},
+        {
+            "key": "retrieval::b",
+            "id": "b",
+            "tier": "retrieval",
+            "was": "pass",
+            "now": "fail",
+            "failed_stage": "context",
+        },
         {"key": "retrieval::c", "id": "c", "tier": "retrieval", "was": "pass", "now": "error", "failed_stage": "error"},
     ]
     assert t["fail_to_pass"] == t["new"] == t["removed"] == t["stable_to_flaky"] == []
@@ -154,7 +169,14 @@ def test_stable_pass_to_flaky() -> None:
     now = results([passk("a", "flaky"), passk("b", "stable_pass"), passk("c", "stable_fail")])
     t = case_transitions(now, base)
     assert t["stable_to_flaky"] == [
-        {"key": "passk::a", "id": "a", "tier": "passk", "was": "stable_pass", "now": "flaky", "failed_stage": "generation"}
+        {
+            "key": "passk::a",
+            "id": "a",
+            "tier": "passk",
+            "was": "stable_pass",
+            "now": "flaky",
+            "failed_stage": "generation",
+        }
     ]
     assert keys(t["pass_to_fail"]) == ["passk::a"]  # its outcome changed too
 
@@ -168,7 +190,14 @@ def test_new_and_removed_cases() -> None:
         ("retrieval::z-new", "absent", "pass"),
     ]
     assert t["removed"] == [
-        {"key": "retrieval::gone", "id": "gone", "tier": "retrieval", "was": "fail", "now": "absent", "failed_stage": None}
+        {
+            "key": "retrieval::gone",
+            "id": "gone",
+            "tier": "retrieval",
+            "was": "fail",
+            "now": "absent",
+            "failed_stage": None,
+        }
     ]
 
 
@@ -183,7 +212,12 @@ def test_lists_are_sorted_whatever_the_case_order() -> None:
     ids = ["m", "c", "x", "a"]
     base = {"cases": [case(i).to_dict() for i in ids]}
     now = {"cases": [case(i, "fail").to_dict() for i in reversed(ids)]}
-    assert keys(case_transitions(now, base)["pass_to_fail"]) == ["retrieval::a", "retrieval::c", "retrieval::m", "retrieval::x"]
+    assert keys(case_transitions(now, base)["pass_to_fail"]) == [
+        "retrieval::a",
+        "retrieval::c",
+        "retrieval::m",
+        "retrieval::x",
+    ]
 
 
 # --------------------------------------------------------------------------- compare
@@ -222,7 +256,13 @@ def test_gate_rows_follow_the_current_gates_and_match_by_label() -> None:
     assert list(rows) == ["retrieval.pass_rate", "retrieval.pass_rate [scenario=x]"]
     assert (rows["retrieval.pass_rate"]["baseline"], rows["retrieval.pass_rate"]["value"]) == (1.0, 0.5)
     tagged = rows["retrieval.pass_rate [scenario=x]"]
-    assert (tagged["baseline"], tagged["value"], tagged["delta"], tagged["n"], tagged["baseline_n"]) == (1.0, 0.0, -1.0, 1, 1)
+    assert (tagged["baseline"], tagged["value"], tagged["delta"], tagged["n"], tagged["baseline_n"]) == (
+        1.0,
+        0.0,
+        -1.0,
+        1,
+        1,
+    )
 
 
 def test_a_gate_the_baseline_lacks_falls_back_to_its_metrics_then_to_none() -> None:
@@ -241,7 +281,9 @@ def test_a_gate_the_baseline_lacks_falls_back_to_its_metrics_then_to_none() -> N
 def test_regression_gate_rows_are_not_compared_again() -> None:
     base = results([case("a")])
     now = results([case("a")])
-    now["gates"].append({"metric": "regression.no_new_failures", "tier": "regression", "key": "no_new_failures", "value": 0.0, "n": 1})
+    now["gates"].append(
+        {"metric": "regression.no_new_failures", "tier": "regression", "key": "no_new_failures", "value": 0.0, "n": 1}
+    )
     assert [r["metric"] for r in compare(now, base, "b.json")["gates"]] == ["retrieval.recall@5", "retrieval.pass_rate"]
 
 

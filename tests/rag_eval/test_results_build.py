@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import rag_eval.atomic
-from rag_eval.results.finalize import Outputs, summary_lines, write_outputs
-from rag_eval.results.build import ResultsWriteError, write_results
 from rag_eval.redact import Redactor
+from rag_eval.results.build import ResultsWriteError, write_results
+from rag_eval.results.finalize import Outputs, summary_lines, write_outputs
 
 RESULTS: dict[str, Any] = {"version": 2, "verdict": "pass", "text": "集合 " * 10_000}
 
@@ -72,7 +72,9 @@ def test_another_run_writing_the_same_file_meanwhile_is_warned_about(tmp_path: P
     warnings = write_results(path, RESULTS, since=started)
 
     assert len(warnings) == 1 and warnings[0].startswith(f"{path} was written by another run at ")
-    assert warnings[0].endswith("while this one ran; it is replaced by this run's results (give each run its own --rag-results PATH)")
+    assert warnings[0].endswith(
+        "while this one ran; it is replaced by this run's results (give each run its own --rag-results PATH)"
+    )
     assert json.loads(path.read_text(encoding="utf-8")) == RESULTS
 
 

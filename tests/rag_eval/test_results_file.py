@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import jsonschema
 import pytest
@@ -81,7 +82,9 @@ def test_a_valid_file_loads_as_written(tmp_path: Path, doc: dict[str, Any]) -> N
     assert [c.key for c in case_results(doc)] == [f"{c['tier']}::{c['id']}" for c in doc["cases"]]
 
 
-def test_an_older_version_names_the_file_both_versions_what_changed_and_the_fix(tmp_path: Path, doc: dict[str, Any]) -> None:
+def test_an_older_version_names_the_file_both_versions_what_changed_and_the_fix(
+    tmp_path: Path, doc: dict[str, Any]
+) -> None:
     message = refusal(tmp_path, {**doc, "version": 1})
     assert "results file version 1, this rag_eval reads version 3" in message
     assert "system's own declared stages" in message and "pass_rate" in message  # what changed
@@ -107,7 +110,9 @@ def test_deep_nesting_is_refused_naming_the_file_not_a_recursion_traceback(
     from rag_eval.cli import main
 
     assert main(["report", str(tmp_path / "eval-results.json")]) == 2
-    assert capsys.readouterr().err.startswith(f"error: {tmp_path / 'eval-results.json'}: not a results file (JSON nested too deeply")
+    assert capsys.readouterr().err.startswith(
+        f"error: {tmp_path / 'eval-results.json'}: not a results file (JSON nested too deeply"
+    )
 
 
 def test_not_json_not_an_object_not_a_results_file(tmp_path: Path) -> None:
@@ -134,14 +139,26 @@ MALFORMED: list[tuple[Callable[[dict[str, Any]], None], str]] = [
     (_drop("run.dataset_fingerprint"), 'run: "dataset_fingerprint" is a required property'),
     (lambda d: d["run"].update(shard={"index": 0, "count": 2}), "run.shard.index: 0 is less than the minimum of 1"),
     (lambda d: d.update(verdict="ok"), 'verdict: "ok" is not one of "pass", "fail", "incomplete", "shard"'),
-    (lambda d: d["cases"][0].update(outcome="passed"), 'cases[0].outcome: "passed" is not one of "pass", "fail", "error", "skip"'),
+    (
+        lambda d: d["cases"][0].update(outcome="passed"),
+        'cases[0].outcome: "passed" is not one of "pass", "fail", "error", "skip"',
+    ),
     (_drop("cases.0.details.checks"), 'cases[0].details: "checks" is a required property'),  # deterministic::a
     (_drop("cases.4.details.stage_levels"), 'cases[4].details: "stage_levels" is a required property'),  # retrieval::a
-    (lambda d: d["cases"][4]["details"]["stages"]["final"].append(["c1", "high"]), 'cases[4].details.stages.final[0][1]: "high" is not of type "number"'),
+    (
+        lambda d: d["cases"][4]["details"]["stages"]["final"].append(["c1", "high"]),
+        'cases[4].details.stages.final[0][1]: "high" is not of type "number"',
+    ),
     (_drop("cases.4.details.gold_ranks"), 'cases[4].details: "gold_ranks" is a required property'),
-    (lambda d: d["cases"][3]["details"].update(class_="x") or d["cases"][3]["details"].pop("class"), 'cases[3].details: "class" is a required property'),  # passk::a
+    (
+        lambda d: d["cases"][3]["details"].update(class_="x") or d["cases"][3]["details"].pop("class"),
+        'cases[3].details: "class" is a required property',
+    ),  # passk::a
     (lambda d: d["gates"][0].update(op=">="), 'gates[0].op: ">=" is not one of "min", "max"'),
-    (lambda d: d["metrics_n"]["retrieval.recall@5"].update(n=-1), 'metrics_n.retrieval.recall@5.n: -1 is less than the minimum of 0'),
+    (
+        lambda d: d["metrics_n"]["retrieval.recall@5"].update(n=-1),
+        "metrics_n.retrieval.recall@5.n: -1 is less than the minimum of 0",
+    ),
     (lambda d: d["run"].update(time="yesterday"), 'run.time: "yesterday" is not a "date-time"'),
 ]
 
@@ -158,7 +175,9 @@ def test_a_malformed_file_is_refused_with_the_place_and_the_reason(
     # the reference implementation refuses it too, at the same place (it checks date-time
     # formats only with the optional rfc3339-validator installed)
     if "date-time" not in said:
-        errors = list(jsonschema.Draft202012Validator(schema(), format_checker=jsonschema.FormatChecker()).iter_errors(bad))
+        errors = list(
+            jsonschema.Draft202012Validator(schema(), format_checker=jsonschema.FormatChecker()).iter_errors(bad)
+        )
         assert [json_path(e.absolute_path) for e in errors] == [said.split(": ", 1)[0]]
 
 
@@ -174,7 +193,11 @@ def test_problems_come_in_document_order(doc: dict[str, Any]) -> None:
     doc["cases"] = [copy.deepcopy(doc["cases"][0]) for _ in range(12)]
     for i in (10, 2, 1):
         doc["cases"][i]["outcome"] = "x"
-    assert [p.split(":")[0] for p in schema_problems(doc)] == ["cases[1].outcome", "cases[2].outcome", "cases[10].outcome"]
+    assert [p.split(":")[0] for p in schema_problems(doc)] == [
+        "cases[1].outcome",
+        "cases[2].outcome",
+        "cases[10].outcome",
+    ]
 
 
 def test_fields_added_within_a_version_are_accepted(doc: dict[str, Any]) -> None:
@@ -187,8 +210,15 @@ def test_fields_added_within_a_version_are_accepted(doc: dict[str, Any]) -> None
 def test_a_dialogue_case_has_its_details_checked(doc: dict[str, Any]) -> None:
     from rag_eval.tiers.dialogue_case import DialogueDetails
 
-    details = DialogueDetails({"dialogue_id": "d1", "turns": [{"turn": 1}]}, {"outcome": "pass"}, (), 3, "scripted",
-                              {"turns": 1, "system_calls": 1, "student_replies": 0}, {})
+    details = DialogueDetails(
+        {"dialogue_id": "d1", "turns": [{"turn": 1}]},
+        {"outcome": "pass"},
+        (),
+        3,
+        "scripted",
+        {"turns": 1, "system_calls": 1, "student_replies": 0},
+        {},
+    )
     doc["cases"].append({**doc["cases"][0], "tier": "dialogue", "details": details.to_dict()})
     assert schema_problems(doc) == []
     del doc["cases"][-1]["details"]["transcript"]

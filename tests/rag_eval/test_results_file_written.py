@@ -89,7 +89,10 @@ def test_a_failing_judge_writes_valid_error_cases(
     judge_env.set_default("chat", lambda request: raw(b'{"claims": [ {'))
     sandbox.add_judge_tests()
     sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
-    assert sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "cache"), "--rag-no-report").ret == pytest.ExitCode.TESTS_FAILED
+    assert (
+        sandbox.run("-m", "judge", "--rag-judge-cache", str(tmp_path / "cache"), "--rag-no-report").ret
+        == pytest.ExitCode.TESTS_FAILED
+    )
     cases = tier_cases(valid(sandbox.results_path), "judge")
     assert {c["outcome"] for c in cases} == {"error"}
 
@@ -99,14 +102,20 @@ def test_passk(sandbox: Sandbox) -> None:
     sandbox.write_thresholds("[passk]\nflaky_count = { max = 0 }\n\n[passk.case]\nn = 3\nk = 2\n")
     assert sandbox.run("-m", "passk", "--rag-no-report").ret == pytest.ExitCode.OK
     for case in tier_cases(valid(sandbox.results_path), "passk"):
-        assert (case["details"]["n"], case["details"]["k"]) == (3, 2) and case["details"]["class"] in ("stable_pass", "stable_fail")
+        assert (case["details"]["n"], case["details"]["k"]) == (3, 2) and case["details"]["class"] in (
+            "stable_pass",
+            "stable_fail",
+        )
 
 
 def test_a_merged_sharded_run_and_its_shards(sandbox: Sandbox, capsys: pytest.CaptureFixture[str]) -> None:
     paths = []
     for index in (1, 2):
         path = sandbox.root / "reports" / f"shard-{index}.json"
-        assert sandbox.run("--rag-shard", f"{index}/2", "--rag-results", str(path), "--rag-no-report").ret == pytest.ExitCode.OK
+        assert (
+            sandbox.run("--rag-shard", f"{index}/2", "--rag-results", str(path), "--rag-no-report").ret
+            == pytest.ExitCode.OK
+        )
         assert valid(path)["verdict"] == "shard"
         paths.append(str(path))
     merged = sandbox.root / "reports" / "merged.json"
@@ -120,7 +129,9 @@ def test_a_merged_sharded_run_and_its_shards(sandbox: Sandbox, capsys: pytest.Ca
 
 def test_a_file_with_a_baseline_compared(sandbox: Sandbox) -> None:
     """The comparison under ``baseline`` and the regression gates validate too."""
-    sandbox.write_thresholds('[retrieval]\npass_rate = { min = 0.0 }\n\n[regression]\nno_new_failures = true\n"retrieval.doc.recall@5" = { max_drop = 0.1 }\n')
+    sandbox.write_thresholds(
+        '[retrieval]\npass_rate = { min = 0.0 }\n\n[regression]\nno_new_failures = true\n"retrieval.doc.recall@5" = { max_drop = 0.1 }\n'
+    )
     assert sandbox.run("-m", "retrieval", "--rag-no-report").ret == pytest.ExitCode.OK
     base = sandbox.root / "base.json"
     base.write_text(sandbox.results_path.read_text(encoding="utf-8"), encoding="utf-8")
@@ -150,7 +161,9 @@ def _dialogue_sandbox(sandbox: Sandbox) -> list[str]:
     sandbox.add_dialogue_tests()
     sandbox.add_passk_tests()
     config = sandbox.root / "tutor.toml"
-    config.write_text('pipeline = "tests.rag_eval._dialogue_systems:tutor"\n[options]\ntutor = "oracle"\n', encoding="utf-8")
+    config.write_text(
+        'pipeline = "tests.rag_eval._dialogue_systems:tutor"\n[options]\ntutor = "oracle"\n', encoding="utf-8"
+    )
     return ["--rag-pipeline-config", str(config)]
 
 
@@ -187,7 +200,9 @@ def test_passk_over_dialogues_stores_dialogue_items(sandbox: Sandbox) -> None:
 def test_an_item_of_neither_kind_is_refused(tmp_path: Path, item: dict[str, Any], problem: str) -> None:
     from rag_eval.results.file import ResultsFileError, check_results
 
-    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text(encoding="utf-8"))
+    data = json.loads(
+        (Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text(encoding="utf-8")
+    )
     data["items"] = {item["id"]: item}
     with pytest.raises(ResultsFileError, match=problem.replace(".", r"\.")):
         check_results(data, "x.json")
@@ -196,11 +211,13 @@ def test_an_item_of_neither_kind_is_refused(tmp_path: Path, item: dict[str, Any]
 def test_the_writer_reports_a_file_the_schema_refuses_and_keeps_it(tmp_path: Path) -> None:
     """The write path validates what it wrote: a writer/schema mismatch is an output
     problem of the run that made it (the run fails, the file stays for the bug report)."""
-    from rag_eval.results.finalize import Outputs, write_outputs
     from rag_eval.redact import Redactor
+    from rag_eval.results.finalize import Outputs, write_outputs
     from tests.rag_eval.test_results_build import Dumped
 
-    data = json.loads((Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text(encoding="utf-8"))
+    data = json.loads(
+        (Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text(encoding="utf-8")
+    )
     data["items"] = {"d1": {"id": "d1", "opening": "hi"}}
     out = tmp_path / "eval-results.json"
     written = write_outputs(Dumped(data), Outputs(out, redactor=Redactor(())))

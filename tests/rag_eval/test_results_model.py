@@ -14,7 +14,6 @@ import pytest
 
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.dialogue.replay import replay
-from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
 from rag_eval.gates.gate import evaluate_gates, run_gates
 from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.outputs.html import render_html
@@ -24,6 +23,7 @@ from rag_eval.results.file import check_results, load_results
 from rag_eval.results.finalize import Baseline, Outputs, conclude, write_outputs
 from rag_eval.results.merge import DERIVED_RUN_FIELDS
 from rag_eval.results.model import RunResults
+from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
 from tests.rag_eval._dialogue_systems import Leaker, demo_items
 from tests.rag_eval._results import case, results
 from tests.rag_eval._results_factory import make_results, with_baseline
@@ -75,7 +75,9 @@ def test_conclude_takes_the_baseline_and_decides_the_verdict_before_building(tmp
         ("regression", "regression.no_new_failures", False),
     ]
     assert r.verdict == "fail" and not done.passed and done.comparison.gates == r.gates[1:]
-    assert r.baseline is not None and [row["key"] for row in r.baseline["transitions"]["pass_to_fail"]] == ["retrieval::b"]
+    assert r.baseline is not None and [row["key"] for row in r.baseline["transitions"]["pass_to_fail"]] == [
+        "retrieval::b"
+    ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         r.verdict = "pass"  # type: ignore[misc]
 
@@ -91,7 +93,9 @@ def test_a_refused_baseline_is_said_in_the_run_and_compares_nothing(tmp_path: Pa
 def test_incomplete_and_shard_runs_are_not_compared(tmp_path: Path, complete: bool, sharded: bool, word: str) -> None:
     t = parse_thresholds({"regression": {"no_new_failures": True}}, "t.toml")
     base = results([case("a")])
-    done = conclude({}, [case("a", "fail")], [], t, Baseline(tmp_path / "b.json", base), complete=complete, sharded=sharded)
+    done = conclude(
+        {}, [case("a", "fail")], [], t, Baseline(tmp_path / "b.json", base), complete=complete, sharded=sharded
+    )
     assert done.results.verdict == word and done.results.baseline is None and done.comparison.gates == ()
     assert done.passed is complete
 

@@ -88,7 +88,7 @@ def test_a_system_gets_at_most_the_calls_it_declares_and_the_run_allows(declared
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "4", True])
 def test_a_bad_declared_concurrency_is_a_configuration_error(bad: Any) -> None:
     with pytest.raises(ConfigError, match=r"concurrency = .*a whole number >= 1 \(1: not thread-safe\)"):
-        session_of(Counting(bad)).system_concurrency
+        session_of(Counting(bad)).system_concurrency  # noqa: B018 - reading the property builds it (fails early)
 
 
 def test_an_abandoned_case_gives_its_slot_back() -> None:
@@ -128,8 +128,10 @@ def test_warm_leaves_the_judge_runner_to_the_first_case_that_judges(tmp_path: Pa
     from rag_eval.judge.config import JudgeConfig
     from rag_eval.session import JUDGE_RUNNER
 
-    judge = JudgeConfig.from_env({"RAG_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "RAG_JUDGE_MODEL": "m",
-                                  "RAG_JUDGE_API_KEY": "k"}, cache_dir=tmp_path / "cache")
+    judge = JudgeConfig.from_env(
+        {"RAG_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "RAG_JUDGE_MODEL": "m", "RAG_JUDGE_API_KEY": "k"},
+        cache_dir=tmp_path / "cache",
+    )
     golden = tmp_path / "golden.jsonl"
     golden.write_text('{"id": "q1", "question": "What is 1 + 1?", "expected_action": "answer"}\n', encoding="utf-8")
     paths = DatasetPaths(tmp_path, None, golden)

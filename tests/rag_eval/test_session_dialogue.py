@@ -13,9 +13,9 @@ import pytest
 
 from rag_eval.adapters.spec import PipelineSpec
 from rag_eval.dataset import DatasetPaths
+from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.session import EvalConfig, EvalSession
-from rag_eval.gates.thresholds import parse_thresholds
 from tests.rag_eval._dialogue_systems import DEMO, OracleTutor, demo_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, reply
 
@@ -27,7 +27,10 @@ def session(tmp_path: Path, case: str = "", system: Any = None, judge: JudgeConf
     thresholds = parse_thresholds({"dialogue": {"case": {"retrieval": "off", **json.loads(case or "{}")}}}, "t.toml")
     cfg = EvalConfig(
         paths=DatasetPaths(DEMO.parent, None, DEMO.parent / "golden.jsonl"),
-        thresholds=thresholds, project_root=tmp_path, judge=judge, pipeline=PipelineSpec("rag_app"),
+        thresholds=thresholds,
+        project_root=tmp_path,
+        judge=judge,
+        pipeline=PipelineSpec("rag_app"),
     )
     return EvalSession(cfg, lambda: system if system is not None else OracleTutor(list(ITEMS.values())))
 
@@ -70,7 +73,9 @@ def test_a_failing_student_model_is_an_error_never_a_pass(tmp_path: Path, studen
     assert "the LLM student's completion returned no text" in case.message
 
 
-def test_the_llm_student_without_an_endpoint_names_the_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_llm_student_without_an_endpoint_names_the_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("RAG_SIMULATOR_MODEL", "RAG_SIMULATOR_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     case = session(tmp_path, '{"simulator": "llm"}').run_case("dialogue", MISSING)
@@ -81,12 +86,21 @@ def test_the_llm_student_without_an_endpoint_names_the_variables(tmp_path: Path,
 def test_hint_success_is_judged_when_a_judge_is_configured(
     tmp_path: Path, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env = {"RAG_JUDGE_BASE_URL": openai_server.base_url, "RAG_JUDGE_MODEL": "judge-model", "RAG_JUDGE_API_KEY": "sk-judge"}
+    env = {
+        "RAG_JUDGE_BASE_URL": openai_server.base_url,
+        "RAG_JUDGE_MODEL": "judge-model",
+        "RAG_JUDGE_API_KEY": "sk-judge",
+    }
     judge = JudgeConfig.from_env(env, cache_dir=tmp_path / "cache")
-    openai_server.set_default("chat", lambda request: Reply('{"success": false, "reason": "the second hint gives the vertex away"}'))
+    openai_server.set_default(
+        "chat", lambda request: Reply('{"success": false, "reason": "the second hint gives the vertex away"}')
+    )
     case = session(tmp_path, judge=judge).run_case("dialogue", MISSING)
     assert case.outcome == "fail" and case.failed_stage == "hint"
-    assert case.message == "hint failed: the hint judge found the hints unsuccessful: the second hint gives the vertex away"
+    assert (
+        case.message
+        == "hint failed: the hint judge found the hints unsuccessful: the second hint gives the vertex away"
+    )
     assert case.details["dialogue_rates"]["hint_success"]["numerator"] == 0
     assert case.details["dialogue_rates"]["hint_success"]["denominator"] == 1
     assert case.details["usage"]["calls"] == 1

@@ -10,15 +10,17 @@ import pytest
 from rag_eval.adapters.gold import GoldSpace, IdMapEntry
 from rag_eval.contract import Retrieval, RetrievedItem
 from rag_eval.errors import ConfigError
-from rag_eval.tiers.retrieval_case import RetrievalCaseConfig, evaluate_retrieval
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
-from rag_eval.stages import StageSpec, infer_stages, parse_stages
+from rag_eval.stages import infer_stages, parse_stages
+from rag_eval.tiers.retrieval_case import RetrievalCaseConfig, evaluate_retrieval
 
 SPEC = parse_stages([["dense", "sparse"], "hybrid", "final"], thresholded="dense")
 
 
 def items(*ids: str) -> tuple[RetrievedItem, ...]:
-    return tuple(RetrievedItem(i, f"text of {i}", 1.0 - n / 100, {"doc_id": i.split("#")[0]}) for n, i in enumerate(ids))
+    return tuple(
+        RetrievedItem(i, f"text of {i}", 1.0 - n / 100, {"doc_id": i.split("#")[0]}) for n, i in enumerate(ids)
+    )
 
 
 def fill(n: int, prefix: str = "x") -> list[str]:
@@ -108,7 +110,8 @@ def test_undeclared_stages_are_one_level_of_unknown_order() -> None:
     item = GoldenItem(id="q1", question="q", evidence=(EvidenceGroup((EvidenceRef(chunk_id="g#0", doc_id="g"),)),))
     space = GoldSpace("ids")
     retrieval = Retrieval(
-        items(*fill(3, "h")), {"dense": items("g#0", *fill(9)), "sparse": items(*fill(10, "s")), "hybrid": items(*fill(6, "h"), "g#0")}
+        items(*fill(3, "h")),
+        {"dense": items("g#0", *fill(9)), "sparse": items(*fill(10, "s")), "hybrid": items(*fill(6, "h"), "g#0")},
     )
     record = space.retrieval_result("q", retrieval)
     spec = space.spec_for(retrieval)
@@ -120,8 +123,13 @@ def test_undeclared_stages_are_one_level_of_unknown_order() -> None:
         "in hybrid rank 7, cut at final (3 kept)"
     )
     never = evaluate_retrieval(
-        item, gold, space.retrieval_result("q", Retrieval(items("a#0"), {"dense": items("a#0"), "sparse": items("b#0")})),
-        space.doc_of, space.kind_of, RetrievalCaseConfig(), infer_stages(["dense", "sparse"]),
+        item,
+        gold,
+        space.retrieval_result("q", Retrieval(items("a#0"), {"dense": items("a#0"), "sparse": items("b#0")})),
+        space.doc_of,
+        space.kind_of,
+        RetrievalCaseConfig(),
+        infer_stages(["dense", "sparse"]),
     )
     assert never.failed_stage == "dense+sparse"
 
@@ -157,9 +165,14 @@ def test_import_rule_only_the_rag_app_adapter_imports_rag_app() -> None:
     root = pathlib.Path(__file__).resolve().parents[2]
     pattern = re.compile(r"^\s*(from|import) rag_app\b", re.M)
     offenders = [
-        str(p.relative_to(root)) for p in (root / "rag_eval").rglob("*.py")
+        str(p.relative_to(root))
+        for p in (root / "rag_eval").rglob("*.py")
         if pattern.search(p.read_text(encoding="utf-8")) and not p.name.startswith("rag_app")
     ]
     assert offenders == []
-    back = [str(p) for p in (root / "rag_app").rglob("*.py") if re.search(r"^\s*(from|import) rag_eval\b", p.read_text(encoding="utf-8"), re.M)]
+    back = [
+        str(p)
+        for p in (root / "rag_app").rglob("*.py")
+        if re.search(r"^\s*(from|import) rag_eval\b", p.read_text(encoding="utf-8"), re.M)
+    ]
     assert back == []

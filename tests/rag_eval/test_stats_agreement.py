@@ -27,7 +27,9 @@ def test_accuracy_and_kappa_by_hand() -> None:
     assert cohen_kappa(human, judge) == pytest.approx(0.22 / 0.42, abs=1e-12)
 
 
-@pytest.mark.parametrize("seed,cats", [(0, [0, 1]), (1, ["fail", "partial", "pass"]), (2, [0.0, 0.5, 1.0]), (3, [0, 1, 2, 3])])
+@pytest.mark.parametrize(
+    "seed,cats", [(0, [0, 1]), (1, ["fail", "partial", "pass"]), (2, [0.0, 0.5, 1.0]), (3, [0, 1, 2, 3])]
+)
 def test_kappa_matches_sklearn(seed: int, cats: list[object]) -> None:
     rng = np.random.default_rng(seed)
     a = list(rng.choice(np.array(cats, dtype=object), size=80))

@@ -115,10 +115,13 @@ def test_units_are_resampled_whole() -> None:
     assert width / (naive.high - naive.low) > 2.0
 
 
-@pytest.mark.parametrize("units,reason", [
-    ({"a": 0.5}, "n=1: an interval needs at least 2 units"),
-    ({"a": 1.0, "b": [1.0, 1.0]}, "every one of the 2 values equals 1: the spread is unknown, not zero"),
-])
+@pytest.mark.parametrize(
+    "units,reason",
+    [
+        ({"a": 0.5}, "n=1: an interval needs at least 2 units"),
+        ({"a": 1.0, "b": [1.0, 1.0]}, "every one of the 2 values equals 1: the spread is unknown, not zero"),
+    ],
+)
 def test_no_zero_width_certainty(units: dict[str, float | list[float]], reason: str) -> None:
     got = bootstrap_mean(units)
     assert got.reason == reason and got.low is None and got.se is None and got.estimate is not None
@@ -163,11 +166,14 @@ def test_ratio_delta_se_hand_arithmetic() -> None:
     assert ratio_delta_se(np.array([1.0, 0.0, 3.0]), np.array([4.0, 2.0, 3.0])) == pytest.approx(expected, abs=1e-15)
 
 
-@pytest.mark.parametrize("units,reason", [
-    ({"d1": (0, 0), "d2": (0, 0)}, "no unit has a denominator"),
-    ({"d1": (1, 3), "d2": (0, 0)}, "1 unit(s) with a denominator: an interval needs 2"),
-    ({"d1": (1, 2), "d2": (2, 4)}, "every unit's rate equals 0.5: the spread is unknown, not zero"),
-])
+@pytest.mark.parametrize(
+    "units,reason",
+    [
+        ({"d1": (0, 0), "d2": (0, 0)}, "no unit has a denominator"),
+        ({"d1": (1, 3), "d2": (0, 0)}, "1 unit(s) with a denominator: an interval needs 2"),
+        ({"d1": (1, 2), "d2": (2, 4)}, "every unit's rate equals 0.5: the spread is unknown, not zero"),
+    ],
+)
 def test_ratio_without_interval_says_why(units: dict[str, tuple[float, float]], reason: str) -> None:
     got = bootstrap_ratio(units)
     assert got.reason == reason and got.low is None

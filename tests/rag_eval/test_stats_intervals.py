@@ -13,7 +13,7 @@ from rag_eval.metrics import passk
 from rag_eval.stats import intervals
 from rag_eval.stats.distributions import normal_quantile, t_cdf, t_quantile, two_sided_z
 from rag_eval.stats.interval import Interval, fmt_interval
-from rag_eval.stats.intervals import t_interval, wilson, wilson_interval
+from rag_eval.stats.intervals import t_interval, wilson
 
 
 def test_passk_uses_the_one_wilson() -> None:
@@ -86,11 +86,14 @@ def test_t_interval_matches_scipy() -> None:
     assert (got.low, got.high) == (pytest.approx(low, abs=1e-9), pytest.approx(high, abs=1e-9))
 
 
-@pytest.mark.parametrize("values,reason", [
-    ([0.7], "n=1: an interval needs at least 2 units"),
-    ([], "n=0: an interval needs at least 2 units"),
-    ([1.0, 1.0, 1.0], "every one of the 3 values equals 1: the spread is unknown, not zero"),
-])
+@pytest.mark.parametrize(
+    "values,reason",
+    [
+        ([0.7], "n=1: an interval needs at least 2 units"),
+        ([], "n=0: an interval needs at least 2 units"),
+        ([1.0, 1.0, 1.0], "every one of the 3 values equals 1: the spread is unknown, not zero"),
+    ],
+)
 def test_t_interval_refuses_zero_width(values: list[float], reason: str) -> None:
     got = t_interval(values)
     assert got.reason == reason and got.low is None and got.high is None and got.se is None
@@ -102,4 +105,7 @@ def test_fmt_and_round_trip() -> None:
     assert fmt_interval(got) == "0.74 [0.66, 0.82]"
     assert fmt_interval(got, 3) == "0.740 [0.660, 0.820]"
     assert Interval.from_dict(got.to_dict()) == got
-    assert fmt_interval(t_interval([1.0, 1.0])) == "1.00 (no interval: every one of the 2 values equals 1: the spread is unknown, not zero)"
+    assert (
+        fmt_interval(t_interval([1.0, 1.0]))
+        == "1.00 (no interval: every one of the 2 values equals 1: the spread is unknown, not zero)"
+    )

@@ -27,4 +27,6 @@ def test_stats_imports_only_stdlib_numpy_and_itself() -> None:
         for name in _imports(path):
             top = name.split(".")[0]
             allowed = top in sys.stdlib_module_names or top == "numpy" or name.startswith("rag_eval.stats")
-            assert allowed, f"{path.name} imports {name}: rag_eval/stats may import only the stdlib, numpy and rag_eval.stats"
+            assert allowed, (
+                f"{path.name} imports {name}: rag_eval/stats may import only the stdlib, numpy and rag_eval.stats"
+            )

@@ -78,8 +78,14 @@ def test_sign_flip_random_above_20_is_seeded_and_near_scipy() -> None:
     d = {f"u{i}": float(v) for i, v in enumerate(x)}
     got = sign_flip_test(d)
     assert not got.exact and got.flips == 10_000 and got == sign_flip_test(dict(reversed(list(d.items()))))
-    ref = sps.permutation_test((x,), np.mean, permutation_type="samples", alternative="greater",
-                               n_resamples=20_000, rng=np.random.default_rng(0))
+    ref = sps.permutation_test(
+        (x,),
+        np.mean,
+        permutation_type="samples",
+        alternative="greater",
+        n_resamples=20_000,
+        rng=np.random.default_rng(0),
+    )
     # two Monte Carlo p-values near 0.07 (sd ≈ √(p(1−p)/R): 0.0026 and 0.0018): within 4 sd of each other
     assert got.p_value == pytest.approx(ref.pvalue, abs=0.012)
 
@@ -96,13 +102,16 @@ def test_paired_bootstrap_interval_and_bound() -> None:
     assert got.lower_bound == pytest.approx(x.mean() - 1.645 * se, abs=0.006)
 
 
-@pytest.mark.parametrize("true_drop,delta,fails", [
-    (0.00, 0.00, False),  # no change: H0 drop <= 0 is not rejected
-    (0.10, 0.00, True),   # a real 10-point drop
-    (0.10, 0.02, True),   # larger than the tolerance, significantly
-    (0.03, 0.02, False),  # larger than the tolerance, but not significantly
-    (0.00, 0.02, False),
-])
+@pytest.mark.parametrize(
+    "true_drop,delta,fails",
+    [
+        (0.00, 0.00, False),  # no change: H0 drop <= 0 is not rejected
+        (0.10, 0.00, True),  # a real 10-point drop
+        (0.10, 0.02, True),  # larger than the tolerance, significantly
+        (0.03, 0.02, False),  # larger than the tolerance, but not significantly
+        (0.00, 0.02, False),
+    ],
+)
 def test_tolerance_form_fails_iff_the_lower_bound_exceeds_delta(true_drop: float, delta: float, fails: bool) -> None:
     rng = np.random.default_rng(int(true_drop * 100) + int(delta * 1000))
     base = rng.uniform(0.3, 1.0, size=200)
@@ -142,12 +151,15 @@ def test_pair_lists_both_sides() -> None:
     assert (got.ids, got.only_baseline, got.only_current) == (("a", "b"), ("z",), ("c",))
 
 
-@pytest.mark.parametrize("pvals", [
-    [0.01, 0.04, 0.03],
-    [0.001, 0.2, 0.012, 0.5, 0.0125],
-    [0.04, 0.04, 0.04],
-    [0.9, 0.02],
-])
+@pytest.mark.parametrize(
+    "pvals",
+    [
+        [0.01, 0.04, 0.03],
+        [0.001, 0.2, 0.012, 0.5, 0.0125],
+        [0.04, 0.04, 0.04],
+        [0.9, 0.02],
+    ],
+)
 def test_holm_matches_statsmodels(pvals: list[float]) -> None:
     named = {f"gate{i}": p for i, p in enumerate(pvals)}
     got = holm(named, alpha=0.05)
@@ -161,5 +173,9 @@ def test_holm_three_gates_by_hand() -> None:
     # sorted 0.01, 0.03, 0.04 against 0.05/3, 0.05/2, 0.05/1: 0.01 <= 0.0167 rejected, 0.03 > 0.025 stops.
     got = holm({"recall@5": 0.03, "mrr": 0.01, "pass_rate": 0.04})
     assert got.rejected == {"mrr": True, "recall@5": False, "pass_rate": False}
-    assert got.adjusted == {"mrr": pytest.approx(0.03), "recall@5": pytest.approx(0.06), "pass_rate": pytest.approx(0.06)}
+    assert got.adjusted == {
+        "mrr": pytest.approx(0.03),
+        "recall@5": pytest.approx(0.06),
+        "pass_rate": pytest.approx(0.06),
+    }
     assert got.sentence == "Holm–Bonferroni over 3 significance-tested gate(s) at alpha=0.05: 1 rejected"

@@ -49,7 +49,9 @@ def test_binary_mde_at_the_demo_size() -> None:
     # 83 items, 10 % discordance: the gate cannot see a drop much under 0.10.
     mde = mde_paired_binary(83, 0.10, alpha=0.025)
     assert 0.09 < mde.drop < 0.11
-    assert mde.sentence(tolerance=0.02).startswith(f"this gate cannot see a drop smaller than {mde.drop:.2g} with 83 items")
+    assert mde.sentence(tolerance=0.02).startswith(
+        f"this gate cannot see a drop smaller than {mde.drop:.2g} with 83 items"
+    )
     assert mde.sentence(tolerance=0.02).endswith("that is larger than its tolerance 0.02")
 
 

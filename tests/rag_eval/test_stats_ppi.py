@@ -31,8 +31,13 @@ def _fixture(kind: str, n: int, big_n: int, seed: int) -> tuple[np.ndarray, np.n
     return y[:n], h[:n], h[n:]
 
 
-FIXTURES = [("binary", 60, 200, 1), ("binary", 150, 1000, 2), ("verdicts", 40, 300, 3),
-            ("continuous", 150, 1000, 4), ("poor_judge", 50, 400, 5)]
+FIXTURES = [
+    ("binary", 60, 200, 1),
+    ("binary", 150, 1000, 2),
+    ("verdicts", 40, 300, 3),
+    ("continuous", 150, 1000, 4),
+    ("poor_judge", 50, 400, 5),
+]
 
 
 @pytest.mark.parametrize("kind,n,big_n,seed", FIXTURES)
@@ -67,7 +72,11 @@ def test_hand_arithmetic_on_a_small_fixture() -> None:
     assert got.interval.method == "ppi"
     # λ = 0: labels only, mean(Y) = 3/4, SE² = Var(Y)/4 = (3/16)/4.
     only = ppi_mean([1, 0, 1, 1], [1, 1, 1, 1], [1, 0, 1, 1, 1, 0], lam=0.0)
-    assert (only.interval.estimate, only.interval.se, only.interval.method) == (0.75, pytest.approx(math.sqrt(3 / 64)), "labels_only")
+    assert (only.interval.estimate, only.interval.se, only.interval.method) == (
+        0.75,
+        pytest.approx(math.sqrt(3 / 64)),
+        "labels_only",
+    )
 
 
 def test_judge_only_and_degenerate_cases() -> None:

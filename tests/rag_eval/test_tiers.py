@@ -3,8 +3,6 @@ collected, gated, written, validated and shown in the report with no other modul
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from rag_eval import tiers
@@ -84,14 +82,14 @@ def pytest_unconfigure(config):
     tiers.unregister("qlen")  # the registry outlives this in-process run
 '''
 
-QLEN_TEST = '''
+QLEN_TEST = """
 import pytest
 
 
 @pytest.mark.qlen
 def test_qlen(golden_case, rag_eval):
     rag_eval.qlen(golden_case)
-'''
+"""
 
 
 @pytest.fixture
@@ -115,7 +113,11 @@ def test_a_sixth_tier_from_a_conftest_is_collected_gated_written_validated_and_r
     assert set(cases) == set(IDS)  # every golden item: the tier takes them all
     long = [i for i, c in cases.items() if c["metrics"]["question_chars"] > 40]
     assert long and all(cases[i]["outcome"] == "fail" for i in long)  # [qlen.case] limit = 40 reached the tier
-    assert {g["metric"] for g in results["gates"] if g["tier"] == "qlen"} == {"qlen.question_chars", "qlen.pass_rate", "qlen.error_rate"}
+    assert {g["metric"] for g in results["gates"] if g["tier"] == "qlen"} == {
+        "qlen.question_chars",
+        "qlen.pass_rate",
+        "qlen.error_rate",
+    }
     html = sixth.results_path.with_suffix(".html").read_text(encoding="utf-8")
     assert "qlen" in html and "question_chars" in html
 
@@ -128,4 +130,6 @@ def test_a_sixth_tier_gate_fails_the_run_and_a_typo_names_its_valid_metrics(sixt
     sixth.write_thresholds("[qlen]\nquestion_char = { max = 5 }\n")
     typo = sixth.run("-m", "qlen")
     assert typo.ret == pytest.ExitCode.USAGE_ERROR
-    typo.stderr.fnmatch_lines(["*unknown metric 'question_char' in [[]qlen[]]; valid names for qlen: question_chars, pass_rate*"])
+    typo.stderr.fnmatch_lines(
+        ["*unknown metric 'question_char' in [[]qlen[]]; valid names for qlen: question_chars, pass_rate*"]
+    )

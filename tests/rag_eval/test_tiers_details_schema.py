@@ -18,7 +18,9 @@ from rag_eval.tiers.judge_case import JudgeDetails
 from rag_eval.tiers.passk_case import PasskDetails, TrialOutcome
 from rag_eval.tiers.retrieval_case import GoldView, RetrievalDetails
 
-SCHEMA = json.loads((Path(__file__).resolve().parents[2] / "rag_eval" / "results.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads(
+    (Path(__file__).resolve().parents[2] / "rag_eval" / "results.schema.json").read_text(encoding="utf-8")
+)
 JSON_NAMES = {"cls": "class"}  # a field whose JSON key is a Python keyword
 NOT_WRITTEN = {"judged"}  # fields that only say whether another one is written
 # (dataclass, its $defs entry, the fields to_dict leaves out when unset)
@@ -27,9 +29,17 @@ DETAILS: list[tuple[type, str, frozenset[str]]] = [
     (PasskDetails, "passkDetails", frozenset({"usage", "c", "class"})),
     (RetrievalDetails, "retrievalDetails", frozenset({"absent", "gold_ranks", "measured_only"})),
     (DeterministicDetails, "deterministicDetails", frozenset()),
-    (JudgeDetails, "judgeDetails", frozenset({"generator", "judge", "judge_calls", "judge_mode", "usage", "usage_note"})),
+    (
+        JudgeDetails,
+        "judgeDetails",
+        frozenset({"generator", "judge", "judge_calls", "judge_mode", "usage", "usage_note"}),
+    ),
     (DialogueDetails, "dialogueDetails", frozenset({"usage", "hint_verdict"})),
-    (DialoguePasskDetails, "dialoguePasskDetails", frozenset({"simulator", "clarification_limit", "usage", "c", "class"})),
+    (
+        DialoguePasskDetails,
+        "dialoguePasskDetails",
+        frozenset({"simulator", "clarification_limit", "usage", "c", "class"}),
+    ),
 ]
 # every tier's details may carry these (schema $defs/commonDetails), so no $defs entry repeats them
 COMMON = frozenset(SCHEMA["$defs"]["commonDetails"]["properties"])
@@ -61,7 +71,9 @@ def test_fields_match_the_schema(cls: type, name: str, optional: frozenset[str])
 
 def test_passk_details_round_trip_and_written_keys() -> None:
     trials = (TrialOutcome(0, "pass", None, "", "2^n"), TrialOutcome(1, "fail", "generation", "no", "n^2"))
-    full = PasskDetails(trials, n=2, k=1, trials_run=2, deterministic_generator=False, usage={"calls": 2}, c=1, cls="flaky")
+    full = PasskDetails(
+        trials, n=2, k=1, trials_run=2, deterministic_generator=False, usage={"calls": 2}, c=1, cls="flaky"
+    )
     assert PasskDetails.from_dict(full.to_dict()) == full
     assert list(full.to_dict()) == ["trials", "n", "k", "trials_run", "deterministic_generator", "usage", "c", "class"]
     errored = PasskDetails(trials, n=2, k=1, trials_run=2, deterministic_generator=False)
@@ -72,22 +84,53 @@ def test_passk_details_round_trip_and_written_keys() -> None:
 def test_retrieval_details_round_trip_and_written_keys() -> None:
     gold = GoldView((("c1", "c2"),), None, (("d1",),))
     full = RetrievalDetails(
-        {"dense": (("c1", 0.5),), "final": (("c1", 0.25),)}, (("dense",), ("final",)), "final", False, None, gold,
-        absent=("doc-level metrics: unknown",), gold_ranks=({"dense": 1, "final": None},),
+        {"dense": (("c1", 0.5),), "final": (("c1", 0.25),)},
+        (("dense",), ("final",)),
+        "final",
+        False,
+        None,
+        gold,
+        absent=("doc-level metrics: unknown",),
+        gold_ranks=({"dense": 1, "final": None},),
     )
     assert RetrievalDetails.from_dict(json.loads(json.dumps(full.to_dict()))) == full
-    assert list(full.to_dict()) == ["stages", "stage_levels", "final_stage", "degraded", "degradation_reason", "gold", "absent", "gold_ranks"]
+    assert list(full.to_dict()) == [
+        "stages",
+        "stage_levels",
+        "final_stage",
+        "degraded",
+        "degradation_reason",
+        "gold",
+        "absent",
+        "gold_ranks",
+    ]
     assert full.to_dict()["stages"] == {"dense": [["c1", 0.5]], "final": [["c1", 0.25]]}
     assert full.to_dict()["gold"] == {"chunks": [["c1", "c2"]], "parents": None, "docs": [["d1"]]}
-    negative = RetrievalDetails({}, (("final",),), "final", True, "reranker down", GoldView(None, None, ()), measured_only=True)
-    assert set(negative.to_dict()) == {"stages", "stage_levels", "final_stage", "degraded", "degradation_reason", "gold", "measured_only"}
+    negative = RetrievalDetails(
+        {}, (("final",),), "final", True, "reranker down", GoldView(None, None, ()), measured_only=True
+    )
+    assert set(negative.to_dict()) == {
+        "stages",
+        "stage_levels",
+        "final_stage",
+        "degraded",
+        "degradation_reason",
+        "gold",
+        "measured_only",
+    }
     assert RetrievalDetails.from_dict(negative.to_dict()) == negative
 
 
 def test_deterministic_details_round_trip() -> None:
     details = DeterministicDetails(
-        "答案 [1]", False, "llm", ({"n": 1, "chunk_id": "c1"},), (ContextShown("c1", "书 - 第一章 第3页", "正文"),),
-        (CheckResult("citations_resolve", True, ""), CheckResult("must_contain", False, "missing 'x'")), False, None,
+        "答案 [1]",
+        False,
+        "llm",
+        ({"n": 1, "chunk_id": "c1"},),
+        (ContextShown("c1", "书 - 第一章 第3页", "正文"),),
+        (CheckResult("citations_resolve", True, ""), CheckResult("must_contain", False, "missing 'x'")),
+        False,
+        None,
         {"prompt_tokens": 3, "completion_tokens": 4},
     )
     assert DeterministicDetails.from_dict(json.loads(json.dumps(details.to_dict()))) == details
@@ -96,7 +139,16 @@ def test_deterministic_details_round_trip() -> None:
 
 def test_judge_details_verdict_and_failure_keys() -> None:
     verdict = JudgeDetails("m", "native", "a", "llm", {"claims": []}, 2, "json_schema", {"calls": 2})
-    assert list(verdict.to_dict()) == ["answer", "generator", "judge_model", "engine", "judge", "judge_calls", "judge_mode", "usage"]
+    assert list(verdict.to_dict()) == [
+        "answer",
+        "generator",
+        "judge_model",
+        "engine",
+        "judge",
+        "judge_calls",
+        "judge_mode",
+        "usage",
+    ]
     assert JudgeDetails.from_dict(verdict.to_dict()) == verdict
     failure = JudgeDetails("m", "deepeval", "a", usage={"calls": 0}, usage_note="no usage")
     assert set(failure.to_dict()) == {"answer", "judge_model", "engine", "usage", "usage_note"}
@@ -104,9 +156,15 @@ def test_judge_details_verdict_and_failure_keys() -> None:
 
 
 def test_dialogue_details_round_trip_and_the_hint_verdict_only_when_judged() -> None:
-    base = dict(transcript={"dialogue_id": "d1", "turns": []}, verdict={"outcome": "pass", "findings": []},
-                evidence=({"chunk_id": "c1"},), clarification_limit=3, simulator="scripted",
-                calls={"turns": 2, "system_calls": 2, "student_replies": 1}, dialogue_rates={"hint_success": [1, 1]})
+    base = dict(
+        transcript={"dialogue_id": "d1", "turns": []},
+        verdict={"outcome": "pass", "findings": []},
+        evidence=({"chunk_id": "c1"},),
+        clarification_limit=3,
+        simulator="scripted",
+        calls={"turns": 2, "system_calls": 2, "student_replies": 1},
+        dialogue_rates={"hint_success": [1, 1]},
+    )
     unjudged = DialogueDetails(**base)  # type: ignore[arg-type]
     assert "hint_verdict" not in unjudged.to_dict() and "usage" not in unjudged.to_dict()
     assert DialogueDetails.from_dict(unjudged.to_dict()) == unjudged
@@ -118,9 +176,21 @@ def test_dialogue_details_round_trip_and_the_hint_verdict_only_when_judged() -> 
 
 
 def test_dialogue_passk_details_round_trip_and_written_keys() -> None:
-    trials = (TrialOutcome(0, "pass", None, "", "hint → answer"), TrialOutcome(1, "error", "retrieval", "timeout", "error"))
+    trials = (
+        TrialOutcome(0, "pass", None, "", "hint → answer"),
+        TrialOutcome(1, "error", "retrieval", "timeout", "error"),
+    )
     errored = DialoguePasskDetails(trials, 2, 2, 2, 1, {"turns": 3, "system_calls": 3, "student_replies": 1})
-    assert list(errored.to_dict()) == ["dialogue", "trials", "n", "k", "trials_run", "deterministic_generator", "not_finished", "calls"]
+    assert list(errored.to_dict()) == [
+        "dialogue",
+        "trials",
+        "n",
+        "k",
+        "trials_run",
+        "deterministic_generator",
+        "not_finished",
+        "calls",
+    ]
     assert DialoguePasskDetails.from_dict(errored.to_dict()) == errored
     full = DialoguePasskDetails(trials, 2, 2, 2, 0, {"turns": 3}, "llm", 2, {"calls": 4}, 1, "flaky")
     assert list(full.to_dict())[-5:] == ["simulator", "clarification_limit", "usage", "c", "class"]

@@ -7,19 +7,22 @@ import json
 from typing import Any
 
 from rag_app.generation.sources import REFUSAL_TEXT, build_sources
-from rag_eval.records import AnswerRecord as ChatResult, Chunk, Hit, StageResult, Trace, Usage
-from rag_eval.stages import StageSpec
-from rag_eval.tiers.deterministic_case import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import CHECK_NAMES
+from rag_eval.records import AnswerRecord as ChatResult
+from rag_eval.records import Chunk, Hit, StageResult, Trace, Usage
 from rag_eval.results.case import CaseResult
+from rag_eval.stages import StageSpec
+from rag_eval.tiers.deterministic_case import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
 
 
 def chunk(cid: str, text: str, page: int) -> Chunk:
     doc = cid.split("::")[0]
     # the pages label is the system's (its adapter supplies it), shown as given
-    return Chunk(cid, doc, text, "child", f"{doc}::p", "必修一", "1.1 集合", page, page, 0, len(text), pages_label=f"第{page}页")
+    return Chunk(
+        cid, doc, text, "child", f"{doc}::p", "必修一", "1.1 集合", page, page, 0, len(text), pages_label=f"第{page}页"
+    )
 
 
 GOLD_CHUNK = chunk("d1::c2", "一个集合有 n 个元素时，子集个数为 2^n，真子集个数为 2^n-1。", 3)
@@ -33,13 +36,20 @@ GOOD_ANSWER = "含 n 个元素的集合有 2^n 个子集，真子集有 2^n-1 �
 
 
 def trace(**stages: list[str]) -> Trace:
-    out = [StageResult(n, tuple(Hit(c, 1.0, r) for r, c in enumerate(stages.get(n, []), 1))) for n in ("vector", "bm25", "fused", "reranked", "context")]
+    out = [
+        StageResult(n, tuple(Hit(c, 1.0, r) for r, c in enumerate(stages.get(n, []), 1)))
+        for n in ("vector", "bm25", "fused", "reranked", "context")
+    ]
     return Trace(tuple(out) + (StageResult("generation", ()),))
 
 
-def chat(answer: str, context: list[Chunk], *, refused: bool = False, stages: dict[str, list[str]] | None = None, **kw: Any) -> ChatResult:
+def chat(
+    answer: str, context: list[Chunk], *, refused: bool = False, stages: dict[str, list[str]] | None = None, **kw: Any
+) -> ChatResult:
     ids = [c.chunk_id for c in context]
-    stages = stages if stages is not None else {"vector": ids, "bm25": ids, "fused": ids, "reranked": ids, "context": ids}
+    stages = (
+        stages if stages is not None else {"vector": ids, "bm25": ids, "fused": ids, "reranked": ids, "context": ids}
+    )
     return ChatResult(
         question=kw.pop("question", "一个集合有n个元素，它的子集有多少个？"),
         answer=answer,
@@ -103,7 +113,15 @@ def test_details_show_what_the_generator_saw() -> None:
     d = case.details
     assert d["answer"] == GOOD_ANSWER and d["refused"] is False and d["generator"] == "scripted"
     assert d["sources"] == [
-        {"n": 1, "chunk_id": "d1::c2", "doc_id": "d1", "book": "必修一", "section": "1.1 集合", "page_start": 3, "page_end": 3}
+        {
+            "n": 1,
+            "chunk_id": "d1::c2",
+            "doc_id": "d1",
+            "book": "必修一",
+            "section": "1.1 集合",
+            "page_start": 3,
+            "page_end": 3,
+        }
     ]
     assert d["context"] == [{"chunk_id": "d1::c2", "label": "必修一 - 1.1 集合 第3页", "text": GOLD_CHUNK.text}]
     assert d["usage"] == {"prompt_tokens": 12, "completion_tokens": 7}
@@ -161,7 +179,11 @@ def test_citation_and_generation_failures_together_are_generation() -> None:
 
 
 def test_a_negative_that_answers_fails_on_expected_action() -> None:
-    case = run(item(negative=True), chat("空集是任何集合的子集[1]。", [OTHER], stages={"vector": ["d2::c1"], "context": ["d2::c1"]}), NO_GOLD)
+    case = run(
+        item(negative=True),
+        chat("空集是任何集合的子集[1]。", [OTHER], stages={"vector": ["d2::c1"], "context": ["d2::c1"]}),
+        NO_GOLD,
+    )
     assert (case.outcome, case.failed_stage) == ("fail", "generation")
     assert failed_checks(case) == ["expected_action"]
     assert case.message == "expected_action: expected 'refuse', the system answered"
@@ -172,14 +194,26 @@ def test_a_negative_that_answers_fails_on_expected_action() -> None:
 
 def test_a_retrieval_loss_is_the_earliest_failing_stage() -> None:
     # the gold chunk was dropped by the reranker; the answer then misses the required phrase
-    stages = {"vector": ["d1::c2", "d2::c1"], "bm25": [], "fused": ["d1::c2", "d2::c1"], "reranked": ["d2::c1"], "context": ["d2::c1"]}
+    stages = {
+        "vector": ["d1::c2", "d2::c1"],
+        "bm25": [],
+        "fused": ["d1::c2", "d2::c1"],
+        "reranked": ["d2::c1"],
+        "context": ["d2::c1"],
+    }
     case = run(item(must_contain=("2^n-1",)), chat("空集是任何集合的子集[1]。", [OTHER], stages=stages))
     assert failed_checks(case) == ["must_contain"]
     assert case.failed_stage == "reranked"
 
 
 def test_never_retrieved_gold_takes_precedence_over_a_citation_failure() -> None:
-    stages = {"vector": ["d2::c1"], "bm25": ["d3::c1"], "fused": ["d2::c1"], "reranked": ["d2::c1"], "context": ["d2::c1"]}
+    stages = {
+        "vector": ["d2::c1"],
+        "bm25": ["d3::c1"],
+        "fused": ["d2::c1"],
+        "reranked": ["d2::c1"],
+        "context": ["d2::c1"],
+    }
     case = run(item(), chat("空集是任何集合的子集[4]。", [OTHER], stages=stages))
     assert failed_checks(case) == ["citations_resolve"]
     assert case.failed_stage == "vector+bm25"
@@ -197,8 +231,20 @@ def test_gold_in_the_context_keeps_the_generation_blame() -> None:
 
 
 def test_parent_context_counts_as_reaching_the_context() -> None:
-    parent = Chunk("d1::p", "d1", GOLD_CHUNK.text, "parent", None, "必修一", "1.1 集合", 3, 3, 0, len(GOLD_CHUNK.text),
-                   pages_label="第3页")
+    parent = Chunk(
+        "d1::p",
+        "d1",
+        GOLD_CHUNK.text,
+        "parent",
+        None,
+        "必修一",
+        "1.1 集合",
+        3,
+        3,
+        0,
+        len(GOLD_CHUNK.text),
+        pages_label="第3页",
+    )
     stages = {"vector": ["d1::c2"], "bm25": [], "fused": ["d1::c2"], "reranked": ["d1::c2"], "context": ["d1::p"]}
     case = run(item(must_contain=("真子集个数为",)), chat("子集有 2^n 个[1]。", [parent], stages=stages))
     assert case.failed_stage == "generation"

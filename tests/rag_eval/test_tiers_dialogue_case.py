@@ -4,7 +4,8 @@ as outcome/failed_stage/message, and passk over replays with unfinished replays 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.dialogue.load import parse_dialogue
@@ -14,7 +15,9 @@ from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case, dialogue_pass
 
 ITEM = parse_dialogue(
     {
-        "id": "dlg-x", "opening": "对称轴怎么求？", "target_intent": "concept",
+        "id": "dlg-x",
+        "opening": "对称轴怎么求？",
+        "target_intent": "concept",
         "expected_turns": [{"action": "answer", "hint_level": "reminder"}],
         "evidence": [{"chunk_id": "b1#7", "doc_id": "b1"}, {"doc_id": "b2"}],
     },
@@ -27,9 +30,16 @@ class Tutor:
         self.ids = ids
 
     def dialogue(self, turns: Sequence[Mapping[str, str]], context: Mapping[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"action": "answer", "message": "想想顶点。", "intent": "concept", "hint_level": "reminder"}
+        out: dict[str, Any] = {
+            "action": "answer",
+            "message": "想想顶点。",
+            "intent": "concept",
+            "hint_level": "reminder",
+        }
         if self.ids is not None:
-            out["retrieval"] = {"items": [{"id": i, "text": "<b>顶点</b>", "metadata": {"doc_id": d}} for i, d in self.ids]}
+            out["retrieval"] = {
+                "items": [{"id": i, "text": "<b>顶点</b>", "metadata": {"doc_id": d}} for i, d in self.ids]
+            }
         return out
 
 
@@ -56,10 +66,16 @@ def test_a_missing_requirement_fails_the_retrieval_step_and_names_it() -> None:
 
 
 def test_chunk_level_gold_is_checked_per_chunk() -> None:
-    item = parse_dialogue({**ITEM.to_dict(), "evidence": [{"chunk_id": "b1#7", "doc_id": "b1"}], "id": "dlg-y"}, "test:2")
-    wrong_chunk = dialogue_case(item, replay(Tutor([("b1#8", "b1")]), item), limit=3, check=GoldCheck(GoldSpace("ids"), item))
+    item = parse_dialogue(
+        {**ITEM.to_dict(), "evidence": [{"chunk_id": "b1#7", "doc_id": "b1"}], "id": "dlg-y"}, "test:2"
+    )
+    wrong_chunk = dialogue_case(
+        item, replay(Tutor([("b1#8", "b1")]), item), limit=3, check=GoldCheck(GoldSpace("ids"), item)
+    )
     assert wrong_chunk.failed_stage == "retrieval" and "at chunk level" in wrong_chunk.message
-    same_doc = dialogue_case(item, replay(Tutor([("b1#8", "b1")]), item), limit=3, check=GoldCheck(GoldSpace("ids"), item, "doc"))
+    same_doc = dialogue_case(
+        item, replay(Tutor([("b1#8", "b1")]), item), limit=3, check=GoldCheck(GoldSpace("ids"), item, "doc")
+    )
     assert same_doc.outcome == "pass"
 
 
@@ -81,4 +97,6 @@ def test_passk_lists_unfinished_replays_apart_as_an_error() -> None:
     transcripts = [replay(Breaks(None), ITEM) for _ in range(3)]
     case = dialogue_passk_case(ITEM, transcripts, [verdict(t) for t in transcripts], k=3)
     assert case.outcome == "error" and case.details["not_finished"] == 1 and "pass@3" not in case.metrics
-    assert case.message.startswith("1 of 3 replays did not finish: system error: turn 1: the system raised TimeoutError")
+    assert case.message.startswith(
+        "1 of 3 replays did not finish: system error: turn 1: the system raised TimeoutError"
+    )

@@ -8,17 +8,18 @@ from typing import Any
 
 import pytest
 
+from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
+from rag_eval.golden.resolve import ResolvedGold
+from rag_eval.records import Hit, StageResult, Trace
+from rag_eval.records import RetrievalRecord as RetrievalResult
+from rag_eval.results.case import CaseResult
+from rag_eval.stages import StageSpec
 from rag_eval.tiers.retrieval_case import (
     DEFAULT_METRICS,
     RetrievalCaseConfig,
     evaluate_retrieval,
     narrate,
 )
-from rag_eval.records import Hit, RetrievalRecord as RetrievalResult, StageResult, Trace
-from rag_eval.stages import StageSpec
-from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
-from rag_eval.golden.resolve import ResolvedGold
-from rag_eval.results.case import CaseResult
 
 # A tiny index: documents d1..d9, each with one parent and two children.
 DOCS = [f"d{i}" for i in range(1, 10)]
@@ -42,7 +43,9 @@ def result(**stages: list[str]) -> RetrievalResult:
 
 def item(negative: bool = False, **kw: Any) -> GoldenItem:
     evidence = () if negative else (EvidenceGroup((EvidenceRef(chunk_id=GOLD),)),)
-    return GoldenItem(id="case-1", question="q", evidence=evidence, tags={"scenario": "negative" if negative else "standard"}, **kw)
+    return GoldenItem(
+        id="case-1", question="q", evidence=evidence, tags={"scenario": "negative" if negative else "standard"}, **kw
+    )
 
 
 ONE_GOLD = ResolvedGold((frozenset({GOLD}),), (frozenset({"d1::p"}),), (frozenset({"d1"}),))
@@ -54,8 +57,11 @@ SPEC = StageSpec((("vector", "bm25"), ("fused",), ("reranked",), ("context",)), 
 
 
 def run(
-    res: RetrievalResult, gold: ResolvedGold = ONE_GOLD, config: RetrievalCaseConfig | None = None,
-    spec: StageSpec = SPEC, **item_kw: Any,
+    res: RetrievalResult,
+    gold: ResolvedGold = ONE_GOLD,
+    config: RetrievalCaseConfig | None = None,
+    spec: StageSpec = SPEC,
+    **item_kw: Any,
 ) -> CaseResult:
     it = item(negative=not gold.doc_groups, **item_kw)
     return evaluate_retrieval(it, gold, res, DOC_OF, KIND_OF, config or RetrievalCaseConfig(), spec, duration=0.25)
@@ -78,7 +84,13 @@ def test_gold_reaching_the_context_passes_with_metrics_at_every_stage() -> None:
     )
     case = run(res)
     assert (case.outcome, case.failed_stage, case.message) == ("pass", None, "")
-    assert (case.id, case.tier, case.split, case.negative, case.duration) == ("case-1", "retrieval", "tune", False, 0.25)
+    assert (case.id, case.tier, case.split, case.negative, case.duration) == (
+        "case-1",
+        "retrieval",
+        "tune",
+        False,
+        0.25,
+    )
     m = case.metrics
     assert m["vector.mrr"] == 1 / 1 and m["bm25.mrr"] == 1 / 3 and m["fused.mrr"] == 1 / 2
     assert m["reranked.mrr"] == 1 / 3 and m["context.mrr"] == 1 / 4
@@ -103,12 +115,17 @@ def test_gold_reaching_the_context_passes_with_metrics_at_every_stage() -> None:
 def test_extra_metrics_from_the_config() -> None:
     res = result(vector=[GOLD], bm25=[], fused=[GOLD], reranked=[GOLD], context=[GOLD])
     case = run(res, config=RetrievalCaseConfig(metrics=("recall@7",)))
-    assert set(case.metrics) == {f"{s}{p}recall@7" for s in ("vector.", "bm25.", "fused.", "reranked.", "context.", "") for p in ("", "doc.")}
+    assert set(case.metrics) == {
+        f"{s}{p}recall@7" for s in ("vector.", "bm25.", "fused.", "reranked.", "context.", "") for p in ("", "doc.")
+    }
 
 
 def test_parent_kind_context_is_scored_against_the_parent_gold() -> None:
     res = result(
-        vector=[GOLD], bm25=[GOLD], fused=[GOLD], reranked=["d2::c1", GOLD],
+        vector=[GOLD],
+        bm25=[GOLD],
+        fused=[GOLD],
+        reranked=["d2::c1", GOLD],
         context=["d2::p", "d1::p"],  # context_mode=parent: the context holds parents
     )
     case = run(res)
@@ -142,7 +159,9 @@ def test_never_retrieved_is_blamed_on_vector_plus_bm25() -> None:
 
 
 def test_cut_by_fusion_top_k() -> None:
-    res = result(vector=fillers(3), bm25=[fillers(1)[0], GOLD], fused=fillers(6), reranked=fillers(4), context=fillers(2))
+    res = result(
+        vector=fillers(3), bm25=[fillers(1)[0], GOLD], fused=fillers(6), reranked=fillers(4), context=fillers(2)
+    )
     case = run(res)
     assert case.failed_stage == "fused"
     assert case.message == (
@@ -230,7 +249,12 @@ def test_a_stage_missing_from_the_trace_is_not_blamed() -> None:
 
 
 def test_narrate_directly() -> None:
-    stages = {s.name: s for s in result(vector=[], bm25=fillers(5), fused=fillers(10), reranked=fillers(8), context=fillers(4)).trace.stages}
+    stages = {
+        s.name: s
+        for s in result(
+            vector=[], bm25=fillers(5), fused=fillers(10), reranked=fillers(8), context=fillers(4)
+        ).trace.stages
+    }
     ranks: list[dict[str, int | None]] = [
         {"vector": None, "bm25": 2, "fused": 4, "reranked": None, "context": None},
         {"vector": 1, "bm25": None, "fused": 1, "reranked": 1, "context": 1},
@@ -284,7 +308,9 @@ def test_negative_nothing_retrieved() -> None:
 
 
 def test_negative_no_vector_hit_mode() -> None:
-    hit = result(vector=["d2::c1", "d3::c1"], bm25=fillers(3), fused=fillers(3), reranked=fillers(2), context=fillers(2))
+    hit = result(
+        vector=["d2::c1", "d3::c1"], bm25=fillers(3), fused=fillers(3), reranked=fillers(2), context=fillers(2)
+    )
     case = run(hit, NO_GOLD, RetrievalCaseConfig(negative="no_threshold_hit"))
     assert (case.outcome, case.failed_stage) == ("fail", "vector")
     assert case.message == "negative item: 2 item(s) passed the similarity threshold of vector (expected none)"
@@ -308,7 +334,15 @@ def test_details_are_json_primitives_and_round_trip() -> None:
     res = RetrievalResult(
         "q",
         (),
-        Trace((stage("vector", GOLD), stage("bm25"), stage("fused", GOLD), stage("reranked", GOLD), stage("context", GOLD))),
+        Trace(
+            (
+                stage("vector", GOLD),
+                stage("bm25"),
+                stage("fused", GOLD),
+                stage("reranked", GOLD),
+                stage("context", GOLD),
+            )
+        ),
         degraded=True,
         degradation_reason="rerank_failed",
     )

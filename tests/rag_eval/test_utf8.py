@@ -20,7 +20,7 @@ def test_a_leading_byte_order_mark_is_dropped() -> None:
 
 
 def test_a_bad_byte_is_named_by_line_and_character_column() -> None:
-    data = "a = 1\n名 = \"".encode() + b"\xff\"\n"
+    data = 'a = 1\n名 = "'.encode() + b'\xff"\n'
     with pytest.raises(NotUtf8Error) as info:
         decode(data, "f.toml")
     assert str(info.value) == "f.toml:2: byte 0xff at column 6 is not UTF-8; save the file as UTF-8"
@@ -45,7 +45,10 @@ def test_the_pipeline_config_accepts_a_bom_and_names_a_bad_byte(tmp_path: Path) 
     config.write_bytes(b'pipeline = "rag_app"\n# caf\xe9\n')
     with pytest.raises(AdapterConfigError) as info:
         load_spec(None, config, {})
-    assert str(info.value) == f"--rag-pipeline-config {config}:2: byte 0xe9 at column 6 is not UTF-8; save the file as UTF-8"
+    assert (
+        str(info.value)
+        == f"--rag-pipeline-config {config}:2: byte 0xe9 at column 6 is not UTF-8; save the file as UTF-8"
+    )
 
 
 def test_the_price_file_names_a_bad_byte(tmp_path: Path) -> None:

@@ -16,9 +16,10 @@ validation fails it the same way again).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from rag_eval.adapters.spec import PipelineSpec
 from rag_eval.dataset import find_paths
@@ -57,12 +58,22 @@ def judge_env(base_url: str, model: str, **extra: str) -> dict[str, str]:
     return {"RAG_JUDGE_BASE_URL": base_url, "RAG_JUDGE_MODEL": model, **JUDGE_SETTINGS, **extra}
 
 
-def demo_session(judge: JudgeConfig | None = None, overrides: Mapping[str, Any] | None = None,
-                 deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS) -> EvalSession:
+def demo_session(
+    judge: JudgeConfig | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS,
+) -> EvalSession:
     """The demo pipeline (repository settings, shared index cache) with this judge."""
-    return EvalSession(EvalConfig(paths=find_paths(DEMO), settings_overrides=dict(overrides or {}),
-                                  project_root=REPO, judge=judge, deepeval_metrics=deepeval_metrics,
-                                  pipeline=PipelineSpec("rag_app")))
+    return EvalSession(
+        EvalConfig(
+            paths=find_paths(DEMO),
+            settings_overrides=dict(overrides or {}),
+            project_root=REPO,
+            judge=judge,
+            deepeval_metrics=deepeval_metrics,
+            pipeline=PipelineSpec("rag_app"),
+        )
+    )
 
 
 def demo_items(session: EvalSession, n: int = N_CASES) -> list[GoldenItem]:

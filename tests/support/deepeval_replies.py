@@ -21,29 +21,72 @@ from tests.support.openai_server import Reply
 
 # (opening words of the deepeval prompt, prompt kind, JSON reply)
 SCRIPT: list[tuple[str, str, dict[str, Any]]] = [
-    ("Based on the given text, please generate a comprehensive list of", "faith.truths",
-     {"truths": ["二次函数的顶点式是 y=a(x-h)^2+k", "顶点坐标为 (h, k)"]}),
-    ("Based on the given text, please extract a comprehensive list of", "faith.claims",
-     {"claims": ["顶点式是 y=a(x-h)^2+k", "顶点是 (h, k)", "a 决定开口宽度与方向，且 a 必须为正"]}),
-    ("Based on the given claims", "faith.verdicts",
-     {"verdicts": [{"verdict": "yes", "reason": None}, {"verdict": "yes", "reason": None},
-                   {"verdict": "no", "reason": "上下文没有说 a 必须为正"}]}),
+    (
+        "Based on the given text, please generate a comprehensive list of",
+        "faith.truths",
+        {"truths": ["二次函数的顶点式是 y=a(x-h)^2+k", "顶点坐标为 (h, k)"]},
+    ),
+    (
+        "Based on the given text, please extract a comprehensive list of",
+        "faith.claims",
+        {"claims": ["顶点式是 y=a(x-h)^2+k", "顶点是 (h, k)", "a 决定开口宽度与方向，且 a 必须为正"]},
+    ),
+    (
+        "Based on the given claims",
+        "faith.verdicts",
+        {
+            "verdicts": [
+                {"verdict": "yes", "reason": None},
+                {"verdict": "yes", "reason": None},
+                {"verdict": "no", "reason": "上下文没有说 a 必须为正"},
+            ]
+        },
+    ),
     ("Below is a list of Contradictions", "faith.reason", {"reason": "The score is 0.67 because of claim 3."}),
-    ("Given the text, breakdown and generate a list of statements", "ar.statements",
-     {"statements": ["顶点式是 y=a(x-h)^2+k", "顶点是 (h, k)", "抛物线是轴对称图形", "今天天气很好"]}),
-    ("For the provided list of statements", "ar.verdicts",
-     {"verdicts": [{"verdict": "yes"}, {"verdict": "yes"}, {"verdict": "borderline", "reason": "背景"},
-                   {"verdict": "no", "reason": "与问题无关"}]}),
+    (
+        "Given the text, breakdown and generate a list of statements",
+        "ar.statements",
+        {"statements": ["顶点式是 y=a(x-h)^2+k", "顶点是 (h, k)", "抛物线是轴对称图形", "今天天气很好"]},
+    ),
+    (
+        "For the provided list of statements",
+        "ar.verdicts",
+        {
+            "verdicts": [
+                {"verdict": "yes"},
+                {"verdict": "yes"},
+                {"verdict": "borderline", "reason": "背景"},
+                {"verdict": "no", "reason": "与问题无关"},
+            ]
+        },
+    ),
     ("Given the answer relevancy score", "ar.reason", {"reason": "The score is 0.75 because of the weather."}),
-    ("Given the input, expected output, and retrieval context", "cp.verdicts",
-     {"verdicts": [{"verdict": "no", "reason": "无关"}, {"verdict": "yes", "reason": "顶点式"},
-                   {"verdict": "yes", "reason": "顶点"}]}),
-    ("Given the input, retrieval contexts, and contextual precision score", "cp.reason",
-     {"reason": "The score is 0.58 because node 1 is irrelevant."}),
-    ("For EACH sentence in the given expected output", "cr.verdicts",
-     {"verdicts": [{"verdict": "yes", "reason": "node 2"}, {"verdict": "no", "reason": "missing"}]}),
-    ("Given the original expected output, a list of supportive reasons", "cr.reason",
-     {"reason": "The score is 0.50 because sentence 2 is missing."}),
+    (
+        "Given the input, expected output, and retrieval context",
+        "cp.verdicts",
+        {
+            "verdicts": [
+                {"verdict": "no", "reason": "无关"},
+                {"verdict": "yes", "reason": "顶点式"},
+                {"verdict": "yes", "reason": "顶点"},
+            ]
+        },
+    ),
+    (
+        "Given the input, retrieval contexts, and contextual precision score",
+        "cp.reason",
+        {"reason": "The score is 0.58 because node 1 is irrelevant."},
+    ),
+    (
+        "For EACH sentence in the given expected output",
+        "cr.verdicts",
+        {"verdicts": [{"verdict": "yes", "reason": "node 2"}, {"verdict": "no", "reason": "missing"}]},
+    ),
+    (
+        "Given the original expected output, a list of supportive reasons",
+        "cr.reason",
+        {"reason": "The score is 0.50 because sentence 2 is missing."},
+    ),
     ("Given an evaluation criteria", "geval.steps", {"steps": ["Check the formula.", "Check citations."]}),
     ("You are an evaluator.", "geval.result", {"score": 7, "reason": "Mostly right."}),
 ]
@@ -110,8 +153,9 @@ class Responder:
                 content = self.wrap.replace("{}", json.dumps(body, ensure_ascii=False))
                 if not self.realistic_tokens:
                     return Reply(content)
-                return Reply(content, prompt_tokens=request_prompt_tokens(req),
-                             completion_tokens=estimate_tokens(content))
+                return Reply(
+                    content, prompt_tokens=request_prompt_tokens(req), completion_tokens=estimate_tokens(content)
+                )
         raise AssertionError(f"unscripted deepeval prompt: {prompt[:120]!r}")
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 # what differs between two runs of the same cases: how long things took
 TIMING_KEYS = frozenset({"duration", "seconds", "latency_s", "elapsed_s"})
@@ -48,7 +49,9 @@ class InFlight:
 
     def answering(self, answer: Callable[[Any], R]) -> Callable[[Any], R]:
         """A responder (``ScriptedOpenAIServer.set_default``) that holds, then answers."""
+
         def respond(request: Any) -> R:
             self.hold()
             return answer(request)
+
         return respond

@@ -34,14 +34,30 @@ def native_verdict(request: Any, claim_verdict: str = "yes") -> dict[str, Any]:
     first = [1] if context_size(request) else []  # the chunk every claim and fact rests on
     verdict: dict[str, Any] = {
         "claims": [
-            {"claim": "first claim of the answer", "verdict": claim_verdict,
-             "chunks": first if claim_verdict == "yes" else [], "reference": "yes", "reason": "stated in [1]"},
-            {"claim": "second claim of the answer", "verdict": "yes", "chunks": first, "reference": "yes",
-             "reason": "stated in [1]"},
+            {
+                "claim": "first claim of the answer",
+                "verdict": claim_verdict,
+                "chunks": first if claim_verdict == "yes" else [],
+                "reference": "yes",
+                "reason": "stated in [1]",
+            },
+            {
+                "claim": "second claim of the answer",
+                "verdict": "yes",
+                "chunks": first,
+                "reference": "yes",
+                "reason": "stated in [1]",
+            },
         ],
         "key_facts": [
-            {"index": i, "fact": f.split("] ", 1)[1], "verdict": "covered", "context": "yes" if first else "no",
-             "chunks": first, "reason": "in the answer"}
+            {
+                "index": i,
+                "fact": f.split("] ", 1)[1],
+                "verdict": "covered",
+                "context": "yes" if first else "no",
+                "chunks": first,
+                "reason": "in the answer",
+            }
             for i, f in enumerate(facts, 1)
         ],
         "relevance": {"verdict": "relevant", "reason": "answers the question"},

@@ -31,7 +31,7 @@ def forms(key: str) -> dict[str, str]:
 def windows(key: str) -> set[str]:
     out: set[str] = set()
     for form in forms(key).values():
-        out.update(form[i:i + WINDOW] for i in range(max(1, len(form) - WINDOW + 1)))
+        out.update(form[i : i + WINDOW] for i in range(max(1, len(form) - WINDOW + 1)))
     return out
 
 

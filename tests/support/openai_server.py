@@ -128,7 +128,7 @@ class EmptyChoices:
     """A 200 chat completion whose ``choices`` list is empty (seen from some proxies)."""
 
 
-Step = Union[Reply, EmbeddingsReply, RerankReply, Status, Hang, Raw, EmptyChoices, Drip, Reset]
+Step = Union[Reply, EmbeddingsReply, RerankReply, Status, Hang, Raw, EmptyChoices, Drip, Reset]  # noqa: UP007 - a runtime alias used in isinstance-free annotations; kept as Union for mypy's alias inference
 Responder = Callable[[Any], Step]
 
 # Lower-case aliases so scripts read naturally: ``srv.enqueue(reply("hi"), status(429))``.
@@ -160,8 +160,12 @@ def one_request_per(seconds: float, answer: Responder) -> tuple[Responder, list[
 
 def insufficient_quota() -> Status:
     """A 429 for quota exhaustion: retrying never helps, so clients must not retry it."""
-    err = {"message": "You exceeded your current quota.", "type": "insufficient_quota",
-           "param": None, "code": "insufficient_quota"}
+    err = {
+        "message": "You exceeded your current quota.",
+        "type": "insufficient_quota",
+        "param": None,
+        "code": "insufficient_quota",
+    }
     return Status(429, {"error": err})
 
 
@@ -240,9 +244,15 @@ class _Handler(BaseHTTPRequestHandler):
 class ScriptedOpenAIServer:
     """Local OpenAI/rerank-compatible server whose answers follow a per-endpoint script."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, latency: float = 0.0,
-                 embedding_dim: int = 8,
-                 models: tuple[str, ...] = ("gpt-4o-mini", "text-embedding-3-small")) -> None:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        latency: float = 0.0,
+        embedding_dim: int = 8,
+        models: tuple[str, ...] = ("gpt-4o-mini", "text-embedding-3-small"),
+    ) -> None:
         self.host, self._port, self.latency = host, port, latency
         self.embedding_dim, self.models = embedding_dim, models
         self._lock = threading.Lock()
@@ -266,8 +276,9 @@ class ScriptedOpenAIServer:
         httpd = _HTTPServer((self.host, self._port), _Handler)
         httpd.owner = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="scripted-openai-server", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-openai-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -288,8 +299,9 @@ class ScriptedOpenAIServer:
     def __enter__(self) -> ScriptedOpenAIServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     @property
@@ -325,8 +337,11 @@ class ScriptedOpenAIServer:
     def reset_defaults(self) -> None:
         """Restore the built-in deterministic default responders."""
         with self._lock:
-            self._defaults.update(chat=lambda req: Reply(DEFAULT_CHAT_CONTENT),
-                                  embeddings=self._default_embeddings, rerank=self._default_rerank)
+            self._defaults.update(
+                chat=lambda req: Reply(DEFAULT_CHAT_CONTENT),
+                embeddings=self._default_embeddings,
+                rerank=self._default_rerank,
+            )
 
     def pending(self, kind: Kind) -> int:
         """Number of scripted steps not yet consumed."""
@@ -378,8 +393,9 @@ class ScriptedOpenAIServer:
         path = h.path.split("?", 1)[0].rstrip("/")
         route = path[3:] if path.startswith("/v1/") else path
         kind = _ROUTES.get((h.command, route), "unknown")
-        rec = RecordedRequest(h.command, h.path, {k.lower(): v for k, v in h.headers.items()},
-                              payload, time.time(), kind, body)
+        rec = RecordedRequest(
+            h.command, h.path, {k.lower(): v for k, v in h.headers.items()}, payload, time.time(), kind, body
+        )
         with self._lock:
             self._requests.append(rec)
         if self.latency and self._stop.wait(self.latency):
@@ -401,8 +417,7 @@ class ScriptedOpenAIServer:
             except Exception as exc:  # noqa: BLE001 - report any script bug to the client
                 with self._lock:
                     self.script_errors.append(f"{kind}: {exc!r}")
-                resp = _error_response(500, f"ScriptedOpenAIServer script error: {exc!r}",
-                                       type_="script_error")
+                resp = _error_response(500, f"ScriptedOpenAIServer script error: {exc!r}", type_="script_error")
         if resp is None:
             return  # stopped while hanging: drop the connection without answering
         code, headers, out = resp
@@ -413,13 +428,19 @@ class ScriptedOpenAIServer:
         h.wfile.write(out)
 
     def _send_slowly(self, h: _Handler, step: Drip | Reset, payload: dict[str, Any]) -> None:
-        code, headers, out = self._chat(Reply(step.content if isinstance(step, Drip) else "cut short"), payload,
-                                        str(payload.get("model") or "scripted-model"))
-        head = (f"HTTP/1.1 {code} OK\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers)
-                + f"Content-Length: {len(out)}\r\n\r\n").encode()
+        code, headers, out = self._chat(
+            Reply(step.content if isinstance(step, Drip) else "cut short"),
+            payload,
+            str(payload.get("model") or "scripted-model"),
+        )
+        head = (
+            f"HTTP/1.1 {code} OK\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers)
+            + f"Content-Length: {len(out)}\r\n\r\n"
+        ).encode()
         h.close_connection = True
         if isinstance(step, Reset):
-            h.wfile.write(head + out[:step.sent])
+            h.wfile.write(head + out[: step.sent])
             h.wfile.flush()
             h.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             h.connection.close()  # SO_LINGER 0: the close sends RST, not FIN
@@ -431,7 +452,7 @@ class ScriptedOpenAIServer:
         for i in range(0, min(len(data), step.limit), step.chunk):
             if self._stop.wait(step.interval):
                 return
-            h.wfile.write(data[i:i + step.chunk])
+            h.wfile.write(data[i : i + step.chunk])
             h.wfile.flush()
 
     def _next_step(self, kind: str, payload: dict[str, Any]) -> Step:
@@ -476,16 +497,21 @@ class ScriptedOpenAIServer:
         prompt, completion = max(prompt_est, 1), 0
         if isinstance(step, Reply):
             message = {"role": "assistant", "content": step.content, "refusal": None}
-            choices = [{"index": 0, "message": message, "logprobs": None,
-                        "finish_reason": step.finish_reason}]
+            choices = [{"index": 0, "message": message, "logprobs": None, "finish_reason": step.finish_reason}]
             prompt = step.prompt_tokens if step.prompt_tokens is not None else prompt
-            completion = (step.completion_tokens if step.completion_tokens is not None
-                          else _words(step.content))
-        usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                 "total_tokens": prompt + completion}
-        return _json_response(200, {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-                                    "object": "chat.completion", "created": int(time.time()),
-                                    "model": model, "choices": choices, "usage": usage})
+            completion = step.completion_tokens if step.completion_tokens is not None else _words(step.content)
+        usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+        return _json_response(
+            200,
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": choices,
+                "usage": usage,
+            },
+        )
 
     def _embeddings(self, step: EmbeddingsReply, req: dict[str, Any], model: str) -> _Response:
         texts = self._inputs(req)
@@ -499,8 +525,15 @@ class ScriptedOpenAIServer:
                 emb = base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode("ascii")
             data.append({"object": "embedding", "index": i, "embedding": emb})
         tokens = sum(_words(t) for t in texts)
-        return _json_response(200, {"object": "list", "data": data, "model": model,
-                                    "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        return _json_response(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": model,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            },
+        )
 
     def _rerank(self, step: RerankReply, req: dict[str, Any], model: str) -> _Response:
         docs = self._documents(req)
@@ -517,15 +550,21 @@ class ScriptedOpenAIServer:
                 item["document"] = {"text": docs[i]}
             results.append(item)
         tokens = _words(str(req.get("query", ""))) + sum(_words(d) for d in docs)
-        return _json_response(200, {"id": f"rerank-{uuid.uuid4().hex[:16]}", "model": model,
-                                    "results": results, "usage": {"total_tokens": tokens}})
+        return _json_response(
+            200,
+            {
+                "id": f"rerank-{uuid.uuid4().hex[:16]}",
+                "model": model,
+                "results": results,
+                "usage": {"total_tokens": tokens},
+            },
+        )
 
     @staticmethod
     def _inputs(req: dict[str, Any]) -> list[str]:
         """Normalise ``input``: str, list[str], token list, or list of token lists."""
         value = req.get("input")
-        if isinstance(value, str) or (isinstance(value, list) and value
-                                      and all(isinstance(x, int) for x in value)):
+        if isinstance(value, str) or (isinstance(value, list) and value and all(isinstance(x, int) for x in value)):
             value = [value]
         if not isinstance(value, list):
             raise _ScriptError("embeddings 'input' must be a string or a list")
@@ -537,8 +576,10 @@ class ScriptedOpenAIServer:
         docs = req.get("documents", req.get("texts"))
         if not isinstance(docs, list):
             raise _ScriptError("rerank 'documents' must be a list")
-        return [d if isinstance(d, str) else str(d.get("text", json.dumps(d)))
-                if isinstance(d, dict) else json.dumps(d) for d in docs]
+        return [
+            d if isinstance(d, str) else str(d.get("text", json.dumps(d))) if isinstance(d, dict) else json.dumps(d)
+            for d in docs
+        ]
 
     def _default_embeddings(self, req: Any) -> EmbeddingsReply:
         dim = req.get("dimensions") if isinstance(req.get("dimensions"), int) else self.embedding_dim

@@ -22,7 +22,9 @@ def simulate(kind: str, reps: int, cases: int, rng: np.random.Generator) -> tupl
     shape = (reps, cases)
     if kind == "binary":
         y = (rng.random(shape) < 0.7).astype(float)
-        judges = {f"disagrees {int(e * 100)} %": np.where(rng.random(shape) < e, 1.0 - y, y) for e in (0.05, 0.10, 0.20)}
+        judges = {
+            f"disagrees {int(e * 100)} %": np.where(rng.random(shape) < e, 1.0 - y, y) for e in (0.05, 0.10, 0.20)
+        }
         judges["biased upwards"] = np.where((y == 0) & (rng.random(shape) < 0.4), 1.0, y)
         return 0.7, y, judges
     if kind == "continuous":

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Union
+from typing import Any, Union
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Hang:
     then: Status | None = None
 
 
-Step = Union[Status, Hang]
+Step = Union[Status, Hang]  # noqa: UP007 - a runtime alias used in isinstance-free annotations; kept as Union for mypy's alias inference
 
 
 @dataclass(frozen=True)
