@@ -1,6 +1,7 @@
 """``python -m rag_eval``: validate a golden set, print its coverage, show its corpus hash,
 merge the results files of a sharded run, re-render a results file's summary or report,
-sample judged cases for human labels, say how many items a gate needs to see a drop."""
+sample judged cases for human labels, say how many items a gate needs to see a drop; draft,
+review and accept golden items and review a run's evidence (rag_eval.authoring.cli)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rag_eval.adapters.gold import GOLD_MODES
+from rag_eval.authoring import cli as authoring
 from rag_eval.dataset import find_paths, golden_items
 from rag_eval.errors import RagEvalError
+from rag_eval.escape import terminal
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.validate import coverage_table, validate_all
 from rag_eval.tiers import golden_applies
@@ -30,6 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_val.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_val.add_argument("--golden-set", "--rag-golden-set", default=None)
     p_val.add_argument("--coverage", action="store_true", help="also print the scenario × tier coverage table")
+    p_val.add_argument(
+        "--dimension", action="append", default=[], metavar="TAG", help="with --coverage: a tag dimension (repeatable)"
+    )
+    p_val.add_argument("--min", type=int, default=None, metavar="N", help="with --coverage: list cells below N items")
+    p_val.add_argument("--fail-under", action="store_true", help="with --min: exit 1 when a cell has fewer than N")
     p_val.add_argument(
         "--gold",
         choices=GOLD_MODES,
@@ -118,7 +127,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_pow.add_argument("--drop", type=float, required=True, help="the drop to see, e.g. 0.03 for 3 points")
     p_pow.add_argument("--alpha", type=float, default=0.05, help="one-sided significance level (default 0.05)")
     p_pow.add_argument("--power", type=float, default=0.8, help="the power wanted (default 0.8)")
+    authoring.add_parsers(sub)
     args = parser.parse_args(argv)
+    done = authoring.run(args)
+    if done is not None:
+        return done
     if args.command == "power":
         return _power(args)
     if args.command == "sample":
@@ -142,7 +155,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
             print(corpus_hash(read(paths.corpus)))
             return 0
-        return _validate(args.dataset, args.golden_set, args.coverage, _gold_mode(args.gold, args.pipeline_config))
+        gaps = Gaps(args.dimension, args.min, args.fail_under) if args.coverage else None
+        return _validate(
+            args.dataset, args.golden_set, args.coverage, _gold_mode(args.gold, args.pipeline_config), gaps
+        )
     except (GoldenSetError, RagEvalError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -190,7 +206,18 @@ def _gold_mode(gold: str | None, pipeline_config: str | None) -> str:
     return str(value)
 
 
-def _validate(dataset: str | None, golden: str | None, coverage: bool, gold: str = "corpus") -> int:
+@dataclass(frozen=True)
+class Gaps:
+    """``validate --coverage``'s gap options: tag dimensions, the cell minimum, whether gaps fail."""
+
+    dimensions: Sequence[str]
+    minimum: int | None
+    fail: bool
+
+
+def _validate(
+    dataset: str | None, golden: str | None, coverage: bool, gold: str = "corpus", gaps: Gaps | None = None
+) -> int:
     from rag_eval.adapters import PipelineSpec, corpus_chunker
     from rag_eval.golden.resolve import ChunkLookup
     from rag_eval.session import EvalConfig, EvalSession
@@ -219,10 +246,22 @@ def _validate(dataset: str | None, golden: str | None, coverage: bool, gold: str
         for p in problems:
             print(f"  {p}")
         n_problems += len(problems)
+    thin = 0
     if coverage:
         print()
         print(coverage_table(items, golden_applies()))
+        if gaps is not None and (gaps.dimensions or gaps.minimum is not None):
+            from rag_eval.golden.coverage import coverage_cells, gaps_table
+
+            minimum = gaps.minimum if gaps.minimum is not None else 1
+            cells = coverage_cells(items, gaps.dimensions or ["scenario"], minimum)
+            thin = sum(1 for c in cells if c.thin)
+            print()
+            print(terminal(gaps_table(cells, minimum)))
     print(f"{len(items)} items in {paths.golden}: {'valid' if not n_problems else f'{n_problems} problem(s)'}")
+    if gaps is not None and gaps.fail and thin:
+        print(f"--fail-under: {thin} cell(s) below --min {gaps.minimum if gaps.minimum is not None else 1}")
+        return 1
     return 1 if n_problems else 0
 
 
@@ -286,7 +325,6 @@ def _sample(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from rag_eval.escape import terminal
 
     try:
         sheet, page = write_sample(sample, Path(args.out), str(args.results))

@@ -51,6 +51,9 @@ MAX_QUESTION_CHARS = 8_000
 
 # Keys of the shared datasets' qa.jsonl that we read or carry along as extra data.
 SHARED_EXTRA_KEYS = frozenset({"qtype", "year", "is_impossible", "source_doc_id"})
+# Written by the authoring commands (docs/golden-sets.md#keeping-gold-true), carried as extra
+# data: where a drafted item came from, and every review decision about the item, in order.
+REVIEW_KEYS = frozenset({"provenance", "review"})
 
 
 class GoldenSetError(ValueError):
@@ -153,12 +156,13 @@ def parse_item(raw: Any, where: str) -> GoldenItem:
     if not isinstance(raw.get("question"), str) or not raw["question"].strip():
         raise GoldenSetError(f"{where}: missing or empty required field 'question' (a non-empty string)")
     check_length(raw["question"], "question", where)
-    unknown = sorted(set(raw) - OWN_KEYS - SHARED_EXTRA_KEYS)
+    unknown = sorted(set(raw) - OWN_KEYS - SHARED_EXTRA_KEYS - REVIEW_KEYS)
     if unknown:
         raise GoldenSetError(
             f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; "
-            f"valid fields: {', '.join(sorted(OWN_KEYS | SHARED_EXTRA_KEYS))}"
+            f"valid fields: {', '.join(sorted(OWN_KEYS | SHARED_EXTRA_KEYS | REVIEW_KEYS))}"
         )
+    _check_review(raw, where)
     evidence = parse_evidence(raw, where)
     tags = parse_tags(raw.get("tags", {}), where)
     action = raw.get("expected_action", "refuse" if not evidence else "answer")
@@ -192,8 +196,18 @@ def parse_item(raw: Any, where: str) -> GoldenItem:
         corpus_name=str(corpus.get("name", "")),
         corpus_sha256=str(corpus.get("sha256", "")),
         source=where.split(" (id")[0],
-        extra={k: raw[k] for k in SHARED_EXTRA_KEYS if k in raw},
+        extra={k: raw[k] for k in SHARED_EXTRA_KEYS | REVIEW_KEYS if k in raw},
     )
+
+
+def _check_review(raw: Mapping[str, Any], where: str) -> None:
+    if "provenance" in raw and not isinstance(raw["provenance"], dict):
+        raise GoldenSetError(f"{where}: provenance must be an object (python -m rag_eval accept writes it)")
+    review = raw.get("review", [])
+    if not isinstance(review, list) or not all(isinstance(r, dict) for r in review):
+        raise GoldenSetError(
+            f'{where}: review is a list of decisions like {{"decision": ..., "reviewer": ..., "time": ...}}'
+        )
 
 
 def derived_split(raw: Mapping[str, Any], evidence: tuple[EvidenceGroup, ...]) -> str:

@@ -29,7 +29,8 @@ PAGE = "labelling.html"
 
 
 @functools.lru_cache(maxsize=1)
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
+    """The pages' Jinja2 environment (autoescape, strict, the ``script_json`` filter); the review page uses it too."""
     # report_templates installs as rag_eval.report_templates; a source checkout has it at the top
     package = (
         "rag_eval.report_templates" if importlib.util.find_spec("rag_eval.report_templates") else "report_templates"
@@ -49,7 +50,7 @@ def render_page(sample: Sequence[SampledCase], source: str) -> str:
     """The page for ``sample`` drawn from the results file ``source``."""
     data = {"source": source, "cases": [c.to_dict() for c in sample]}
     return (
-        _environment()
+        environment()
         .get_template(TEMPLATE)
         .render(data=data, n_cases=len(sample), n_labels=sum(len(c.metrics) for c in sample), source=source)
     )

@@ -1,0 +1,169 @@
+"""A run's non-gold evidence as candidates for a person's review.
+
+From each results file: per item, the chunks its retrieval case ranked above the first
+gold chunk of the final stage (at most ``ABOVE_GOLD_KEPT``), and the chunks its answer
+cases put in the generator's context, that are not gold. One candidate per (item,
+document, quoted text), whatever the number of cases and runs that showed it.
+
+A candidate's text is the chunk's: its document's span when the chunks are known with
+offsets (``gold = "corpus"``: the corpus chunked as the run chunked it), else the text the
+run recorded in a context; its document is the one the run named (a source), else the
+corpus document that holds the text. A candidate whose text no file holds (a chunk only
+ranked, in a run without an answer tier and without corpus gold) is counted, not listed.
+A candidate already decided -- its key in the item's ``review`` history -- is not listed
+again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_eval.golden.model import GoldenItem
+from rag_eval.golden.resolve import ChunkLookup
+from rag_eval.records import Chunk
+
+ABOVE_GOLD_KEPT = 5
+_WS = re.compile(r"\s+")
+
+
+def candidate_key(case: str, doc_id: str, quote: str) -> str:
+    """Stable across runs and re-chunking: the item, the document and the text (whitespace dropped)."""
+    digest = hashlib.sha256(f"{case}\x00{doc_id}\x00{_WS.sub('', quote)}".encode()).hexdigest()
+    return digest[:16]
+
+
+@dataclass
+class Candidate:
+    key: str
+    case: str
+    doc_id: str
+    quote: str
+    chunk_id: str
+    why: list[str] = field(default_factory=list)
+    runs: list[str] = field(default_factory=list)
+
+    def to_dict(self, item: GoldenItem | None) -> dict[str, Any]:
+        return {
+            "kind": "evidence",
+            "key": self.key,
+            "case": self.case,
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "quote": self.quote,
+            "why": self.why,
+            "runs": self.runs,
+            "question": item.question if item else "",
+            "gold": [[r.label for r in g.any_of] for g in item.evidence] if item else [],
+            "gold_quotes": [[r.quote or "" for r in g.any_of] for g in item.evidence] if item else [],
+        }
+
+
+@dataclass
+class Found:
+    candidates: list[Candidate] = field(default_factory=list)
+    decided: int = 0
+    without_text: int = 0
+
+
+class _Texts:
+    """What is known of a chunk: its document and text (module doc)."""
+
+    def __init__(self, results: Sequence[Mapping[str, Any]], lookup: ChunkLookup, chunks: Sequence[Chunk]) -> None:
+        self.lookup = lookup
+        self.spans = {c.chunk_id: c for c in chunks}
+        self.texts: dict[str, str] = {}
+        self.docs: dict[str, str] = {}
+        for res in results:
+            for case in res.get("cases", []):
+                details = case.get("details") or {}
+                for ctx in details.get("context") or []:
+                    if isinstance(ctx, dict) and ctx.get("chunk_id") and ctx.get("text"):
+                        self.texts.setdefault(str(ctx["chunk_id"]), str(ctx["text"]))
+                for src in details.get("sources") or []:
+                    if isinstance(src, dict) and src.get("chunk_id") and src.get("doc_id"):
+                        self.docs.setdefault(str(src["chunk_id"]), str(src["doc_id"]))
+
+    def of(self, chunk_id: str) -> tuple[str, str] | None:
+        """(doc id, quote) of a chunk, or None when no file holds its text."""
+        chunk = self.spans.get(chunk_id)
+        if chunk is not None and chunk.doc_id in self.lookup.docs and chunk.char_end > chunk.char_start:
+            return chunk.doc_id, self.lookup.docs[chunk.doc_id].text[chunk.char_start : chunk.char_end].strip()
+        text = self.texts.get(chunk_id)
+        if text is None:
+            return None
+        doc = self.docs.get(chunk_id) or next((d for d in self.lookup.docs if self.lookup.locate(d, text)), None)
+        return (doc, text) if doc else None
+
+
+def _gold_ids(details: Mapping[str, Any]) -> set[str]:
+    gold = details.get("gold") or {}
+    return {str(c) for level in ("chunks", "parents") for group in gold.get(level) or [] for c in group}
+
+
+def _shown(case: Mapping[str, Any], gold: set[str]) -> list[tuple[str, str]]:
+    """(chunk id, why) of the non-gold chunks a case showed: ranked above gold, or in context."""
+    details = case.get("details") or {}
+    out: list[tuple[str, str]] = []
+    final = details.get("final_stage")
+    hits = (details.get("stages") or {}).get(final) or [] if final else []
+    if hits and gold:
+        ids = [str(h[0]) for h in hits]
+        first = next((n for n, cid in enumerate(ids) if cid in gold), None)
+        above = ids[: first if first is not None else ABOVE_GOLD_KEPT][:ABOVE_GOLD_KEPT]
+        at = f"gold first at rank {first + 1}" if first is not None else f"no gold in the top {len(ids)}"
+        out += [(cid, f"rank {n} in {final} ({at})") for n, cid in enumerate(above, 1)]
+    for n, ctx in enumerate(details.get("context") or [], 1):
+        cid = str(ctx.get("chunk_id", "")) if isinstance(ctx, dict) else ""
+        if cid and cid not in gold:
+            out.append((cid, f"in the {case.get('tier')} context as [{n}]"))
+    return out
+
+
+def find_candidates(
+    results: Sequence[tuple[str, Mapping[str, Any]]],
+    items: Mapping[str, GoldenItem],
+    lookup: ChunkLookup,
+    chunks: Sequence[Chunk] = (),
+) -> Found:
+    """Every candidate of ``results`` ((name, results dict) per run) not yet decided (module doc)."""
+    texts = _Texts([r for _, r in results], lookup, chunks)
+    decided = {
+        str(h.get("key")) for item in items.values() for h in item.extra.get("review") or () if isinstance(h, dict)
+    }
+    found = Found()
+    by_key: dict[str, Candidate] = {}
+    skipped: set[tuple[str, str]] = set()
+    for name, res in results:
+        gold_of: dict[str, set[str]] = {}
+        for case in res.get("cases", []):
+            if case.get("tier") == "retrieval" and not case.get("negative"):
+                gold_of.setdefault(str(case["id"]), set()).update(_gold_ids(case.get("details") or {}))
+        for case in res.get("cases", []):
+            item_id = str(case.get("id"))
+            gold = gold_of.get(item_id)
+            if not gold or item_id not in items:
+                continue
+            for cid, why in _shown(case, gold):
+                known = texts.of(cid)
+                if known is None:
+                    if (item_id, cid) not in skipped:
+                        skipped.add((item_id, cid))
+                        found.without_text += 1
+                    continue
+                key = candidate_key(item_id, *known)
+                if key in decided:
+                    if key not in by_key:
+                        by_key[key] = Candidate(key, item_id, known[0], known[1], cid)  # counted once below
+                    continue
+                cand = by_key.setdefault(key, Candidate(key, item_id, known[0], known[1], cid))
+                if why not in cand.why:
+                    cand.why.append(why)
+                if name not in cand.runs:
+                    cand.runs.append(name)
+    found.candidates = [c for k, c in by_key.items() if k not in decided]
+    found.decided = sum(1 for k in by_key if k in decided)
+    return found
