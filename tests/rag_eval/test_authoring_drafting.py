@@ -70,6 +70,7 @@ def test_every_recipe_drafts_from_the_demo_corpus_and_every_quote_is_in_its_docu
     assert str(by["colloquial"].provenance["source_item"]).startswith("demo-")  # the golden set's items come first
     across = by["multi-chunk"]
     (doc, start, end), (first, second) = across.provenance["spans"][0], across.passages
+    assert doc == first.doc_id == second.doc_id
     assert start < first.end <= second.start < end  # the span crosses from one passage into the next
     # the demo corpus is Chinese: every prompt was Chinese
     assert all(
