@@ -54,7 +54,7 @@ class Candidate:
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "quote": self.quote,
-            "why": self.why,
+            "why": sorted(self.why),
             "runs": self.runs,
             "question": item.question if item else "",
             "gold": [[r.label for r in g.any_of] for g in item.evidence] if item else [],
@@ -110,7 +110,7 @@ def _shown(case: Mapping[str, Any], gold: set[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     final = details.get("final_stage")
     hits = (details.get("stages") or {}).get(final) or [] if final else []
-    if hits and gold:
+    if hits:
         ids = [str(h[0]) for h in hits]
         first = next((n for n, cid in enumerate(ids) if cid in gold), None)
         above = ids[: first if first is not None else ABOVE_GOLD_KEPT][:ABOVE_GOLD_KEPT]
@@ -144,8 +144,8 @@ def find_candidates(
                 gold_of.setdefault(str(case["id"]), set()).update(_gold_ids(case.get("details") or {}))
         for case in res.get("cases", []):
             item_id = str(case.get("id"))
-            gold = gold_of.get(item_id)
-            if not gold or item_id not in items:
+            gold = gold_of.get(item_id)  # empty: the run retrieved no gold chunk of the item
+            if gold is None or item_id not in items:
                 continue
             for cid, why in _shown(case, gold):
                 known = texts.of(cid)
