@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from rag_eval.atomic import write_atomic
+from rag_eval.authoring.drafting import Ask
 from rag_eval.authoring.paths import check_outputs
 from rag_eval.escape import terminal
 from rag_eval.golden.load import GoldenSetError, load_golden_set
@@ -68,11 +69,10 @@ def draft_command(args: argparse.Namespace) -> int:
         [("--corpus", corpus)] + ([("--golden-set", golden)] if golden else []),
         fresh=["--out"],
     )
-    counts: dict[str, int] = parse_scenarios(args.scenario)
-    hints: dict[str, dict[str, str]] = {}
+    asks = [Ask(recipe, n) for recipe, n in parse_scenarios(args.scenario).items()]
     if args.fill_gaps:
-        counts, hints = gap_plan(items, args.dimension, args.min, golden)
-        if not counts:
+        asks = gap_plan(items, args.dimension, args.min, golden)
+        if not asks:
             print(
                 f"no thin cell (every cell of {' × '.join(args.dimension or ['scenario'])} has >= {args.min} items): "
                 "nothing to draft"
@@ -87,13 +87,12 @@ def draft_command(args: argparse.Namespace) -> int:
     )
     spec = DraftSpec(
         model=cfg.endpoint.model,
-        counts=counts,
+        asks=asks,
         seed=args.seed,
         lang=args.lang,
         near_dup=check_threshold(args.near_dup, "--near-dup"),
         max_tokens=args.max_tokens,
         concurrency=cfg.policy.concurrency,
-        hints=hints,
     )
     pool = passage_pool(docs, args.seed, args.min_chars if args.min_chars is not None else MIN_CONTENT_CHARS)
     with draft_client(cfg) as client:
@@ -115,27 +114,21 @@ def draft_command(args: argparse.Namespace) -> int:
     return 1 if outcome.errors or any(k.startswith("stopped") for k in outcome.counts) else 0
 
 
-def gap_plan(
-    items: list[GoldenItem], dimensions: list[str], minimum: int, golden: Path | None
-) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
-    """Recipe -> drafts to write, and the tags each recipe's drafts get, for the thin cells."""
+def gap_plan(items: list[GoldenItem], dimensions: list[str], minimum: int, golden: Path | None) -> list[Ask]:
+    """Per thin cell, ``minimum`` minus its count drafts of its scenario (``standard`` when
+    scenario is no dimension), tagged with its other values; a scenario no recipe writes is skipped."""
     from rag_eval.authoring.recipes import RECIPES
-    from rag_eval.golden.coverage import coverage_cells
+    from rag_eval.golden.coverage import MISSING, coverage_cells
 
     if golden is None:
         raise GoldenSetError("--fill-gaps needs the golden set whose gaps to fill: give --golden-set FILE")
-    counts: dict[str, int] = {}
-    hints: dict[str, dict[str, str]] = {}
+    asks = []
     for cell in coverage_cells(items, dimensions or ["scenario"], minimum):
-        if not cell.thin:
-            continue
-        values = dict(cell.values)
+        values = {d: v for d, v in cell.values if v != MISSING}
         recipe = values.pop("scenario", "standard")
-        if recipe not in RECIPES:
-            continue
-        counts[recipe] = counts.get(recipe, 0) + minimum - cell.count
-        hints.setdefault(recipe, values)
-    return counts, hints
+        if cell.thin and recipe in RECIPES:
+            asks.append(Ask(recipe, minimum - cell.count, values))
+    return asks
 
 
 def review_command(args: argparse.Namespace) -> int:

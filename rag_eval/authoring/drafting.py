@@ -66,15 +66,23 @@ Retrieve = Callable[[str], Sequence[str]]  # question -> texts of the chunks a s
 
 
 @dataclass(frozen=True)
+class Ask:
+    """``count`` drafts of ``recipe``, each tagged with ``tags`` (the prompt asks for them too: --fill-gaps)."""
+
+    recipe: str
+    count: int
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class DraftSpec:
     model: str
-    counts: Mapping[str, int]  # recipe -> drafts wanted
+    asks: Sequence[Ask]  # what to draft, run in the order of RECIPES
     seed: int = 0
     lang: str = "auto"  # "zh", "en" or "auto" (from the passage's text)
     near_dup: float = NEAR_DUP_THRESHOLD
     max_tokens: int = 800
     concurrency: int = 4
-    hints: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # recipe -> tags (fill-gaps)
 
 
 @dataclass
@@ -95,6 +103,7 @@ class Job:
     passages: tuple[Passage, ...]
     source: Sourced | None = None  # the item a colloquial / similar-stem draft rewrites
     source_quote: str = ""
+    tags: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -102,7 +111,7 @@ class Job:
 
 
 def _item_jobs(
-    recipe: str, items: Sequence[Sourced], quotes: Mapping[str, tuple[str, str]], lookup: ChunkLookup
+    ask: Ask, items: Sequence[Sourced], quotes: Mapping[str, tuple[str, str]], lookup: ChunkLookup
 ) -> Iterator[Job]:
     for s in items:
         doc, quote = quotes[s.id]
@@ -111,7 +120,7 @@ def _item_jobs(
             continue
         text = lookup.docs[doc].text
         passage = Passage(doc, span[0], span[1], text[span[0] : span[1]])
-        yield Job(recipe, (passage,), s, quote)
+        yield Job(ask.recipe, (passage,), s, quote, ask.tags)
 
 
 class Drafter:
@@ -141,23 +150,23 @@ class Drafter:
         self._stopped = False
 
     def run(self) -> Outcome:
-        for recipe in RECIPES:
-            wanted = self.spec.counts.get(recipe, 0)
-            if wanted and not self._stopped:
-                self._recipe(recipe, wanted)
-            elif wanted:
-                self.outcome.count(BUDGET, wanted)
+        for ask in sorted(self.spec.asks, key=lambda a: RECIPES.index(a.recipe)):
+            if self._stopped:
+                self.outcome.count(BUDGET, ask.count)
+            else:
+                self._recipe(ask)
         return self.outcome
 
     # --- jobs ---------------------------------------------------------------------------
-    def _jobs(self, recipe: str) -> Iterator[Job]:
+    def _jobs(self, ask: Ask) -> Iterator[Job]:
+        recipe, tags = ask.recipe, ask.tags
         need = NEEDS[recipe]
         if need == "passage":
-            return (Job(recipe, (p,)) for p in self.pool.round_robin())
+            return (Job(recipe, (p,), tags=tags) for p in self.pool.round_robin())
         if need == "pair":
-            return (Job(recipe, pair) for pair in self.pool.pairs_across())
+            return (Job(recipe, pair, tags=tags) for pair in self.pool.pairs_across())
         if need == "adjacent":
-            return (Job(recipe, pair) for pair in self.pool.adjacent(self.documents))
+            return (Job(recipe, pair, tags=tags) for pair in self.pool.adjacent(self.documents))
         # Existing items first (the golden set), then this run's drafts from passages.
         own = [
             Sourced(d.id, d.question, sources_of(d.evidence[:1], self.lookup))
@@ -167,10 +176,10 @@ class Drafter:
         quotes = dict(self.existing_quotes)
         quotes.update({d.id: d.evidence[0] for d in self.outcome.drafts if d.evidence})
         items = [s for s in self.existing if s.id in quotes] + own
-        return _item_jobs(recipe, items, quotes, self.lookup)
+        return _item_jobs(ask, items, quotes, self.lookup)
 
-    def _recipe(self, recipe: str, wanted: int) -> None:
-        jobs = self._jobs(recipe)
+    def _recipe(self, ask: Ask) -> None:
+        wanted, jobs = ask.count, self._jobs(ask)
         made, tried = 0, 0
         while made < wanted and tried < wanted * ATTEMPTS_PER_DRAFT and not self._stopped:
             batch = [j for _, j in zip(range(min(wanted - made, wanted * ATTEMPTS_PER_DRAFT - tried)), jobs)]
@@ -199,7 +208,7 @@ class Drafter:
             passages=[p.text for p in job.passages] if job.recipe != "colloquial" else (),
             question=job.source.question if job.source else "",
             quote=job.source_quote if job.recipe == "colloquial" else "",
-            hints=self.spec.hints.get(job.recipe) or None,
+            hints=job.tags or None,
         )
         return messages(job.recipe, self._lang(job), given)
 
@@ -300,7 +309,7 @@ class Drafter:
         prompt_hash: str,
     ) -> Draft:
         key = f"{job.recipe}|{'|'.join(p.key for p in job.passages)}|{question}"
-        tags = {"scenario": job.recipe, **(self.spec.hints.get(job.recipe) or {})}
+        tags = {"scenario": job.recipe, **job.tags}
         provenance: dict[str, object] = {
             "recipe": job.recipe,
             "source_docs": sorted({p.doc_id for p in job.passages}),

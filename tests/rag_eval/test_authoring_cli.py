@@ -1,0 +1,126 @@
+"""The authoring commands as docs/golden-sets.md walks through them, from an empty folder
+and a user's own Markdown notes: draft, review, accept, validate; --fill-gaps; the
+path rules (no output is an input)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rag_eval.authoring.drafts import Draft, load_drafts
+from rag_eval.cli import main
+from rag_eval.golden.load import load_golden_set
+from tests.support.draft_replies import drafting_model
+from tests.support.openai_server import ScriptedOpenAIServer
+
+TEA = """# Tea
+
+Green tea is steamed or pan-fired soon after picking, which stops oxidation and keeps the leaves green.
+Black tea is fully oxidised before it is dried, which gives it a darker colour and a stronger taste.
+
+Oolong sits between the two: its leaves are partly oxidised, bruised at the edges and then fired.
+"""
+BREWING = """# Brewing
+
+Water for green tea should be well below boiling, around 80 degrees, or the leaves turn bitter quickly.
+
+Black tea takes water at a full boil and steeps for three to five minutes before the leaves are removed.
+"""
+
+
+@pytest.fixture
+def model(openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> ScriptedOpenAIServer:
+    openai_server.set_default("chat", drafting_model)
+    monkeypatch.setenv("RAG_DRAFT_BASE_URL", openai_server.base_url)
+    monkeypatch.setenv("RAG_DRAFT_MODEL", "drafter-m")
+    monkeypatch.setenv("RAG_DRAFT_API_KEY", "none")
+    return openai_server
+
+
+def exported(drafts: list[Draft], decision: str, reviewer: str = "Ana") -> str:
+    """What the review page exports for ``decision`` on every draft (its export is tested in Chromium)."""
+    rows: list[dict[str, Any]] = []
+    for d in drafts:
+        raw = d.to_dict()
+        item = {k: raw[k] for k in ("question", "answer_points", "tags", "expected_action", "evidence", "history")}
+        rows.append({"kind": "draft", "draft": d.id, "decision": decision, "reason": "", "reviewer": reviewer,
+                     "time": "2026-12-07T12:00:00Z", "passages": raw["passages"], "provenance": raw["provenance"],
+                     "item": item})  # fmt: skip
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def test_the_walkthrough_from_an_empty_folder_with_markdown_notes(
+    model: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evals" / "corpus").mkdir(parents=True)  # docs/golden-sets.md: the layout
+    (tmp_path / "evals" / "corpus" / "tea.md").write_text(TEA, encoding="utf-8")
+    (tmp_path / "evals" / "corpus" / "brewing.md").write_text(BREWING, encoding="utf-8")
+    scenarios = ["--scenario", "standard:3", "--scenario", "cross-topic:1", "--scenario", "negative:1"]
+    assert main(["draft", "--dataset", "evals", "--out", "evals/drafts.jsonl", *scenarios]) == 0
+    drafts = load_drafts(Path("evals/drafts.jsonl"))
+    assert sorted(d.recipe for d in drafts) == ["cross-topic", "negative", "standard", "standard", "standard"]
+    assert main(["review", "evals/drafts.jsonl"]) == 0
+    assert Path("evals/drafts.html").is_file()
+    Path("review-decisions.jsonl").write_text(exported(drafts, "accept"), encoding="utf-8")
+    assert main(["accept", "review-decisions.jsonl", "--into", "evals/golden.jsonl", "--dataset", "evals"]) == 0
+    assert "5 item(s) added" in capsys.readouterr().out
+    assert main(["validate", "--rag-dataset", "evals", "--gold", "text"]) == 0
+    assert "5 items in evals/golden.jsonl: valid" in capsys.readouterr().out
+    items = load_golden_set(Path("evals/golden.jsonl"))
+    assert sorted(i.id for i in items) == [
+        "gold-cross-topic-001", "gold-negative-001", "gold-standard-001", "gold-standard-002", "gold-standard-003"
+    ]  # fmt: skip
+    negative = next(i for i in items if i.scenario == "negative")
+    assert negative.expected_action == "refuse" and not negative.evidence
+    # every item of one document shares its split (tea.md's and brewing.md's may differ)
+    by_doc: dict[str, set[str]] = {}
+    for i in items:
+        for doc in i.gold_doc_ids:
+            by_doc.setdefault(doc, set()).add(i.split)
+    assert all(len(splits) == 1 for splits in by_doc.values()), by_doc
+
+
+def test_fill_gaps_drafts_the_thin_cells_with_their_tags(
+    model: ScriptedOpenAIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "corpus" / "tea.md").write_text(TEA, encoding="utf-8")
+    (tmp_path / "corpus" / "brewing.md").write_text(BREWING, encoding="utf-8")
+    line = {"id": "t1", "question": "Why is green tea green?", "tags": {"scenario": "standard", "level": "easy"},
+            "evidence": [{"doc_id": "tea", "quote": "keeps the leaves green"}]}  # fmt: skip
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    args = ["draft", "--corpus", str(tmp_path / "corpus"), "--golden-set", str(golden), "--fill-gaps",
+            "--dimension", "level", "--min", "2", "--out", str(tmp_path / "gaps.jsonl")]  # fmt: skip
+    assert main(args) == 0
+    (draft,) = load_drafts(tmp_path / "gaps.jsonl")  # level=easy has 1 of 2: one draft
+    assert draft.tags == {"scenario": "standard", "level": "easy"}
+    (req,) = model.requests_of("chat")
+    assert "level=easy" in req.json["messages"][-1]["content"]
+    capsys.readouterr()
+    args[args.index("2")] = "1"
+    args[-1] = str(tmp_path / "none.jsonl")
+    assert main(args) == 0
+    assert "no thin cell" in capsys.readouterr().out
+
+
+def test_no_output_may_be_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    decisions = tmp_path / "d.jsonl"
+    decisions.write_text("{}\n", encoding="utf-8")
+    assert main(["accept", str(decisions), "--into", str(decisions)]) == 2
+    assert "is also DECISIONS: an output may not be an input" in capsys.readouterr().err
+    assert decisions.read_text(encoding="utf-8") == "{}\n"
+    assert main(["review", str(decisions), "--out", str(decisions)]) == 2
+    assert "an output may not be an input" in capsys.readouterr().err
+
+
+def test_a_bad_decisions_line_names_file_line_and_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    decisions = tmp_path / "d.jsonl"
+    decisions.write_text('{"kind": "draft", "draft": "x", "decision": "maybe", "reviewer": "a"}\n', encoding="utf-8")
+    assert main(["accept", str(decisions), "--into", str(tmp_path / "g.jsonl")]) == 2
+    assert f"{decisions}:1: decision 'maybe' is not one of accept, edit, reject" in capsys.readouterr().err
+    assert not (tmp_path / "g.jsonl").exists()
