@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING
 
 from rag_eval.authoring.drafts import Draft
 from rag_eval.authoring.passages import Passage, Pool, is_chinese
@@ -38,6 +38,9 @@ from rag_eval.llm.messages import ChatRequest, ChatResponse
 from rag_eval.records import Document
 from rag_eval.text import terms
 
+if TYPE_CHECKING:
+    from rag_eval.llm.cached import CachedChatClient
+
 TIER = "draft"  # the accounting name of drafting calls
 QUOTE_NOT_FOUND = "rejected: quote not found"
 NOT_ACROSS = "rejected: quote does not cross the two passages"
@@ -47,18 +50,6 @@ BUDGET = "stopped: budget reached"
 NO_INPUT = "not drafted: no input left"
 NEGATIVE_SUPPORT = 0.6  # share of a question's terms one passage holding them "supports" it
 ATTEMPTS_PER_DRAFT = 3
-
-
-class Completer(Protocol):
-    def complete(
-        self,
-        req: ChatRequest,
-        *,
-        case_id: str = ...,
-        tier: str = ...,
-        trial: int = ...,
-        accept: Callable[[str], str | None] | None = ...,
-    ) -> ChatResponse: ...
 
 
 Span3 = tuple[str, int, int]  # (doc id, start, end) of a quote
@@ -130,7 +121,7 @@ class Drafter:
         self,
         documents: Sequence[Document],
         pool: Pool,
-        client: Completer,
+        client: CachedChatClient,
         spec: DraftSpec,
         existing: Sequence[GoldenItem] = (),
         retrieve: Retrieve | None = None,
