@@ -95,7 +95,8 @@ def test_fill_gaps_drafts_the_thin_cells_with_their_tags(
     golden = tmp_path / "golden.jsonl"
     golden.write_text(json.dumps(line) + "\n", encoding="utf-8")
     args = ["draft", "--corpus", str(tmp_path / "corpus"), "--golden-set", str(golden), "--fill-gaps",
-            "--dimension", "level", "--min", "2", "--out", str(tmp_path / "gaps.jsonl")]  # fmt: skip
+            "--dimension", "level", "--min", "2", "--cache-dir", str(tmp_path / "cache"),
+            "--out", str(tmp_path / "gaps.jsonl")]  # fmt: skip
     assert main(args) == 0
     (draft,) = load_drafts(tmp_path / "gaps.jsonl")  # level=easy has 1 of 2: one draft
     assert draft.tags == {"scenario": "standard", "level": "easy"}
