@@ -49,6 +49,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "--prices", default=None, metavar="TOML", help='[prices."model"] prompt/completion USD per 1M tokens'
     )
     p.add_argument("--max-tokens", type=int, default=800, help="completion budget of one draft")
+    p.add_argument(
+        "--pipeline",
+        "--rag-pipeline",
+        default=None,
+        help="negative drafts: also ask this system's retrieval (rag_app, http, dify or package.module:factory)",
+    )
+    p.add_argument("--pipeline-config", "--rag-pipeline-config", default=None, metavar="TOML", help="its configuration")
 
     p = sub.add_parser("review", help="write the review page of a drafts file (self-contained HTML)")
     p.add_argument("drafts", help="a drafts file (python -m rag_eval draft)")

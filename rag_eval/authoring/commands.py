@@ -7,12 +7,14 @@ import argparse
 from pathlib import Path
 
 from rag_eval.atomic import write_atomic
-from rag_eval.authoring.drafting import Ask
+from rag_eval.authoring.drafting import Ask, Retrieve
 from rag_eval.authoring.paths import check_outputs
 from rag_eval.escape import terminal
 from rag_eval.golden.load import GoldenSetError, load_golden_set
 from rag_eval.golden.model import GoldenItem
 from rag_eval.records import Chunk, Document
+
+NEGATIVE_TOP_K = 5  # chunks of the system's retrieval a negative draft is checked against
 
 
 def corpus_documents(
@@ -95,8 +97,9 @@ def draft_command(args: argparse.Namespace) -> int:
         concurrency=cfg.policy.concurrency,
     )
     pool = passage_pool(docs, args.seed, args.min_chars if args.min_chars is not None else MIN_CONTENT_CHARS)
+    retrieve = system_retrieval(args.pipeline, args.pipeline_config, corpus)
     with draft_client(cfg) as client:
-        outcome = Drafter(docs, pool, client, spec, items).run()
+        outcome = Drafter(docs, pool, client, spec, items, retrieve).run()
         calls = sum(1 for r in client.records if not r.cached)
         cached = sum(1 for r in client.records if r.cached)
     for line in outcome.rejected[:20]:
@@ -112,6 +115,22 @@ def draft_command(args: argparse.Namespace) -> int:
     shown = terminal(str(out), False)
     print(f"{len(outcome.drafts)} draft(s): {shown} (review them: python -m rag_eval review {shown})")
     return 1 if outcome.errors or any(k.startswith("stopped") for k in outcome.counts) else 0
+
+
+def system_retrieval(pipeline: str | None, config: str | None, corpus: Path) -> Retrieve | None:
+    """The texts a system retrieves for a question (its top 5), when ``--pipeline`` or
+    ``--pipeline-config`` names one; the system is built once, before any model call."""
+    if not pipeline and not config:
+        return None
+    from rag_eval.adapters import SystemContext, build_system
+    from rag_eval.adapters.spec import load_spec
+
+    system = build_system(load_spec(pipeline, config), SystemContext(project_root=Path.cwd(), corpus=corpus))
+
+    def retrieve(question: str) -> list[str]:
+        return [item.text for item in system.retrieve(question, NEGATIVE_TOP_K).items if item.text]
+
+    return retrieve
 
 
 def gap_plan(items: list[GoldenItem], dimensions: list[str], minimum: int, golden: Path | None) -> list[Ask]:

@@ -185,3 +185,32 @@ def test_an_existing_drafts_file_is_never_overwritten(
 def test_a_bad_scenario_names_the_valid_ones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert draft(tmp_path, "--scenario", "standrad:2") == 2
     assert "unknown recipe 'standrad'; valid: standard, no-term" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("knows", [True, False])
+def test_a_negative_is_kept_only_when_the_systems_retrieval_finds_no_support(
+    knows: bool,
+    model: ScriptedOpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the scripted model's negative asks about renormalisation, which no demo passage covers
+    text = "量子场论里的重整化群方程在高考里怎么考？这是一段讲解。" if knows else "与此无关的一段话。"
+    module = f"negsys_{'knows' if knows else 'not'}"  # one module per case: imports are cached
+    (tmp_path / f"{module}.py").write_text(
+        "class Sut:\n"
+        "    def retrieve(self, question, top_k=None):\n"
+        f"        return {{'items': [{{'id': 'c1', 'text': {text!r}, 'metadata': {{'doc_id': 'x'}}}}]}}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = draft(tmp_path, "--scenario", "negative:1", "--pipeline", f"{module}:Sut")
+    out = capsys.readouterr().out
+    if knows:  # the system found a chunk holding its terms: rejected on each of the tries
+        assert code == 1 and f"rejected: negative answerable from the corpus {ATTEMPTS_PER_DRAFT}" in out
+        assert "the system retrieved a chunk holding most of its terms" in out
+    else:
+        assert code == 0
+        (kept,) = load_drafts(tmp_path / "drafts.jsonl")
+        assert "and the system retrieved none" in kept.review_note
