@@ -11,5 +11,6 @@ docstrings and ../shared/docs/STATISTICS.md as the definition:
 - ``paired``: McNemar, paired bootstrap, sign-flip test, tolerance form, Holm–Bonferroni;
 - ``power``: items needed for a drop and the minimum detectable drop;
 - ``ppi``: prediction-powered inference (PPI, PPI++, labels only);
-- ``agreement``: accuracy, Cohen's κ, Spearman ρ, MAE, bias, Krippendorff's α.
+- ``agreement``: accuracy, Cohen's κ, Spearman ρ, MAE, bias, Krippendorff's α;
+- ``correlation``: Pearson r, Spearman ρ, and their bootstrap over clustered units.
 """

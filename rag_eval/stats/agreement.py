@@ -14,6 +14,8 @@ from typing import Literal
 
 import numpy as np
 
+from rag_eval.stats import correlation
+
 
 def _pair(a: Sequence[object], b: Sequence[object], func: str) -> None:
     if len(a) != len(b):
@@ -43,25 +45,11 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
     return (p_o - p_e) / (1.0 - p_e)
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n, ties given the mean of the ranks they span."""
-    order = np.argsort(x, kind="mergesort")
-    ranks = np.empty(x.size, dtype=float)
-    ranks[order] = np.arange(1, x.size + 1, dtype=float)
-    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
-    sums = np.bincount(inverse, weights=ranks)
-    return (sums / counts)[inverse]
-
-
 def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
-    """ρ = Pearson correlation of the (tie-averaged) ranks; None when either side is constant."""
+    """ρ = Pearson correlation of the (tie-averaged) ranks; None when either side is constant
+    (:func:`rag_eval.stats.correlation.spearman`)."""
     _pair(x, y, "spearman")
-    rx, ry = _ranks(np.asarray(x, dtype=float)), _ranks(np.asarray(y, dtype=float))
-    dx, dy = rx - rx.mean(), ry - ry.mean()
-    denom = float(np.sqrt((dx * dx).sum() * (dy * dy).sum()))
-    if denom == 0.0:
-        return None
-    return float((dx * dy).sum() / denom)
+    return correlation.spearman(x, y)
 
 
 def mean_absolute_error(human: Sequence[float], judge: Sequence[float]) -> float:

@@ -160,6 +160,22 @@ def percentile_bounds(replicates: np.ndarray, confidence: float) -> tuple[float,
     return float(low), float(high)
 
 
+def replicate_interval(
+    estimate: float | None, replicates: np.ndarray, n: int, confidence: float, method: str
+) -> Interval:
+    """The percentile interval of ``replicates`` around ``estimate``, se = sd(replicates) (ddof = 1)."""
+    low, high = percentile_bounds(replicates, confidence)
+    return Interval(
+        estimate=estimate,
+        se=float(replicates.std(ddof=1)),
+        low=low,
+        high=high,
+        n=n,
+        confidence=confidence,
+        method=method,
+    )
+
+
 def bootstrap_mean(units: UnitValues, confidence: float = 0.95, resamples: int = MIN_RESAMPLES) -> Interval:
     """Mean over units of each unit's value, with a percentile bootstrap over whole units.
 
@@ -178,17 +194,8 @@ def bootstrap_mean(units: UnitValues, confidence: float = 0.95, resamples: int =
 
     def draw() -> Interval:
         rng = np.random.default_rng(_seed(digest))
-        n = values.size
-        replicates = resampled_means(values, resamples, rng)
-        low, high = percentile_bounds(replicates, confidence)
-        return Interval(
-            estimate=estimate,
-            se=float(replicates.std(ddof=1)),
-            low=low,
-            high=high,
-            n=int(n),
-            confidence=confidence,
-            method="bootstrap",
+        return replicate_interval(
+            estimate, resampled_means(values, resamples, rng), values.size, confidence, "bootstrap"
         )
 
     return _once("mean", digest, confidence, resamples, draw)
@@ -246,16 +253,6 @@ def bootstrap_ratio(
     def draw() -> Interval:
         rng = np.random.default_rng(_seed(digest))
         chunks = [s[0][s[1] > 0] / s[1][s[1] > 0] for s in resampled_sums([num, den], resamples, rng)]
-        replicates = np.concatenate(chunks)
-        low, high = percentile_bounds(replicates, confidence)
-        return Interval(
-            estimate=estimate,
-            se=float(replicates.std(ddof=1)),
-            low=low,
-            high=high,
-            n=len(ids),
-            confidence=confidence,
-            method="ratio_bootstrap",
-        )
+        return replicate_interval(estimate, np.concatenate(chunks), len(ids), confidence, "ratio_bootstrap")
 
     return _once("ratio", digest, confidence, resamples, draw)

@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 import numpy as np
 
-from rag_eval.stats.bootstrap import MIN_RESAMPLES, check_resamples, content_seed, percentile_bounds, resampled_sums
+from rag_eval.stats.bootstrap import MIN_RESAMPLES, check_resamples, content_seed, replicate_interval, resampled_sums
 from rag_eval.stats.distributions import check_confidence
 from rag_eval.stats.interval import Interval, no_interval
 
@@ -131,18 +131,9 @@ def paired_bootstrap(
         return PairedBootstrap(no_interval(mean, n, confidence, "paired_bootstrap", reason), None, p, delta, alpha)
     rng = np.random.default_rng(content_seed(d))
     replicates = np.concatenate([s[0] / n for s in resampled_sums([x], resamples, rng)])
-    low, high = percentile_bounds(replicates, confidence)
     lower = float(np.quantile(replicates, alpha))
     p = (int((replicates <= delta).sum()) + 1) / (resamples + 1)
-    interval = Interval(
-        estimate=mean,
-        se=float(replicates.std(ddof=1)),
-        low=low,
-        high=high,
-        n=n,
-        confidence=confidence,
-        method="paired_bootstrap",
-    )
+    interval = replicate_interval(mean, replicates, n, confidence, "paired_bootstrap")
     return PairedBootstrap(interval, lower, p, delta, alpha)
 
 
