@@ -86,6 +86,9 @@ def test_the_wheel_ships_templates_and_schema_inside_rag_eval(wheel: Path) -> No
     assert {f"rag_eval/report_templates/labelling.{x}" for x in ("html.j2", "css", "js")} <= set(names)
     assert "rag_eval/results.schema.json" in names
     assert not any(n.startswith("report_templates/") for n in names)  # no generic top-level package
+    meta_eval = "rag_eval/calibrate/ragchecker_meta_eval/"
+    shipped = {"LICENSE", "NOTICE", "manifest.json", "human_labeled_data.json", "baseline_ragchecker.json"}
+    assert {meta_eval + name for name in shipped} <= set(names)  # python -m rag_eval calibrate's data
     entry = next(n for n in names if n.endswith("entry_points.txt"))
     assert "rag_eval = rag_eval.plugin.hooks" in zipfile.ZipFile(wheel).read(entry).decode()
 
