@@ -1,7 +1,8 @@
 """``python -m rag_eval``: validate a golden set, print its coverage, show its corpus hash,
 merge the results files of a sharded run, re-render a results file's summary or report,
 sample judged cases for human labels, say how many items a gate needs to see a drop; draft,
-review and accept golden items and review a run's evidence (rag_eval.authoring.cli)."""
+review and accept golden items and review a run's evidence (rag_eval.authoring.cli);
+calibrate the judge against people (rag_eval.calibrate.command)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rag_eval.adapters.gold import GOLD_MODES
 from rag_eval.authoring import cli as authoring
+from rag_eval.calibrate import command as calibrate_command
 from rag_eval.dataset import find_paths, golden_items
 from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
@@ -127,11 +129,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_pow.add_argument("--drop", type=float, required=True, help="the drop to see, e.g. 0.03 for 3 points")
     p_pow.add_argument("--alpha", type=float, default=0.05, help="one-sided significance level (default 0.05)")
     p_pow.add_argument("--power", type=float, default=0.8, help="the power wanted (default 0.8)")
+    p_rep.add_argument("--calibration", default=None, metavar="FILE", help="show this `calibrate` file in the report")
     authoring.add_parsers(sub)
+    calibrate_command.add_parser(sub)
     args = parser.parse_args(argv)
     done = authoring.run(args)
     if done is not None:
         return done
+    if args.command == "calibrate":
+        return calibrate_command.run(args)
     if args.command == "power":
         return _power(args)
     if args.command == "sample":
@@ -287,8 +293,17 @@ def _render(args: argparse.Namespace) -> int:
         return 0
     from rag_eval.outputs.html import write_html
 
+    calibration: list[str] = []
+    if args.calibration:
+        from rag_eval.calibrate.record import lines, load_record
+
+        try:
+            calibration = lines(load_record(Path(args.calibration)))
+        except RagEvalError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     out = Path(args.out) if args.out else path.with_suffix(".html")
-    write_html(out, results)
+    write_html(out, results, calibration)
     print(f"report: {out}")
     return 0
 

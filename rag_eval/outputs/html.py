@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +102,9 @@ def bdi(text: object) -> Markup:
     return Markup("<bdi>{}</bdi>").format(str(text))
 
 
-def render_html(results: Mapping[str, Any]) -> str:
-    """The report page for one results dict (as written by ``rag_eval.results.build.build_results``)."""
+def render_html(results: Mapping[str, Any], calibration: Sequence[str] = ()) -> str:
+    """The report page for one results dict (as written by ``rag_eval.results.build.build_results``);
+    ``calibration``: the lines of a ``calibrate`` record (``rag_eval.calibrate.record.lines``), shown as text."""
     # the collector paused: the view and payload are millions of acyclic objects at 5,000
     # items, and full collections over them took about half the render time
     with paused():
@@ -118,6 +119,7 @@ def render_html(results: Mapping[str, Any]) -> str:
             page_size=PAGE_SIZE,
             labels=_labels(results),
             charts=_charts(results),
+            calibration=list(calibration),
         )
 
 
@@ -141,9 +143,9 @@ def _charts(results: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def write_html(path: Path, results: Mapping[str, Any]) -> Path:
+def write_html(path: Path, results: Mapping[str, Any], calibration: Sequence[str] = ()) -> Path:
     """Render and write atomically (a reader never sees half a page); returns ``path``."""
-    html = render_html(results)
+    html = render_html(results, calibration)
     path = Path(path)
     write_atomic(path, html.encode("utf-8"))  # a failed write leaves no temporary file
     return path
