@@ -3,7 +3,7 @@
 The cases are ``bench/judge_cost.py``'s (``build_items``: the demo golden items with
 evidence, key facts and a reference; answer = the reference's first two sentences, context =
 the evidence paragraph and the two after it). 44 of them carry a human faithfulness label,
-``tests/data/human_labels/demo_faithfulness.jsonl`` (who and how: its README). Each judge
+``tests/data/agent_labels/demo_faithfulness.jsonl`` (who and how: its README). Each judge
 judges every case; ``rag_eval.labels.compare_labels`` then gives, per judge, agreement with the
 labels (accuracy, κ on the 0 / 0.5 / 1 scale), the bias, and the three estimates of the true
 faithfulness with 95 % intervals: judge-only, labels-only, PPI++ (λ shown).
@@ -51,7 +51,7 @@ from tests.support.deepeval_replies import Responder, estimate_tokens, request_p
 from tests.support.judge_replies import blocks, native_verdict  # noqa: E402
 from tests.support.openai_server import Reply, ScriptedOpenAIServer  # noqa: E402
 
-LABELS = REPO / "tests" / "data" / "human_labels" / "demo_faithfulness.jsonl"
+LABELS = REPO / "tests" / "data" / "agent_labels" / "demo_faithfulness.jsonl"
 _UNIT = re.compile(r"[\u4e00-\u9fff]|[A-Za-z0-9]")
 _MARKER = re.compile(r"\s*\[\d+\]\s*")
 

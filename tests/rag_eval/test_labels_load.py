@@ -159,12 +159,12 @@ def test_the_schema_in_docs_accepts_what_the_loader_accepts_and_refuses_the_malf
 
 
 def test_the_demo_labels_fixture_loads_and_names_judged_demo_cases() -> None:
-    """tests/data/human_labels/demo_faithfulness.jsonl (bench/judge_agreement.py): 44 labels, one per case,
+    """tests/data/agent_labels/demo_faithfulness.jsonl (bench/judge_agreement.py): 44 labels, one per case,
     every case a golden id of the demo set."""
     import json
 
     root = Path(__file__).resolve().parents[2]
-    labels = load_labels(root / "tests" / "data" / "human_labels" / "demo_faithfulness.jsonl")
+    labels = load_labels(root / "tests" / "data" / "agent_labels" / "demo_faithfulness.jsonl")
     golden = {
         json.loads(line)["id"]
         for line in (root / "golden_sets" / "demo_maths" / "golden.jsonl").read_text(encoding="utf-8").splitlines()
