@@ -50,6 +50,7 @@ BUDGET = "stopped: budget reached"
 NO_INPUT = "not drafted: no input left"
 NEGATIVE_SUPPORT = 0.6  # share of a question's terms one passage holding them "supports" it
 ATTEMPTS_PER_DRAFT = 3
+JSON_FORMAT = {"type": "json_object"}  # asked for first; a server that refuses it is asked in plain text
 
 
 Span3 = tuple[str, int, int]  # (doc id, start, end) of a quote
@@ -74,6 +75,7 @@ class DraftSpec:
     near_dup: float = NEAR_DUP_THRESHOLD
     max_tokens: int = 800
     concurrency: int = 4
+    attempts: int = ATTEMPTS_PER_DRAFT  # replies tried per wanted draft before the run gives up on it
 
 
 @dataclass
@@ -139,6 +141,7 @@ class Drafter:
         self.retrieve = retrieve
         self.outcome = Outcome(counts=dict(pool.skipped))
         self._stopped = False
+        self._plain = False  # the server refused response_format: every later call asks without it
 
     def run(self) -> Outcome:
         for ask in sorted(self.spec.asks, key=lambda a: RECIPES.index(a.recipe)):
@@ -172,8 +175,9 @@ class Drafter:
     def _recipe(self, ask: Ask) -> None:
         wanted, jobs = ask.count, self._jobs(ask)
         made, tried = 0, 0
-        while made < wanted and tried < wanted * ATTEMPTS_PER_DRAFT and not self._stopped:
-            batch = [j for _, j in zip(range(min(wanted - made, wanted * ATTEMPTS_PER_DRAFT - tried)), jobs)]
+        limit = wanted * self.spec.attempts
+        while made < wanted and tried < limit and not self._stopped:
+            batch = [j for _, j in zip(range(min(wanted - made, limit - tried)), jobs)]
             if not batch:
                 self.outcome.count(NO_INPUT, wanted - made)
                 return
@@ -207,11 +211,15 @@ class Drafter:
         if self._stopped:
             return None
         msgs = self._messages(job)
-        req = ChatRequest(self.spec.model, msgs, temperature=0.0, max_tokens=self.spec.max_tokens)
+        fmt = None if self._plain else JSON_FORMAT
+        req = ChatRequest(self.spec.model, msgs, temperature=0.0, max_tokens=self.spec.max_tokens, response_format=fmt)
         case = f"{job.recipe}:{'+'.join(p.key for p in job.passages)}"
         try:
             resp = self.client.complete(req, case_id=case, tier=TIER, accept=accepts(job.recipe))
         except JudgeCallError as exc:
+            if exc.kind == "format" and fmt is not None:  # the server refuses JSON mode: ask in plain text
+                self._plain = True
+                return self._ask(job)
             return exc
         return resp, hashlib.sha256(json.dumps(msgs, ensure_ascii=False).encode()).hexdigest()
 

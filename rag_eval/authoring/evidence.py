@@ -123,6 +123,12 @@ def _shown(case: Mapping[str, Any], gold: set[str]) -> list[tuple[str, str]]:
     return out
 
 
+def awaiting_review(cases: Sequence[Mapping[str, Any]], items: Mapping[str, GoldenItem], lookup: ChunkLookup) -> Found:
+    """The candidates of one run's cases (results-file dicts) not yet decided, with the
+    run's own chunks: what ``python -m rag_eval evidence`` would list for its results file."""
+    return find_candidates([("this run", {"cases": list(cases)})], items, lookup, list(lookup.chunks.values()))
+
+
 def find_candidates(
     results: Sequence[tuple[str, Mapping[str, Any]]],
     items: Mapping[str, GoldenItem],

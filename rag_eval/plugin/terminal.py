@@ -93,6 +93,7 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
                 "run per selected tier; create thresholds.toml or pass --rag-thresholds)"
             )
         )
+    out += _evidence_lines(state, cases)
     gates: list[GateResult] = [*state.gates, *state.regression]
     out += summary_lines(
         gates,
@@ -108,6 +109,26 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
     if shard is None:
         out.append(_verdict_line(gates, state))
     return out
+
+
+def _evidence_lines(state: Controller, cases: list[CaseResult]) -> list[Line]:
+    """How many non-gold chunks this run showed await a person's review (docs/golden-sets.md#keeping-gold-true)."""
+    if state.run.config.shard is not None or not state.run.session_started():
+        return []
+    from rag_eval.authoring.evidence import awaiting_review
+
+    session = state.run.session()
+    items = {i.id: i for i in session.dataset.items}
+    found = awaiting_review([c.to_dict() for c in cases], items, session.lookup)
+    if not found.candidates:
+        return []
+    results = terminal(str(state.run.config.results_path))
+    return [
+        Line(
+            f"evidence: {len(found.candidates)} non-gold chunk(s) ranked above gold or in context await review "
+            f"({found.decided} already decided): python -m rag_eval evidence {results}"
+        )
+    ]
 
 
 def _tier_lines(cases: list[CaseResult], quiet: bool) -> list[Line]:

@@ -17,7 +17,7 @@ from rag_eval.cli import main
 from rag_eval.corpus import load_documents
 from rag_eval.golden.resolve import ChunkLookup
 from tests.support.draft_replies import drafting_model, reply_for
-from tests.support.openai_server import Reply, ScriptedOpenAIServer
+from tests.support.openai_server import Reply, ScriptedOpenAIServer, Status
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "golden_sets" / "demo_maths"
@@ -214,3 +214,14 @@ def test_a_negative_is_kept_only_when_the_systems_retrieval_finds_no_support(
         assert code == 0
         (kept,) = load_drafts(tmp_path / "drafts.jsonl")
         assert "and the system retrieved none" in kept.review_note
+
+
+def test_json_mode_is_asked_first_and_a_server_that_refuses_it_is_asked_in_plain_text(
+    model: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RAG_DRAFT_CONCURRENCY", "1")
+    model.enqueue(Status(400, {"error": {"message": "response_format json_object is not supported", "type": "x"}}))
+    assert draft(tmp_path, "--scenario", "standard:2") == 0
+    formats = [r.json.get("response_format") for r in model.requests_of("chat")]
+    assert formats == [{"type": "json_object"}, None, None]  # refused once, then plain text for the run
+    assert len(load_drafts(tmp_path / "drafts.jsonl")) == 2

@@ -48,6 +48,9 @@ def test_equivalent_evidence_becomes_an_alternative_and_the_next_run_counts_a_hi
 
     first = sandbox.run(*run)
     assert first.ret == pytest.ExitCode.OK, first.stdout.str()
+    first.stdout.fnmatch_lines(
+        ["evidence: 1 non-gold chunk(s) ranked above gold or in context await review (0 already*"]
+    )
     before = sandbox.cases("retrieval")["q-seq"]
     assert before["metrics"]["hit@1"] == 0.0 and before["metrics"]["mrr"] == 1 / 2  # gold at rank 2
     results = sandbox.root / "reports" / "run-1.json"
@@ -92,6 +95,7 @@ def test_equivalent_evidence_becomes_an_alternative_and_the_next_run_counts_a_hi
 
     second = sandbox.run(*run)
     assert second.ret == pytest.ExitCode.OK, second.stdout.str()
+    assert "await review" not in second.stdout.str()  # the one candidate is gold now
     after = sandbox.cases("retrieval")["q-seq"]
     assert after["metrics"]["hit@1"] == 1.0 and after["metrics"]["mrr"] == 1.0
 
