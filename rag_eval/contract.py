@@ -176,6 +176,21 @@ class SystemUnderTest(Protocol):
         ...
 
 
+def describe_scalars(info: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A ``describe()`` as flat scalars: nested mappings as dotted keys
+    (``bm25.top_k``), lists of scalars joined with ", ", other objects left out."""
+    out: dict[str, Any] = {}
+    for key, value in info.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            out.update(describe_scalars(value, f"{name}."))
+        elif isinstance(value, (str, int, float, bool)):
+            out[name] = value
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, (str, int, float, bool)) for v in value):
+            out[name] = ", ".join(str(v) for v in value)
+    return out
+
+
 def as_retrieval(obj: Any, where: str = "retrieve()") -> Retrieval:
     """Accept a ``Retrieval``, its mapping form, or a bare ranked list; else ``ContractError``."""
     if isinstance(obj, Retrieval):

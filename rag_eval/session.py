@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from rag_eval import tiers
 from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
 from rag_eval.adapters.gold import GoldSpace
-from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval
+from rag_eval.adapters.gold_check import GoldCheck, gold_ids, system_ids, unheld
+from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval, describe_scalars
 from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
 from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.errors import ConfigError
@@ -128,6 +129,21 @@ class EvalSession:
         chunks = chunker(docs) if chunker is not None and docs else []
         return GoldSpace(spec.gold, docs, chunks, spec.id_map, self.stages, spec.text_max_item_chars)
 
+    @cached_property
+    def gold_check(self) -> GoldCheck:
+        """Every gold chunk id looked up in the system once (where it can look ids up;
+        see rag_eval.adapters.gold_check); corpus mode checks gold against the corpus."""
+        spec = self.config.pipeline
+        chunks, docs = gold_ids(self.dataset.items)
+        if spec.gold == "corpus":
+            return GoldCheck(None, frozenset(), active=False)
+        if not chunks or not getattr(self.system, "can_lookup", False):
+            return GoldCheck(None, chunks | docs)
+        ids = sorted({i for mapped in system_ids(chunks, spec.id_map).values() for i in mapped})
+        look = self.system.lookup  # type: ignore[attr-defined]  # optional in the contract: can_lookup says so
+        held = self.calling(lambda: look(ids))
+        return GoldCheck(unheld(chunks, spec.id_map, held), chunks | docs)
+
     @property
     def lookup(self) -> ChunkLookup:
         return self.gold_space.lookup
@@ -216,6 +232,7 @@ class EvalSession:
             lambda: self.system_info,
             lambda: self.stages,
             lambda: self.gold_space,
+            lambda: self.gold_check,
             lambda: self.redactor,
             lambda: self._system_slots,
         ):
@@ -387,20 +404,23 @@ def index_build(info: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
-    short = {
-        k: info.get(k)
-        for k in (
-            "adapter",
-            "endpoint",
-            "gold",
-            "index_fingerprint",
-            "vector_store",
-            "embedder",
-            "reranker",
-            "generator",
-            "info_error",  # the HTTP adapter could not read the service's description: say so in run.system
-        )
-    }
-    # what this process's index build did (rag_app): only where the system says so
-    short.update(index_build(info))
+    """The case with what the system says of itself under ``details.system``: every
+    scalar of its description (nested mappings as dotted keys), so a baseline
+    comparison shows a changed top_k or component, not only the documented keys."""
+    short: dict[str, Any] = {k: info.get(k) for k in SYSTEM_KEYS}
+    short.update(describe_scalars(info))
     return dataclasses.replace(case, details={**case.details, "system": short})
+
+
+#: always present in ``details.system`` (null when the system does not say)
+SYSTEM_KEYS: tuple[str, ...] = (
+    "adapter",
+    "endpoint",
+    "gold",
+    "index_fingerprint",
+    "vector_store",
+    "embedder",
+    "reranker",
+    "generator",
+    "info_error",  # the HTTP adapter could not read the service's description: say so in run.system
+)

@@ -40,7 +40,7 @@ SystemBuilder = Callable[[PipelineSpec, SystemContext], SystemUnderTest]
 def _python(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:
     from rag_eval.adapters.python import PythonSystem
 
-    return PythonSystem(spec.target, spec.options, spec.where)
+    return PythonSystem(spec.target, spec.options, spec.where, spec.framework)
 
 
 def _http(spec: PipelineSpec, context: SystemContext) -> SystemUnderTest:

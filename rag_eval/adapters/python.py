@@ -9,7 +9,12 @@ default is then called without it, so the default holds). It returns an object w
     def chat(self, question, top_k=None, history=()) -> Answer                # optional
     def describe(self) -> dict                                                  # optional
     def dialogue(self, turns, context) -> DialogueTurn                          # optional (docs/dialogue.md)
+    def lookup(self, ids: Collection[str]) -> Collection[str]                   # optional: which ids it holds
     stages = [["dense", "sparse"], "hybrid", "final"]                           # optional
+
+A factory may instead return a Haystack ``Pipeline``, a LangChain retriever or
+runnable, or a LlamaIndex retriever or query engine: its adapter
+(``rag_eval.adapters.frameworks``) speaks this contract for it.
 
 (``stages``: its stages in order, side-by-side ones grouped, optionally as a mapping
 ``{"stages": [...], "final": "final", "thresholded": "dense"}``; see rag_eval.stages.)
@@ -22,11 +27,20 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
-from rag_eval.contract import CHAT_SIGNATURE, RETRIEVE_SIGNATURE, Answer, Retrieval, as_answer, as_retrieval
+from rag_eval.adapters.frameworks import adapt, package_hint
+from rag_eval.contract import (
+    CHAT_SIGNATURE,
+    RETRIEVE_SIGNATURE,
+    Answer,
+    ContractError,
+    Retrieval,
+    as_answer,
+    as_retrieval,
+)
 from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ConfigError
 from rag_eval.stages import StageSpec, parse_stages
@@ -43,9 +57,11 @@ def load_factory(target: str, where: str) -> Callable[..., Any]:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:  # noqa: BLE001 - any import failure is a configuration error
+        missing = exc.name if isinstance(exc, ModuleNotFoundError) and exc.name else ""
+        hint = package_hint(missing) if missing else ""
         raise AdapterConfigError(
-            f"{where}: cannot import module {module_name!r} ({type(exc).__name__}: {exc}); is its folder on sys.path "
-            "(pytest's pythonpath ini option, or an installed package)?"
+            f"{where}: cannot import module {module_name!r} ({type(exc).__name__}: {exc})"
+            + (hint or "; is its folder on sys.path (pytest's pythonpath ini option, or an installed package)?")
         ) from None
     obj: Any = module
     for part in attr.split("."):
@@ -104,7 +120,9 @@ def check_dialogue(obj: Any, target: str, where: str) -> bool:
 class PythonSystem:
     """Wraps the user's object: checks its methods once, coerces every return value."""
 
-    def __init__(self, target: str, options: Mapping[str, Any], where: str) -> None:
+    def __init__(
+        self, target: str, options: Mapping[str, Any], where: str, framework: Mapping[str, Any] | None = None
+    ) -> None:
         factory = load_factory(target, where)
         try:
             obj = factory(dict(options)) if _takes_options(factory, options) else factory()
@@ -112,6 +130,7 @@ class PythonSystem:
             raise
         except Exception as exc:  # noqa: BLE001 - name the factory that failed
             raise AdapterConfigError(f"{where}: {target}() raised {type(exc).__name__}: {exc}") from exc
+        obj = adapt(obj, target, where, framework or {})  # a framework's object: its adapter
         self.answers, self._history = check_methods(obj, target, where)
         self.converses = check_dialogue(obj, target, where)
         self.target = target
@@ -142,6 +161,19 @@ class PythonSystem:
             raise AdapterConfigError(f"{self.target} has no dialogue method; expected `{DIALOGUE_SIGNATURE}`")
         raw = self.obj.dialogue([dict(t) for t in turns], dict(context))
         return as_dialogue_turn(raw, f"{self.target} dialogue() [expected `{DIALOGUE_SIGNATURE}`]")
+
+    @property
+    def can_lookup(self) -> bool:
+        """Whether the object can say which ids it holds (``lookup``; an adapter's
+        ``can_lookup`` may say its stores cannot)."""
+        return callable(getattr(self.obj, "lookup", None)) and bool(getattr(self.obj, "can_lookup", True))
+
+    def lookup(self, ids: Collection[str]) -> set[str]:
+        """The ids among ``ids`` the object holds (``lookup`` of the contract)."""
+        held = self.obj.lookup(list(ids))
+        if isinstance(held, (str, bytes)) or not isinstance(held, Iterable):
+            raise ContractError(f"{self.target} lookup() returned {type(held).__name__}; expected a collection of ids")
+        return {str(i) for i in held}
 
     def describe(self) -> dict[str, Any]:
         info = self.obj.describe() if callable(getattr(self.obj, "describe", None)) else {}

@@ -10,6 +10,7 @@ optional ``--rag-pipeline-config`` TOML file, read and checked once at start-up.
     citation_pattern = '\[(\d+)\]'   # optional: the system's inline citation syntax
     text_max_item_chars = 2000   # gold = "text": longer items count at document level only
     [options]                    # python: passed to the factory
+    [framework]                  # python: options of a Haystack / LangChain / LlamaIndex adapter
     [http] [retrieve] [chat]     # http: see rag_eval.adapters.http_config
     [dialogue]                   # http, optional: the dialogue call (docs/dialogue.md)
     [info]                       # http, optional: the service's self-description for run.system
@@ -43,7 +44,7 @@ COMMON_KEYS: tuple[str, ...] = ("pipeline", "gold", "id_map", "citation_pattern"
 STAGE_KEYS: tuple[str, ...] = ("stages", "final_stage", "thresholded_stage")
 KEYS_BY_KIND: dict[str, tuple[str, ...]] = {
     "rag_app": COMMON_KEYS,  # rag_app declares its own stages
-    "python": (*COMMON_KEYS, *STAGE_KEYS, "options"),
+    "python": (*COMMON_KEYS, *STAGE_KEYS, "options", "framework"),
     "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info", DIALOGUE),
     "dify": (*COMMON_KEYS, *STAGE_KEYS, "dify"),
 }
@@ -59,6 +60,8 @@ class PipelineSpec:
     config_path: Path | None = None
     target: str = ""  # python: "package.module:factory"
     options: Mapping[str, Any] = field(default_factory=dict)
+    # python: the [framework] table, for a factory that returns a Haystack, LangChain or LlamaIndex object
+    framework: Mapping[str, Any] = field(default_factory=dict)
     id_map: Mapping[str, IdMapEntry] = field(default_factory=dict)
     http: HttpConfig | None = None
     stages: StageSpec | None = None  # declared in the file; else the system's own, else inferred
@@ -139,10 +142,12 @@ def load_spec(
         from rag_eval.adapters.python import load_factory
 
         options = data.get("options", {})
-        if not isinstance(options, Mapping):
-            raise AdapterConfigError(f"{source}: [options] must be a table")
+        framework = data.get("framework", {})
+        for key, table in (("options", options), ("framework", framework)):
+            if not isinstance(table, Mapping):
+                raise AdapterConfigError(f"{source}: [{key}] must be a table")
         load_factory(choice, source)
-        return PipelineSpec(kind, gold, path, choice, dict(options), id_map, **common)
+        return PipelineSpec(kind, gold, path, choice, dict(options), dict(framework), id_map, **common)
     if kind == "http":
         if path is None:
             raise AdapterConfigError(

@@ -12,7 +12,7 @@ from rag_eval import tiers
 from rag_eval.escape import terminal
 from rag_eval.gates.result import GateResult
 from rag_eval.outputs.labels import terminal_lines as label_lines
-from rag_eval.results.build import judge_warnings, usage_totals
+from rag_eval.results.build import run_warnings, usage_totals
 from rag_eval.results.case import CaseResult
 from rag_eval.results.finalize import Line, summary_lines
 
@@ -78,7 +78,7 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
     usage = usage_totals(cases)
     for registered in tiers.all_tiers():
         out += [Line(text) for text in registered.terminal_lines(cases, usage)]
-    out += [Line(f"WARNING: {terminal(w)}", "warn", bold=True) for w in judge_warnings(cases)]
+    out += [Line(f"WARNING: {terminal(w)}", "warn", bold=True) for w in run_warnings(cases)]
     report = state.label_report
     out += [
         Line(terminal(t, keep_newlines=False)) for t in label_lines(report.to_dict() if report is not None else None)

@@ -78,6 +78,53 @@ def judge_warnings(cases: Sequence[CaseResult]) -> list[str]:
     )
 
 
+def gold_warnings(cases: Sequence[CaseResult], shown: int = 10) -> list[str]:
+    """Gold the run could not have found: ids the system's lookup does not hold
+    (``details.not_indexed``), and, where it cannot look ids up, gold ids that no stage of
+    any case returned (``details.gold_seen`` recorded). An id some case returned is never named."""
+    out: list[str] = []
+    missing: dict[str, list[str]] = {}
+    for c in cases:
+        for gid in c.details.get("not_indexed") or ():
+            missing.setdefault(str(gid), []).append(c.id)
+    if missing:
+        out.append(
+            f"{len(missing)} gold id(s) not indexed by the system (its lookup does not hold them; those cases fail "
+            f"at 'not indexed'): {_named(missing, shown)}; fix the ids in the golden set or index the documents"
+        )
+    recorded = [c for c in cases if c.details.get("gold_seen") is not None]
+    if recorded:
+        seen = {str(g) for c in recorded for g in c.details["gold_seen"]}
+        unseen: dict[str, list[str]] = {}
+        for c in recorded:
+            gold = (c.details.get("gold") or {}).get("chunks") or ()
+            for gid in sorted({g for group in gold for g in group if not str(g).startswith("?")} - seen):
+                unseen.setdefault(str(gid), []).append(c.id)
+        if unseen:
+            out.append(
+                f"{len(unseen)} gold chunk id(s) that no stage of any case returned, and the system cannot look ids "
+                f"up: {_named(unseen, shown)}; check for typos"
+            )
+    return out
+
+
+def _named(ids: Mapping[str, Sequence[str]], shown: int) -> str:
+    """'a#0 (case q1), b#1 (cases q2, q3), … and 4 more'."""
+    parts = []
+    for gid, where in sorted(ids.items())[:shown]:
+        cases = sorted(set(where))
+        parts.append(
+            f"{gid} ({'case' if len(cases) == 1 else 'cases'} {', '.join(cases[:3])}{', …' if len(cases) > 3 else ''})"
+        )
+    more = len(ids) - shown
+    return ", ".join(parts) + (f", … and {more} more" if more > 0 else "")
+
+
+def run_warnings(cases: Sequence[CaseResult]) -> list[str]:
+    """Every warning the cases give: the self-judging judge, gold the run could not find."""
+    return judge_warnings(cases) + gold_warnings(cases)
+
+
 def build_run_results(
     run: Mapping[str, Any],
     cases: Sequence[CaseResult],
@@ -89,6 +136,7 @@ def build_run_results(
     system: Mapping[str, str] | None = None,
     baseline: Mapping[str, Any] | None = None,
     baseline_refused: str | None = None,
+    warnings: Sequence[str] = (),
 ) -> RunResults:
     """The results of a run, built once: run metadata, aggregates, gates, per-case
     results and, under ``items``, the golden items the cases came from (question,
@@ -98,7 +146,8 @@ def build_run_results(
     run's; ``baseline`` / ``baseline_refused`` the comparison's diff or why none was
     made (``finalize.conclude`` computes all three). ``metrics`` are the cases'
     aggregates when the caller has them already; ``system`` adds to what the cases
-    reported about the system (the controller's index build)."""
+    reported about the system (the controller's index build); ``warnings`` what the run
+    itself did not check (e.g. [regression] gates without a baseline), after the cases' own."""
     ordered = sorted(cases, key=lambda c: (c.tier, c.id))
     measured = aggregate_all(ordered) if metrics is None else metrics
     info = {
@@ -106,7 +155,7 @@ def build_run_results(
         "system": {**system_summary(ordered), **(system or {})},
         "outcomes": outcome_counts(ordered),
         "usage": usage_totals(ordered),
-        "warnings": judge_warnings(ordered),
+        "warnings": [*run_warnings(ordered), *warnings],
         **blame.run_block(ordered),
     }
     if baseline_refused is not None:

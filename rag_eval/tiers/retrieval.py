@@ -13,7 +13,7 @@ from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 from rag_eval.records import Trace
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
-from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval
+from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval, gold_checked
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
@@ -101,7 +101,8 @@ class RetrievalTier(Tier):
         t0 = time.perf_counter()
         golden = as_golden(item)
         result = session.retrieve(golden.question)
-        gold = session.gold(golden, returned_ids(result.trace))
+        returned = returned_ids(result.trace)
+        gold = session.gold(golden, returned)
         case = evaluate_retrieval(
             golden,
             gold,
@@ -112,6 +113,8 @@ class RetrievalTier(Tier):
             spec=session.stage_spec(result.trace),
             duration=time.perf_counter() - t0,
         )
+        check = session.gold_check
+        case = gold_checked(case, check.not_indexed(golden), check.seen(returned), set(returned))
         return session.with_system(case)
 
 

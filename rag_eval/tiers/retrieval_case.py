@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rag_eval.adapters.gold_check import NOT_INDEXED, not_indexed_message
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.grouped import grouped_compute_all
@@ -79,6 +80,8 @@ class RetrievalDetails:
     absent: tuple[str, ...] = ()
     gold_ranks: tuple[Mapping[str, int | None], ...] | None = None
     measured_only: bool = False
+    not_indexed: tuple[str, ...] = ()  # gold chunk ids the system's lookup does not hold
+    gold_seen: tuple[str, ...] | None = None  # gold ids (of any item) this case returned; None: not recorded
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -95,6 +98,10 @@ class RetrievalDetails:
             out["absent"] = list(self.absent)
         if self.gold_ranks is not None:
             out["gold_ranks"] = [dict(r) for r in self.gold_ranks]
+        if self.not_indexed:
+            out["not_indexed"] = list(self.not_indexed)
+        if self.gold_seen is not None:
+            out["gold_seen"] = list(self.gold_seen)
         return out
 
     @classmethod
@@ -110,6 +117,8 @@ class RetrievalDetails:
             tuple(d.get("absent", ())),
             tuple(dict(r) for r in ranks) if ranks is not None else None,
             bool(d.get("measured_only", False)),
+            tuple(d.get("not_indexed", ())),
+            tuple(d["gold_seen"]) if d.get("gold_seen") is not None else None,
         )
 
 
@@ -189,6 +198,27 @@ def evaluate_retrieval(
         details=details.to_dict(),
         **common,
     )
+
+
+def gold_checked(
+    case: CaseResult, missing: Sequence[tuple[int, tuple[str, ...]]], seen: Sequence[str] | None, returned: set[str]
+) -> CaseResult:
+    """The case with the gold check's findings: requirements whose gold the system does
+    not hold (and this case did not return) fail it at ``not indexed``, before any stage;
+    ``seen``: the gold ids this case returned (recorded where the system cannot look ids up)."""
+    missing = [(n, ids) for n, ids in missing if not returned.intersection(ids)]
+    if not missing and seen is None:
+        return case
+    details = RetrievalDetails.from_dict(case.details)
+    details = replace(
+        details,
+        not_indexed=tuple(sorted({i for _, ids in missing for i in ids})),
+        gold_seen=tuple(seen) if seen is not None else None,
+    )
+    if not missing:
+        return replace(case, details=details.to_dict())
+    message = not_indexed_message(missing) + (f"; {case.message}" if case.message else "")
+    return replace(case, outcome="fail", failed_stage=NOT_INDEXED, message=message, details=details.to_dict())
 
 
 def _negative(
