@@ -55,6 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="TOML",
         help="read the gold mode from this pipeline configuration",
     )
+    p_val.add_argument(
+        "--pipeline",
+        "--rag-pipeline",
+        default=None,
+        metavar="SYSTEM",
+        help="also look every gold chunk id up in this system (package.module:factory, or as --rag-pipeline "
+        "of pytest); exits 1 naming the ids it does not hold",
+    )
     p_cov = sub.add_parser("coverage", help="print the scenario × tier coverage table")
     p_cov.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_cov.add_argument("--golden-set", "--rag-golden-set", default=None)
@@ -162,9 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(corpus_hash(read(paths.corpus)))
             return 0
         gaps = Gaps(args.dimension, args.min, args.fail_under) if args.coverage else None
-        return _validate(
+        code = _validate(
             args.dataset, args.golden_set, args.coverage, _gold_mode(args.gold, args.pipeline_config), gaps
         )
+        if args.pipeline:
+            return max(code, _validate_held(args.dataset, args.golden_set, args.pipeline, args.pipeline_config))
+        return code
     except (GoldenSetError, RagEvalError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -239,7 +250,8 @@ def _validate(
         print("gold exists, key facts traceable, no document in both splits: skipped (no corpus in the dataset)")
     elif gold != "corpus":
         print(
-            f"gold = {gold!r}: chunk ids are the system's own, not looked up in a local index; doc ids and quotes are"
+            f"gold = {gold!r}: chunk ids are the system's own, not looked up in a local index; doc ids and quotes "
+            "are checked against the corpus (give --rag-pipeline to look chunk ids up in the system)"
         )
     docs = session.dataset.documents
     chunker = corpus_chunker(session.config.pipeline, session.context)
@@ -269,6 +281,32 @@ def _validate(
         print(f"--fail-under: {thin} cell(s) below --min {gaps.minimum if gaps.minimum is not None else 1}")
         return 1
     return 1 if n_problems else 0
+
+
+def _validate_held(dataset: str | None, golden: str | None, pipeline: str, config: str | None) -> int:
+    """``validate --rag-pipeline``: every gold chunk id looked up in the system itself
+    (its ``lookup``; the framework adapters ask their stores); 1 when it lacks some."""
+    from rag_eval.adapters import SystemContext, build_system, load_spec
+    from rag_eval.adapters.gold_check import gold_ids, system_ids, unheld
+
+    paths = find_paths(dataset, golden)
+    spec = load_spec(pipeline, config)
+    system = build_system(spec, SystemContext(project_root=Path.cwd(), corpus=paths.corpus))
+    items = golden_items(paths)
+    chunks, _ = gold_ids(items)
+    if not chunks:
+        print(f"gold held by {spec.where}: no gold chunk ids to look up")
+        return 0
+    if not getattr(system, "can_lookup", False):
+        print(f"gold held by {spec.where}: not checked (the system cannot look ids up: it has no lookup(ids))")
+        return 0
+    ids = sorted({i for mapped in system_ids(chunks, spec.id_map).values() for i in mapped})
+    missing = unheld(chunks, spec.id_map, system.lookup(ids))  # type: ignore[attr-defined]
+    print(f"gold held by {spec.where}: {'ok' if not missing else f'{len(missing)} problem(s)'}")
+    for gid in sorted(missing):
+        where = [i.id for i in items if any(r.chunk_id == gid for g in i.evidence for r in g.any_of)]
+        print(f"  gold chunk id {gid!r} (items {', '.join(where)}) is not indexed by the system; fix the id")
+    return 1 if missing else 0
 
 
 def _render(args: argparse.Namespace) -> int:

@@ -79,3 +79,24 @@ def test_corpus_gold_still_looks_chunk_ids_up_in_the_index(user_repo: Path, caps
     pytest.importorskip("rag_app")
     assert main(["validate", "--rag-dataset", "evals", "--gold", "corpus"]) == 1
     assert "gold chunk id 'd01#1' is not in the index" in capsys.readouterr().out
+
+
+def test_validate_with_a_pipeline_looks_gold_up_in_the_system_and_names_what_it_lacks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("haystack")
+    from tests.rag_eval._framework_gate import GOLDEN, TYPO
+
+    monkeypatch.setenv("HAYSTACK_TELEMETRY_ENABLED", "False")
+    golden = tmp_path / "golden.jsonl"
+    system = ["--rag-pipeline", "tests.rag_eval._framework_systems:haystack_pipeline"]
+    golden.write_text("".join(json.dumps(g) + "\n" for g in GOLDEN), encoding="utf-8")
+    assert main(["validate", "--rag-golden-set", str(golden), "--gold", "ids", *system]) == 0
+    assert (
+        "gold held by --rag-pipeline tests.rag_eval._framework_systems:haystack_pipeline: ok" in capsys.readouterr().out
+    )
+    golden.write_text("".join(json.dumps(g) + "\n" for g in (*GOLDEN, TYPO)), encoding="utf-8")
+    assert main(["validate", "--rag-golden-set", str(golden), "--gold", "ids", *system]) == 1
+    out = capsys.readouterr().out
+    assert "gold chunk id 'derivatives#9' (items q7) is not indexed by the system" in out
+    assert "1 problem(s)" in out and not any(g["evidence"][0]["chunk_id"] in out for g in GOLDEN)
