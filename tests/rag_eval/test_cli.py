@@ -63,7 +63,9 @@ def test_gold_ids_checks_doc_ids_and_quotes_but_not_the_systems_chunk_ids(
     out = capsys.readouterr().out
     assert "not in the index" not in out and "gold exists: ok" in out
     header = next(line for line in out.splitlines() if line.startswith("gold = 'ids'"))
-    assert header.endswith("doc ids and quotes are checked against the corpus (give --rag-pipeline to look chunk ids up in the system)")
+    assert header.endswith(
+        "doc ids and quotes are checked against the corpus (give --rag-pipeline to look chunk ids up in the system)"
+    )
     config = user_repo / "pipeline.toml"
     config.write_text('pipeline = "mysys:make"\ngold = "ids"\n', encoding="utf-8")
     assert main(["validate", "--rag-dataset", "evals", "--rag-pipeline-config", str(config)]) == 0
