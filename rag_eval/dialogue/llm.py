@@ -26,7 +26,7 @@ from rag_eval.dialogue.metrics import HintVerdict
 from rag_eval.dialogue.simulator import ChatCompletion
 from rag_eval.dialogue.transcript import Transcript
 from rag_eval.llm.endpoint import Endpoint
-from rag_eval.llm.messages import ChatRequest
+from rag_eval.llm.messages import ChatRequest, ChatResponse
 from rag_eval.llm.policy import CallPolicy, env_number
 
 if TYPE_CHECKING:
@@ -105,6 +105,8 @@ def hint_messages(transcript: Transcript, forbidden: Sequence[str]) -> list[dict
     return [{"role": "system", "content": HINT_SYSTEM}, {"role": "user", "content": user}]
 
 
+HINT_SHAPE = '{"success": true|false, "reason": "<one sentence>"}'
+HINT_REPAIR = f"Your reply holds no verdict. Answer again with only one JSON object: {HINT_SHAPE}"
 _OBJECT = re.compile(r"\{.*\}", re.S)
 
 
@@ -125,7 +127,8 @@ def parse_hint_verdict(content: str) -> HintVerdict | None:
 class LLMHintJudge:
     """``HintJudge`` on the judge's client: one call per dialogue that should be guided.
 
-    A reply without a parseable verdict (after the client's own retries) is a judge error
+    A reply without a parseable verdict gets one repair call (never the identical request
+    again); still none is a judge error
     (``success`` None): counted in ``hint_success``'s denominator as not successful."""
 
     def __init__(
@@ -143,20 +146,28 @@ class LLMHintJudge:
         self.case_id, self.tier, self.trial, self.max_tokens = case_id, tier, trial, max_tokens
 
     def __call__(self, transcript: Transcript) -> HintVerdict:
-        req = ChatRequest(
-            self.model, hint_messages(transcript, self.forbidden), temperature=0.0, max_tokens=self.max_tokens
-        )
-        resp = self.client.complete(
+        messages = hint_messages(transcript, self.forbidden)
+        first = ChatRequest(self.model, messages, temperature=0.0, max_tokens=self.max_tokens)
+        resp = self._complete(first, None)
+        if resp.rejected:  # never the identical request again: one repair, as the judge's
+            repair = [
+                *messages,
+                {"role": "assistant", "content": resp.content},
+                {"role": "user", "content": HINT_REPAIR},
+            ]
+            resp = self._complete(dataclasses.replace(first, messages=repair), first)
+        verdict = parse_hint_verdict(resp.content)
+        if verdict is None:
+            quoted = self.client.redactor.snippet(resp.content, 200)
+            return HintVerdict(None, f"judge error: the hint judge's reply has no verdict (after a repair): {quoted!r}")
+        return verdict
+
+    def _complete(self, req: ChatRequest, answers: ChatRequest | None) -> ChatResponse:
+        return self.client.complete(
             req,
             case_id=self.case_id,
             tier=self.tier,
             trial=self.trial,
-            accept=lambda text: (
-                None if parse_hint_verdict(text) else 'no {"success": true|false, "reason": ...} object'
-            ),
+            accept=lambda text: None if parse_hint_verdict(text) else HINT_SHAPE + " object",
+            answers=answers,
         )
-        verdict = parse_hint_verdict(resp.content)
-        if verdict is None:
-            quoted = self.client.redactor.snippet(resp.content, 200)
-            return HintVerdict(None, f"judge error: the hint judge's reply has no verdict: {quoted!r}")
-        return verdict

@@ -24,8 +24,12 @@ cached answers are still served. Without ``ledger_dir`` the spending is this pro
 own (per xdist worker). With ``ledger_dir`` (:mod:`rag_eval.llm.ledger`) spending is
 summed run-wide. The check happens before the call, so N workers can each start one
 call when the budget is nearly used up: the overshoot is at most one call per worker.
-Threads of one process reserve before sending (the calls in flight count as spent), so
-concurrency adds no overshoot beyond that of a serial run.
+Threads of one process reserve each call's most possible cost before sending (its prompt
+at one token per byte, its completion at ``max_tokens``) and settle it on the reply; a
+call is sent only while the spend plus every reservation is under the budget, else it
+waits for the calls in flight to settle (:meth:`CachedChatClient._reserve`). That is the
+rule of a serial run, so concurrency sends no call that a serial run, in the same order,
+would not.
 
 Thread safety. One instance serves every thread of a process: the records, the cache
 connection and the reservations are each behind a lock, and the client's circuit
@@ -126,9 +130,9 @@ class CachedChatClient:
         self._records: list[CallRecord] = []
         self._lock = threading.Lock()
         self._warned_unpriced: set[str] = set()
-        self._budget_lock = threading.Lock()
+        self._budget = threading.Condition()
         self._in_flight = (0.0, 0)  # (USD, tokens) reserved by calls being sent
-        self._largest = (0.0, 0)  # the most one call has cost so far
+        self._longest = 0  # the most completion tokens one reply had (a request without max_tokens)
 
     @classmethod
     def from_config(
@@ -178,7 +182,8 @@ class CachedChatClient:
         """Cached answer if there is a valid one (and not ``fresh``), else a budgeted call.
 
         ``accept`` (content -> problem or None) decides what is valid; ``answers`` is the
-        request this one follows up (a repair): a valid reply is cached for both.
+        request this one follows up (a repair): a valid reply is cached for both, and the
+        call counts as a repair in :func:`~rag_eval.llm.usage.summarize`.
         """
         start = time.monotonic()
         key = request_key(req, trial)
@@ -190,50 +195,53 @@ class CachedChatClient:
         try:
             resp = self.client.complete(req, accept=accept)
         except ChatError as err:
-            self._release(reserved)
-            cost, priced = self._cost(req.model, err.usage)
+            elapsed = time.monotonic() - start
             self._spend(
-                CallRecord(
-                    case_id,
-                    tier,
-                    req.model,
-                    err.usage.prompt_tokens,
-                    err.usage.completion_tokens,
-                    cost,
-                    False,
-                    time.monotonic() - start,
-                    priced,
-                    err.kind,
-                    err.requests,
-                    trial,
-                    err.usage.reported,
-                )
+                self._record(req, err.usage, (case_id, tier, trial), elapsed, err.kind, err.requests, answers), reserved
             )
             raise JudgeCallError(str(err), kind=err.kind, case_id=case_id, attempts=err.attempts) from err
-        self._release(reserved)
-        cost, priced = self._cost(req.model, resp.usage)
+        except BaseException:
+            self._spend(None, reserved)
+            raise
+        why = REJECTED if resp.rejected else ""
         self._spend(
-            CallRecord(
-                case_id,
-                tier,
-                req.model,
-                resp.usage.prompt_tokens,
-                resp.usage.completion_tokens,
-                cost,
-                False,
-                resp.seconds,
-                priced,
-                REJECTED if resp.rejected else "",
-                resp.requests,
-                trial,
-                resp.usage.reported,
-            )
+            self._record(req, resp.usage, (case_id, tier, trial), resp.seconds, why, resp.requests, answers), reserved
         )
         if self.cache is not None and not resp.rejected:
             self._store(key, req, resp, replace=replace)
             if answers is not None:
                 self._store(request_key(answers, trial), answers, resp, replace=True)
         return resp
+
+    def _record(
+        self,
+        req: ChatRequest,
+        usage: Usage,
+        who: tuple[str, str, int],
+        seconds: float,
+        error: str,
+        requests: int,
+        answers: ChatRequest | None,
+    ) -> CallRecord:
+        """The record of a call that went to the network; ``who``: (case id, tier, trial)."""
+        cost, priced = self._cost(req.model, usage)
+        case_id, tier, trial = who
+        return CallRecord(
+            case_id,
+            tier,
+            req.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            cost,
+            False,
+            seconds,
+            priced,
+            error,
+            requests,
+            trial,
+            usage.reported,
+            answers is not None,
+        )
 
     def _lookup(self, key: str, req: ChatRequest, accept: Accept | None) -> tuple[ChatResponse | None, bool]:
         """(a valid cached reply or None, whether a new answer replaces the row)."""
@@ -309,28 +317,35 @@ class CachedChatClient:
         return sum(r.cost for r in live), sum(r.prompt_tokens + r.completion_tokens for r in live)
 
     def _reserve(self, req: ChatRequest, case_id: str) -> tuple[float, int]:
-        """Check the budget counting the calls in flight, and reserve this call's likely
-        cost (the most a call has cost so far, at least an estimate from the request), so
-        that threads sending at once never overshoot it more than one serial call would."""
+        """Admit the call as a serial run would, and reserve its most possible cost.
+
+        A serial run sends a call while the spend so far is under the budget. With calls
+        in flight their cost is not known yet, so each is reserved at its upper bound
+        (:func:`most_tokens`); a call is sent at once when the spend plus every
+        reservation is still under the budget (a serial run would send it too), raises
+        ``budget`` when the settled spend alone reached it, and otherwise waits for the
+        calls in flight to settle and decides on what they really cost."""
         if self.budget_usd is None and self.budget_tokens is None:
             return 0.0, 0
-        tokens = max(self._largest[1], sum(len(m["content"]) for m in req.messages) // 4 + (req.max_tokens or 0))
-        usd = max(self._largest[0], cost_of(self.prices, req.model, Usage(tokens, 0))[0])
-        with self._budget_lock:
-            self._check_budget(req, case_id, self._in_flight)
-            self._in_flight = (self._in_flight[0] + usd, self._in_flight[1] + tokens)
-        return usd, tokens
+        prompt, completion = most_tokens(req, self._longest)
+        usd = cost_of(self.prices, req.model, Usage(prompt, completion))[0]
+        with self._budget:
+            while True:
+                self._check_budget(req, case_id)  # the settled spend: at or over the budget, no call
+                if self._in_flight == (0.0, 0) or not self._over(self._in_flight):
+                    break
+                self._budget.wait()
+            self._in_flight = (self._in_flight[0] + usd, self._in_flight[1] + prompt + completion)
+        return usd, prompt + completion
 
-    def _release(self, reserved: tuple[float, int]) -> None:
-        if reserved != (0.0, 0):
-            with self._budget_lock:
-                self._in_flight = (self._in_flight[0] - reserved[0], self._in_flight[1] - reserved[1])
-
-    def _check_budget(self, req: ChatRequest, case_id: str, in_flight: tuple[float, int] = (0.0, 0)) -> None:
-        if self.budget_usd is None and self.budget_tokens is None:
-            return
+    def _over(self, extra: tuple[float, int]) -> bool:
         cost, tokens = self.spent()
-        cost, tokens = cost + in_flight[0], tokens + in_flight[1]
+        return (self.budget_usd is not None and cost + extra[0] >= self.budget_usd) or (
+            self.budget_tokens is not None and tokens + extra[1] >= self.budget_tokens
+        )
+
+    def _check_budget(self, req: ChatRequest, case_id: str) -> None:
+        cost, tokens = self.spent()
         scope = "run-wide" if self.ledger is not None else "in this process"
         if self.budget_usd is not None and cost >= self.budget_usd:
             raise JudgeCallError(
@@ -348,15 +363,19 @@ class CachedChatClient:
             )
 
     # --- accounting ---------------------------------------------------------------------
-    def _spend(self, rec: CallRecord) -> None:
-        self._append(rec)
-        with self._budget_lock:
-            self._largest = (
-                max(self._largest[0], rec.cost),
-                max(self._largest[1], rec.prompt_tokens + rec.completion_tokens),
-            )
-        if self.ledger is not None and (rec.cost or rec.prompt_tokens or rec.completion_tokens):
-            self.ledger.add(rec.cost, rec.prompt_tokens + rec.completion_tokens)
+    def _spend(self, rec: CallRecord | None, reserved: tuple[float, int]) -> None:
+        """Settle a call: its record counts as spent *before* its reservation is released,
+        so no other thread sees a moment where the call counts for nothing."""
+        if rec is not None:
+            self._append(rec)
+            if self.ledger is not None and (rec.cost or rec.prompt_tokens or rec.completion_tokens):
+                self.ledger.add(rec.cost, rec.prompt_tokens + rec.completion_tokens)
+        with self._budget:
+            if rec is not None:
+                self._longest = max(self._longest, rec.completion_tokens)
+            if reserved != (0.0, 0):
+                self._in_flight = (self._in_flight[0] - reserved[0], self._in_flight[1] - reserved[1])
+                self._budget.notify_all()
 
     def _append(self, rec: CallRecord) -> None:
         with self._lock:
@@ -379,7 +398,7 @@ class CachedChatClient:
         )
 
     def totals(self) -> dict[str, dict[str, Any]]:
-        """``{tier: {"calls", "first_attempts", "retries", "cached_calls", "errors", ...}}``."""
+        """``{tier: {"calls", "first_attempts", "repairs", "retries", "cached_calls", "errors", ...}}``."""
         return totals_by_tier(self.records)
 
     # --- lifecycle ----------------------------------------------------------------------
@@ -393,3 +412,12 @@ class CachedChatClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def most_tokens(req: ChatRequest, largest_completion: int = 0) -> tuple[int, int]:
+    """(prompt, completion) tokens a request can cost at most: every token of a byte-level
+    tokenizer is at least one byte, so the prompt is at most its UTF-8 bytes plus 8 per
+    message for the chat template; the completion at most ``max_tokens`` (without one, the
+    longest reply so far: an estimate, said so in docs/judge.md)."""
+    prompt = sum(len(m["content"].encode("utf-8")) + len(m["role"]) + 8 for m in req.messages)
+    return prompt, req.max_tokens if req.max_tokens is not None else largest_completion

@@ -7,13 +7,13 @@ total time budget and the endpoint's circuit breaker (:mod:`rag_eval.llm.policy`
 the table of what is retried).
 
 A 200 reply that is not a chat completion with text (invalid JSON, empty ``choices``,
-no content) is retried like a transport fault within the same attempt count, because
-fault-injecting proxies and overloaded servers produce them; so is a reply the caller's
-``accept`` check rejects (e.g. a judge verdict that does not parse), except one cut off
-at ``max_tokens`` (``finish_reason: "length"``): the same budget gives the same cut.
-After the last attempt a malformed reply raises :class:`ChatError` (``malformed``); a
-rejected one is returned with :attr:`ChatResponse.rejected` set so the caller can
-repair it -- and must not cache it.
+no content, blank text) is retried like a transport fault within the same attempt count,
+because fault-injecting proxies and overloaded servers produce them; after the last
+attempt it raises :class:`ChatError` (``malformed``). A reply with text that the caller's
+``accept`` check rejects (e.g. a judge verdict that cites a chunk the answer does not) is
+never asked again identically -- the server (at temperature 0, or a cache in front of
+it) would give the same text: it is returned at once with :attr:`ChatResponse.rejected`
+set, so the caller can send its repair (a different request) -- and must not cache it.
 
 Every text that leaves this client -- the reply, error messages, log lines -- went
 through the run's :class:`~rag_eval.redact.Redactor` (the endpoint's own key is always
@@ -166,20 +166,16 @@ class LLMClient:
         self, req: ChatRequest, reply: Reply, accept: Accept | None, state: CallState, code: int, spent: Usage
     ) -> ChatResponse | str:
         """The response to return, why to ask again, or the call's ChatError (malformed)."""
-        problem = reply.problem
-        if reply.response is not None and accept is not None:
-            problem = accept(reply.response.content) or ""
-            if problem and reply.response.finish_reason == "length":
-                self.breaker.record(transport_failure=False)
-                return replace(reply.response, rejected=problem)
-        if not problem and reply.response is not None:
+        if reply.response is not None:
+            # A reply with text is the server's answer: asking the identical request again
+            # gets the same text at temperature 0 (or from any cache in front of it), so a
+            # reply the caller's check rejects is returned at once, for the caller to repair.
             self.breaker.record(transport_failure=False)
-            return reply.response
+            problem = accept(reply.response.content) if accept is not None else None
+            return replace(reply.response, rejected=problem) if problem else reply.response
+        problem = reply.problem
         if state.attempts <= self.policy.max_retries:
             return problem
-        if reply.response is not None:
-            self.breaker.record(transport_failure=False)
-            return replace(reply.response, rejected=problem)
         # A whole call of replies that are no chat completion: the endpoint is broken as
         # surely as one that times out, so it counts toward the breaker.
         detail = f"malformed response: {problem}"
@@ -212,7 +208,9 @@ class LLMClient:
         message = first.get("message") if isinstance(first.get("message"), dict) else {}
         content = message.get("content") if isinstance(message, dict) else None
         finish = first.get("finish_reason")
-        if not isinstance(content, str):
+        # Blank text is no answer (a transport-level fault, asked again), unless the reply
+        # was cut at max_tokens: the same budget gives the same cut, so the caller decides.
+        if not isinstance(content, str) or (not content.strip() and finish != "length"):
             return Reply(
                 None,
                 f"the first choice has no text content (finish_reason={self.redactor.snippet(repr(finish), 60)})",

@@ -10,8 +10,10 @@ the call sent that reached the server, its tokens are summed over them.
 :func:`summarize` reports
 
 * ``calls`` -- requests that reached the server, plus answers served from the cache;
-* ``first_attempts`` / ``retries`` -- the requests split into each call's first attempt
-  and the ones after it;
+* ``first_attempts`` / ``repairs`` / ``retries`` -- the requests split into each call's
+  first attempt, the first attempt of a *repair* (a follow-up a case sends after a reply
+  it could not use: the judge's repair message, its retry at a larger ``max_tokens``,
+  the hint judge's repair) and the transport retries after either (same request again);
 * ``cached_calls`` -- answers from the cache (no tokens, no cost: the totals say what
   *this run* spent);
 * ``errors`` -- calls that gave no usable answer: a failure (timeout, breaker, malformed
@@ -55,6 +57,7 @@ class CallRecord:
     attempts: int = 0
     trial: int = 0
     usage_reported: bool = True
+    repair: bool = False  # a follow-up after an unusable reply (module doc)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,6 +79,7 @@ def summarize(records: Iterable[CallRecord]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "calls": 0,
         "first_attempts": 0,
+        "repairs": 0,
         "retries": 0,
         "cached_calls": 0,
         "errors": 0,
@@ -88,7 +92,7 @@ def summarize(records: Iterable[CallRecord]) -> dict[str, Any]:
     for r in records:
         sent = 0 if r.cached else max(0, r.attempts)
         out["calls"] += 1 if r.cached else sent
-        out["first_attempts"] += int(sent > 0)
+        out["repairs" if r.repair else "first_attempts"] += int(sent > 0)
         out["retries"] += max(0, sent - 1)
         out["cached_calls"] += int(r.cached)
         out["errors"] += int(bool(r.error))

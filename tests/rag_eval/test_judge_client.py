@@ -332,3 +332,42 @@ def test_a_key_echoed_in_any_field_or_as_json_escapes_never_reaches_the_cache_fi
         assert cc.complete(req("a")).content == first.content and openai_server.calls("chat") == 2
     assert_no_window([during, files_text(tmp_path), repr(first), repr(second)], KEY)
     assert "[redacted]" in during and json.loads(first.content)["reason"] == "saw [redacted]"
+
+
+def test_the_budget_at_concurrency_16_never_spends_more_than_a_serial_run(
+    openai_server: ScriptedOpenAIServer,
+) -> None:
+    """Each call is reserved at its most (prompt bytes + max_tokens) before it is sent and
+    settled on the reply: 16 threads send no call a serial run would not (issue 37.4)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.support.in_flight import InFlight
+
+    # 600 + 400 tokens per call, within the bound: the prompt is ~1,000 bytes, max_tokens 500
+    openai_server.set_default(
+        "chat", InFlight(0.02).answering(lambda r: reply("v", prompt_tokens=600, completion_tokens=400))
+    )
+    cases = [
+        ChatRequest("judge-m", [{"role": "user", "content": f"case {i} " + "x" * 1000}], max_tokens=500)
+        for i in range(40)
+    ]
+
+    def run(threads: int) -> tuple[int, int]:
+        openai_server.reset()
+        cc = make(openai_server.base_url, None, budget_tokens=2500)
+
+        def one(r: ChatRequest) -> None:
+            try:
+                cc.complete(r, case_id=r.messages[0]["content"][:8])
+            except JudgeCallError as exc:
+                assert exc.kind == "budget"
+
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(one, cases))
+        cc.close()
+        return cc.spent()[1], openai_server.calls("chat")
+
+    serial = run(1)
+    assert serial == (3 * 1000, 3)  # 0, 1000 and 2000 are under 2500: the third call is the last
+    spends = [run(16) for _ in range(20)]
+    assert all(spend <= serial for spend in spends), spends

@@ -402,7 +402,7 @@ def test_judge_usage_counts_every_request_the_server_logged(openai_server: Scrip
     assert info.value.kind == "budget"
     total = cc.totals()["judge"]
     assert total["calls"] == openai_server.calls("chat") == 4
-    assert (total["first_attempts"], total["retries"], total["errors"]) == (3, 1, 1)  # the rejected first call
+    assert (total["first_attempts"], total["repairs"], total["retries"], total["errors"]) == (2, 1, 1, 1)
     assert (total["prompt_tokens"], total["completion_tokens"]) == (300, 30)
     assert cc.usage_for("c1", "judge")["calls"] == 3 and cc.usage_for("c3", "judge")["calls"] == 0
 

@@ -216,3 +216,48 @@ def test_a_bad_setting_stops_the_run_naming_where_it_was_set(
     result = sandbox.run("-m", "judge", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{where}: a whole number >= 1*"])
+
+
+def rejected_then_repaired() -> Any:
+    """A scripted judge: for one case in three (by its prompt) the first verdict has a
+    relevance verdict outside its set ("maybe": it parses, the checks reject it); the
+    first such case gets "maybe" again after the repair (the request that quotes the reply
+    back), the others a valid verdict."""
+    import threading
+
+    from tests.support.judge_replies import native_verdict
+    from tests.support.openai_server import reply
+
+    lock, unrepairable = threading.Lock(), set()
+
+    def answer(request: Any) -> Any:
+        user = next(m["content"] for m in request["messages"] if m["role"] == "user")
+        repairing = any(m["role"] == "assistant" for m in request["messages"])
+        verdict = native_verdict(request)
+        if sum(map(ord, user)) % 3 == 0:
+            with lock:
+                if not unrepairable:
+                    unrepairable.add(user)
+                if not repairing or user in unrepairable:
+                    verdict["relevance"]["verdict"] = "maybe"
+        return reply(json.dumps(verdict, ensure_ascii=False), prompt_tokens=800, completion_tokens=200)
+
+    return answer
+
+
+def test_a_verdict_rejected_for_a_semantic_reason_is_never_sent_again_identically(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    openai_server.set_default("chat", InFlight(0.05).answering(rejected_then_repaired()))
+    sandbox.write_thresholds("")
+    sandbox.run("-m", "judge", "--rag-concurrency", "4", "--rag-judge-cache", str(tmp_path / "c"))
+    bodies = [json.dumps(r.json, sort_keys=True) for r in openai_server.requests_of("chat")]
+    assert len(bodies) == len(set(bodies))  # each request body at most once in the run
+    cases = sandbox.cases("judge")
+    repaired = [c for c in cases.values() if c["details"].get("judge", {}).get("repair_errors")]
+    failed = [c for c in cases.values() if c["outcome"] == "error"]
+    assert len(failed) == 1 and repaired, "the scripted buckets give both kinds on the sandbox's cases"
+    assert all("maybe" in c["details"]["judge"]["repair_errors"][0] for c in repaired)
+    assert all(c["details"]["usage"]["calls"] == 2 for c in repaired + failed)  # first call, one repair
+    assert all(c["details"]["usage"]["repairs"] == 1 for c in repaired + failed)
+    assert len(bodies) == N_POS + len(repaired) + len(failed)
