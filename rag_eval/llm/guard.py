@@ -20,8 +20,9 @@ passes :class:`GuardedTransport`, which
 * makes the per-attempt timeout and the call's budget *wall-clock* bounds: httpx's
   timeouts are per socket read, so a server that sends one byte every 0.5 s would never
   time out. Every socket read and write of an attempt gets only the time left until the
-  attempt's deadline (``min(attempt start + timeout, call deadline)``), through a network
-  backend installed in the default httpx transport (:class:`DeadlineBackend`); a
+  attempt's deadline (``min(attempt start + timeout, call deadline)``), through the
+  network backend (:class:`DeadlineBackend`) of httpcore's connection pool, given to it
+  through its public ``network_backend`` parameter (:class:`DeadlineTransport`); a
   transport passed in is bounded per body chunk instead.
 
 Stopping is done by raising :class:`Stop`, an ``openai.OpenAIError``: the SDK passes
@@ -31,12 +32,14 @@ those through without retrying or wrapping them.
 from __future__ import annotations
 
 import contextvars
+import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import certifi
 import httpcore
 import httpx
 import openai
@@ -84,10 +87,9 @@ class GuardedTransport(httpx.BaseTransport):
     ) -> None:
         self.policy = policy
         self.breaker = breaker
-        self.inner = inner or httpx.HTTPTransport()
+        self.inner = inner or DeadlineTransport()
         self.clock = clock
         self.limiter = limiter or RateLimiter(policy.concurrency, clock=clock)
-        install_deadlines(self.inner)
 
     @contextmanager
     def call(self) -> Iterator[CallState]:
@@ -269,15 +271,53 @@ class DeadlineBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-def install_deadlines(transport: httpx.BaseTransport) -> bool:
-    """Put :class:`DeadlineBackend` under an ``httpx.HTTPTransport``'s connection pool.
+class DeadlineTransport(httpx.BaseTransport):
+    """httpx's transport role over httpcore's connection pool built with
+    :class:`DeadlineBackend` as its ``network_backend`` -- a public parameter of
+    ``httpcore.ConnectionPool`` -- so every socket read and write of an attempt gets only
+    the time left until its deadline. httpcore's errors become httpx's of the same name."""
 
-    httpx has no public hook for the network backend; its pool keeps it in
-    ``_network_backend`` (httpcore 0.17 to 1.x). Another transport, or a layout this
-    does not know, keeps the per-chunk bound only (returns False)."""
-    pool = getattr(transport, "_pool", None)
-    backend = getattr(pool, "_network_backend", None)
-    if not isinstance(backend, httpcore.NetworkBackend) or isinstance(backend, DeadlineBackend):
-        return isinstance(backend, DeadlineBackend)
-    pool._network_backend = DeadlineBackend(backend)  # type: ignore[union-attr]
-    return True
+    def __init__(self) -> None:
+        self.pool = httpcore.ConnectionPool(
+            ssl_context=ssl.create_default_context(cafile=certifi.where()),
+            network_backend=DeadlineBackend(httpcore.SyncBackend()),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        with _as_httpx(request):
+            got = self.pool.handle_request(
+                httpcore.Request(
+                    request.method,
+                    httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+                    headers=request.headers.raw,
+                    content=request.stream,
+                    extensions=request.extensions,
+                )
+            )
+        return httpx.Response(got.status, headers=got.headers, stream=_Body(got, request), extensions=got.extensions)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class _Body(httpx.SyncByteStream):
+    def __init__(self, response: httpcore.Response, request: httpx.Request) -> None:
+        self.response, self.request = response, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _as_httpx(self.request):
+            yield from self.response.iter_stream()
+
+    def close(self) -> None:
+        self.response.close()
+
+
+@contextmanager
+def _as_httpx(request: httpx.Request) -> Iterator[None]:
+    try:
+        yield
+    except httpcore.TimeoutException as exc:
+        raise getattr(httpx, type(exc).__name__, httpx.TimeoutException)(str(exc), request=request) from exc
+    except (httpcore.ConnectError, httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol) as exc:
+        raise getattr(httpx, type(exc).__name__, httpx.TransportError)(str(exc), request=request) from exc

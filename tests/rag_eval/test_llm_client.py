@@ -65,10 +65,15 @@ def test_a_transport_fault_and_a_malformed_reply_share_one_attempt_count(srv: Sc
     assert info.value.attempts == 3 and srv.calls("chat") == 3
 
 
-def test_accept_rejects_are_asked_again_and_returned_marked_after_the_last(srv: ScriptedOpenAIServer) -> None:
+def test_accept_rejects_are_returned_marked_at_once_never_asked_again(srv: ScriptedOpenAIServer) -> None:
+    """A reply with text the caller rejects would come back the same (issue 33): the caller repairs it."""
     srv.enqueue(reply("{bad"), reply("{still bad"))
     resp = judge_llm(srv.base_url, max_retries=1).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
-    assert (resp.content, resp.rejected, srv.calls("chat")) == ("{still bad", "not ok", 2)
+    assert (resp.content, resp.rejected, srv.calls("chat")) == ("{bad", "not ok", 1)
+    srv.reset()  # "{still bad" was never asked for
+    srv.enqueue(reply("  "), reply("ok"))  # blank text is no answer: asked again like a transport fault
+    resp = judge_llm(srv.base_url, max_retries=1).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
+    assert (resp.content, resp.rejected, srv.calls("chat")) == ("ok", "", 2)
 
 
 def test_a_reply_cut_at_max_tokens_is_not_asked_again_at_the_same_budget(srv: ScriptedOpenAIServer) -> None:
@@ -228,13 +233,35 @@ def test_a_reset_mid_body_and_persistently_malformed_replies_open_the_breaker(sr
 def test_usage_and_requests_cover_every_attempt_that_reached_the_server(srv: ScriptedOpenAIServer) -> None:
     srv.enqueue(
         status(503),
-        Reply("{bad", prompt_tokens=10, completion_tokens=2),
+        Reply("", prompt_tokens=10, completion_tokens=2),
         Reply("ok", prompt_tokens=10, completion_tokens=1),
     )
     resp = judge_llm(srv.base_url, max_retries=3).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
     assert (resp.content, resp.requests, srv.calls("chat")) == ("ok", 3, 3)
     assert (resp.usage.prompt_tokens, resp.usage.completion_tokens) == (20, 3)
-    srv.enqueue(Reply("{bad", prompt_tokens=7, completion_tokens=1), raw(b'{"choices": [{"mess'))
+    srv.enqueue(Reply("", prompt_tokens=7, completion_tokens=1), raw(b'{"choices": [{"mess'))
     with pytest.raises(ChatError) as info:
         judge_llm(srv.base_url, max_retries=1).complete(REQ, accept=lambda c: None if c == "ok" else "not ok")
     assert (info.value.requests, info.value.usage.prompt_tokens, info.value.usage.completion_tokens) == (2, 7, 1)
+
+
+def test_no_private_attribute_of_httpx_openai_or_any_other_object_is_touched() -> None:
+    """The wall-clock deadline and the retries go through public interfaces only: in the
+    modules that hold httpx and openai objects, no ``x._name`` except on ``self``/``cls``
+    (a private attribute of httpx's pool broke with a release once; issue 33)."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = [*sorted((root / "rag_eval" / "llm").glob("*.py")), root / "rag_app" / "llm.py"]
+    files += sorted((root / "rag_eval" / "adapters").glob("http*.py"))
+    touched = [
+        f"{path.relative_to(root)}:{node.lineno}: {ast.unparse(node)}"
+        for path in files
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
+    ]
+    assert (root / "rag_eval" / "llm" / "client.py") in files and touched == []
