@@ -2,9 +2,10 @@
 
 Same :class:`~rag_eval.llm.policy.CallPolicy` and :class:`~rag_eval.llm.breaker.CircuitBreaker`
 as the LLM client, same classification: an attempt either returns or raises
-:class:`AttemptFailed`; :meth:`Retrier.run` waits (``Retry-After`` when given, capped,
-else exponential backoff with jitter), keeps within the total time budget and feeds the
-breaker, and raises :class:`CallFailed` when the call is over.
+:class:`AttemptFailed`; :meth:`Retrier.run` retries it with tenacity's loop, waiting
+``Retry-After`` when given (capped), else exponential backoff with jitter, keeps within
+the total time budget and feeds the breaker, and raises :class:`CallFailed` when the call
+is over.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 import httpx
+import tenacity
 
 from rag_eval.llm.breaker import CircuitBreaker
 from rag_eval.llm.messages import TRANSPORT_KINDS
@@ -67,6 +69,9 @@ def failure_from_status(code: int, body: str, headers: Mapping[str, str], detail
 
 
 class Retrier:
+    """:meth:`run` on tenacity's retry loop; this class only says when to stop and how long
+    to wait (module doc), and feeds the breaker."""
+
     def __init__(
         self,
         policy: CallPolicy,
@@ -86,45 +91,70 @@ class Retrier:
         if self.breaker.open:
             raise CallFailed(AttemptFailed("breaker", self.breaker.message(), retryable=False), 0)
         deadline = self._clock() + p.budget
-        attempts = 0
-        while True:
+        delays: dict[int, float] = {}  # attempt number -> the wait after it, drawn once
+        why: list[str] = []  # why the loop stopped early, for CallFailed.hint
+
+        def once() -> T:
             remaining = deadline - self._clock()
             if remaining <= 0:
-                raise self._over(
-                    AttemptFailed("time_budget", f"the total time budget of {p.budget:g}s is used up", retryable=False),
-                    attempts,
+                raise AttemptFailed(
+                    "time_budget", f"the total time budget of {p.budget:g}s is used up", retryable=False
                 )
-            attempts += 1
-            timeout = min(p.timeout, remaining)
-            try:
-                value = attempt(timeout)
-            except AttemptFailed as failure:
-                if not failure.retryable:
-                    raise self._over(failure, attempts) from None
-                if attempts > p.max_retries:
-                    raise self._over(failure, attempts, f"gave up after {p.max_retries} retries") from None
-                delay = (
-                    min(failure.retry_after, p.max_retry_after)
-                    if failure.retry_after is not None
-                    else backoff(attempts, self._random)
-                )
-                if self._clock() + delay >= deadline:
-                    hint = f"waiting {delay:.1f}s more would overrun the {p.budget:g}s budget"
-                    raise self._over(failure, attempts, hint) from None
-                log.warning(
-                    "%s failed (%s: %s), attempt %d of %d; retrying in %.2fs",
-                    what,
-                    failure.kind,
-                    self._redact(failure.detail),
-                    attempts,
-                    p.attempts,
-                    delay,
-                )
-                self._sleep(delay)
-                continue
-            self.breaker.record(transport_failure=False)
-            return value, attempts
+            return attempt(min(p.timeout, remaining))
 
-    def _over(self, failure: AttemptFailed, attempts: int, hint: str = "") -> CallFailed:
-        self.breaker.record(transport_failure=failure.kind in TRANSPORT_KINDS, detail=self._redact(failure.detail))
-        return CallFailed(failure, attempts, hint)
+        def delay(state: tenacity.RetryCallState) -> float:
+            if state.attempt_number not in delays:
+                failure = _failure(state)
+                wait = failure.retry_after
+                delays[state.attempt_number] = (
+                    min(wait, p.max_retry_after) if wait is not None else backoff(state.attempt_number, self._random)
+                )
+            return delays[state.attempt_number]
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            if not _failure(state).retryable:
+                return True
+            if state.attempt_number > p.max_retries:
+                why.append(f"gave up after {p.max_retries} retries")
+                return True
+            if self._clock() + delay(state) >= deadline:
+                why.append(f"waiting {delay(state):.1f}s more would overrun the {p.budget:g}s budget")
+                return True
+            return False
+
+        def warn(state: tenacity.RetryCallState) -> None:
+            failure = _failure(state)
+            log.warning(
+                "%s failed (%s: %s), attempt %d of %d; retrying in %.2fs",
+                what,
+                failure.kind,
+                self._redact(failure.detail),
+                state.attempt_number,
+                p.attempts,
+                delay(state),
+            )
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(AttemptFailed),
+            stop=stop,
+            wait=delay,
+            sleep=self._sleep,
+            before_sleep=warn,
+            reraise=True,
+        )
+        try:
+            value = retrying(once)
+        except AttemptFailed as failure:
+            attempts = retrying.statistics.get("attempt_number", 1)
+            if failure.kind == "time_budget":
+                attempts -= 1  # refused before it was sent
+            self.breaker.record(transport_failure=failure.kind in TRANSPORT_KINDS, detail=self._redact(failure.detail))
+            raise CallFailed(failure, attempts, "".join(why[-1:])) from None
+        self.breaker.record(transport_failure=False)
+        return value, retrying.statistics.get("attempt_number", 1)
+
+
+def _failure(state: tenacity.RetryCallState) -> AttemptFailed:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    assert isinstance(exc, AttemptFailed)  # retry= lets nothing else through
+    return exc
