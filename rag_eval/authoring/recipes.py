@@ -199,8 +199,9 @@ def parse_reply(recipe: str, content: str) -> ParsedReply | str:
 
 
 def accepts(recipe: str) -> Any:
-    """The client's ``accept`` check for a recipe: a reply that does not parse is asked
-    again within the retries and never cached."""
+    """The client's ``accept`` check for a recipe: a reply that does not parse comes back
+    marked ``rejected`` at once (never asked again identically: rag_eval.llm.client) and
+    is never cached."""
 
     def check(content: str) -> str | None:
         parsed = parse_reply(recipe, content)
