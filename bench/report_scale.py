@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import load_average, md_table, ratio, run_header, write_results  # noqa: E402
 from rag_eval.outputs.html import render_html  # noqa: E402
 from tests.rag_eval._results_factory import make_results  # noqa: E402
+from tests.rag_eval._typed import typed
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -61,7 +62,7 @@ def measure_render(results: dict[str, Any], repeats: int) -> tuple[list[float], 
     times, html = [], ""
     for _ in range(repeats):
         t0 = time.perf_counter()
-        html = render_html(results)
+        html = render_html(typed(results))
         times.append(time.perf_counter() - t0)
     return times, html
 
@@ -119,7 +120,7 @@ def main() -> None:
     if not Path(chromium).exists():
         sys.exit(f"report_scale: no Chromium at {chromium}; install it or set RAG_EVAL_CHROMIUM")
 
-    render_html(make_results(sizes[0]))  # warm-up: imports, template compilation
+    render_html(typed(make_results(sizes[0])))  # warm-up: imports, template compilation
     tmp = Path(tempfile.mkdtemp(prefix="report-scale-"))
     rows: list[dict[str, Any]] = []
     with sync_playwright() as p:

@@ -311,26 +311,23 @@ def _validate_held(dataset: str | None, golden: str | None, pipeline: str, confi
 
 def _render(args: argparse.Namespace) -> int:
     """Re-render the outputs of a stored results file (CI: after the artifact upload)."""
+    from rag_eval.outputs import writers
     from rag_eval.results.file import ResultsFileError, load_results
+    from rag_eval.results.model import RunResults
 
     path = Path(args.results)
     try:
-        results = load_results(path)
+        results = RunResults.from_dict(load_results(path))
     except ResultsFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.command == "summary":
-        from rag_eval.outputs.markdown import render_markdown
-
-        text = render_markdown(results, artifact_url=args.artifact_url or None)
+        data = writers.get("markdown").render(results, writers.Context(artifact_url=args.artifact_url or None))
         if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(text, encoding="utf-8")
+            writers.write_file(Path(args.out), data)
         else:
-            sys.stdout.write(text)
+            sys.stdout.write(data.decode("utf-8"))
         return 0
-    from rag_eval.outputs.html import write_html
-
     calibration: list[str] = []
     if args.calibration:
         from rag_eval.calibrate.record import lines, load_record
@@ -341,7 +338,7 @@ def _render(args: argparse.Namespace) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     out = Path(args.out) if args.out else path.with_suffix(".html")
-    write_html(out, results, calibration)
+    writers.write("html", results, out, writers.Context(calibration=tuple(calibration)))
     print(f"report: {out}")
     return 0
 
@@ -398,8 +395,9 @@ def _sample(args: argparse.Namespace) -> int:
 def _merge(args: argparse.Namespace) -> int:
     """Exit 0 when every gate passed, 1 when one failed (or an output could not be
     written), 2 when the shards cannot be merged or the baseline cannot be used."""
+    from rag_eval.outputs.write import write_outputs
     from rag_eval.results.baseline import BaselineError
-    from rag_eval.results.finalize import Baseline, Outputs, baseline_lines, summary_lines, write_outputs
+    from rag_eval.results.finalize import Baseline, Outputs, baseline_lines, summary_lines
     from rag_eval.results.merge import MergeError, merge, read_shards
 
     started = time.time()

@@ -1,5 +1,4 @@
-"""Numbers and metadata as the report prints them (templates get strings, not logic),
-and the defensive read of optional parts of a results file."""
+"""Numbers and metadata as the report prints them (templates get strings, not logic)."""
 
 from __future__ import annotations
 
@@ -45,20 +44,3 @@ def fmt_scalar(value: Any) -> str:
 def truncate(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def as_mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` when it is a mapping, else an empty one: optional parts of a results file
-    may be missing or null."""
-    return value if isinstance(value, Mapping) else {}
-
-
-def interval_words(row: Mapping[str, Any]) -> str:
-    """A gate row's interval (``[0.70, 0.85]``) or paired drop (``drop 0.031 [0.010, 0.052]``), or ""."""
-    ci = row.get("ci")
-    if ci:
-        return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
-    diff, dci = row.get("diff"), row.get("diff_ci")
-    if diff is None:
-        return ""
-    return f"drop {diff:.3f}" + (f" [{dci[0]:.3f}, {dci[1]:.3f}]" if dci else "")

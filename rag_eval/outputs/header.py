@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
 from rag_eval.judge.blame import summary_line
-from rag_eval.outputs.fmt import as_mapping, fmt_scalar
+from rag_eval.outputs.fmt import fmt_scalar
 from rag_eval.outputs.stages import tier_rank
+from rag_eval.results.model import RunResults
 
 
 @dataclass(frozen=True)
@@ -38,55 +39,46 @@ class Header:
 VERDICT_TEXT = {"pass": "PASSED", "fail": "FAILED", "incomplete": "INCOMPLETE", "shard": "SHARD"}
 
 
-def build_header(
-    results: Mapping[str, Any], run: Mapping[str, Any], items: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]
-) -> Header:
+def build_header(results: RunResults) -> Header:
     """Verdict, run metadata (hashes shortened, full value as ``title``), usage, warnings."""
-    verdict = str(results.get("verdict") or "unknown")
-    verdict_text = VERDICT_TEXT.get(verdict, verdict.upper())
-    shard = as_mapping(run.get("shard"))
+    run = results.run
+    verdict = results.verdict
+    verdict_text = VERDICT_TEXT[verdict]
+    shard = run["shard"]
     if verdict == "shard" and shard:
-        verdict_text = f"SHARD {shard.get('index', '?')}/{shard.get('count', '?')}"
-    system = as_mapping(run.get("system"))
-    commit = run.get("commit")
+        verdict_text = f"SHARD {shard['index']}/{shard['count']}"
+    system = run["system"]
+    optional = run_optional(run)
+    commit = run["commit"]
     rows: list[tuple[str, Any]] = [
         (
             "commit",
-            (_short(commit, 12) or "") + (" (dirty: uncommitted changes)" if run.get("dirty") else "")
-            if commit
-            else None,
+            (_short(commit, 12) or "") + (" (dirty: uncommitted changes)" if run["dirty"] else "") if commit else None,
         ),
-        ("time", run.get("time")),
-        ("dataset", run.get("dataset")),
-        ("dataset fingerprint", run.get("dataset_fingerprint")),
-        ("corpus hash", _short(run.get("corpus_hash"), 16)),
-        ("golden set", run.get("golden_set")),
-        ("golden set sha256", _short(run.get("golden_sha256"), 16)),
-        ("index fingerprint", system.get("index_fingerprint")),
-        ("embedder", system.get("embedder")),
-        ("reranker", system.get("reranker")),
-        ("generator", system.get("generator")),
-        (
-            "thresholds",
-            run.get("thresholds") or "none (built-in gates: error_rate = 0, at least one case run per tier)",
-        ),
-        ("thresholds sha256", _short(run.get("thresholds_sha256"), 16)),
-        ("split", run.get("split")),
-        ("tags", run.get("tags")),
-        ("overrides", run.get("overrides")),
-        ("workers", run.get("workers")),
-        ("shard", f"{shard.get('index')}/{shard.get('count')}" if shard else None),
+        ("time", run["time"]),
+        ("dataset", run["dataset"]),
+        ("dataset fingerprint", run["dataset_fingerprint"]),
+        ("corpus hash", _short(optional["corpus_hash"], 16)),
+        ("golden set", optional["golden_set"]),
+        ("golden set sha256", _short(optional["golden_sha256"], 16)),
+        *((k.replace("_", " "), system[k]) for k in SYSTEM_FIRST if k in system),
+        ("thresholds", run["thresholds"] or "none (built-in gates: error_rate = 0, at least one case run per tier)"),
+        ("thresholds sha256", _short(run["thresholds_sha256"], 16)),
+        ("split", run["split"]),
+        ("tags", run["tags"]),
+        ("overrides", run["overrides"]),
+        ("workers", optional["workers"]),
+        ("shard", f"{shard['index']}/{shard['count']}" if shard else None),
     ]
-    known = {"index_fingerprint", "embedder", "reranker", "generator"}
-    rows += [(f"system: {k}", v) for k, v in system.items() if k not in known]
-    merged = run.get("merged_from")
-    if isinstance(merged, list) and merged:
-        rows.append(("merged from", [as_mapping(m).get("path", m) for m in merged]))
+    rows += [(f"system: {k}", v) for k, v in system.items() if k not in SYSTEM_FIRST]
+    merged = optional["merged_from"]
+    if merged:
+        rows.append(("merged from", [m["path"] for m in merged]))
     full = {
         "commit": commit,
-        "corpus hash": run.get("corpus_hash"),
-        "golden set sha256": run.get("golden_sha256"),
-        "thresholds sha256": run.get("thresholds_sha256"),
+        "corpus hash": optional["corpus_hash"],
+        "golden set sha256": optional["golden_sha256"],
+        "thresholds sha256": run["thresholds_sha256"],
     }
     fields = tuple(
         Field(label, fmt_scalar(value), str(full[label]) if full.get(label) else "")
@@ -97,10 +89,31 @@ def build_header(
         verdict,
         verdict_text,
         fields,
-        _usage(run),
-        tuple(_warnings(results, run, items, cases)),
-        summary_line(run.get(BLAME_KEY)),
+        _usage(run["usage"]),
+        tuple(_warnings(results)),
+        summary_line(optional[BLAME_KEY]),
     )
+
+
+# the run block's optional keys (rag_eval/results.schema.json: $defs/run), read once
+OPTIONAL_RUN_KEYS: tuple[str, ...] = (
+    "corpus_hash",
+    "golden_set",
+    "golden_sha256",
+    "workers",
+    "merged_from",
+    BLAME_KEY,
+    "baseline_refused",
+)
+
+
+def run_optional(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The run block's optional keys, None when absent (the report's and the summary's read)."""
+    return {k: run.get(k) for k in OPTIONAL_RUN_KEYS}
+
+
+# system keys shown in the run block's first rows, as "index fingerprint", "embedder", ...
+SYSTEM_FIRST: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
 
 
 def _short(value: Any, keep: int) -> str | None:
@@ -121,13 +134,12 @@ USAGE_FIELDS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _usage(run: Mapping[str, Any]) -> tuple[UsageRow, ...]:
+def _usage(usage: Mapping[str, Mapping[str, Any]]) -> tuple[UsageRow, ...]:
     out = []
-    for tier, usage in sorted(as_mapping(run.get("usage")).items(), key=lambda kv: tier_rank(kv[0])):
-        usage = as_mapping(usage)
-        fields = [Field(label, _usage_value(key, usage[key])) for key, label in USAGE_FIELDS if key in usage]
-        known = {k for k, _ in USAGE_FIELDS}
-        fields += [Field(k.replace("_", " "), _usage_value(k, v)) for k, v in sorted(usage.items()) if k not in known]
+    known = {k for k, _ in USAGE_FIELDS}
+    for tier, row in sorted(usage.items(), key=lambda kv: tier_rank(kv[0])):
+        fields = [Field(label, _usage_value(key, row[key])) for key, label in USAGE_FIELDS if key in row]
+        fields += [Field(k.replace("_", " "), _usage_value(k, v)) for k, v in sorted(row.items()) if k not in known]
         out.append(UsageRow(str(tier), tuple(fields)))
     return tuple(out)
 
@@ -142,11 +154,9 @@ def _usage_value(key: str, value: Any) -> str:
     return fmt_scalar(value)
 
 
-def _warnings(
-    results: Mapping[str, Any], run: Mapping[str, Any], items: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]
-) -> list[str]:
-    out = [str(w) for w in run.get("warnings") or ()]
-    verdict = results.get("verdict")
+def _warnings(results: RunResults) -> list[str]:
+    run, cases, verdict = results.run, results.cases, results.verdict
+    out = [str(w) for w in run["warnings"]]
     if verdict == "incomplete":
         out.append(
             f"the run was stopped early (-x, --maxfail or Ctrl-C): only the {len(cases)} cases computed so far are "
@@ -156,16 +166,16 @@ def _warnings(
         out.append(
             "this is one shard of a sharded run: gates are evaluated over all shards by `python -m rag_eval merge`"
         )
-    if not results.get("gates") and verdict not in ("shard",):
+    if not results.gates and verdict != "shard":
         out.append("no gates were evaluated (no thresholds file, or no tier with gates ran)")
-    if cases and not items:
+    if cases and not results.items:
         out.append(
             "the results file holds no golden items (`items`): questions, gold evidence and key facts are not shown; "
             "re-run with a current rag_eval to include them"
         )
     if not cases:
         out.append("the results file holds no cases")
-    for key, value in as_mapping(run.get("system")).items():
+    for key, value in run["system"].items():
         if isinstance(value, list):  # run.system_summary lists a value that differed between workers
             out.append(f"mixed system under test: {key} = {fmt_scalar(value)} (the numbers mix several systems)")
     return out

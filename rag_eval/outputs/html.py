@@ -1,4 +1,4 @@
-"""Render a results dict as one self-contained HTML failure report.
+"""Render a run's results (``RunResults``) as one self-contained HTML failure report.
 
 One file, no network: CSS and JS are inlined from the ``report_templates`` package, so
 the report opens from ``file://`` on a laptop offline or as a CI artifact.
@@ -23,13 +23,14 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from rag_eval.atomic import write_atomic
 from rag_eval.escape import terminal
 from rag_eval.heap import paused
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.labels import confidence_of, label_rows, left_out_lines
 from rag_eval.outputs.svg import is_diff_row, recall_curves, recall_svg, row_svg
 from rag_eval.outputs.view import build_view
+from rag_eval.outputs.writers import Context, register, write_file
+from rag_eval.results.model import RunResults
 
 TEMPLATE = "report.html.j2"
 # Case-list rows laid out at a time ("show more" adds as many): laying out all 5,000
@@ -76,7 +77,7 @@ def case_data_json(data: Mapping[str, Any]) -> str:
     first, then one item per row. Still one valid JSON document, but the page parses
     only the line of the item being expanded (parsing all 5,000 at once took ~1 s)."""
     head = {k: v for k, v in data.items() if k != "items"}
-    lines = [json_for_script(head)] + [json_for_script(item) for item in data.get("items", ())]
+    lines = [json_for_script(head)] + [json_for_script(item) for item in data["items"]]
     return "[\n" + ",\n".join(lines) + "\n]"
 
 
@@ -102,8 +103,8 @@ def bdi(text: object) -> Markup:
     return Markup("<bdi>{}</bdi>").format(str(text))
 
 
-def render_html(results: Mapping[str, Any], calibration: Sequence[str] = ()) -> str:
-    """The report page for one results dict (as written by ``rag_eval.results.build.build_results``);
+def render_html(results: RunResults, calibration: Sequence[str] = ()) -> str:
+    """The report page for one run's results (redacted already: ``outputs.writers``);
     ``calibration``: the lines of a ``calibrate`` record (``rag_eval.calibrate.record.lines``), shown as text."""
     # the collector paused: the view and payload are millions of acyclic objects at 5,000
     # items, and full collections over them took about half the render time
@@ -117,38 +118,45 @@ def render_html(results: Mapping[str, Any], calibration: Sequence[str] = ()) -> 
             index=index,
             case_data=data,
             page_size=PAGE_SIZE,
-            labels=_labels(results),
+            labels=_labels(results.labels),
             charts=_charts(results),
             calibration=list(calibration),
         )
 
 
-def _labels(results: Mapping[str, Any]) -> dict[str, Any] | None:
+def _labels(block: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The human-labels section's rows (``outputs.labels``), None without labels."""
-    block = results.get("labels")
     if not block:
         return None
     return {"rows": label_rows(block), "left_out": left_out_lines(block), "confidence": confidence_of(block)}
 
 
-def _charts(results: Mapping[str, Any]) -> dict[str, Any]:
+def _charts(results: RunResults) -> dict[str, Any]:
     """The inline SVGs (``outputs.svg``): one per gate row (same order as the gate table),
     the regression rows' differences, and recall@k per stage ("" without recall metrics)."""
-    rows = [g for g in results.get("gates") or () if isinstance(g, Mapping)]
-    metrics = results.get("metrics")
     return {
-        "gates": [Markup(row_svg(g)) for g in rows],
-        "regressions": [(str(g.get("metric", "")), Markup(row_svg(g))) for g in rows if is_diff_row(g)],
-        "recall": Markup(recall_svg(recall_curves(metrics if isinstance(metrics, Mapping) else {}))),
+        "gates": [Markup(row_svg(g)) for g in results.gates],
+        "regressions": [(g.metric, Markup(row_svg(g))) for g in results.gates if is_diff_row(g)],
+        "recall": Markup(recall_svg(recall_curves({k: m.value for k, m in results.metrics.items()}))),
     }
 
 
-def write_html(path: Path, results: Mapping[str, Any], calibration: Sequence[str] = ()) -> Path:
-    """Render and write atomically (a reader never sees half a page); returns ``path``."""
-    html = render_html(results, calibration)
-    path = Path(path)
-    write_atomic(path, html.encode("utf-8"))  # a failed write leaves no temporary file
-    return path
+class HtmlWriter:
+    """The ``html`` format: one self-contained page (``outputs.writers``)."""
+
+    name = "html"
+    append = False
+
+    def render(self, results: RunResults, context: Context) -> bytes:
+        return render_html(results, context.calibration).encode("utf-8")
+
+
+register(HtmlWriter())
+
+
+def write_html(path: Path, results: RunResults, calibration: Sequence[str] = ()) -> Path:
+    """Render and write (``outputs.writers.write_file``: a reader never sees half a page); returns ``path``."""
+    return write_file(Path(path), render_html(results, calibration).encode("utf-8"))
 
 
 def _templates_package() -> str:

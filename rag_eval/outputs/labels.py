@@ -46,7 +46,7 @@ def label_rows(block: Mapping[str, Any] | None) -> list[LabelRow]:
     if not block:
         return []
     out = []
-    for m in block.get("metrics") or ():
+    for m in block["metrics"]:
         if m["kind"] == "continuous":
             agreement = f"Spearman {_num(m['spearman'])}, MAE {_num(m['mae'])}"
         else:
@@ -73,7 +73,7 @@ def confidence_of(block: Mapping[str, Any] | None) -> str:
 
 def left_out_lines(block: Mapping[str, Any] | None, limit: int | None = None) -> list[str]:
     """One line per label left out (``source``: file:line), the first ``limit`` of them."""
-    rows: Sequence[Mapping[str, Any]] = (block or {}).get("left_out") or ()
+    rows: Sequence[Mapping[str, Any]] = block["left_out"] if block else ()
     shown = rows if limit is None else rows[:limit]
     lines = [f"{r['source']}: {r['case']} · {r['metric']}: {r['reason']}" for r in shown]
     if limit is not None and len(rows) > limit:
@@ -93,7 +93,7 @@ def terminal_lines(block: Mapping[str, Any] | None) -> list[str]:
         f"judge-only {r.judge_only}, labels-only {r.labels_only}, PPI++ {r.ppi} (λ {r.lam})"
         for r in rows
     ]
-    left = block.get("left_out") or ()
+    left = block["left_out"]
     if left:
         out.append(f"  {len(left)} label(s) left out (not used):")
         out += [f"    {line}" for line in left_out_lines(block, LEFT_OUT_SHOWN)]

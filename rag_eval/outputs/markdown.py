@@ -18,12 +18,16 @@ from typing import Any
 
 from rag_eval.escape import terminal
 from rag_eval.gates.gate import row_pulling_down
+from rag_eval.gates.result import NO_NEW_FAILURES, GateResult
 from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
 from rag_eval.judge.blame import summary_line
-from rag_eval.outputs.fmt import as_mapping, interval_words
+from rag_eval.outputs.header import run_optional
 from rag_eval.outputs.labels import LabelRow, confidence_of, label_rows
+from rag_eval.outputs.reasons import Statistics
+from rag_eval.outputs.writers import Context, register
 from rag_eval.results.baseline import tier_notes
-from rag_eval.results.file import case_key, case_results, run_of
+from rag_eval.results.case import CaseResult
+from rag_eval.results.model import RunResults
 
 MARKER = "<!-- rag-eval-summary -->"
 QUESTION_CHARS = 120
@@ -81,9 +85,9 @@ def shorten(text: Any, limit: int) -> str:
     return s if len(s) <= limit else s[: max(limit - 1, 0)].rstrip() + "…"
 
 
-def render_markdown(results: Mapping[str, Any], artifact_url: str | None = None, max_chars: int = 60000) -> str:
-    """The summary of ``results`` (a results file's dict, with ``baseline`` when one was compared)."""
-    base = results.get("baseline")
+def render_markdown(results: RunResults, artifact_url: str | None = None, max_chars: int = 60000) -> str:
+    """The summary of ``results`` (with ``baseline`` when one was compared)."""
+    base = results.baseline
     head = [
         MARKER,
         _verdict_line(results),
@@ -109,25 +113,25 @@ def render_markdown(results: Mapping[str, Any], artifact_url: str | None = None,
 # --------------------------------------------------------------------------- header
 
 
-def _verdict_line(results: Mapping[str, Any]) -> str:
-    verdict = str(results["verdict"])
-    gates = results["gates"]
-    failed = sum(1 for g in gates if not g["passed"])
-    title = VERDICTS.get(verdict, f"rag-eval: verdict {escape(verdict)}")
+def _verdict_line(results: RunResults) -> str:
+    verdict = results.verdict
+    gates = results.gates
+    failed = sum(1 for g in gates if not g.passed)
+    title = VERDICTS[verdict]
     count = f" ({len(gates) - failed}/{len(gates)} gates passed)" if gates else " (no gates evaluated)"
     return f"## {title}{count if verdict in ('pass', 'fail') else ''}"
 
 
-def _run_line(results: Mapping[str, Any]) -> str:
-    run = results["run"]
+def _run_line(results: RunResults) -> str:
+    run = results.run
     commit = run["commit"]
     parts = [f"commit {code(str(commit)[:12])}" if commit else "commit unknown"]
-    if run.get("dirty"):
+    if run["dirty"]:
         parts[0] += " (uncommitted changes)"
     dataset = run["dataset"]
     name = escape(re.split(r"[\\/]", str(dataset).rstrip("/\\"))[-1]) if dataset else "unknown"
     parts.append(f"dataset {name}, fingerprint {code(run['dataset_fingerprint'])}")
-    n_cases = sum(1 for c in results["cases"] if c["outcome"] != "skip")
+    n_cases = sum(1 for c in results.cases if c.outcome != "skip")
     parts.append(f"{n_cases} cases run")
     if run["split"] not in (None, "all") or run["tags"]:
         parts.append(f"split {escape(run['split'])}, tags {escape(', '.join(map(str, run['tags'])) or 'none')}")
@@ -138,8 +142,8 @@ def _run_line(results: Mapping[str, Any]) -> str:
     return "Run: " + " · ".join(parts)
 
 
-def _no_baseline_line(results: Mapping[str, Any]) -> str:
-    refused = run_of(results).get("baseline_refused")
+def _no_baseline_line(results: RunResults) -> str:
+    refused = run_optional(results.run)["baseline_refused"]
     if refused:  # --rag-baseline-mismatch warn: say why, visibly (e.g. the PR edits the golden set)
         return f"⚠️ **Baseline not compared** (no deltas, no regression gates): {escape(shorten(refused, 600))}"
     return "No baseline compared: no deltas, no regression gates."
@@ -148,10 +152,9 @@ def _no_baseline_line(results: Mapping[str, Any]) -> str:
 def _baseline_line(base: Mapping[str, Any]) -> str:
     commit = base.get("commit")
     when = f" ({escape(base.get('time'))})" if base.get("time") else ""
-    what = f"commit {code(str(commit)[:12])}" if commit else escape(base.get("path"))
-    counts = {k: len(v) for k, v in base["transitions"].items()}
+    what = f"commit {code(str(commit)[:12])}" if commit else escape(base["path"])
     changes = ", ".join(
-        f"{counts.get(k, 0)} {label}"
+        f"{len(base['transitions'][k])} {label}"
         for k, label in (
             ("pass_to_fail", "newly failing"),
             ("fail_to_pass", "fixed"),
@@ -192,18 +195,18 @@ class _Section:
     fmt: Callable[[Any], str] = str
 
 
-def _sections(results: Mapping[str, Any]) -> Iterable[_Section]:
+def _sections(results: RunResults) -> Iterable[_Section]:
     yield _gates_section(results)
-    if results.get("labels"):
-        yield _labels_section(results["labels"])
+    if results.labels:
+        yield _labels_section(results.labels)
     stages = _stages_section(results)
     if stages:
         yield stages
-    blame = summary_line(as_mapping(results.get("run")).get(BLAME_KEY))
+    blame = summary_line(run_optional(results.run)[BLAME_KEY])
     if blame:  # whose fault the failing judge cases are: the retriever's, the generator's, both
         yield _Section(["### Judge: whose fault", "", escape(blame)], [], "")
-    cases = _index(results)
-    base = results.get("baseline")
+    cases = {c.key: c for c in results.cases}
+    base = results.baseline
     if base:
         yield from _transition_sections(results, base["transitions"], cases)
     else:
@@ -228,18 +231,18 @@ def _fit_section(section: _Section, budget: int) -> list[str]:
     return lines
 
 
-def _gates_section(results: Mapping[str, Any]) -> _Section:
-    gates = results["gates"]
-    base = results.get("baseline")
+def _gates_section(results: RunResults) -> _Section:
+    gates = results.gates
+    base = results.baseline
     deltas = {row["metric"]: row for row in base["gates"]} if base else {}
     header = ["| metric | value | Δ vs baseline | threshold | n | result |", "|---|---:|---:|---:|---:|---|"]
     if not base:
         header = ["| metric | value | threshold | n | result |", "|---|---:|---:|---:|---|"]
     rows = []
     for g in gates:
-        cells = [escape(g["metric"]), _value(g["value"], str(g["key"])) + _interval(g)]
+        cells = [escape(g.metric), _value(g.value, g.key) + _interval(g)]
         if base:
-            cells.append(_delta(deltas.get(g["metric"])))
+            cells.append(_delta(deltas.get(g.metric)))
         cells += [_threshold(g), _n(g), _result(g)]
         rows.append("| " + " | ".join(cells) + " |")
     if not gates:
@@ -261,46 +264,44 @@ def _delta(row: Mapping[str, Any] | None) -> str:
     return f"{row['delta']:+.4f} (was {row['baseline']:.4f}, n={row['baseline_n']})"
 
 
-def _threshold(g: Mapping[str, Any]) -> str:
-    t = g["threshold"]
-    if t is None:
+def _threshold(g: GateResult) -> str:
+    if g.threshold is None:
         return "—"
-    return f"{'≥' if g['op'] == 'min' else '≤'} {float(t):.4g}"
+    return f"{'≥' if g.op == 'min' else '≤'} {float(g.threshold):.4g}"
 
 
-def _n(g: Mapping[str, Any]) -> str:
-    errors = int(g["errors"])
-    return f"{int(g['n'])}" + (f" ({errors} error{'s' if errors != 1 else ''})" if errors else "")
+def _n(g: GateResult) -> str:
+    return f"{g.n}" + (f" ({g.errors} error{'s' if g.errors != 1 else ''})" if g.errors else "")
 
 
-def _interval(g: Mapping[str, Any]) -> str:
+def _interval(g: GateResult) -> str:
     """`` [0.70, 0.85]`` for a tier gate; a regression gate's paired drop with its interval."""
-    words = interval_words(g)
-    return "" if not words else f" {words}" if g.get("ci") else f" ({words})"
+    stats = Statistics.of(g)
+    words = stats.interval_text
+    return "" if not words else f" {words}" if stats.ci else f" ({words})"
 
 
-def _result(g: Mapping[str, Any]) -> str:
-    notes = _statistics(g)
-    if g["passed"]:
+def _result(g: GateResult) -> str:
+    notes = _statistics(Statistics.of(g))
+    if g.passed:
         return "✅ pass" + notes
-    reason = g["reason"]
+    reason = g.reason
     return "❌ **fail**" + (f": {escape(shorten(reason, REASON_CHARS))}" if reason else "") + notes
 
 
-def _statistics(g: Mapping[str, Any]) -> str:
+def _statistics(s: Statistics) -> str:
     """What the summary adds to the result: a rule other than estimate and its decision,
     the paired test's p (Holm-adjusted), a detectable drop larger than the tolerance."""
     out: list[str] = []
-    if g.get("decide", "estimate") != "estimate" and g.get("decision"):
-        out.append(f"{g['decide']}: {g['decision']}")
-    if "p_value" in g:
-        holm = g.get("holm") or {}
-        adjusted = f", Holm p={holm['p_adjusted']:.3g}" if "p_adjusted" in holm else ""
-        out.append(f"{g.get('test', 'paired test')} p={g['p_value']:.3g}{adjusted}, alpha={g['alpha']:g}")
-    if g.get("one_sided"):
-        out.append(f"{len(g['one_sided'])} case(s) on one side only, left out")
-    if "larger than its tolerance" in str(g.get("mde_note", "")):
-        out.append(str(g["mde_note"]))
+    if s.decide != "estimate" and s.decision:
+        out.append(f"{s.decide}: {s.decision}")
+    if s.p_value is not None:
+        adjusted = f", Holm p={s.holm_p:.3g}" if s.holm_p is not None else ""
+        out.append(f"{s.test} p={s.p_value:.3g}{adjusted}, alpha={s.alpha:g}")
+    if s.one_sided:
+        out.append(f"{len(s.one_sided)} case(s) on one side only, left out")
+    if "larger than its tolerance" in s.mde_note:
+        out.append(s.mde_note)
     return "".join(f"<br>{escape(shorten(text, REASON_CHARS))}" for text in out)
 
 
@@ -312,7 +313,7 @@ def _labels_section(block: Mapping[str, Any]) -> _Section:
         "| metric | labelled | agreement | κ | bias | judge-only | labels-only | PPI++ | λ |",
         "|---|---|---|---:|---:|---|---|---|---:|",
     ]
-    left = len(block.get("left_out") or ())
+    left = len(block["left_out"])
     more = "… and {n} more labelled metrics in the results file" + (
         f"; {left} label(s) left out (results file: labels.left_out)" if left else ""
     )
@@ -324,17 +325,17 @@ def _label_row(r: LabelRow) -> str:
     return "| " + " | ".join(escape(c) if i else c for i, c in enumerate(cells)) + " |"
 
 
-def _stages_section(results: Mapping[str, Any]) -> _Section | None:
+def _stages_section(results: RunResults) -> _Section | None:
     """Failing and erroring cases per tier and stage, each count out of the tier's n."""
     ran: Counter[str] = Counter()
     lost: Counter[tuple[str, str]] = Counter()
-    for c in results["cases"]:
-        if c["outcome"] == "skip":
+    for c in results.cases:
+        if c.outcome == "skip":
             continue
-        ran[c["tier"]] += 1
-        if c["outcome"] in ("fail", "error"):
-            stage = c["failed_stage"] or ("error" if c["outcome"] == "error" else "unknown")
-            lost[(c["tier"], stage)] += 1
+        ran[c.tier] += 1
+        if c.outcome in ("fail", "error"):
+            stage = c.failed_stage or ("error" if c.outcome == "error" else "unknown")
+            lost[(c.tier, stage)] += 1
     if not ran:
         return None
     rows = [
@@ -352,63 +353,58 @@ def _stages_section(results: Mapping[str, Any]) -> _Section | None:
 
 
 def _transition_sections(
-    results: Mapping[str, Any], transitions: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]
+    results: RunResults, transitions: Mapping[str, Any], cases: Mapping[str, CaseResult]
 ) -> Iterable[_Section]:
-    newly = transitions.get("pass_to_fail") or []
+    newly = transitions["pass_to_fail"]
     n_passed = _baseline_passes_hint(results)
     title = f"### Newly failing cases ({len(newly)}{n_passed})"
     if not newly:
         yield _Section([title, "", "No case that passed on the baseline fails now."], [], "")
     else:
         yield _Section(
-            [title, ""], newly, "- … and {n} more", lambda t: _case_line(results, cases, t, now=t.get("now"))
+            [title, ""],
+            newly,
+            "- … and {n} more",
+            lambda t: _case_line(results, cases.get(t["key"]), t["id"], t["tier"], t["failed_stage"], t["now"]),
         )
-    flaky = transitions.get("stable_to_flaky") or []
+    flaky = transitions["stable_to_flaky"]
     if flaky:
         yield _Section(
             [f"### Stable pass → flaky ({len(flaky)})", ""],
             flaky,
             "- … and {n} more",
-            lambda t: _case_line(results, cases, t, now="flaky"),
+            lambda t: _case_line(results, cases.get(t["key"]), t["id"], t["tier"], t["failed_stage"], "flaky"),
         )
 
 
-def _baseline_passes_hint(results: Mapping[str, Any]) -> str:
+def _baseline_passes_hint(results: RunResults) -> str:
     """'of N' when the no_new_failures gate ran: its n is the baseline passes that ran now."""
-    for g in results["gates"]:
-        if g["tier"] == "regression" and g["key"] == "no_new_failures":
-            return f" of {int(g['n'])} that passed on the baseline"
+    for g in results.gates:
+        if g.kind == "regression" and g.key == NO_NEW_FAILURES:
+            return f" of {g.n} that passed on the baseline"
     return ""
 
 
-def _failed_gate_sections(results: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]]) -> Iterable[_Section]:
+def _failed_gate_sections(results: RunResults, cases: Mapping[str, CaseResult]) -> Iterable[_Section]:
     """Without a baseline: every case pulling each failed gate down (``gate.pulling_down``,
     the rule of the terminal and the report), as many as fit."""
-    objects = case_results(results)
-    for g in results["gates"]:
-        if g["passed"]:
+    for g in results.gates:
+        if g.passed:
             continue
-        found = [cases[key] for key in row_pulling_down(g, objects) if key in cases]
+        found = [cases[key] for key in row_pulling_down(g.to_dict(), results.cases) if key in cases]
         if found:
             yield _Section(
-                [f"### Failing cases of {escape(g['metric'])}", ""],
+                [f"### Failing cases of {escape(g.metric)}", ""],
                 found,
                 "- … and {n} more",
-                lambda c: _case_line(results, cases, c, now=c.get("outcome")),
+                lambda c: _case_line(results, c, c.id, c.tier, c.failed_stage, c.outcome),
             )
 
 
-def _case_line(
-    results: Mapping[str, Any], cases: Mapping[str, Mapping[str, Any]], case: Mapping[str, Any], now: Any
-) -> str:
+def _case_line(results: RunResults, case: CaseResult | None, cid: str, tier: str, stage: Any, now: str) -> str:
     """One case: tier, id, outcome, failing stage, the question and (if any) the diagnosis."""
-    cid = str(case["id"])
-    tier = str(case["tier"])
-    item = results["items"].get(cid) or {}
-    question = item.get("question")
-    stage = case["failed_stage"]
-    full = cases.get(f"{tier}::{cid}") or case
-    message = full.get("message")
+    question = (results.items.get(cid) or {}).get("question")
+    message = case.message if case is not None else ""
     parts = [f"**{escape(tier)}** {code(cid)}", escape(now)]
     if stage:
         parts.append(f"failed stage: {escape(stage)}")
@@ -420,18 +416,30 @@ def _case_line(
     return line
 
 
-def _index(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    """Cases by ``tier::id``: built once per rendering (a list scan per line is quadratic)."""
-    return {case_key(c): c for c in results["cases"]}
-
-
 # --------------------------------------------------------------------------- helpers
 
 
 def _url(url: str) -> str:
     """A link target that cannot end the Markdown link or open HTML."""
-    return "".join({" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E", '"': "%22"}.get(ch, ch) for ch in url)
+    return url.translate(_URL_ESCAPES)
+
+
+_URL_ESCAPES = str.maketrans({" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E", '"': "%22"})
 
 
 def _size(lines: Sequence[str]) -> int:
     return sum(len(line) + 1 for line in lines)
+
+
+class MarkdownWriter:
+    """The ``markdown`` format: appended to its file, as ``$GITHUB_STEP_SUMMARY`` expects."""
+
+    name = "markdown"
+    append = True
+
+    def render(self, results: RunResults, context: Context) -> bytes:
+        text = render_markdown(results, artifact_url=context.artifact_url)
+        return (text if text.endswith("\n") else text + "\n").encode("utf-8")
+
+
+register(MarkdownWriter())

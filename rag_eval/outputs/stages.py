@@ -6,11 +6,12 @@ One place for the order so that the HTML report's rows, counts and filters agree
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
 
 from rag_eval import tiers
+from rag_eval.results.case import CaseResult
 from rag_eval.tier_names import JUDGE
+from rag_eval.tiers.report_payload import stage_levels as stage_levels  # the retrieval tier's, from its cases
 
 # Where a case can fail after retrieval, in order; the retrieval part comes from the
 # system's own declared stages (each case's details.stage_levels), never from here.
@@ -25,16 +26,6 @@ AFTER_RETRIEVAL: tuple[str, ...] = (
 )
 UNATTRIBUTED = "unattributed"  # a failing case that names no stage
 FAILING: frozenset[str] = frozenset({"fail", "error"})  # outcomes that have a failed stage
-
-
-def stage_levels(cases: Iterable[Mapping[str, Any]]) -> list[list[str]]:
-    """The system's stage levels, as the first retrieval case that records them says."""
-    for c in cases:
-        details = c.get("details")
-        levels = details.get("stage_levels") if isinstance(details, Mapping) else None
-        if isinstance(levels, list) and levels:
-            return [[str(n) for n in level] for level in levels if isinstance(level, list)]
-    return []
 
 
 def stage_order(levels: Sequence[Sequence[str]]) -> tuple[str, ...]:
@@ -81,11 +72,11 @@ def tier_rank(tier: str) -> tuple[int, str]:
         return (len(order), tier)
 
 
-def case_stage(case: Mapping[str, Any]) -> str | None:
+def case_stage(case: CaseResult) -> str | None:
     """The stage a failing or erroring case is attributed to; None for pass and skip."""
-    if case.get("outcome") not in FAILING:
+    if case.outcome not in FAILING:
         return None
-    return normalize_stage(case.get("failed_stage")) or UNATTRIBUTED
+    return normalize_stage(case.failed_stage) or UNATTRIBUTED
 
 
 def earliest_stage(stages: Iterable[str | None], order: Sequence[str] = AFTER_RETRIEVAL) -> str | None:

@@ -1,6 +1,6 @@
 """Inline SVG charts for the HTML report: the noise drawn, not only printed.
 
-Pure functions from results-file rows to SVG strings (no script library, no CDN, no
+Pure functions from typed gate results (``GateResult``) and metrics to SVG strings (no script library, no CDN, no
 network): a gate's value with its interval against its threshold (one small SVG per
 gate row, together a forest plot), a regression row's difference with its interval
 around zero, and recall@k against k, one line per retrieval stage.
@@ -18,6 +18,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from rag_eval.gates.result import GateResult
+from rag_eval.outputs.reasons import Statistics
 
 ROW_W, ROW_H, PAD = 220.0, 20.0, 10.0  # a gate row's SVG
 CURVE_W, CURVE_H, CURVE_PAD = 420.0, 220.0, 36.0  # the recall@k chart
@@ -106,26 +109,26 @@ def _mark(scale: Scale, value: float | None, ci: tuple[float, float] | None, not
     return out
 
 
-def gate_svg(row: Mapping[str, Any]) -> str:
+def gate_svg(g: GateResult) -> str:
     """One tier gate: value (dot), its interval (bar) and the threshold (dashed line)."""
-    value, threshold = _num(row.get("value")), _num(row.get("threshold"))
-    ci = interval(row.get("ci"))
+    value, threshold = _num(g.value), _num(g.threshold)
+    ci = interval(Statistics.of(g).ci)
     points = [v for v in (value, threshold, *(ci or ())) if v is not None]
     scale = Scale(*domain(points or [0.0]), PAD, ROW_W - PAD)
     body = [f'<line class="axis" x1="{_f(PAD)}" y1="{_f(ROW_H - 2)}" x2="{_f(ROW_W - PAD)}" y2="{_f(ROW_H - 2)}"/>']
     if threshold is not None:
         tx = _f(scale.x(threshold))
         body.append(f'<line class="threshold" x1="{tx}" y1="1" x2="{tx}" y2="{_f(ROW_H - 1)}"/>')
-    passed = bool(row.get("passed"))
-    body += _mark(scale, value, ci, str(row.get("ci_note") or ""), passed)
-    label = f"{row.get('metric', '')}: value {_text(value)}, interval {_ci_text(ci)}, threshold {_text(threshold)}"
+    body += _mark(scale, value, ci, _note(g), g.passed)
+    label = f"{g.metric}: value {_text(value)}, interval {_ci_text(ci)}, threshold {_text(threshold)}"
     return _svg(ROW_W, ROW_H, label, body, "chart gate-chart")
 
 
-def diff_svg(row: Mapping[str, Any]) -> str:
+def diff_svg(g: GateResult) -> str:
     """One regression row: the difference from the baseline and its interval, around zero."""
-    diff = _num(row.get("diff"))
-    ci = interval(row.get("diff_ci"))
+    stats = Statistics.of(g)
+    diff = _num(stats.diff)
+    ci = interval(stats.diff_ci)
     reach = max([abs(v) for v in (diff, *(ci or ())) if v is not None] or [0.0]) * 1.1 or 1.0
     scale = Scale(-reach, reach, PAD, ROW_W - PAD)
     zx = _f(scale.x(0.0))
@@ -133,20 +136,24 @@ def diff_svg(row: Mapping[str, Any]) -> str:
         f'<line class="axis" x1="{_f(PAD)}" y1="{_f(ROW_H - 2)}" x2="{_f(ROW_W - PAD)}" y2="{_f(ROW_H - 2)}"/>',
         f'<line class="zero" x1="{zx}" y1="1" x2="{zx}" y2="{_f(ROW_H - 1)}"/>',
     ]
-    body += _mark(scale, diff, ci, str(row.get("ci_note") or ""), bool(row.get("passed")))
-    label = f"{row.get('metric', '')}: difference {_text(diff)}, interval {_ci_text(ci)}, around 0"
+    body += _mark(scale, diff, ci, _note(g), g.passed)
+    label = f"{g.metric}: difference {_text(diff)}, interval {_ci_text(ci)}, around 0"
     return _svg(ROW_W, ROW_H, label, body, "chart diff-chart")
 
 
-def is_diff_row(row: Mapping[str, Any]) -> bool:
-    """A regression gate row (``tier`` "regression") that carries a ``diff``."""
-    return (row.get("tier") == "regression" or row.get("kind") == "regression") and "diff" in row
+def _note(g: GateResult) -> str:
+    return Statistics.of(g).ci_note
 
 
-def row_svg(row: Mapping[str, Any]) -> str:
+def is_diff_row(g: GateResult) -> bool:
+    """A regression gate that carries a ``diff`` (its paired difference from the baseline)."""
+    return g.kind == "regression" and "diff" in g.evidence
+
+
+def row_svg(g: GateResult) -> str:
     """The gate table's chart of a row: a regression row with a ``diff`` is drawn around
     zero, every other row against its threshold."""
-    return diff_svg(row) if is_diff_row(row) else gate_svg(row)
+    return diff_svg(g) if is_diff_row(g) else gate_svg(g)
 
 
 def recall_curves(metrics: Mapping[str, Any]) -> dict[str, list[tuple[int, float]]]:

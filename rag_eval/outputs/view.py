@@ -1,7 +1,8 @@
-"""The HTML report's view model: a results dict → what each section of the page shows.
+"""The HTML report's view model: a run's typed results (``RunResults``) → what each section
+of the page shows.
 
-A pure function of the results file (``rag_eval.results.build.build_results``), so a report can
-be re-rendered from a stored file, a CI artifact or merged shards. Everything the
+A pure function of the results (a stored file read back with ``RunResults.from_dict``), so a
+report can be re-rendered from a stored file, a CI artifact or merged shards. Everything the
 template prints is decided and formatted here (with ``header``, ``stages`` and
 ``fmt``); the template only lays it out.
 
@@ -19,14 +20,16 @@ cases a gate lists is ``gate.pulling_down``, the terminal's and the summary's ru
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rag_eval.gates.gate import row_pulling_down
 from rag_eval.gates.result import GateResult
-from rag_eval.outputs.fmt import as_mapping, fmt_delta, fmt_number, fmt_scalar, interval_words, truncate
+from rag_eval.outputs.fmt import fmt_delta, fmt_number, fmt_scalar, truncate
 from rag_eval.outputs.header import Header, build_header
+from rag_eval.outputs.reasons import Statistics
 from rag_eval.outputs.stages import (
     FAILING,
     case_stage,
@@ -39,6 +42,7 @@ from rag_eval.outputs.stages import (
 )
 from rag_eval.results.baseline import tier_notes
 from rag_eval.results.case import CaseResult
+from rag_eval.results.model import RunResults
 
 TRANSITIONS: tuple[tuple[str, str], ...] = (
     ("pass_to_fail", "pass → fail"),
@@ -47,6 +51,7 @@ TRANSITIONS: tuple[tuple[str, str], ...] = (
     ("new", "new cases"),
     ("removed", "removed cases"),
 )
+OP_SIGNS = {"min": "≥", "max": "≤"}
 QUESTION_SHOWN = 140  # characters of the question in a case-list row; the full text is in the details
 
 
@@ -64,6 +69,10 @@ class GateRow:
     baseline_n: int | None = None
 
     @property
+    def statistics(self) -> Statistics:
+        return Statistics.of(self.gate)
+
+    @property
     def value_text(self) -> str:
         return fmt_number(self.gate.value)
 
@@ -78,16 +87,16 @@ class GateRow:
     def interval_text(self) -> str:
         """``[0.70, 0.85]`` at the run's confidence, a regression gate's paired drop
         ``drop 0.031 [0.010, 0.052]``, or empty when there is none."""
-        return interval_words(self.gate.evidence)
+        return self.statistics.interval_text
 
     @property
     def statistics_text(self) -> str:
         """Which rule decided and why, the paired test, and what the gate cannot see."""
-        return " · ".join(gate_statistics(self.gate))
+        return " · ".join(self.statistics.sentences())
 
     @property
     def threshold_text(self) -> str:
-        sign = {"min": "≥", "max": "≤"}.get(self.gate.op, self.gate.op)
+        sign = OP_SIGNS[self.gate.op] if self.gate.op in OP_SIGNS else self.gate.op
         return f"{sign} {fmt_number(self.gate.threshold)}"
 
     @property
@@ -99,30 +108,6 @@ class GateRow:
         if self.baseline is None:
             return "n/a"
         return f"{fmt_number(self.baseline)} (n={self.baseline_n if self.baseline_n is not None else '?'})"
-
-
-def gate_statistics(g: GateResult) -> list[str]:
-    """The sentences of a gate row's statistics (the report's and the summary's): the rule
-    and its decision, a regression gate's paired test with Holm, the detectable drop."""
-    e = g.evidence
-    out: list[str] = []
-    if e.get("decision"):
-        out.append(f"decided by {e.get('decide', 'estimate')}: {e['decision']}")
-    elif e.get("ci_note"):
-        out.append(f"no interval: {e['ci_note']}")
-    if "p_value" in e:
-        pairs = f"b={e['b']}, c={e['c']}" if "b" in e else f"paired n={e.get('paired_n', 0)}"
-        out.append(f"{e.get('test', 'paired test')}: {pairs}, p={e['p_value']:.3g}, alpha={e['alpha']:g}")
-    holm = e.get("holm")
-    if isinstance(holm, Mapping) and holm.get("sentence"):
-        out.append(str(holm["sentence"]))
-    only = e.get("one_sided") or []
-    if only:
-        shown = ", ".join(str(k) for k in only[:5]) + (f" … and {len(only) - 5} more" if len(only) > 5 else "")
-        out.append(f"{len(only)} case(s) on one side only, left out of the comparison: {shown}")
-    if e.get("mde_note"):
-        out.append(str(e["mde_note"]))
-    return out
 
 
 @dataclass(frozen=True)
@@ -190,11 +175,19 @@ class TransitionGroup:
 @dataclass(frozen=True)
 class BaselineView:
     path: str
-    commit: str
-    time: str
+    commit: str | None
+    time: str | None
     dataset_fingerprint: str
     groups: tuple[TransitionGroup, ...]
     tier_notes: tuple[str, ...] = ()  # tiers only one run ran: not compared case by case
+
+    @property
+    def commit_text(self) -> str:
+        return fmt_scalar(self.commit)
+
+    @property
+    def time_text(self) -> str:
+        return fmt_scalar(self.time)
 
 
 @dataclass(frozen=True)
@@ -251,20 +244,17 @@ class ReportView:
 
 
 # --- building it ----------------------------------------------------------------------
-def build_view(results: Mapping[str, Any]) -> ReportView:
-    """The whole page's view model from a results dict (see the module docstring)."""
-    run = as_mapping(results.get("run"))
-    # A case needs id, tier and outcome to be placed at all; anything else is optional.
-    cases = [c for c in results.get("cases") or () if isinstance(c, Mapping) and {"id", "tier", "outcome"} <= c.keys()]
-    items = as_mapping(results.get("items"))
-    baseline = _baseline_view(results.get("baseline"))
+def build_view(results: RunResults) -> ReportView:
+    """The whole page's view model from a run's results (see the module docstring)."""
+    cases = results.cases
+    baseline = _baseline_view(results.baseline)
     newly = _newly_failing(baseline)
     order = stage_order(stage_levels(cases))
-    rows = _rows(cases, items, newly, order)
-    tiers = tuple(sorted({str(c.get("tier", "")) for c in cases}, key=tier_rank))
+    rows = _rows(cases, results.items, newly, order)
+    tiers = tuple(sorted({c.tier for c in cases}, key=tier_rank))
     return ReportView(
-        header=build_header(results, run, items, cases),
-        gates=_gates(results, cases),
+        header=build_header(results),
+        gates=_gates(results),
         tiers=tiers,
         stage_counts=_stage_counts(rows, tiers, order),
         tier_counts=_tier_counts(cases, tiers),
@@ -274,30 +264,21 @@ def build_view(results: Mapping[str, Any]) -> ReportView:
     )
 
 
-def _gates(results: Mapping[str, Any], cases: Sequence[Mapping[str, Any]]) -> tuple[GateRow, ...]:
-    raw = [g for g in results.get("gates") or () if isinstance(g, Mapping)]
-    if not raw:
-        return ()
-    objects = [CaseResult.from_dict(c) for c in cases]
-    base = {
-        str(b.get("metric")): b
-        for b in as_mapping(results.get("baseline")).get("gates") or ()
-        if isinstance(b, Mapping)
-    }
+def _gates(results: RunResults) -> tuple[GateRow, ...]:
+    base = {str(b["metric"]): b for b in (results.baseline or {"gates": ()})["gates"]}
     out = []
-    for i, row in enumerate(raw):
-        g = GateResult.from_dict(row)
-        keys = row_pulling_down(row, objects)  # the terminal's and the summary's rule, every case
-        b = as_mapping(base.get(g.metric))
+    for i, g in enumerate(results.gates):
+        keys = row_pulling_down(g.to_dict(), results.cases)  # the terminal's and the summary's rule, every case
+        b = base.get(g.metric)
         out.append(
             GateRow(
                 index=i,
                 gate=g,
                 case_keys=keys,
                 case_ids=tuple(dict.fromkeys(k.split("::", 1)[-1] for k in keys)),
-                baseline=_float(b.get("baseline")),
-                delta=_float(b.get("delta")),
-                baseline_n=int(b["baseline_n"]) if isinstance(b.get("baseline_n"), int) else None,
+                baseline=None if b is None else _float(b["baseline"]),
+                delta=None if b is None else _float(b["delta"]),
+                baseline_n=None if b is None else int(b["baseline_n"]),
             )
         )
     return tuple(out)
@@ -307,37 +288,50 @@ def _float(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+@dataclass(frozen=True)
+class ItemFields:
+    """What every row shows of a golden item: its question (a dialogue item's opening),
+    tags and split; a case's own when the results file holds no items."""
+
+    question: str
+    tags: Mapping[str, str]
+    split: str
+
+    @classmethod
+    def of(cls, item: Mapping[str, Any] | None, case: CaseResult | None) -> ItemFields:
+        shown = {k: (item or {}).get(k) for k in ("question", "opening", "tags", "split")}  # each optional
+        tags = shown["tags"] or (case.tags if case is not None else {})
+        return cls(
+            question=str(shown["question"] or shown["opening"] or ""),
+            tags={str(k): str(v) for k, v in tags.items()},
+            split=str(shown["split"] or (case.split if case is not None else "")),
+        )
+
+
 def _rows(
-    cases: Sequence[Mapping[str, Any]],
-    items: Mapping[str, Any],
+    cases: Sequence[CaseResult],
+    items: Mapping[str, Mapping[str, Any]],
     newly: Mapping[str, tuple[str, ...]],
     order: Sequence[str],
 ) -> tuple[CaseRow, ...]:
-    by_id: dict[str, list[Mapping[str, Any]]] = {}
+    by_id: dict[str, list[CaseResult]] = {}
     for c in cases:
-        by_id.setdefault(str(c.get("id", "")), []).append(c)
+        by_id.setdefault(c.id, []).append(c)
     drafts: list[dict[str, Any]] = []  # CaseRow fields but index, built before sorting
     for item_id, group in by_id.items():
-        item = as_mapping(items.get(item_id))
-        outcomes = {}
-        for c in sorted(group, key=lambda c: tier_rank(str(c.get("tier", "")))):
-            tier = str(c.get("tier", ""))
-            outcomes[tier] = TierOutcome(
-                tier=tier,
-                outcome=str(c.get("outcome", "")),
-                stage=case_stage(c),
-                message=str(c.get("message") or ""),
-                duration=float(c.get("duration") or 0.0),
-            )
-        first = group[0]
-        tags = {str(k): str(v) for k, v in as_mapping(item.get("tags") or first.get("tags")).items()}
+        outcomes = {
+            c.tier: TierOutcome(c.tier, c.outcome, case_stage(c), c.message, c.duration)
+            for c in sorted(group, key=lambda c: tier_rank(c.tier))
+        }
+        item = ItemFields.of(items.get(item_id), group[0])
+        tags = item.tags
         drafts.append(
             dict(
                 id=item_id,
-                question=str(item.get("question") or item.get("opening") or ""),  # a dialogue item opens instead
+                question=item.question,
                 tags=tags,
                 tag_labels=tuple(f"{k}={v}" for k, v in sorted(tags.items())),
-                split=str(item.get("split") or first.get("split") or ""),
+                split=item.split,
                 outcomes=outcomes,
                 stage=earliest_stage((o.stage for o in outcomes.values()), order),
                 newly_failing=newly.get(item_id, ()),
@@ -350,59 +344,46 @@ def _rows(
 
 
 def _stage_counts(rows: Sequence[CaseRow], tiers: Sequence[str], order: Sequence[str]) -> tuple[StageCount, ...]:
-    items: dict[str, int] = {}
-    per_tier: dict[str, dict[str, int]] = {}
-    for r in rows:
-        if r.stage:
-            items[r.stage] = items.get(r.stage, 0) + 1
-        for o in r.outcomes.values():
-            if o.stage:
-                row = per_tier.setdefault(o.stage, {})
-                row[o.tier] = row.get(o.tier, 0) + 1
-    stages = sorted(set(items) | set(per_tier), key=lambda s: stage_rank(s, order))
-    return tuple(StageCount(s, items.get(s, 0), {t: per_tier.get(s, {}).get(t, 0) for t in tiers}) for s in stages)
+    items: Counter[str] = Counter(r.stage for r in rows if r.stage)
+    per_tier: Counter[tuple[str, str]] = Counter(
+        (o.stage, o.tier) for r in rows for o in r.outcomes.values() if o.stage
+    )
+    stages = sorted(set(items) | {s for s, _ in per_tier}, key=lambda s: stage_rank(s, order))
+    return tuple(StageCount(s, items[s], {t: per_tier[(s, t)] for t in tiers}) for s in stages)
 
 
-def _tier_counts(cases: Sequence[Mapping[str, Any]], tiers: Sequence[str]) -> tuple[TierCount, ...]:
+def _tier_counts(cases: Sequence[CaseResult], tiers: Sequence[str]) -> tuple[TierCount, ...]:
     out = []
     for t in tiers:
-        counts = {"pass": 0, "fail": 0, "error": 0, "skip": 0}
-        n = 0
-        for c in cases:
-            if c.get("tier") == t:
-                o = str(c.get("outcome", ""))
-                counts[o] = counts.get(o, 0) + 1
-                n += 1
-        out.append(TierCount(t, counts, n))
+        counts = Counter({"pass": 0, "fail": 0, "error": 0, "skip": 0})
+        counts.update(c.outcome for c in cases if c.tier == t)
+        out.append(TierCount(t, dict(counts), counts.total()))
     return tuple(out)
 
 
-def _baseline_view(raw: Any) -> BaselineView | None:
-    if not isinstance(raw, Mapping):
+def _baseline_view(raw: Mapping[str, Any] | None) -> BaselineView | None:
+    if raw is None:
         return None
-    transitions = as_mapping(raw.get("transitions"))
+    transitions = raw["transitions"]
     groups = []
     for name, label in TRANSITIONS:
-        entries = []
-        for t in transitions.get(name) or ():
-            t = as_mapping(t)
-            key = str(t.get("key") or f"{t.get('tier', '?')}::{t.get('id', '?')}")
-            entries.append(
-                Transition(
-                    key=key,
-                    id=str(t.get("id") or key.split("::", 1)[-1]),
-                    tier=str(t.get("tier") or key.split("::", 1)[0]),
-                    was=str(t.get("was") or "–"),
-                    now=str(t.get("now") or "–"),
-                    failed_stage=normalize_stage(t.get("failed_stage")),
-                )
+        entries = tuple(
+            Transition(
+                key=str(t["key"]),
+                id=str(t["id"]),
+                tier=str(t["tier"]),
+                was=str(t["was"] or "–"),
+                now=str(t["now"] or "–"),
+                failed_stage=normalize_stage(t["failed_stage"]),
             )
-        groups.append(TransitionGroup(name, label, tuple(entries)))
+            for t in transitions[name]
+        )
+        groups.append(TransitionGroup(name, label, entries))
     return BaselineView(
-        path=str(raw.get("path") or "?"),
-        commit=fmt_scalar(raw.get("commit")),
-        time=fmt_scalar(raw.get("time")),
-        dataset_fingerprint=fmt_scalar(raw.get("dataset_fingerprint")),
+        path=str(raw["path"]),
+        commit=raw.get("commit"),
+        time=raw.get("time"),
+        dataset_fingerprint=fmt_scalar(raw["dataset_fingerprint"]),
         groups=tuple(groups),
         tier_notes=tuple(tier_notes(raw)),
     )

@@ -24,6 +24,8 @@ from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
 from rag_eval.heap import paused
 from rag_eval.labels.compare import LabelReport, compare_labels
+from rag_eval.outputs import writers
+from rag_eval.outputs.write import write_outputs
 from rag_eval.plugin.collect import CASE_FIXTURES, GoldenCase, progress_count
 from rag_eval.plugin.junit import write_junit
 from rag_eval.plugin.lastfailed import GateModeFailures
@@ -34,7 +36,7 @@ from rag_eval.redact import Redactor
 from rag_eval.results.baseline import BaselineError
 from rag_eval.results.build import ResultsWriteError, file_sha256_or_none, git_commit, now_iso
 from rag_eval.results.case import USER_PROPERTY, CaseResult
-from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude, write_outputs
+from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude
 from rag_eval.results.model import RunResults
 from rag_eval.session import EvalConfig, index_build, run_redactor
 
@@ -219,8 +221,9 @@ class Controller:
         except ResultsWriteError as exc:  # disk full, no permission: a failed run said in one line, not INTERNALERROR
             self.write_error = self.redactor.text(str(exc))
             self.passed = False
-        gates = [*self.gates, *self.regression] if complete and not sharded else []
-        write_junit(self.pytest_config, results, gates, self.redactor, self.write_error)
+        # the results every writer rendered; redacted here only when the results file failed first
+        shown = self.written.shown if self.written is not None and self.written.shown is not None else None
+        write_junit(self.pytest_config, shown or writers.redacted(results, self.redactor), self.write_error)
         if self.write_error is not None or (
             complete and (not self.passed or self.written is None or self.written.problems)
         ):

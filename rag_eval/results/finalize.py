@@ -1,14 +1,8 @@
 """The end of a run, shared by the pytest plugin and ``python -m rag_eval merge``:
 compare with a baseline, evaluate the regression gates, decide the verdict, build the
-results once (``conclude``), then write the results, the HTML report and the Markdown
-summary.
-
-Every output passes one redactor (``Outputs.redactor``: the run's secrets) here, in the
-one write path, so no file holds a key that a server, a model or a system echoed.
-
-Order matters for "lose no result already computed": the results JSON is written
-before anything that can fail for other reasons (a template, a summary path), and a
-failure there is reported without touching it.
+results once (``conclude``), and say what was written (``Outputs`` in, ``Written`` out:
+``rag_eval.outputs.write`` writes them, redacted once with ``Outputs.redactor``) in the
+end-of-run summary lines.
 """
 
 from __future__ import annotations
@@ -26,9 +20,8 @@ from rag_eval.gates.thresholds import Thresholds
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
 from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
-from rag_eval.results.build import build_run_results, write_results
+from rag_eval.results.build import build_run_results
 from rag_eval.results.case import CaseResult
-from rag_eval.results.file import written_problem
 from rag_eval.results.model import RunResults, Verdict
 
 Mismatch = Literal["error", "warn"]
@@ -170,46 +163,8 @@ class Written:
     summary: Path | None
     problems: tuple[str, ...]
     warnings: tuple[str, ...] = ()  # e.g. another run wrote the same results file meanwhile
-
-
-def write_outputs(run_results: RunResults, outputs: Outputs) -> Written:
-    """Write the results JSON, then the report and the summary, all redacted.
-
-    The results file is written first and a failing report or summary never removes it;
-    when the results file itself cannot be written, ``ResultsWriteError`` (an OSError)
-    says why and leaves no temporary file. The summary is *appended* (as
-    ``$GITHUB_STEP_SUMMARY`` expects)."""
-    built = run_results.to_dict()
-    # Without a secret the redacted copy equals the dict, and no writer below changes what it
-    # is given (tests/rag_eval/test_results_build.py checks): ~300k nodes not copied.
-    results = outputs.redactor.obj(built) if outputs.redactor else built
-    warnings = tuple(write_results(outputs.results, results, since=outputs.started))
-    invalid = written_problem(results, outputs.results)
-    problems: list[str] = [outputs.redactor.text(invalid)] if invalid else []
-    report = summary = None
-    if outputs.report is not None:
-        try:
-            from rag_eval.outputs.html import write_html
-
-            report = write_html(outputs.report, results)
-        except Exception as exc:  # noqa: BLE001 - reported, and the results are already on disk
-            problems.append(
-                outputs.redactor.text(f"HTML report {outputs.report} not written: {type(exc).__name__}: {exc}")
-            )
-    if outputs.summary is not None:
-        try:
-            from rag_eval.outputs.markdown import render_markdown
-
-            text = render_markdown(results, artifact_url=outputs.artifact_url)
-            outputs.summary.parent.mkdir(parents=True, exist_ok=True)
-            with outputs.summary.open("a", encoding="utf-8") as fh:
-                fh.write(text if text.endswith("\n") else text + "\n")
-            summary = outputs.summary
-        except Exception as exc:  # noqa: BLE001
-            problems.append(
-                outputs.redactor.text(f"Markdown summary {outputs.summary} not written: {type(exc).__name__}: {exc}")
-            )
-    return Written(outputs.results, report, summary, tuple(problems), warnings)
+    # the results every writer rendered (redacted once): for the writers that come later (JUnit)
+    shown: RunResults | None = None
 
 
 class GateLine(Protocol):

@@ -20,6 +20,7 @@ from rag_eval.dialogue.model import DialogueItem
 from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.golden.model import GoldenItem
 from rag_eval.results.case import CaseResult
+from rag_eval.tiers.report_payload import REPORT_KEYS, StringTable, details_payload
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
@@ -111,6 +112,15 @@ class Tier:
         """Lines of the gate summary about this tier (all the run's cases given, and their
         token use per tier: ``run.usage_totals``)."""
         return []
+
+    # --- the HTML report ---------------------------------------------------------------------
+    # the details keys report_payload renders; the report shows the others of a case raw
+    report_keys: frozenset[str] = REPORT_KEYS
+
+    def report_payload(self, case: CaseResult, strings: StringTable) -> dict[str, Any]:
+        """This tier's part of the report's expanded view of ``case`` (JSON; recurring
+        strings as ``strings`` references): the details it renders, in the payload's keys."""
+        return details_payload(case, strings, self.judges_answers)
 
     def __repr__(self) -> str:
         return f"<Tier {self.name}>"

@@ -14,6 +14,7 @@ import rag_eval.atomic
 from rag_eval.atomic import write_atomic
 from rag_eval.outputs.html import write_html
 from tests.rag_eval._results import case, results
+from tests.rag_eval._typed import typed
 
 
 def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -42,7 +43,7 @@ def test_the_html_report_on_a_full_disk_leaves_no_temporary_file(
     data = results([case("a"), case("b", "fail")])
     full_disk(monkeypatch)
     with pytest.raises(OSError):
-        write_html(tmp_path / "r.html", data)
+        write_html(tmp_path / "r.html", typed(data))
     monkeypatch.undo()
     assert list(tmp_path.iterdir()) == []
-    assert write_html(tmp_path / "r.html", data).read_text(encoding="utf-8").startswith("<!")
+    assert write_html(tmp_path / "r.html", typed(data)).read_text(encoding="utf-8").startswith("<!")

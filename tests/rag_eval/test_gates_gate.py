@@ -22,6 +22,7 @@ from rag_eval.gates.gate import (
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Gate, parse_thresholds
 from rag_eval.results.case import CaseResult
+from tests.rag_eval._typed import typed
 
 
 def gate(
@@ -334,8 +335,8 @@ def test_terminal_report_and_markdown_name_the_same_cases_in_the_same_order() ->
             parse_thresholds(thresholds, "thresholds.toml"), ordered, {"retrieval", "deterministic"}
         )
     }
-    view = {g.gate.metric: g for g in build_view(run).gates}
-    markdown = render_markdown(run)
+    view = {g.gate.metric: g for g in build_view(typed(run)).gates}
+    markdown = render_markdown(typed(run))
     sections = dict(re.findall(r"### Failing cases of (.+?)\n\n((?:- .*\n)+)", markdown))
     assert set(terminal) == set(view) and len(view) == 6 and all(not g.gate.passed for g in view.values())
     for label, row in view.items():

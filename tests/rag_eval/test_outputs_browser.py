@@ -28,6 +28,7 @@ from tests.rag_eval._results_factory import (
     make_results,
     shared_results,
 )
+from tests.rag_eval._typed import typed
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -94,7 +95,7 @@ def page(browser: Any) -> Iterator[Any]:
 def red_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
     results = make_results(40)
     assert results["verdict"] == "fail"
-    return results, write_html(tmp_path_factory.mktemp("report") / "report.html", results)
+    return results, write_html(tmp_path_factory.mktemp("report") / "report.html", typed(results))
 
 
 def visible_ids(page: Any) -> list[str]:
@@ -106,7 +107,9 @@ def test_failed_gate_filters_and_a_case_expands_to_its_stage_and_gold_ranks(
 ) -> None:
     results, path = red_run
     page.goto(path.as_uri())
-    gate = next(g for g in build_view(results).gates if not g.gate.passed and g.gate.metric == "retrieval.recall@5")
+    gate = next(
+        g for g in build_view(typed(results)).gates if not g.gate.passed and g.gate.metric == "retrieval.recall@5"
+    )
     page.locator(f'button.gate-filter[data-gate="{gate.index}"]').click()
     assert sorted(visible_ids(page)) == sorted(gate.case_ids)
     assert page.locator("#f-set-label").inner_text().startswith("gate retrieval.recall@5")
@@ -192,13 +195,13 @@ def test_a_stage_count_filters_by_earliest_stage(page: Any, red_run: tuple[dict[
     results, path = red_run
     page.goto(path.as_uri())
     page.locator('button.stage-filter[data-stage="context"][data-tier=""]').click()
-    expected = [r.id for r in build_view(results).rows if r.stage == "context"]
+    expected = [r.id for r in build_view(typed(results)).rows if r.stage == "context"]
     assert sorted(visible_ids(page)) == sorted(expected) and ID_TRUNCATION in expected
 
 
 @pytest.mark.slow  # ~15 s on the shared 2-core machine: building and rendering 20,000 cases dominates
 def test_a_5000_item_report_opens_and_search_filters(page: Any, tmp_path: Path) -> None:
-    path = write_html(tmp_path / "big.html", shared_results(5000))
+    path = write_html(tmp_path / "big.html", typed(shared_results(5000)))
     page.goto(path.as_uri(), timeout=120_000)
     assert page.locator("#shown").inner_text() == f"showing {PAGE_SIZE} of 5000 items"
     assert len(visible_ids(page)) == PAGE_SIZE
@@ -213,7 +216,7 @@ def test_the_svg_charts_render_and_the_page_makes_no_request(page: Any, tmp_path
     results["gates"][0]["ci"] = [0.45, 0.75]
     results["metrics"]["retrieval.recall@10"] = 0.8
     results["metrics"]["retrieval.vector.recall@10"] = 0.7
-    path = write_html(tmp_path / "report.html", results)
+    path = write_html(tmp_path / "report.html", typed(results))
     requests: list[str] = []
     page.on("request", lambda req: requests.append(req.url))
     page.goto(path.as_uri())

@@ -25,6 +25,7 @@ from rag_eval.outputs.view import build_view
 from rag_eval.results.build import build_results
 from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
 from tests.rag_eval._dialogue_systems import Leaker, demo_items
+from tests.rag_eval._typed import MIN_RUN, typed
 
 REPO = Path(__file__).resolve().parents[2]
 XSS = "<script>alert(1)</script>"
@@ -51,11 +52,11 @@ def results() -> dict[str, Any]:
     cases = [dialogue_case(i, replay(system, i), limit=3, check=GoldCheck(space, i)) for i in ITEMS]
     thresholds = parse_thresholds({"dialogue": {"final_leak_rate": {"max": 0.0}, "pass_rate": {"min": 1.0}}}, "t.toml")
     gates = evaluate_gates(thresholds, cases, {"dialogue"})
-    return build_results({}, cases, gates, False, items={i.id: i.to_dict() for i in ITEMS})
+    return build_results(MIN_RUN, cases, gates, False, items={i.id: i.to_dict() for i in ITEMS})
 
 
 def test_the_transcript_payload_holds_each_turn(results: dict[str, Any]) -> None:
-    data = build_case_data(results, ["dlg-push-001"])
+    data = build_case_data(typed(results), ["dlg-push-001"])
     strings = data["strings"]
     view = data["items"][0]["tiers"][0]["dialogue"]
     assert data["items"][0]["golden"]["question"] == next(i.opening for i in ITEMS if i.id == "dlg-push-001")
@@ -70,16 +71,16 @@ def test_the_transcript_payload_holds_each_turn(results: dict[str, Any]) -> None
 
 
 def test_the_gates_table_shows_numerator_and_denominator(results: dict[str, Any]) -> None:
-    gate = next(g for g in build_view(results).gates if g.gate.metric == "dialogue.final_leak_rate")
+    gate = next(g for g in build_view(typed(results)).gates if g.gate.metric == "dialogue.final_leak_rate")
     assert (gate.ratio_text, gate.gate.n) == (
         "4/16",
         6,
     )  # 4 of 16 final replies, over the 6 dialogues with forbidden content
-    assert "(4/16)" in render_html(results)
+    assert "(4/16)" in render_html(typed(results))
 
 
 def test_no_dialogue_text_becomes_markup(results: dict[str, Any]) -> None:
-    html = render_html(results)
+    html = render_html(typed(results))
     assert XSS not in html and "alert(1)</script>" not in html
     assert html.count("<script") == 3
 
@@ -109,7 +110,7 @@ def test_report_js_renders_the_transcript(results: dict[str, Any]) -> None:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed: report.js is exercised by the browser tests instead")
-    html = render_html(results)
+    html = render_html(typed(results))
     blocks = {name: html.split(f'id="{name}">', 1)[1].split("</script>", 1)[0] for name in ("case-index", "case-data")}
     rows = json.loads(blocks["case-index"])["rows"]
     index = [r["id"] for r in rows].index("dlg-push-001")

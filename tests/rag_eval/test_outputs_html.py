@@ -15,6 +15,7 @@ import pytest
 from rag_eval.outputs.html import PAGE_SIZE, json_for_script, render_html, write_html
 from rag_eval.results.file import load_results
 from tests.rag_eval._results_factory import ID_XSS, XSS, make_results, shared_results, with_baseline
+from tests.rag_eval._typed import typed
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json"
 
@@ -26,7 +27,7 @@ def results() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def html(results: dict[str, Any]) -> str:
-    return render_html(results)
+    return render_html(typed(results))
 
 
 def script_block(html: str, block_id: str) -> str:
@@ -79,7 +80,7 @@ def test_attributes_and_gate_labels_are_escaped(results: dict[str, Any]) -> None
     r = copy.deepcopy(results)
     r["gates"][0]["metric"] = 'retrieval.recall@5 [scenario="><b onmouseover=alert(3)>]'
     r["run"]["overrides"] = {"reranker": "<i>x</i>"}
-    html = render_html(r)
+    html = render_html(typed(r))
     assert "<b onmouseover" not in html and "<i>x</i>" not in html
     assert 'data-label="retrieval.recall@5 [scenario=&#34;&gt;&lt;b onmouseover=alert(3)&gt;]"' in html
 
@@ -107,20 +108,21 @@ def test_the_page_has_every_section(html: str, results: dict[str, Any]) -> None:
 
 
 def test_a_real_results_sample_renders() -> None:
-    html = render_html(load_results(SAMPLE))
+    html = render_html(typed(load_results(SAMPLE)))
     assert "FAILED" in html and "这个公式怎么用？" in html  # seven items of a run cannot meet its gates
     assert html.count('<tr class="case') == 7
 
 
 def test_a_results_file_with_missing_parts_renders(results: dict[str, Any]) -> None:
-    r = {"version": 2, "verdict": "incomplete", "cases": [c for c in results["cases"] if c["tier"] == "retrieval"]}
-    html = render_html(r)
+    r = {**{k: v for k, v in results.items() if k != "baseline"}, "verdict": "incomplete", "gates": [], "items": {}}
+    r["cases"] = [c for c in results["cases"] if c["tier"] == "retrieval"]
+    html = render_html(typed(r))
     assert "INCOMPLETE" in html and "No gates in this results file." in html
     assert "Changes since baseline" not in html
 
 
 def test_write_html_is_atomic_and_returns_the_path(tmp_path: Path, results: dict[str, Any]) -> None:
-    out = write_html(tmp_path / "sub" / "report.html", results)
+    out = write_html(tmp_path / "sub" / "report.html", typed(results))
     assert out == tmp_path / "sub" / "report.html"
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert [p.name for p in out.parent.iterdir()] == ["report.html"]
@@ -129,7 +131,7 @@ def test_write_html_is_atomic_and_returns_the_path(tmp_path: Path, results: dict
 @pytest.mark.slow  # ~8 s (building 20,000 synthetic cases is half of it)
 def test_a_5000_item_report_renders_with_only_the_first_page_laid_out() -> None:
     results = shared_results(5000)
-    html = render_html(results)
+    html = render_html(typed(results))
     assert html.count('<tr class="case') == 5000
     assert len(re.findall(r'<tr class="case[^"]*" data-i="\d+" hidden>', html)) == 5000 - PAGE_SIZE
     assert f"showing {PAGE_SIZE} of 5000 items" in html
@@ -148,7 +150,7 @@ def test_user_and_model_text_is_isolated_so_bidi_controls_reverse_nothing_around
     failed = next(g for g in r["gates"] if not g["passed"])
     failed["reason"] = f"{RLO}deliberately reversed"
     r["run"]["overrides"] = {"reranker": f"{RLO}none"}
-    page = render_html(r)
+    page = render_html(typed(r))
     # every text node that carries the question, a gate reason or a run value is a <bdi>
     assert re.search(rf'<td class="q"><bdi>what is {RLO}x\^2 \(evil\)</bdi></td>', page)
     assert f'<td class="reason"><bdi>{RLO}deliberately reversed</bdi>' in page

