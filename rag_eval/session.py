@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from rag_eval import tiers
 from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
@@ -28,16 +28,12 @@ from rag_eval.errors import ConfigError
 from rag_eval.gates.thresholds import Thresholds
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
-from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
 from rag_eval.redact import Redactor, run_secrets
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec, infer_stages
 from rag_eval.tiers import Item, Tier
-
-if TYPE_CHECKING:
-    from rag_eval.judge.tier import JudgeRunner
 
 
 @dataclass(frozen=True)
@@ -55,12 +51,12 @@ class EvalConfig:
     thresholds: Thresholds | None = None
     top_k: int | None = None
     project_root: Path | None = None
+    # The run's judge endpoint, shared by the tiers that call a judge (the judge tier, passk's
+    # judged trials, dialogue's hints and LLM student), and its spending ledger across workers.
     judge: JudgeConfig | None = None
     judge_ledger: Path | None = None
-    geval_criteria: str | None = None
-    deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
-    passk_n: int | None = None  # command-line overrides of [passk.case] n / k
-    passk_k: int | None = None
+    # Each tier's command-line values (``Tier.read_options``) by tier name.
+    tier_args: Mapping[str, Any] = field(default_factory=dict)
     case_timeout: float | None = None  # --rag-case-timeout: seconds one case may take (None: no limit)
     concurrency: int = 1  # --rag-concurrency: cases run ahead at once in this process (1: one at a time)
     pipeline: PipelineSpec = field(kw_only=True)  # which system, and how gold meets its ids: no default
@@ -68,7 +64,6 @@ class EvalConfig:
 
 Record = TypeVar("Record", Retrieval, Answer, DialogueTurn)
 T = TypeVar("T")
-JUDGE_RUNNER = "judge.runner"  # the session memo of the process's one JudgeRunner
 
 
 class EvalSession:
@@ -299,35 +294,6 @@ class EvalSession:
     def with_system(self, case: CaseResult) -> CaseResult:
         """The case with the system's short description under ``details.system``."""
         return _with_system(case, self.system_info)
-
-    # --- the judge (judge tier, passk judged trials, dialogue hints) ----------------------
-    def judge_skip_reason(self) -> str | None:
-        """Why the judge tier cannot run here (one sentence naming what to set), or None."""
-        if self.config.judge is None:
-            return "judge not configured"
-        return self.answer_skip_reason() or self.config.judge.missing_reason()
-
-    def judge_ready(self) -> bool:
-        """Whether the judge is configured (dialogue hints are judged then)."""
-        judge = self.config.judge
-        return judge is not None and judge.missing_reason() is None
-
-    @property
-    def judge_runner(self) -> JudgeRunner:
-        return self.memo(JUDGE_RUNNER, self._judge_runner)
-
-    def _judge_runner(self) -> JudgeRunner:
-        from rag_eval.judge.tier import JudgeRunner  # the openai client only when judging
-
-        assert self.config.judge is not None
-        return JudgeRunner(
-            self.config.judge, self.config.judge_ledger, self.config.geval_criteria, self.config.deepeval_metrics
-        )
-
-    def judge_usage(self, case_id: str, tier: str) -> dict[str, Any] | None:
-        """The judge's usage for one case, or None when this process never judged."""
-        runner = self.memoized(JUDGE_RUNNER)
-        return None if runner is None else dict(runner.usage_for(case_id, tier))
 
     def chat(self, item: GoldenItem) -> AnswerRecord:
         """The system's answer to an item, once per process: the deterministic and the

@@ -18,6 +18,8 @@
   function item(i) { return ITEMS[i] || (ITEMS[i] = line(i + 1)); }
   function S(i) { return i === null || i === undefined ? "" : head().strings[i]; }
   function $(id) { return document.getElementById(id); }
+  /* the tiers' own views of an expanded case, registered by the page before this script */
+  var VIEWS = typeof ragEvalTierViews === "object" && ragEvalTierViews ? ragEvalTierViews : {};
 
   var table = $("case-table");
   var rows = table ? Array.prototype.slice.call(table.tBodies[0].rows) : [];
@@ -286,6 +288,11 @@
     if (t.judge) renderJudge(b, t.judge);
     if (t.passk) renderPassk(b, t.passk);
     if (t.dialogue) renderDialogue(b, t.dialogue);
+    if (typeof VIEWS[t.tier] === "function") {  /* a tier's own view (Tier.report_fragment) */
+      var own = el("div", "tier-view");
+      VIEWS[t.tier](own, t, { el: el, add: add, kv: kv, grid: grid, fmt: fmt });
+      add(b, own);
+    }
     var mk = Object.keys(t.metrics);
     if (mk.length) {
       var det = el("details");

@@ -23,7 +23,6 @@ from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.fields import FieldPath, optional_path
 from rag_eval.llm.policy import DEFAULT_BREAKER, CallPolicy
 from rag_eval.redact import Redactor
-from rag_eval.tier_names import DIALOGUE
 
 HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "breaker", "top_k", "headers", "concurrency")
 ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "sources", "context")
@@ -32,6 +31,7 @@ RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason")
 CHAT_FIELDS = ("answer", "refused", "degraded", "degradation_reason", "generator")
 PLACEHOLDERS = ("{question}", "{top_k}", "{history}", "{turns}", "{context}")
 # [dialogue]: the optional dialogue call (docs/dialogue.md); action and message are required.
+DIALOGUE_TABLE = "dialogue"  # [http.dialogue]: the system's dialogue call
 DIALOGUE_KEYS = ("url", "method", "body", "accept_status", "fields", "retrieval")
 DIALOGUE_FIELDS = ("action", "message", "intent", "asked_conditions", "hint_level", "candidate", "interception")
 METHODS = ("POST", "PUT", "GET")
@@ -261,7 +261,7 @@ class HttpConfig:
             concurrency=concurrency,
             preset=preset,
             info=_info(data["info"], source, env) if "info" in data else None,
-            dialogue=_dialogue(data[DIALOGUE], source, env) if DIALOGUE in data else None,
+            dialogue=_dialogue(data[DIALOGUE_TABLE], source, env) if DIALOGUE_TABLE in data else None,
         )
 
 
@@ -355,7 +355,7 @@ def _dialogue(table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
                 f"{where}.fields.{key} = {path.text!r}: one value per turn (asked_conditions: a list value), so no []"
             )
     retrieval = ListFields.parse(table["retrieval"], f"{where}.retrieval") if "retrieval" in table else None
-    return Endpoint(DIALOGUE, url, method, body, accept, retrieval, None, {}, scalars)
+    return Endpoint(DIALOGUE_TABLE, url, method, body, accept, retrieval, None, {}, scalars)
 
 
 def _body(table: Mapping[str, Any], default: Any, where: str, env: Mapping[str, str]) -> Any:

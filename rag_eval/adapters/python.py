@@ -44,7 +44,6 @@ from rag_eval.contract import (
 from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ConfigError
 from rag_eval.stages import StageSpec, parse_stages
-from rag_eval.tier_names import DIALOGUE
 
 
 def load_factory(target: str, where: str) -> Callable[..., Any]:
@@ -106,7 +105,7 @@ def check_methods(obj: Any, target: str, where: str) -> tuple[bool, bool]:
 def check_dialogue(obj: Any, target: str, where: str) -> bool:
     """Whether ``obj`` has the optional dialogue call; one that cannot be called as
     ``dialogue(turns, context)`` is a configuration error."""
-    dialogue = getattr(obj, DIALOGUE, None)
+    dialogue = getattr(obj, "dialogue", None)
     if dialogue is None:
         return False
     if not callable(dialogue) or not _accepts(dialogue, ((), {}), inspect.isclass(obj)):

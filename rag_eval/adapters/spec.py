@@ -36,7 +36,6 @@ from rag_eval.adapters.http_config import HttpConfig
 from rag_eval.citations import DEFAULT_PATTERN, CitationFormat
 from rag_eval.errors import ConfigError
 from rag_eval.stages import StageSpec, parse_stages
-from rag_eval.tier_names import DIALOGUE
 from rag_eval.utf8 import NotUtf8Error, read_text
 
 BUILTIN: tuple[str, ...] = ("rag_app", "http", "dify")
@@ -45,7 +44,7 @@ STAGE_KEYS: tuple[str, ...] = ("stages", "final_stage", "thresholded_stage")
 KEYS_BY_KIND: dict[str, tuple[str, ...]] = {
     "rag_app": COMMON_KEYS,  # rag_app declares its own stages
     "python": (*COMMON_KEYS, *STAGE_KEYS, "options", "framework"),
-    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info", DIALOGUE),
+    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info", "dialogue"),
     "dify": (*COMMON_KEYS, *STAGE_KEYS, "dify"),
 }
 DEFAULT_GOLD: dict[str, str] = {"rag_app": "corpus", "python": "ids", "http": "ids", "dify": "ids"}

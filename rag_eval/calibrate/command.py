@@ -15,7 +15,6 @@ from pathlib import Path
 
 from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
-from rag_eval.tier_names import JUDGE
 
 DEFAULT_OUT = "reports/calibration.json"
 
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         _check_out(out, args.prices)
         cfg = JudgeConfig.from_env(
             os.environ,
-            cache_dir=Path(args.cache) if args.cache else Path(".rag_cache") / JUDGE,
+            cache_dir=Path(args.cache) if args.cache else Path(".rag_cache") / "judge",
             fresh=args.fresh,
             prices=load_prices(args.prices) if args.prices else None,
             budget_usd=args.budget_usd,

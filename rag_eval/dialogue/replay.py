@@ -20,7 +20,6 @@ from rag_eval.dialogue.model import DialogueItem
 from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, as_dialogue_turn
 from rag_eval.dialogue.simulator import ScriptedStudent, Simulator, SimulatorError
 from rag_eval.dialogue.transcript import StopReason, Transcript, TurnRecord
-from rag_eval.tier_names import DIALOGUE
 
 
 def replay(
@@ -32,7 +31,7 @@ def replay(
     the replay stops after the system's first clarifying question beyond it.
     Raises ContractError only when ``system`` has no dialogue call at all (a configuration error).
     """
-    call = getattr(system, DIALOGUE, None)
+    call = getattr(system, "dialogue", None)
     if not callable(call):
         raise ContractError(f"{type(system).__name__} has no dialogue call; implement `{DIALOGUE_SIGNATURE}`")
     limit = item.clarification_limit if limit is None else limit

@@ -6,20 +6,21 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rag_eval.dialogue import pooled as dialogue_rates
+from rag_eval import tiers
 from rag_eval.gates import uncertainty
-from rag_eval.metrics.claims import LOWER_IS_BETTER as CLAIM_LOWER_IS_BETTER
 from rag_eval.results.case import CaseResult
 from rag_eval.stats.interval import Interval
+from rag_eval.tiers.pooled import pooled
 
 
 @dataclass(frozen=True)
 class MetricValue:
     """A mean over ``n`` cases, of which ``errors`` errored and count as the worst value.
 
-    A dialogue rate is a ratio of sums instead (``numerator`` / ``denominator`` over the
-    dialogues, ``rag_eval.dialogue.pooled``): ``n`` is the dialogues it rests on and the
-    ``errors`` (replays that did not finish) are left out of it, listed apart."""
+    A tier's run-level rate is a ratio of sums instead (``numerator`` / ``denominator`` over
+    the cases' contributions, ``rag_eval.tiers.pooled``: the dialogue rates): ``n`` is the
+    cases it rests on and the ``errors`` (e.g. replays that did not finish) are left out of
+    it, listed apart."""
 
     value: float | None
     n: int
@@ -71,19 +72,21 @@ def _value_and_interval(cases: Sequence[CaseResult], key: str, confidence: float
     if key in uncertainty.COUNT_KEYS:
         mv = _count(cases, key, errors)
         return mv, uncertainty.count_interval(mv.value, mv.n, confidence)
-    if dialogue_rates.is_rate(key) and all(c.tier == dialogue_rates.TIER for c in cases):
-        rate = dialogue_rates.pooled(cases, key)
+    tier = _tier_of(cases)
+    if tier is not None and tier.pools(key):
+        rate = pooled(cases, key, tier.contribution)
         mv = MetricValue(rate.value, rate.n, rate.errors, rate.numerator, rate.denominator)
-        return mv, uncertainty.of_dialogue_rate(cases, key, confidence)
+        return mv, uncertainty.of_pooled_rate(cases, key, tier.contribution, confidence)
     values = [float(c.metrics[key]) for c in cases if key in c.metrics]
     # Errors are never dropped from a denominator (dropping them makes scores rise as
     # things break): each error case that would have measured the metric counts as its
     # worst value.
     failed = errors_for(key, cases)
-    values += [worst_value(key)] * failed
+    worst = worst_value(key, tier.name if tier is not None else None)
+    values += [worst] * failed
     mv = MetricValue(sum(values) / len(values) if values else None, len(values), failed)
     scoped = [c for c in cases if c.outcome != "error" or errors_for(key, [c])]
-    return mv, uncertainty.of_values(uncertainty.per_case_values(scoped, key, worst_value(key), failed), confidence)
+    return mv, uncertainty.of_values(uncertainty.per_case_values(scoped, key, worst, failed), confidence)
 
 
 def _count(cases: Sequence[CaseResult], key: str, errors: int) -> MetricValue:
@@ -95,17 +98,19 @@ def _count(cases: Sequence[CaseResult], key: str, errors: int) -> MetricValue:
     return MetricValue(float(sum(1 for c in cases if c.outcome != "pass")), len(cases), errors)
 
 
-LOWER_IS_BETTER = frozenset(
-    {"negative.any_above_threshold", "error_rate", "fail_count", "unknown_share", "flaky", "stable_fail", "flaky_count"}
-)
+def _tier_of(cases: Sequence[CaseResult]) -> tiers.Tier | None:
+    """The tier of already-selected cases (one tier's), None for none."""
+    return tiers.of(cases[0].tier) if cases else None
 
 
-def lower_is_better(key: str) -> bool:
-    """A metric key (without its tier) where lower is better: the worst value of an errored
-    case is 1, and a regression's "drop" is a rise. The dialogue rates count at every
-    clarification limit (``clarification_failure_4``, ``past_2_rounds``), not only 3; of the
-    claim-level judge metrics, hallucination and the two noise sensitivities."""
-    return key in LOWER_IS_BETTER or CLAIM_LOWER_IS_BETTER.get(key, False) or dialogue_rates.lower_is_better(key)
+def lower_is_better(key: str, tier: str | None = None) -> bool:
+    """A metric key (without its tier) where lower is better, as its tier declares it
+    (``Tier.lower_is_better``): the worst value of an errored case is 1, and a regression's
+    "drop" is a rise. Without ``tier`` (or a name no tier registered, e.g. ``regression``): as
+    any registered tier declares it."""
+    if tier is not None and tier in tiers.names():
+        return tiers.get(tier).lower_is_better(key)
+    return any(t.lower_is_better(key) for t in tiers.all_tiers())
 
 
 def is_measured_only(case: CaseResult) -> bool:
@@ -113,15 +118,15 @@ def is_measured_only(case: CaseResult) -> bool:
     return bool(case.details.get("measured_only"))
 
 
-def worst_value(key: str) -> float:
+def worst_value(key: str, tier: str | None = None) -> float:
     """What an errored case counts as: 0 for a higher-is-better metric, 1 otherwise."""
-    return 1.0 if lower_is_better(key) else 0.0
+    return 1.0 if lower_is_better(key, tier) else 0.0
 
 
 def errors_for(key: str, cases: Sequence[CaseResult]) -> int:
-    """Error cases that would have measured ``key`` (retrieval negatives measure only negative.*)."""
-    wants_negative = key.startswith("negative.")
-    return sum(1 for c in cases if c.outcome == "error" and (c.tier != "retrieval" or c.negative == wants_negative))
+    """Error cases that would have measured ``key``, as their tier says (``Tier.counts_error``:
+    a retrieval negative measures only negative.*)."""
+    return sum(1 for c in cases if c.outcome == "error" and tiers.of(c.tier).counts_error(c, key))
 
 
 def _rate(
@@ -138,8 +143,7 @@ def aggregate_tier(
     """Every metric any case of the tier measured, plus pass and error rates."""
     scoped = select(cases, tier)
     keys = sorted({k for c in scoped for k in c.metrics})
-    if tier == dialogue_rates.TIER:  # pooled over the dialogues, not averaged per case
-        keys += dialogue_rates.names_in(scoped)
+    keys += tiers.of(tier).pooled_names(scoped)  # run-level rates: pooled, not averaged per case
     out = {f"{tier}.{k}": metric_value(scoped, k, confidence) for k in keys}
     out[f"{tier}.pass_rate"] = metric_value(scoped, "pass_rate", confidence)
     if any(is_measured_only(c) for c in scoped):
@@ -151,9 +155,8 @@ def aggregate_tier(
 def aggregate_all(
     cases: Sequence[CaseResult], confidence: float = uncertainty.DEFAULT_CONFIDENCE
 ) -> dict[str, MetricValue]:
-    tiers = sorted({c.tier for c in cases})
     out: dict[str, MetricValue] = {}
-    for t in tiers:
+    for t in sorted({c.tier for c in cases}):
         out.update(aggregate_tier(cases, t, confidence))
     return out
 

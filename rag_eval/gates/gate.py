@@ -7,14 +7,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from rag_eval import tiers
-from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.gates.evidence import tier_evidence
 from rag_eval.gates.result import GateResult
-from rag_eval.gates.thresholds import Gate, Thresholds
+from rag_eval.gates.thresholds import JUDGE_ONLY, Gate, Thresholds
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
 from rag_eval.results.case import CaseResult
-from rag_eval.tier_names import JUDGE
+from rag_eval.tiers.pooled import pulling
 
 WORST_SHOWN = 3
 
@@ -129,7 +128,7 @@ def evaluate_gate(
     """
     scoped = select(cases, gate.tier, gate.tags)
     worst = _worst(gate, scoped)
-    if gate.estimate != JUDGE:
+    if gate.estimate != JUDGE_ONLY:
         return _corrected_gate(gate, labels, worst)
     mv = metric_value(scoped, gate.metric, confidence)
     value, n, errors = mv.value, mv.n, mv.errors
@@ -203,9 +202,10 @@ def pulling_down(gate: Gate, cases: Sequence[CaseResult]) -> tuple[str, ...]:
     """
     scoped = select(cases, gate.tier, gate.tags)
     key = gate.metric
-    if gate.tier == dialogue_rates.TIER and dialogue_rates.is_rate(key):
-        # a pooled rate: the dialogues whose own share is on the wrong side (dialogue.pooled)
-        return tuple(c.key for c in dialogue_rates.pulling(scoped, key, gate.op))
+    tier = tiers.of(gate.tier)
+    if tier.pools(key):
+        # a run-level rate: the cases whose own share is on the wrong side (tiers.pooled)
+        return tuple(c.key for c in pulling(scoped, key, gate.op, tier.contribution))
     if key == CASES_RUN:  # every case of the tier skipped: those are the cases to look at
         return tuple(c.key for c in sorted(cases, key=lambda c: c.id) if c.tier == gate.tier)
     if key in ("pass_rate", "fail_count"):

@@ -20,7 +20,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rag_eval.dialogue.pooled import RATES_KEY
+from rag_eval import tiers
 from rag_eval.gates.aggregate import errors_for, lower_is_better, worst_value
 from rag_eval.gates.result import GateResult
 from rag_eval.results.case import CaseResult
@@ -38,24 +38,26 @@ def outcomes(results: Mapping[str, Any]) -> dict[str, bool]:
 
 def per_case(results: Mapping[str, Any], metric: str) -> dict[str, float]:
     """Each case's value of ``<tier>.<key>`` by case key: an errored case that would have
-    measured it at the metric's worst value, a dialogue rate as the dialogue's own share."""
-    tier, key = metric.split(".", 1)
+    measured it at the metric's worst value, a run-level rate (``Tier.pools``) as the case's
+    own share of it."""
+    tier_name, key = metric.split(".", 1)
+    tier = tiers.of(tier_name)
     out: dict[str, float] = {}
     for c in results.get("cases", []):
-        if c["tier"] != tier or c["outcome"] == "skip":
+        if c["tier"] != tier_name or c["outcome"] == "skip":
             continue
-        rates = (c.get("details") or {}).get(RATES_KEY) or {}
-        entry = rates.get(key) if isinstance(rates, Mapping) else None
         if key in ("pass_rate", "error_rate"):  # a case's own share: 1 or 0 (as aggregate.metric_value)
             if key == "error_rate" or not (c.get("details") or {}).get("measured_only"):
                 hit = c["outcome"] == ("pass" if key == "pass_rate" else "error")
                 out[case_key(c)] = 1.0 if hit else 0.0
         elif c["outcome"] == "error" and errors_for(key, [CaseResult.from_dict(c)]):
-            out[case_key(c)] = worst_value(key)
+            out[case_key(c)] = worst_value(key, tier_name)
         elif key in (c.get("metrics") or {}):
             out[case_key(c)] = float(c["metrics"][key])
-        elif isinstance(entry, Mapping) and int(entry.get("denominator") or 0) > 0:
-            out[case_key(c)] = float(entry.get("numerator") or 0) / int(entry["denominator"])
+        elif tier.pools(key):
+            share = tier.contribution(CaseResult.from_dict(c), key)
+            if share is not None and share.denominator > 0:
+                out[case_key(c)] = share.numerator / share.denominator
     return out
 
 
@@ -100,7 +102,8 @@ def drop_evidence(
     confidence: float,
 ) -> dict[str, Any]:
     """The paired drop of ``metric`` with its interval; with ``alpha``, its test against ``max_drop``."""
-    higher = not lower_is_better(metric.split(".", 1)[1])
+    tier, key = metric.split(".", 1)
+    higher = not lower_is_better(key, tier)
     test = regression_test(
         per_case(baseline, metric),
         per_case(current, metric),

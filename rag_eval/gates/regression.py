@@ -129,7 +129,7 @@ def max_drop(
     now, then = metric_of(current, rule.metric), metric_of(baseline, rule.metric)
     value, n, errors = now.value, now.n, now.errors
     base, base_n = then.value, then.n
-    lower_better = lower_is_better(rule.metric.split(".", 1)[1])
+    lower_better = lower_is_better(*_key_and_tier(rule.metric))
     op = "max" if lower_better else "min"
 
     evidence = paired_gates.drop_evidence(current, baseline, rule.metric, rule.max_drop, rule.alpha, confidence)
@@ -198,3 +198,9 @@ def _tested_drop(row: GateResult, worse: float, base: float, base_n: int) -> Gat
 def _active_tiers(results: Mapping[str, Any]) -> set[str]:
     """Tiers that ran: a tier that only skipped did not (as in the plugin)."""
     return {c["tier"] for c in results["cases"] if c["outcome"] != "skip"}
+
+
+def _key_and_tier(metric: str) -> tuple[str, str]:
+    """``"<tier>.<key>"`` → (key, tier), as ``aggregate.lower_is_better`` takes them."""
+    tier, key = metric.split(".", 1)
+    return key, tier

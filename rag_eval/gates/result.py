@@ -226,7 +226,7 @@ def _tier_line(g: GateResult) -> str:
     elif g.errors and g.key in RATE_KEYS:
         err = f", {g.errors} error{plural}"
     elif g.errors:
-        err = f", incl. {g.errors} error{plural} counted as {worst_value(g.key):g}"
+        err = f", incl. {g.errors} error{plural} counted as {worst_value(g.key, g.tier):g}"
     # golden and dialogue ids are the user's text: escaped like every other terminal line
     shown = (terminal(i, keep_newlines=False) for i in g.worst)
     tail = f"  worst: {', '.join(shown)}" if g.worst and not g.passed else ""

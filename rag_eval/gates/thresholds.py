@@ -38,11 +38,9 @@ from typing import Any, TypeVar
 from rag_eval import tiers
 from rag_eval.errors import ConfigError
 from rag_eval.gates import stat_options
-from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.metrics.retrieval import parse_metric_name
-from rag_eval.tier_names import JUDGE, RETRIEVAL
 from rag_eval.tiers import RATE_KEYS, CaseOption
-from rag_eval.tiers.retrieval import STAGE_NAME, retrieval_stage_of
+from rag_eval.tiers.retrieval.tier import STAGE_NAME
 
 __all__ = [
     "RATE_KEYS",
@@ -51,7 +49,6 @@ __all__ = [
     "ThresholdsError",
     "load_thresholds",
     "parse_thresholds",
-    "retrieval_stage_of",
 ]
 from rag_eval.utf8 import NotUtf8Error, decode
 
@@ -59,7 +56,8 @@ T = TypeVar("T")
 OPS: tuple[str, ...] = ("min", "max")
 # What a judged metric's gate decides on (docs/human-labels.md): the judge's own mean (default),
 # the human labels' mean, or the PPI++ estimate that corrects the judge with the labels.
-ESTIMATES: tuple[str, ...] = (JUDGE, "labels", "ppi")
+JUDGE_ONLY = "judge"  # the estimate from the judge's values alone (estimate = "judge", the default)
+ESTIMATES: tuple[str, ...] = (JUDGE_ONLY, "labels", "ppi")
 # [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
 UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
 # [defaults] ungated: what an error in a tier that ran but has no gate in the file does ("fail": built-in error_rate = 0).  # noqa: E501
@@ -80,12 +78,12 @@ class Gate:
     tags: Mapping[str, str] = field(default_factory=dict)
     where: str = ""
     decide: str = "estimate"  # the floor rule (rag_eval.stats.floors): estimate, clearly_below, clearly_above
-    estimate: str = JUDGE  # ESTIMATES: "labels" and "ppi" need --rag-human-labels
+    estimate: str = JUDGE_ONLY  # ESTIMATES: "labels" and "ppi" need --rag-human-labels
 
     @property
     def label(self) -> str:
         scope = ",".join(f"{k}={v}" for k, v in sorted(self.tags.items()))
-        corrected = f" ({self.estimate} estimate)" if self.estimate != JUDGE else ""
+        corrected = f" ({self.estimate} estimate)" if self.estimate != JUDGE_ONLY else ""
         return f"{self.tier}.{self.metric}" + (f" [{scope}]" if scope else "") + corrected
 
 
@@ -136,20 +134,23 @@ class Thresholds:
         return self.cases.get(tier, CaseRules())
 
     def stage_problems(self, stages: Sequence[str]) -> list[str]:
-        """Each retrieval gate, floor or ``require`` naming a stage the system does not have."""
+        """Each gate or floor whose metric names a stage the system does not have
+        (``Tier.stage_of``: the retrieval tier's ``dense.recall@10``), and each ``stage``
+        option naming one (``[retrieval.case] require``)."""
         problems: list[str] = []
         known = set(stages)
-        keys = [
-            (g.where or f"{self.path}: [{g.tier}] {g.metric!r}", g.metric) for g in self.gates if g.tier == RETRIEVAL
-        ]
-        keys += [(f"{self.path}: [retrieval.case] {k!r}", k) for k in self.case_rules("retrieval").floors]
-        for where, key in keys:
-            stage = retrieval_stage_of(key)
+        registered = set(tiers.names())
+        keys = [(g.where or f"{self.path}: [{g.tier}] {g.metric!r}", g.tier, g.metric) for g in self.gates]
+        keys += [(f"{self.path}: [{t}.case] {k!r}", t, k) for t, rules in self.cases.items() for k in rules.floors]
+        for where, tier, key in keys:
+            stage = tiers.get(tier).stage_of(key) if tier in registered else None
             if stage is not None and stage not in known:
                 problems.append(f"{where} names stage {stage!r}")
-        require = self.case_rules("retrieval").options.get("require")
-        if require is not None and require not in known:
-            problems.append(f"{self.path}: [retrieval.case] require = {require!r} names stage {require!r}")
+        for t, rules in self.cases.items():
+            for option in tiers.get(t).case_options if t in registered else ():
+                value = rules.options.get(option.name)
+                if option.kind == "stage" and value is not None and value not in known:
+                    problems.append(f"{self.path}: [{t}.case] {option.name} = {value!r} names stage {value!r}")
         return problems
 
     def metric_names(self, tier: str) -> set[str]:
@@ -285,9 +286,9 @@ def _gate_spec(spec: Any, path: str, table: str, key: str, min_cases: int) -> tu
 
 def _estimate(spec: Any, tier: str, tags: Mapping[str, str], where: str) -> str:
     """``estimate = judge | labels | ppi`` of a judged metric's gate (default judge)."""
-    value = spec.get("estimate", JUDGE) if isinstance(spec, dict) else JUDGE
-    if value == JUDGE:
-        return JUDGE
+    value = spec.get("estimate", JUDGE_ONLY) if isinstance(spec, dict) else JUDGE_ONLY
+    if value == JUDGE_ONLY:
+        return JUDGE_ONLY
     if value not in ESTIMATES:
         raise ThresholdsError(f"{where}: estimate = {value!r}; valid: {', '.join(map(repr, ESTIMATES))}")
     if tier not in tiers.judged():
@@ -340,12 +341,12 @@ def _case_rules(tier_name: str, spec: Any, path: str, table: str) -> CaseRules:
                 f"{path}: {table} {key}: min_cases applies to aggregate gates, not to per-case floors; remove it"
             )
         op, threshold, _ = _gate_spec(value, path, table, key, 0)
-        if lower_is_better(key) and op != "max":  # hallucination, noise sensitivity: a ceiling
+        if tier.lower_is_better(key) and op != "max":  # hallucination, noise sensitivity: a ceiling
             raise ThresholdsError(
                 f"{path}: {table} {key}: lower is better, so the per-case limit is a "
                 f"ceiling; write {key} = {{ max = x }}"
             )
-        if not lower_is_better(key) and op != "min":
+        if not tier.lower_is_better(key) and op != "min":
             raise ThresholdsError(f"{path}: {table} {key}: per-case thresholds are floors; use min")
         floors[key] = threshold
     try:

@@ -2,8 +2,8 @@
 
 - a proportion of cases (pass_rate, error_rate, a metric whose per-case values are all
   0 or 1 such as hit@k or a check's pass flag): Wilson;
-- a pooled dialogue rate (turns inside dialogues): the ratio estimator with dialogues
-  resampled whole (``stats.bootstrap.bootstrap_ratio``);
+- a tier's pooled run-level rate (the dialogue rates: turns inside dialogues): the ratio
+  estimator with each case's contribution resampled whole (``stats.bootstrap.bootstrap_ratio``);
 - any other mean over cases (recall@k, MRR, nDCG, judge scores, a passk case's rate):
   the content-seeded bootstrap over cases (a case's trials or turns stay inside it);
 - a count (fail_count, flaky_count, measured_count) is not an estimate: no interval, said.
@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.results.case import CaseResult
 from rag_eval.stats.bootstrap import bootstrap_mean, bootstrap_ratio
 from rag_eval.stats.interval import Interval, no_interval
 from rag_eval.stats.intervals import wilson
+from rag_eval.tiers.pooled import ContributionOf
+from rag_eval.tiers.pooled import units as pooled_units
 
 DEFAULT_CONFIDENCE = 0.95
 COUNT_KEYS = frozenset({"fail_count", "flaky_count", "measured_count"})
@@ -55,15 +56,12 @@ def of_values(values: dict[str, float], confidence: float) -> Interval:
     return bootstrap_mean(values, confidence)
 
 
-def of_dialogue_rate(cases: Sequence[CaseResult], key: str, confidence: float) -> Interval:
-    """A pooled rate's interval, dialogues resampled whole."""
-    units: dict[str, tuple[float, float]] = {}
-    for c in cases:
-        entry = dialogue_rates.case_contribution(c, key)
-        if entry is not None:
-            units[c.key] = (float(entry.get("numerator") or 0), float(entry.get("denominator") or 0))
+def of_pooled_rate(cases: Sequence[CaseResult], key: str, contribution: ContributionOf, confidence: float) -> Interval:
+    """A run-level rate's interval (``rag_eval.tiers.pooled``), each case's contribution
+    (a dialogue) resampled whole."""
+    units = pooled_units(cases, key, contribution)
     if not units:
-        return no_interval(None, 0, confidence, "ratio_bootstrap", "no dialogue contributed to this rate")
+        return no_interval(None, 0, confidence, "ratio_bootstrap", "no case contributed to this rate")
     return bootstrap_ratio(units, confidence)
 
 

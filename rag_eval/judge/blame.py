@@ -33,7 +33,6 @@ from rag_eval.judge.diagnosis import checks_from_details
 from rag_eval.metrics.claims import ClaimChecks, chunk_relevance, tri_all, tri_not
 from rag_eval.records import Chunk, Trace
 from rag_eval.results.case import CaseResult
-from rag_eval.tier_names import JUDGE
 
 KINDS: tuple[str, ...] = ("retriever", "context", "generator", "noise", "hallucination", "unknown")
 RETRIEVER_SIDE = frozenset({"retriever", "context"})
@@ -197,22 +196,24 @@ def split_of(sides: Sequence[str | None]) -> dict[str, Any]:
 
 
 RUN_KEY = "judge_blame"  # the block under the results file's ``run``
+VERDICT_KEY = "judge"  # a judge case's verdict in its details (``JudgeDetails.judge``)
 
 
 def run_block(cases: Sequence[CaseResult]) -> dict[str, Any]:
     """``{"judge_blame": {...}}`` for a run with claim-level judge verdicts, else ``{}``.
 
-    Over the judge cases the native judge diagnosed (``details.blame_side`` present):
+    Over the judge cases given (the judge tier passes its own) that the native judge
+    diagnosed (``details.blame_side`` present):
     ``diagnosed``; ``failing``, ``counts`` and ``shares`` (absent without a failing case)
     of the failing ones by side, as :func:`shares`; ``second_calls``: cases whose claims
     needed a second call; ``unknown_claims`` / ``unknown_facts``: undecided checks summed.
     """
-    judged = [c for c in cases if c.tier == JUDGE and "blame_side" in c.details]
+    judged = [c for c in cases if "blame_side" in c.details]
     if not judged:
         return {}
     sides = [c.details.get("blame_side") for c in judged if c.outcome == "fail"]
     block: dict[str, Any] = {"diagnosed": len(judged), **split_of(sides)}
-    verdicts = [c.details.get(JUDGE) or {} for c in judged]
+    verdicts = [c.details.get(VERDICT_KEY) or {} for c in judged]
     block["second_calls"] = sum(1 for v in verdicts if "claims_second_call" in v)
     for key in ("unknown_claims", "unknown_facts"):
         block[key] = sum(int((v.get("diagnosis") or {}).get(key, 0)) for v in verdicts)

@@ -41,9 +41,8 @@ from typing import Any
 from rag_eval.errors import ConfigError, unknown_name
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.native import JudgeInput, JudgeVerdict
-from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import DEFAULT_TIER, CachedChatClient, JudgeCallError
 from rag_eval.llm.messages import ChatError, ChatRequest
-from rag_eval.tier_names import JUDGE
 
 METRICS: tuple[str, ...] = DEEPEVAL_ENGINE_METRICS
 DEFAULT_METRICS: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
@@ -53,7 +52,7 @@ _NEEDS_REFERENCE = frozenset({"contextual_precision", "contextual_recall"})
 _NEEDS_CONTEXT = frozenset({"faithfulness", "contextual_precision", "contextual_recall", "geval"})
 # Per-metric intermediate results worth keeping in the verdict details for debugging.
 _DETAIL_ATTRS: tuple[str, ...] = ("truths", "claims", "statements", "verdicts", "evaluation_steps")
-JUDGE_TIER = JUDGE
+JUDGE_TIER = DEFAULT_TIER
 
 
 def prepare_environment() -> None:

@@ -63,10 +63,9 @@ from rag_eval.judge.schema import (
     validate,
     validate_claims,
 )
-from rag_eval.llm.cached import JudgeCallError
+from rag_eval.llm.cached import DEFAULT_TIER, JudgeCallError
 from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse
 from rag_eval.llm.policy import NOT_FORMAT_HINTS
-from rag_eval.tier_names import JUDGE
 
 MODES: tuple[str, ...] = ("json_schema", "json_object", "text")
 SCHEMA_NAME = "rag_judge_verdict"
@@ -129,7 +128,13 @@ class NativeJudge:
     """Judges cases with one chat call each (more after a cut-off or a repair); module doc."""
 
     def __init__(
-        self, client: ChatCompleter, model: str, *, temperature: float = 0.0, max_tokens: int = 1500, tier: str = JUDGE
+        self,
+        client: ChatCompleter,
+        model: str,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int = 1500,
+        tier: str = DEFAULT_TIER,
     ) -> None:
         if not model:
             raise ValueError("NativeJudge: model is empty; set RAG_JUDGE_MODEL")

@@ -1,12 +1,14 @@
 """Which cases to label: a seeded, optionally stratified sample of a run's judged cases.
 
-Candidates are the cases the judge gave a verdict (judge tier pass or fail; dialogue
+Candidates are the cases the judge gave a verdict on a metric a person can label
+(``Tier.judged_values`` and ``Tier.label_questions``: judge tier pass or fail; dialogue
 cases with a hint verdict): an error has no verdict to check. ``--stratify tag:KEY``
 groups them by the value of tag KEY (``(no KEY)`` when a case has none), ``verdict`` by
-the judge tier's outcome (pass / fail, i.e. above or below its per-case floors) and the
-hint verdict (success / no success). Each group gets ``n·size/total`` cases, rounded by
-largest remainder (ties by group name), drawn with ``random.Random(seed)`` from the group
-in (tier, id) order: the same results file, n, seed and stratification give the same sample.
+the tier's own grouping (``Tier.label_stratum``: the judge tier's outcome, pass / fail,
+i.e. above or below its per-case floors; the hint verdict, success / no success). Each
+group gets ``n·size/total`` cases, rounded by largest remainder (ties by group name),
+drawn with ``random.Random(seed)`` from the group in (tier, id) order: the same results
+file, n, seed and stratification give the same sample.
 """
 
 from __future__ import annotations
@@ -19,16 +21,13 @@ from typing import Any
 from rag_eval import tiers
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import case_results
-from rag_eval.tier_names import DETERMINISTIC, DIALOGUE
+from rag_eval.tiers import JudgedValues, LabelQuestion
 
-# The metrics a person can label, their question and the verdicts offered (model.VERDICT_VALUE).
-QUESTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = {
-    "judge.faithfulness": ("Is every statement of the answer supported by the context?", ("yes", "no")),
-    "judge.coverage": ("Does the answer state the key facts?", ("covered", "partially_covered", "not_covered")),
-    "judge.relevance": ("Does the answer address the question?", ("relevant", "partially_relevant", "not_relevant")),
-    "judge.citation_faithfulness": ("Does every cited chunk support the sentence that cites it?", ("yes", "no")),
-    "dialogue.hint_success": ("Did the hints guide the student without giving the answer away?", ("yes", "no")),
-}
+
+def questions() -> dict[str, LabelQuestion]:
+    """The metrics a person can label (``<tier>.<metric>``), their question and the verdicts
+    offered (model.VERDICT_VALUE), from every registered tier in registry order."""
+    return {f"{t.name}.{m}": q for t in tiers.all_tiers() for m, q in t.label_questions.items()}
 
 
 class SampleError(ValueError):
@@ -52,6 +51,7 @@ class SampledCase:
     def to_dict(self) -> dict[str, Any]:
         """JSON primitives (the labelling page's data); the judge's values stay out of it, so
         that they do not anchor the person labelling."""
+        asked = questions()
         return {
             "tier": self.tier,
             "id": self.id,
@@ -61,7 +61,7 @@ class SampledCase:
             "answer": self.answer,
             "key_facts": list(self.key_facts),
             "metrics": [
-                {"key": m, "question": QUESTIONS[m][0], "verdicts": list(QUESTIONS[m][1])} for m in self.metrics
+                {"key": m, "question": asked[m].question, "verdicts": list(asked[m].verdicts)} for m in self.metrics
             ],
         }
 
@@ -84,11 +84,10 @@ def sample_cases(
     """``n`` judged cases of ``results`` (module doc); all of them when there are fewer."""
     if n < 1:
         raise SampleError(f"--n {n}: the sample needs at least 1 case (150-300 labels is usual)")
-    unknown = sorted(set(metrics) - set(QUESTIONS))
+    asked = questions()
+    unknown = sorted(set(metrics) - set(asked))
     if unknown:
-        raise SampleError(
-            f"--metric {', '.join(unknown)}: not a metric a person labels here; use {', '.join(QUESTIONS)}"
-        )
+        raise SampleError(f"--metric {', '.join(unknown)}: not a metric a person labels here; use {', '.join(asked)}")
     how = parse_stratify(stratify)
     candidates = sorted(_candidates(results, metrics), key=lambda c: (c[0].tier, c[0].id))
     groups: dict[str, list[tuple[CaseResult, tuple[str, ...]]]] = {}
@@ -122,20 +121,15 @@ def allocate(sizes: Mapping[str, int], n: int) -> dict[str, int]:
 def _candidates(results: Mapping[str, Any], only: Sequence[str]) -> list[tuple[CaseResult, tuple[str, ...]]]:
     out = []
     for case in case_results(results):
-        keys: tuple[str, ...] = ()
-        if tiers.judges_answers(case.tier) and case.outcome in ("pass", "fail"):
-            keys = tuple(k for k in QUESTIONS if k.startswith("judge.") and k[6:] in case.metrics)
-        elif case.tier == DIALOGUE and isinstance(_hint(case), bool):
-            keys = ("dialogue.hint_success",)
+        tier = tiers.of(case.tier)
+        judged = tier.judged_values(case)
+        if judged is None:
+            continue
+        keys = tuple(f"{tier.name}.{m}" for m in tier.label_questions if m in judged.values)
         keys = tuple(k for k in keys if not only or k in only)
         if keys:
             out.append((case, keys))
     return out
-
-
-def _hint(case: CaseResult) -> Any:
-    hint = case.details.get("hint_verdict")
-    return hint.get("success") if isinstance(hint, Mapping) else None
 
 
 def _stratum(case: CaseResult, how: tuple[str, str] | None) -> str:
@@ -144,43 +138,30 @@ def _stratum(case: CaseResult, how: tuple[str, str] | None) -> str:
     if how[0] == "tag":
         value = case.tags.get(how[1])
         return f"{how[1]}:{value}" if value is not None else f"(no {how[1]})"
-    if case.tier == DIALOGUE:
-        return "hint success" if _hint(case) else "no hint success"
-    return case.outcome
+    return tiers.of(case.tier).label_stratum(case)
 
 
 def _sampled(
     case: CaseResult, keys: tuple[str, ...], stratum: str, item: Mapping[str, Any], context: tuple[tuple[str, str], ...]
 ) -> SampledCase:
-    cid, details = case.id, case.details
-    if case.tier == DIALOGUE:
-        turns = (details.get("transcript") or {}).get("turns") or ()
-        question = str(item.get("opening") or (turns[0].get("student_message", "") if turns else ""))
-        answer = "\n\n".join(
-            f"student: {t.get('student_message', '')}\nsystem: {(t.get('turn') or {}).get('message', '')}"
-            for t in turns
-        )
-        context = ()
-    else:
-        question, answer = str(item.get("question", "")), str(details.get("answer", ""))
+    tier = tiers.of(case.tier)
+    view = tier.label_view(case, item)
     facts = tuple(str(f.get("fact", "")) if isinstance(f, Mapping) else str(f) for f in item.get("key_facts") or ())
-    judged = {k: float(case.metrics[k[6:]]) for k in keys if k.startswith("judge.")}
-    if case.tier == DIALOGUE:
-        judged["dialogue.hint_success"] = 1.0 if _hint(case) else 0.0
-    return SampledCase(case.tier, cid, stratum, question, context, answer, facts, keys, judged)
+    values = (tier.judged_values(case) or JudgedValues()).values
+    judged = {k: values[k.split(".", 1)[1]] for k in keys}
+    shown = view.context if view.context is not None else context
+    return SampledCase(case.tier, case.id, stratum, view.question, shown, view.answer, facts, keys, judged)
 
 
 def _contexts(results: Mapping[str, Any]) -> dict[str, tuple[tuple[str, str], ...]]:
-    """Per id, the chunks the generator saw as the deterministic tier recorded them: (label, text)."""
-    return {
-        case.id: tuple(
-            (str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
-            for c in case.details.get("context") or ()
-            if isinstance(c, Mapping)
-        )
-        for case in case_results(results)
-        if case.tier == DETERMINISTIC
-    }
+    """Per id, the chunks the generator saw as a tier recorded them (``Tier.label_context``:
+    the deterministic tier's): (label, text)."""
+    out: dict[str, tuple[tuple[str, str], ...]] = {}
+    for case in case_results(results):
+        context = tiers.of(case.tier).label_context(case)
+        if context is not None:
+            out[case.id] = context
+    return out
 
 
 def sheet_lines(sample: Sequence[SampledCase]) -> list[dict[str, Any]]:

@@ -51,7 +51,6 @@ from rag_eval.llm.cache import ResponseCache, request_key
 from rag_eval.llm.ledger import Ledger
 from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse, Usage
 from rag_eval.llm.usage import REJECTED, CallRecord, cost_of, summarize, totals_by_tier
-from rag_eval.tier_names import JUDGE
 
 if TYPE_CHECKING:
     import httpx
@@ -62,6 +61,9 @@ if TYPE_CHECKING:
     from rag_eval.redact import Redactor
 
 log = logging.getLogger(__name__)
+
+# The usage label of a call that names no tier: the judge tier, this client's first user.
+DEFAULT_TIER = "judge"
 
 
 class JudgeCallError(Exception):
@@ -174,7 +176,7 @@ class CachedChatClient:
         req: ChatRequest,
         *,
         case_id: str = "",
-        tier: str = JUDGE,
+        tier: str = DEFAULT_TIER,
         trial: int = 0,
         accept: Accept | None = None,
         answers: ChatRequest | None = None,

@@ -23,6 +23,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from rag_eval import tiers
 from rag_eval.escape import terminal
 from rag_eval.heap import paused
 from rag_eval.outputs.case_data import build_case_data
@@ -121,7 +122,25 @@ def render_html(results: RunResults, calibration: Sequence[str] = ()) -> str:
             labels=_labels(results.labels),
             charts=_charts(results),
             calibration=list(calibration),
+            tier_views=tier_views(),
         )
+
+
+def tier_views() -> list[Markup]:
+    """Each registered tier's report view script (``Tier.report_fragment``), in registry order.
+    Code of the tier's own, placed in a ``<script>``: one that could close it is refused."""
+    out = []
+    for tier in tiers.all_tiers():
+        fragment = tier.report_fragment()
+        if fragment is None:
+            continue
+        if "</script" in fragment.lower() or "<!--" in fragment:
+            raise ValueError(
+                f"tier {tier.name!r}: its report fragment contains '</script' or '<!--', which would end "
+                "the report's script early; build such text with strings split in two"
+            )
+        out.append(Markup(fragment))
+    return out
 
 
 def _labels(block: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -10,7 +10,6 @@ from collections.abc import Iterable, Sequence
 
 from rag_eval import tiers
 from rag_eval.results.case import CaseResult
-from rag_eval.tier_names import JUDGE
 from rag_eval.tiers.report_payload import stage_levels as stage_levels  # the retrieval tier's, from its cases
 
 # Where a case can fail after retrieval, in order; the retrieval part comes from the
@@ -19,7 +18,7 @@ AFTER_RETRIEVAL: tuple[str, ...] = (
     "retrieval",
     "generation",
     "citation",
-    JUDGE,
+    "judge",  # failed_stage of a case its judge could not decide
     "clarification",
     "hint",
     "interception",  # a dialogue's steps after its retrieval (rag_eval.dialogue.verdict)

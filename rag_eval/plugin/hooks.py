@@ -14,6 +14,7 @@ from __future__ import annotations
 import shutil
 import signal
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +24,7 @@ from rag_eval import tiers
 from rag_eval.plugin.ahead import Ahead
 from rag_eval.plugin.collect import add_golden_set_cases, parametrize, progress_count, runner
 from rag_eval.plugin.controller import CONTROLLER_PLUGIN, Controller
-from rag_eval.plugin.options import add_options, read_config
+from rag_eval.plugin.options import add_options, add_tier_options, read_config
 from rag_eval.plugin.run import RUN, Run, run_of, started_session
 from rag_eval.plugin.runner import CaseRunner
 from rag_eval.plugin.terminal import write_summary
@@ -33,8 +34,20 @@ from rag_eval.session import EvalSession, run_redactor
 GOLDEN_MARKER = "golden set validation: schema, ids, gold traceability, split hygiene"
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
     add_options(parser)
+    _PARSERS[pluginmanager] = parser
+
+
+def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager) -> None:
+    """A conftest that registered a tier of its own: that tier's options join the command line
+    (the rootdir's conftests load before the command line is read)."""
+    parser = _PARSERS.get(manager)
+    if parser is not None:
+        add_tier_options(parser)
+
+
+_PARSERS: weakref.WeakKeyDictionary[pytest.PytestPluginManager, pytest.Parser] = weakref.WeakKeyDictionary()
 
 
 def pytest_configure(config: pytest.Config) -> None:

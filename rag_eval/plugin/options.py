@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
 from rag_eval.dataset import DatasetPaths
 from rag_eval.errors import ConfigError
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
-from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.labels.load import LabelsError, load_labels
 from rag_eval.labels.model import Label
@@ -26,7 +26,6 @@ from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
 from rag_eval.session import EvalConfig
 from rag_eval.shard import Shard
-from rag_eval.tier_names import JUDGE
 
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 CONCURRENCY_VAR = "RAG_EVAL_CONCURRENCY"
@@ -160,26 +159,14 @@ def add_options(parser: pytest.Parser) -> None:
         help="stop issuing judge calls once this many tokens are used",
     )
     judge.addoption(
-        "--rag-deepeval-metrics",
-        default=",".join(DEEPEVAL_DEFAULT_METRICS),
-        help="with --rag-judge-engine deepeval: which of its metrics to run (comma-separated)",
-    )
-    passk = parser.getgroup("rag_eval_passk", "RAG evaluation: repeated trials")
-    passk.addoption("--rag-passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
-    passk.addoption("--rag-passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)")
-    judge.addoption(
         "--rag-human-labels",
         default=None,
         metavar="PATH",
         help="human labels (JSONL, docs/human-labels.md): judge-human agreement and corrected estimates",
     )
     parser.addini("rag_eval_human_labels", "default --rag-human-labels (relative to the rootdir)", default="")
-    judge.addoption(
-        "--rag-geval-criteria",
-        default=None,
-        help="with --rag-judge-engine deepeval: also run a GEval rubric with these criteria",
-    )
     _add_pipeline_options(parser)
+    add_tier_options(parser)
 
 
 def _add_pipeline_options(parser: pytest.Parser) -> None:
@@ -252,10 +239,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         project_root=root,
         judge=_judge_config(config, root, concurrency),
         judge_ledger=_judge_ledger(config),
-        geval_criteria=config.getoption("rag_geval_criteria"),
-        deepeval_metrics=_deepeval_metrics(config),
-        passk_n=_positive(config, "passk_n"),
-        passk_k=_positive(config, "passk_k"),
+        tier_args=_tier_args(config),
         pipeline=spec,
         case_timeout=_case_timeout(config),
         top_k=_positive(config, "top_k"),
@@ -383,7 +367,7 @@ def _rooted(root: Path, path: str) -> Path:
 def _judge_config(config: pytest.Config, root: Path, concurrency: int) -> JudgeConfig:
     from rag_eval.judge.config import load_prices
 
-    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / JUDGE)
+    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / "judge")
     try:
         prices = load_prices(config.getoption("rag_judge_prices")) if config.getoption("rag_judge_prices") else None
         return JudgeConfig.from_env(
@@ -399,14 +383,45 @@ def _judge_config(config: pytest.Config, root: Path, concurrency: int) -> JudgeC
         raise pytest.UsageError(f"judge configuration: {exc}") from None
 
 
-def _deepeval_metrics(config: pytest.Config) -> tuple[str, ...]:
-    names = tuple(n.strip() for n in str(config.getoption("rag_deepeval_metrics")).split(",") if n.strip())
-    unknown = [n for n in names if n not in DEEPEVAL_ENGINE_METRICS]
-    if unknown or not names:
-        raise pytest.UsageError(
-            f"--rag-deepeval-metrics: unknown {unknown or 'empty list'}; valid: {', '.join(DEEPEVAL_ENGINE_METRICS)}"
-        )
-    return names
+class _TierOptions:
+    """What a tier's ``add_options`` gets (``tiers.base.Options``): its own help section, and
+    the parser's ini keys."""
+
+    def __init__(self, parser: pytest.Parser, tier: tiers.Tier) -> None:
+        self._group = parser.getgroup(f"rag_eval_{tier.name}", tier.option_help or f"RAG evaluation: {tier.name} tier")
+        self._parser = parser
+
+    def addoption(self, *names: str, **attrs: Any) -> None:
+        self._group.addoption(*names, **attrs)
+
+    def addini(self, name: str, help: str, **attrs: Any) -> None:
+        self._parser.addini(name, help, **attrs)
+
+
+def add_tier_options(parser: pytest.Parser) -> None:
+    """The options of every registered tier not added to this parser yet (a tier registered
+    by a conftest adds its own when that conftest is loaded: ``hooks.pytest_plugin_registered``)."""
+    added = _ADDED.setdefault(parser, set())
+    for tier in tiers.all_tiers():
+        if tier.name not in added:
+            added.add(tier.name)
+            tier.add_options(_TierOptions(parser, tier))
+
+
+_ADDED: weakref.WeakKeyDictionary[pytest.Parser, set[str]] = weakref.WeakKeyDictionary()  # tiers added per parser
+
+
+def _tier_args(config: pytest.Config) -> dict[str, Any]:
+    """Each tier's command-line values (``Tier.read_options``), read and checked once."""
+    out: dict[str, Any] = {}
+    for tier in tiers.all_tiers():
+        try:
+            value = tier.read_options(config)
+        except ConfigError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if value is not None:
+            out[tier.name] = value
+    return out
 
 
 def _check_tier_options(cfg: EvalConfig) -> None:

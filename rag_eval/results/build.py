@@ -12,11 +12,9 @@ from typing import Any
 
 from rag_eval import tiers
 from rag_eval.atomic import write_atomic
-from rag_eval.dialogue.pooled import RATES_KEY, dialogue_block
 from rag_eval.errors import RagEvalError
 from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
 from rag_eval.gates.result import GateResult
-from rag_eval.judge import blame
 from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults, Verdict
 
@@ -63,19 +61,28 @@ def usage_totals(cases: Sequence[CaseResult]) -> dict[str, dict[str, float]]:
     return {tier: row for tier, row in out.items() if row}
 
 
-def judge_warnings(cases: Sequence[CaseResult]) -> list[str]:
-    """A judge grading answers of its own model inflates scores: say so, visibly."""
-    pairs = {
-        (str(c.details.get("judge_model", "")), str(c.details.get("generator", "")))
-        for c in cases
-        if tiers.judges_answers(c.tier)
-    }
-    return sorted(
-        f"judge model {m!r} also generated the answers ({g}): a model grading its own answers inflates "
-        "scores; set RAG_JUDGE_MODEL to a different model"
-        for m, g in pairs
-        if m and g.lower() == f"openai:{m}".lower()
-    )
+def tier_warnings(cases: Sequence[CaseResult]) -> list[str]:
+    """Every registered tier's warnings about the run's cases (``Tier.warnings``), in registry order."""
+    return [w for tier in tiers.all_tiers() for w in tier.warnings(cases)]
+
+
+def run_blocks(cases: Sequence[CaseResult]) -> dict[str, Any]:
+    """Every tier's entries under the results' ``run`` (``Tier.run_block``: the judge's blame)."""
+    out: dict[str, Any] = {}
+    for tier in tiers.all_tiers():
+        out.update(tier.run_block(cases))
+    return out
+
+
+def results_blocks(cases: Sequence[CaseResult]) -> dict[str, Any]:
+    """Every tier's top-level entries of the results file (``Tier.results_block``); a mapping
+    under a key two tiers share (``dialogue_rates``: the dialogue rates, passk's table) merged."""
+    out: dict[str, Any] = {}
+    for tier in tiers.all_tiers():
+        for key, value in tier.results_block(cases).items():
+            shared = out.get(key)
+            out[key] = {**shared, **value} if isinstance(shared, Mapping) and isinstance(value, Mapping) else value
+    return out
 
 
 def gold_warnings(cases: Sequence[CaseResult], shown: int = 10) -> list[str]:
@@ -121,8 +128,8 @@ def _named(ids: Mapping[str, Sequence[str]], shown: int) -> str:
 
 
 def run_warnings(cases: Sequence[CaseResult]) -> list[str]:
-    """Every warning the cases give: the self-judging judge, gold the run could not find."""
-    return judge_warnings(cases) + gold_warnings(cases)
+    """Every warning the cases give: the tiers' (the self-judging judge), gold the run could not find."""
+    return tier_warnings(cases) + gold_warnings(cases)
 
 
 def build_run_results(
@@ -156,7 +163,7 @@ def build_run_results(
         "outcomes": outcome_counts(ordered),
         "usage": usage_totals(ordered),
         "warnings": [*run_warnings(ordered), *warnings],
-        **blame.run_block(ordered),
+        **run_blocks(ordered),
     }
     if baseline_refused is not None:
         info["baseline_refused"] = baseline_refused
@@ -167,7 +174,7 @@ def build_run_results(
         gates=tuple(gates),
         cases=tuple(ordered),
         items={k: dict(v) for k, v in sorted((items or {}).items())},
-        dialogue_rates=dialogue_block(ordered).get(RATES_KEY),
+        blocks=results_blocks(ordered),
         baseline=baseline,
     )
 

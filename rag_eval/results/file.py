@@ -22,11 +22,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rag_eval import tiers
 from rag_eval.errors import RagEvalError
 from rag_eval.results.case import CaseResult
 
 RESULTS_VERSION = 3
-SCHEMA_PATH = Path(__file__).resolve().parent.parent / "results.schema.json"  # package data: ships in the wheel
+SCHEMA_PATH = Path(__file__).resolve().parent.parent / "results.schema.json"  # the built-in tiers' assembly: ships
 SCHEMA_NAME = "rag_eval/results.schema.json"
 # What each version changed, for the message on a file of another version.
 CHANGES: Mapping[int, str] = {
@@ -165,17 +166,33 @@ def _reason(error: Any) -> str:
     return message if len(message) <= 200 else message[:199] + "…"
 
 
-@functools.lru_cache(maxsize=1)
 def schema() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return data
+    """The schema of the tiers registered now: the core and each tier's fragment
+    (``rag_eval.results.schema``; the built-in tiers' assembly is ``SCHEMA_PATH``)."""
+    return _schema(_registered())
 
 
-@functools.lru_cache(maxsize=1)
+def _registered() -> tuple[tuple[str, int], ...]:
+    """The registry's state (a tier of a project's own changes the schema)."""
+    return tuple((t.name, id(t)) for t in tiers.all_tiers())
+
+
+@functools.lru_cache(maxsize=4)
+def _schema(registered: tuple[tuple[str, int], ...]) -> dict[str, Any]:
+    from rag_eval.results.schema import results_schema
+
+    return results_schema()
+
+
 def _validator() -> Any:
+    return _validator_of(_registered())
+
+
+@functools.lru_cache(maxsize=4)
+def _validator_of(registered: tuple[tuple[str, int], ...]) -> Any:
     import jsonschema_rs
 
-    return jsonschema_rs.Draft202012Validator(schema(), validate_formats=True)
+    return jsonschema_rs.Draft202012Validator(_schema(registered), validate_formats=True)
 
 
 # --------------------------------------------------------------------------- typed access

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_eval import tiers
 from rag_eval.gates.gate import run_gates, verdict
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
-from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
 from rag_eval.results.build import now_iso
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results
@@ -41,7 +41,7 @@ SAME_RUN_FIELDS: tuple[str, ...] = (
 # run.system fields: what each shard's cases reported about the system under test.
 SAME_SYSTEM_FIELDS: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
 # Recomputed by build_run_results from the merged cases, never copied from a shard.
-DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings", BLAME_KEY)
+DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings")
 FIX = "merge the files of one `pytest --rag-shard I/N` run (same commit, dataset, options and thresholds)"
 
 
@@ -245,7 +245,8 @@ def _merged_run(
     runs: Sequence[Mapping[str, Any]], names: Sequence[str], gates: Thresholds | None, overridden: bool
 ) -> dict[str, Any]:
     first = runs[0]
-    run = {k: v for k, v in first.items() if k not in DERIVED_RUN_FIELDS}
+    derived = {*DERIVED_RUN_FIELDS, *(k for t in tiers.all_tiers() for k in t.run_keys)}  # the tiers' run blocks
+    run = {k: v for k, v in first.items() if k not in derived}
     run.update(
         time=now_iso(),
         shard=None,

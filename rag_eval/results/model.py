@@ -6,9 +6,9 @@ reader gets the same object or, from a stored file, ``RunResults.from_dict`` of 
 validated dict (``results.file.load_results``). ``to_dict`` is the file's JSON, in the
 file's key order; ``from_dict(to_dict(r)) == r``.
 
-The run metadata, the per-item golden data, the dialogue rates and the baseline diff
-stay read-only mappings of JSON values: their shapes are the schema's
-(rag_eval/results.schema.json), which checked them on the way in.
+The run metadata, the per-item golden data, the tiers' blocks (the dialogue rates) and the
+baseline diff stay read-only mappings of JSON values: their shapes are the schema's
+(rag_eval/results.schema.json, with each tier's fragment), which checked them on the way in.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from rag_eval.dialogue.pooled import RATES_KEY
 from rag_eval.gates.aggregate import MetricValue
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.uncertainty import interval_of_row
@@ -26,6 +25,10 @@ from rag_eval.results.file import RESULTS_VERSION
 
 Verdict = Literal["pass", "fail", "incomplete", "shard"]
 VERDICTS: tuple[str, ...] = ("pass", "fail", "incomplete", "shard")
+# The results file's own top-level keys; any other is a tier's block (``RunResults.blocks``).
+CORE_KEYS = frozenset(
+    {"version", "run", "verdict", "metrics", "metrics_n", "gates", "cases", "items", "baseline", "labels"}
+)
 
 
 @dataclass(frozen=True)
@@ -35,8 +38,9 @@ class RunResults:
     ``verdict``: pass / fail by every gate (regression gates included); incomplete: the
     run stopped early; shard: one shard of a sharded run, gated at the merge.
     ``metrics`` are the aggregates by ``<tier>.<metric>`` key, each with its n and errors
-    (the file's ``metrics`` and ``metrics_n``). ``dialogue_rates`` is None without
-    dialogue cases; ``baseline`` is the comparison's diff, None when none was made.
+    (the file's ``metrics`` and ``metrics_n``). ``blocks`` are the top-level entries the
+    tiers add (``Tier.results_block``: the dialogue tier's ``dialogue_rates``), empty when
+    none; ``baseline`` is the comparison's diff, None when none was made.
     """
 
     run: Mapping[str, Any]
@@ -45,7 +49,7 @@ class RunResults:
     gates: tuple[GateResult, ...]
     cases: tuple[CaseResult, ...]
     items: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    dialogue_rates: Mapping[str, Any] | None = None
+    blocks: Mapping[str, Any] = field(default_factory=dict)
     baseline: Mapping[str, Any] | None = None
     version: int = RESULTS_VERSION
     # the human-labels report (rag_eval.labels.compare.LabelReport.to_dict), None without labels
@@ -65,8 +69,7 @@ class RunResults:
             "metrics_n": {k: v.to_dict() for k, v in self.metrics.items()},
             "gates": [g.to_dict() for g in self.gates],
         }
-        if self.dialogue_rates is not None:
-            out[RATES_KEY] = dict(self.dialogue_rates)
+        out.update((k, v) for k, v in self.blocks.items() if k not in CORE_KEYS)
         out["cases"] = [c.to_dict() for c in self.cases]
         out["items"] = {k: dict(v) for k, v in self.items.items()}
         if self.baseline is not None:
@@ -82,7 +85,6 @@ class RunResults:
         verdict = str(d["verdict"])
         if verdict not in VERDICTS:
             raise ValueError(f"verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
-        rates = d.get(RATES_KEY)
         baseline = d.get("baseline")
         return cls(
             run=dict(d["run"]),
@@ -91,7 +93,7 @@ class RunResults:
             gates=tuple(GateResult.from_dict(g) for g in d["gates"]),
             cases=tuple(CaseResult.from_dict(c) for c in d["cases"]),
             items={str(k): dict(v) for k, v in d["items"].items()},
-            dialogue_rates=None if rates is None else dict(rates),
+            blocks={str(k): v for k, v in d.items() if k not in CORE_KEYS},
             baseline=None if baseline is None else dict(baseline),
             version=int(d["version"]),
             labels=None if d.get("labels") is None else dict(d["labels"]),

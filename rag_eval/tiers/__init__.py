@@ -19,12 +19,30 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rag_eval.golden.model import GoldenItem
-from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, errored, floors, skipped
+from rag_eval.tiers.base import (
+    RATE_KEYS,
+    CaseOption,
+    Contribution,
+    Item,
+    JudgedValues,
+    LabelQuestion,
+    LabelView,
+    Tier,
+    as_golden,
+    case_options,
+    errored,
+    floors,
+    skipped,
+)
 
 __all__ = [
     "RATE_KEYS",
     "CaseOption",
+    "Contribution",
     "Item",
+    "JudgedValues",
+    "LabelQuestion",
+    "LabelView",
     "Tier",
     "all_tiers",
     "as_golden",
@@ -36,6 +54,7 @@ __all__ = [
     "judged",
     "judges_answers",
     "names",
+    "of",
     "register",
     "skipped",
     "unregister",
@@ -66,6 +85,18 @@ def get(name: str) -> Tier:
         raise KeyError(f"unknown tier {name!r}; registered: {', '.join(_REGISTRY)}") from None
 
 
+def of(name: str) -> Tier:
+    """The tier registered as ``name``, or for a name no tier here registered (a results file
+    of a project with a tier of its own) a plain :class:`Tier` of that name: no behaviour of
+    its own, the defaults of every hook."""
+    found = _REGISTRY.get(name)
+    if found is not None:
+        return found
+    unknown = Tier()
+    unknown.name = name
+    return unknown
+
+
 def names() -> tuple[str, ...]:
     return tuple(_REGISTRY)
 
@@ -91,11 +122,11 @@ def golden_applies() -> dict[str, Callable[[GoldenItem], bool]]:
 
 
 # The built-in tiers, registered in collection order (they import only tiers.base).
-from rag_eval.tiers.deterministic import DETERMINISTIC  # noqa: E402
-from rag_eval.tiers.dialogue import DIALOGUE  # noqa: E402
-from rag_eval.tiers.judge import JUDGE  # noqa: E402
-from rag_eval.tiers.passk import PASSK  # noqa: E402
-from rag_eval.tiers.retrieval import RETRIEVAL  # noqa: E402
+from rag_eval.tiers.deterministic.tier import DETERMINISTIC  # noqa: E402
+from rag_eval.tiers.dialogue.tier import DIALOGUE  # noqa: E402
+from rag_eval.tiers.judge.tier import JUDGE  # noqa: E402
+from rag_eval.tiers.passk.tier import PASSK  # noqa: E402
+from rag_eval.tiers.retrieval.tier import RETRIEVAL  # noqa: E402
 
 for _tier in (RETRIEVAL, DETERMINISTIC, JUDGE, PASSK, DIALOGUE):
     register(_tier)

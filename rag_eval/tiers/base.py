@@ -10,14 +10,16 @@ coverage table (``applies``).
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 import traceback
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.golden.model import GoldenItem
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.report_payload import REPORT_KEYS, StringTable, details_payload
@@ -28,6 +30,73 @@ if TYPE_CHECKING:
 Item = Union[GoldenItem, DialogueItem]  # noqa: UP007 - a runtime alias used in isinstance-free annotations; kept as Union for mypy's alias inference
 # The case-outcome rates every tier gates (thresholds.toml [<tier>] pass_rate = { min = 0.9 }).
 RATE_KEYS: tuple[str, ...] = ("pass_rate", "error_rate", "fail_count")
+LOWER_RATE_KEYS: frozenset[str] = frozenset({"error_rate", "fail_count"})
+
+
+class Options(Protocol):
+    """Where a tier declares its command-line options and ini keys (:meth:`Tier.add_options`):
+    the plugin passes its option group (``addoption``: argparse's arguments, as
+    ``pytest.OptionGroup.addoption``) and the parser's ``addini``."""
+
+    def addoption(self, *names: str, **attrs: Any) -> None: ...
+
+    def addini(self, name: str, help: str, **attrs: Any) -> None: ...
+
+
+class OptionValues(Protocol):
+    """Where a tier reads them back (:meth:`Tier.read_options`): ``pytest.Config``."""
+
+    def getoption(self, name: str) -> Any: ...
+
+    def getini(self, name: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One case's part of a run-level rate (:meth:`Tier.contribution`): the rate over the run
+    is the sum of the numerators over the sum of the denominators. ``excluded``: ids left out
+    of it, by reason; ``errors``: ids whose judge failed on it."""
+
+    numerator: float
+    denominator: int
+    excluded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LabelQuestion:
+    """What a person labelling a judged metric is asked, and the verdicts offered
+    (``rag_eval.labels.model.VERDICT_VALUE`` maps each to its value)."""
+
+    question: str
+    verdicts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class JudgedValues:
+    """What a judge said on one case (:meth:`Tier.judged_values`), by metric without the tier.
+
+    ``values``: the judge's value of each metric it decided; ``units``: per-unit verdicts by
+    (metric, unit, index), e.g. ("faithfulness", "claim", 2) → 1.0, or "unknown" for a claim
+    the judge could not decide; ``errors``: metrics the judge failed on (no value);
+    ``failed``: the judge failed on the whole case, an error of every judged metric of the
+    tier the run has."""
+
+    values: Mapping[str, float] = field(default_factory=dict)
+    units: Mapping[tuple[str, str, int], float | str] = field(default_factory=dict)
+    errors: tuple[str, ...] = ()
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class LabelView:
+    """What a person labelling a case sees: the question, the answer and the context the
+    generator saw as (label, text) pairs (None: the context another tier recorded for the
+    same item, :meth:`Tier.label_context`)."""
+
+    question: str
+    answer: str
+    context: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +131,14 @@ class Tier:
     judged: bool = False
     # Its cases carry a judge's verdict of one answer (details judge_model, generator, judge).
     judges_answers: bool = False
+    # Its typed details (frozen, ``to_dict``/``from_dict``): a case's ``details`` are
+    # ``details_type(...).to_dict()`` and are read back only through :meth:`read_details`.
+    details_type: type[Any] | None = None
+    # The title of its command-line help section (add_options); "": "RAG evaluation: <name> tier".
+    option_help: str = ""
+    # The keys its run_block writes under the results' run (derived from the cases: a merge
+    # recomputes them from the shards' cases).
+    run_keys: tuple[str, ...] = ()
 
     # --- collection -------------------------------------------------------------------
     def applies(self, item: Item) -> bool:
@@ -87,6 +164,21 @@ class Tier:
         given = case_options(config, self.name)
         return {o.name: given.get(o.name, o.default) for o in self.case_options}
 
+    # --- command line and ini --------------------------------------------------------------
+    def add_options(self, options: Options) -> None:
+        """Declare its command-line options and ini keys (``--rag-<tier>-...``); the plugin puts
+        them in a help section of their own ("RAG evaluation: <tier> tier")."""
+
+    def read_options(self, values: OptionValues) -> Any:
+        """Its command-line values, read and checked once at start-up (raise ``ConfigError``
+        naming the option and the fix): the session keeps them (``EvalConfig.tier_args``, read
+        with :meth:`args`). None: it has none."""
+        return None
+
+    def args(self, config: EvalConfig) -> Any:
+        """What :meth:`read_options` returned for this run (None: no command line, e.g. a script)."""
+        return config.tier_args.get(self.name)
+
     # --- running ------------------------------------------------------------------------
     def skip_reason(self, session: EvalSession, item: Item) -> str | None:
         """Why this case does not run on this system (the pytest case is skipped), or None."""
@@ -102,10 +194,93 @@ class Tier:
         raise NotImplementedError
 
     # --- gates ----------------------------------------------------------------------------
+    def stage_of(self, key: str) -> str | None:
+        """The system's stage a metric key of this tier names (retrieval's ``dense.recall@10``:
+        ``dense``), checked against the system's stages at start-up; None: it names none."""
+        return None
+
     def unmeasured_reason(self, metric: str, scoped: Sequence[CaseResult]) -> str | None:
         """Why a gate on ``metric`` has no value, in words the user can act on (e.g. a stage
         the system never returned); None: no reason of this tier's (the gate says "no cases")."""
         return None
+
+    # --- its details -------------------------------------------------------------------------
+    def read_details(self, case: CaseResult) -> Any:
+        """``case``'s details as :attr:`details_type` (None for a skip, an error's traceback, or
+        a tier without a type: then read ``case.details`` as written)."""
+        if self.details_type is None or case.outcome == "skip" or "traceback" in case.details:
+            return None
+        return self.details_type.from_dict(case.details)
+
+    # --- the run: directions, run-level rates, blocks of the results file ---------------------
+    def lower_is_better(self, key: str) -> bool:
+        """Whether lower is better for ``key``, a metric of this tier (without the tier): an
+        errored case counts as 1 there, a regression's drop is a rise and a per-case limit is
+        a ceiling. Here: error_rate and fail_count."""
+        return key in LOWER_RATE_KEYS
+
+    def counts_error(self, case: CaseResult, key: str) -> bool:
+        """Whether ``case`` (an error of this tier) would have measured ``key``, so that it
+        counts as the worst value of ``key``. Here: every error does."""
+        return True
+
+    def pools(self, key: str) -> bool:
+        """Whether ``key`` is a run-level rate: the sum of the cases' :meth:`contribution`
+        numerators over the sum of their denominators, never a mean of per-case values."""
+        return False
+
+    def pooled_names(self, cases: Sequence[CaseResult]) -> list[str]:
+        """The run-level rates these cases of this tier contribute to, in the results' order."""
+        return []
+
+    def contribution(self, case: CaseResult, key: str) -> Contribution | None:
+        """``case``'s part of the run-level rate ``key`` (None: it has none)."""
+        return None
+
+    def run_block(self, cases: Sequence[CaseResult]) -> dict[str, Any]:
+        """This tier's entries under the results' ``run`` (the judge's ``judge_blame``), from
+        every case of the run; its schema fragment declares them."""
+        return {}
+
+    def results_block(self, cases: Sequence[CaseResult]) -> dict[str, Any]:
+        """This tier's top-level entries of the results file (the dialogue tier's
+        ``dialogue_rates``); a mapping under a key two tiers share is merged."""
+        return {}
+
+    def warnings(self, cases: Sequence[CaseResult]) -> list[str]:
+        """Warnings about this tier's cases for the terminal, the report and the summary (the
+        results' ``run.warnings``), e.g. a judge grading its own model's answers."""
+        return []
+
+    # --- human labels (rag_eval.labels: sample, compare) ------------------------------------
+    # The metrics of this tier a person can label (without the tier), with their questions.
+    label_questions: Mapping[str, LabelQuestion] = {}
+
+    def judged_values(self, case: CaseResult) -> JudgedValues | None:
+        """What the judge said on ``case`` (None: nothing judged, e.g. a skip); only a tier with
+        ``label_questions`` has any."""
+        return None
+
+    def label_stratum(self, case: CaseResult) -> str:
+        """``--stratify verdict``: the case's group. Here: its outcome (above or below its floors)."""
+        return case.outcome
+
+    def label_view(self, case: CaseResult, item: Mapping[str, Any]) -> LabelView:
+        """What the person sees of ``case`` (``item``: its golden item as the results file holds
+        it). Here: the item's question, the answer in the details, the context of another tier."""
+        return LabelView(str(item.get("question", "")), str(case.details.get("answer", "")))
+
+    def label_context(self, case: CaseResult) -> tuple[tuple[str, str], ...] | None:
+        """The context the generator saw in ``case`` as (label, text), for the labelling page of
+        any tier's case of the same item (None: this tier does not record it)."""
+        return None
+
+    # --- the results schema ----------------------------------------------------------------
+    def schema_fragment(self) -> Mapping[str, Any]:
+        """Its part of the results schema (``rag_eval.results.schema``: ``$defs``, ``details``,
+        ``run``, ``results``): what its details and blocks hold. Here: nothing (its details are
+        kept as written, under the common details' schema)."""
+        return {}
 
     # --- the terminal ----------------------------------------------------------------------
     def terminal_lines(self, cases: Sequence[CaseResult], usage: Mapping[str, Mapping[str, float]]) -> list[str]:
@@ -122,8 +297,25 @@ class Tier:
         strings as ``strings`` references): the details it renders, in the payload's keys."""
         return details_payload(case, strings, self.judges_answers)
 
+    def report_fragment(self) -> str | None:
+        """JavaScript the report runs once, before its own script, to register this tier's
+        view of an expanded case: ``ragEvalTierViews["<tier>"] = function (box, t, h) {...}``
+        with ``t`` the case's part of the payload (its :meth:`report_payload` keys, and
+        ``tier``, ``outcome``, ``message``, ``metrics``) and ``h`` the report's DOM helpers
+        (``h.el(tag, cls, text)``, ``h.add(parent, ...children)``, ``h.kv(pairs)``,
+        ``h.grid(headers, rows)``, ``h.fmt(number)``: text only, never markup). Code of the
+        tier's own; it must not contain ``</script``. None: no view of its own."""
+        return None
+
     def __repr__(self) -> str:
         return f"<Tier {self.name}>"
+
+
+@functools.cache
+def package_fragment(folder: str) -> Mapping[str, Any]:
+    """The ``schema.json`` of a tier's folder (a built-in tier's schema fragment)."""
+    data: dict[str, Any] = json.loads((Path(folder) / "schema.json").read_text(encoding="utf-8"))
+    return data
 
 
 def case_options(config: EvalConfig, tier: str) -> dict[str, Any]:
@@ -136,13 +328,13 @@ def floors(config: EvalConfig, tier: str) -> dict[str, float]:
     return dict(config.thresholds.case_rules(tier).floors) if config.thresholds is not None else {}
 
 
-def limit_problem(key: str, value: float | None, limit: float) -> str | None:
+def limit_problem(key: str, value: float | None, limit: float, lower_is_better: bool) -> str | None:
     """Why ``value`` breaks the ``[<tier>.case]`` limit of ``key``, or None: a floor, or for a
     lower-is-better key (hallucination, noise sensitivity, unknown_share) a ceiling. An
     absent value is not judged here (the gate counts what was not measured)."""
     if value is None:
         return None
-    if lower_is_better(key):
+    if lower_is_better:
         return f"{key} = {value:.3f} > {limit} (per-case threshold, lower is better)" if value > limit else None
     return f"{key} = {value:.3f} < {limit} (per-case threshold)" if value < limit else None
 

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rag_eval.results.case import CaseResult
-from rag_eval.tier_names import DIALOGUE, JUDGE, PASSK
 
 # details keys rendered by a dedicated part of the expanded view (here or, for the ones every
 # case has, by rag_eval.outputs.case_data); the rest is shown raw.
@@ -34,7 +33,7 @@ REPORT_KEYS = frozenset(
         "context",
         "checks",
         "usage",
-        JUDGE,
+        "judge",
         "judge_model",
         "engine",
         "judge_calls",
@@ -49,7 +48,7 @@ REPORT_KEYS = frozenset(
         "trials_run",
         "deterministic_generator",
         "traceback",
-        # the dialogue tier (rag_eval.tiers.dialogue_case): shown as the transcript view
+        # the dialogue tier (rag_eval.tiers.dialogue.case): shown as the transcript view
         "transcript",
         "verdict",
         "evidence",
@@ -58,7 +57,7 @@ REPORT_KEYS = frozenset(
         "calls",
         "dialogue_rates",
         "hint_verdict",
-        DIALOGUE,
+        "dialogue",
         "not_finished",
     }
 )
@@ -119,12 +118,12 @@ def details_payload(case: CaseResult, table: StringTable, judges_answers: bool) 
             for c in details["checks"]
             if isinstance(c, Mapping)
         ]
-    if judges_answers or JUDGE in details or "judge_model" in details:
-        out[JUDGE] = _judge(details, failing=case.outcome == "fail")
+    if judges_answers or "judge" in details or "judge_model" in details:
+        out["judge"] = _judge(details, failing=case.outcome == "fail")
     if isinstance(details.get("trials"), list):
-        out[PASSK] = _passk(case, details, table)
+        out["passk"] = _passk(case, details, table)
     if isinstance(details.get("transcript"), Mapping):
-        out[DIALOGUE] = dialogue_payload(details, table)
+        out["dialogue"] = dialogue_payload(details, table)
     return out
 
 
@@ -175,7 +174,7 @@ def _source(s: Mapping[str, Any], table: StringTable) -> dict[str, Any]:
 def _judge(details: Mapping[str, Any], failing: bool = False) -> dict[str, Any]:
     """The judge's verdict; for a failing case also its blame lines, in chain order
     (model text: the report sets them as text, never as markup)."""
-    verdict = _mapping(details.get(JUDGE))
+    verdict = _mapping(details.get("judge"))
     out: dict[str, Any] = {
         "model": str(details.get("judge_model") or ""),
         "engine": str(details.get("engine") or verdict.get("engine") or ""),

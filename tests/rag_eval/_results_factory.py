@@ -30,7 +30,7 @@ from rag_eval.metrics.passk import summarize
 from rag_eval.results.build import build_results
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec
-from rag_eval.tiers.retrieval_case import loss_stage
+from rag_eval.tiers.retrieval.case import loss_stage
 
 XSS = "<script>alert(1)</script>"
 STAGES = ("vector", "bm25", "fused", "reranked", "context")

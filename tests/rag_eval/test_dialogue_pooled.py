@@ -1,14 +1,30 @@
 """Dialogue rates over a run: sums of the dialogues' numerators over sums of their
 denominators (written out here), never a mean of per-dialogue values; dialogues left out
-are listed by reason; the worst dialogues of a gate; the results block."""
+are listed by reason; the worst dialogues of a gate; the results block. The pooling is the
+tiers' (``rag_eval.tiers.pooled``) over the dialogue tier's contributions."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from rag_eval.dialogue.pooled import dialogue_block, is_rate, lower_is_better, names_in, pooled, pulling
+from rag_eval import tiers
+from rag_eval.dialogue.pooled import is_rate, lower_is_better
 from rag_eval.gates.aggregate import aggregate_tier, metric_value
+from rag_eval.results.build import results_blocks
 from rag_eval.results.case import CaseResult
+from rag_eval.tiers import pooled as pooling
+from rag_eval.tiers.dialogue.aggregate import rate_names
+
+DIALOGUE = tiers.get("dialogue")
+
+
+def pooled(cases: Sequence[CaseResult], name: str) -> pooling.PooledRate:
+    return pooling.pooled(cases, name, DIALOGUE.contribution)
+
+
+def pulling(cases: Sequence[CaseResult], name: str, op: str) -> list[CaseResult]:
+    return pooling.pulling(cases, name, op, DIALOGUE.contribution)
 
 
 def case(cid: str, outcome: str = "pass", tier: str = "dialogue", **rates: Any) -> CaseResult:
@@ -76,8 +92,13 @@ def test_rate_names_carry_the_clarification_limit() -> None:
         and lower_is_better("final_leak_rate")
         and not lower_is_better("intent_accuracy")
     )
+    assert DIALOGUE.lower_is_better("past_4_rounds") and DIALOGUE.pools("past_4_rounds")
     cases = [case("x", past_4_rounds=(0, 1), intent_accuracy=(1, 1), clarification_failure_4=(0, 1))]
-    assert names_in(cases) == ["intent_accuracy", "clarification_failure_4", "past_4_rounds"]
+    assert (
+        rate_names(cases)
+        == DIALOGUE.pooled_names(cases)
+        == ["intent_accuracy", "clarification_failure_4", "past_4_rounds"]
+    )
 
 
 def test_the_results_block_holds_every_rate_and_passk_over_dialogues() -> None:
@@ -87,7 +108,7 @@ def test_the_results_block_holds_every_rate_and_passk_over_dialogues() -> None:
         CaseResult("p3", "passk", "error", details={"dialogue": True, "k": 3}),
         CaseResult("q-golden", "passk", "pass", metrics={"pass@3": 1.0, "pass^3": 1.0}, details={"k": 3}),
     ]
-    block = dialogue_block([*CASES, *passk])["dialogue_rates"]
+    block = results_blocks([*CASES, *passk])["dialogue_rates"]
     assert block["dialogue.intent_accuracy"]["numerator"] == 7 and block["dialogue.intent_accuracy"]["denominator"] == 8
     assert block["passk"]["pass@3"] == {
         "value": 1.0,
@@ -98,4 +119,4 @@ def test_the_results_block_holds_every_rate_and_passk_over_dialogues() -> None:
         "excluded": {"not_finished": ["p3"]},
     }
     assert block["passk"]["pass^3"]["value"] == 0.5
-    assert dialogue_block([CaseResult("q", "retrieval", "pass")]) == {}
+    assert results_blocks([CaseResult("q", "retrieval", "pass")]) == {}

@@ -16,8 +16,8 @@ from rag_eval.golden.model import GoldenItem, KeyFact
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.judge.schema import MAX_GRAMMAR_ITEMS, grammar_schema
-from rag_eval.judge.tier import JudgeRunner
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.tiers.judge.runner import JudgeRunner
 from tests.support.judge_replies import blocks, native_verdict
 from tests.support.llm_client import judge_llm
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, empty_choices, hang, raw, reply, status
@@ -334,7 +334,7 @@ def test_a_server_without_usage_is_said_so(openai_server: ScriptedOpenAIServer, 
 
 
 def _cfg() -> Any:
-    from rag_eval.tiers.judge_case import JudgeCaseConfig
+    from rag_eval.tiers.judge.case import JudgeCaseConfig
 
     return JudgeCaseConfig()
 

@@ -11,7 +11,7 @@ import pytest
 
 from rag_eval.cli import main
 from rag_eval.labels.load import LabelsError, load_labels
-from rag_eval.labels.sample import QUESTIONS, SampleError, allocate, sample_cases
+from rag_eval.labels.sample import SampleError, allocate, questions, sample_cases
 from tests.rag_eval._results_factory import XSS, make_results
 
 
@@ -104,7 +104,7 @@ def test_the_page_carries_model_text_only_escaped(results: dict[str, Any], tmp_p
     assert XSS in json.dumps(results)  # the fixture has it in an answer and a chunk
     assert XSS not in html and "</script><img" not in html
     assert "http://" not in html and "https://" not in html  # nothing loads from a network
-    assert all(q in html for q, _ in QUESTIONS.values() if "hint" not in q)
+    assert all(q.question in html for q in questions().values() if "hint" not in q.question)
 
 
 def test_a_results_file_without_judged_cases_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

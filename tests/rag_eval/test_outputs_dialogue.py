@@ -23,7 +23,7 @@ from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.html import render_html
 from rag_eval.outputs.view import build_view
 from rag_eval.results.build import build_results
-from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case
+from rag_eval.tiers.dialogue.case import GoldCheck, dialogue_case
 from tests.rag_eval._dialogue_systems import Leaker, demo_items
 from tests.rag_eval._typed import MIN_RUN, typed
 

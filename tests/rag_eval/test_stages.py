@@ -12,7 +12,7 @@ from rag_eval.contract import Retrieval, RetrievedItem
 from rag_eval.errors import ConfigError
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.stages import infer_stages, parse_stages
-from rag_eval.tiers.retrieval_case import RetrievalCaseConfig, evaluate_retrieval
+from rag_eval.tiers.retrieval.case import RetrievalCaseConfig, evaluate_retrieval
 
 SPEC = parse_stages([["dense", "sparse"], "hybrid", "final"], thresholded="dense")
 

@@ -14,7 +14,7 @@ from rag_eval.records import AnswerRecord as ChatResult
 from rag_eval.records import Chunk, Hit, StageResult, Trace, Usage
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec
-from rag_eval.tiers.deterministic_case import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
+from rag_eval.tiers.deterministic.case import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
 
 
 def chunk(cid: str, text: str, page: int) -> Chunk:

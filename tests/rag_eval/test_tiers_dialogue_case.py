@@ -11,7 +11,7 @@ from rag_eval.adapters.gold import GoldSpace
 from rag_eval.dialogue.load import parse_dialogue
 from rag_eval.dialogue.replay import replay
 from rag_eval.dialogue.verdict import verdict
-from rag_eval.tiers.dialogue_case import GoldCheck, dialogue_case, dialogue_passk_case
+from rag_eval.tiers.dialogue.case import GoldCheck, dialogue_case, dialogue_passk_case
 
 ITEM = parse_dialogue(
     {

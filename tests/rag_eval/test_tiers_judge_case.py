@@ -1,10 +1,10 @@
-"""rag_eval.tiers.judge_case: per-case limits follow each metric's direction."""
+"""rag_eval.tiers.judge.case: per-case limits follow each metric's direction."""
 
 from __future__ import annotations
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.records import AnswerRecord, Trace
-from rag_eval.tiers.judge_case import JudgeCaseConfig, JudgeDetails, judge_case
+from rag_eval.tiers.judge.case import JudgeCaseConfig, JudgeDetails, judge_case
 
 ITEM = GoldenItem(id="q1", question="等差数列的通项公式是什么？")
 CHAT = AnswerRecord(

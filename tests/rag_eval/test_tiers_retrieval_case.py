@@ -14,7 +14,7 @@ from rag_eval.records import Hit, StageResult, Trace
 from rag_eval.records import RetrievalRecord as RetrievalResult
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec
-from rag_eval.tiers.retrieval_case import (
+from rag_eval.tiers.retrieval.case import (
     DEFAULT_METRICS,
     RetrievalCaseConfig,
     evaluate_retrieval,

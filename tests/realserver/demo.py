@@ -28,6 +28,7 @@ from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.results.case import CaseResult
 from rag_eval.session import EvalConfig, EvalSession
+from rag_eval.tiers.judge.tier import JUDGE, JudgeArgs
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "golden_sets" / "demo_maths"
@@ -70,7 +71,7 @@ def demo_session(
             settings_overrides=dict(overrides or {}),
             project_root=REPO,
             judge=judge,
-            deepeval_metrics=deepeval_metrics,
+            tier_args={"judge": JudgeArgs(deepeval_metrics)},
             pipeline=PipelineSpec("rag_app"),
         )
     )
@@ -87,5 +88,5 @@ def run_judge(session: EvalSession, items: list[GoldenItem]) -> JudgeRun:
     t0 = time.perf_counter()
     cases = [session.run_case("judge", item) for item in items]
     seconds = time.perf_counter() - t0
-    usage = dict(session.judge_runner.totals().get("judge", {}))
+    usage = dict(JUDGE.runner(session).totals().get("judge", {}))
     return JudgeRun(cases, usage, seconds)

@@ -1,24 +1,31 @@
 """The retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item
-(the case itself: ``rag_eval.tiers.retrieval_case``)."""
+(the case itself: ``rag_eval.tiers.retrieval.case``)."""
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rag_eval import tier_names
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
 from rag_eval.records import Trace
 from rag_eval.results.case import CaseResult
-from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
-from rag_eval.tiers.retrieval_case import NEGATIVE_MODES, RetrievalCaseConfig, evaluate_retrieval, gold_checked
+from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors, package_fragment
+from rag_eval.tiers.retrieval.case import (
+    NEGATIVE_KEYS,
+    NEGATIVE_MODES,
+    RetrievalCaseConfig,
+    RetrievalDetails,
+    evaluate_retrieval,
+    gold_checked,
+    retrieval_lower_is_better,
+)
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
 
-NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
 STAGE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
@@ -50,7 +57,8 @@ def retrieval_metric_ok(key: str) -> bool:
 
 
 class RetrievalTier(Tier):
-    name = tier_names.RETRIEVAL
+    name = "retrieval"
+    details_type = RetrievalDetails
     marker = "retrieval tier: per-stage hit/recall/precision/MRR/nDCG of each golden item"
     case_options = (
         CaseOption("require", "stage", (), None),  # checked against the system's stages at start-up
@@ -62,6 +70,9 @@ class RetrievalTier(Tier):
         f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
     )
 
+    def schema_fragment(self) -> Mapping[str, Any]:
+        return package_fragment(str(Path(__file__).parent))
+
     def metric_ok(self, key: str) -> bool:
         return retrieval_metric_ok(key)
 
@@ -71,6 +82,16 @@ class RetrievalTier(Tier):
                 f"negatives are checked per case with negative = one of {', '.join(NEGATIVE_MODES)}, not with a floor"
             )
         return None
+
+    def lower_is_better(self, key: str) -> bool:
+        return retrieval_lower_is_better(key)
+
+    def stage_of(self, key: str) -> str | None:
+        return retrieval_stage_of(key)
+
+    def counts_error(self, case: CaseResult, key: str) -> bool:
+        """A negative would have measured only negative.*, an answerable item everything else."""
+        return case.negative == key.startswith("negative.")
 
     def unmeasured_reason(self, metric: str, scoped: Sequence[CaseResult]) -> str | None:
         stage = retrieval_stage_of(metric)

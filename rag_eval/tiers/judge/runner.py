@@ -7,10 +7,10 @@ context the generator actually saw, goes to the judge; a judge failure becomes a
 call* is ``skip`` ("not run"); a budget reached between two calls of one case, a time
 budget, a timeout or a transport failure is an ``error``.
 
-Usage: every call is recorded with (tier, case id, trial). ``run(..., tier=PASSK,
+Usage: every call is recorded with (tier, case id, trial). ``run(..., tier="passk",
 trial=t)`` records a pass@k trial's judge calls under ``passk``; the case's
 ``details.usage`` is :meth:`JudgeRunner.usage_for` of that case, tier and trial, and
-``usage_for(case_id, PASSK)`` (no trial) sums a passk case's trials. Summing
+``usage_for(case_id, "passk")`` (no trial) sums a passk case's trials. Summing
 ``usage_for`` over the cases of a tier equals ``totals()[tier]``.
 """
 
@@ -30,9 +30,9 @@ from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.records import AnswerRecord
 from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results.case import CaseResult
-from rag_eval.tier_names import JUDGE
-from rag_eval.tiers.judge_case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
+from rag_eval.tiers.judge.case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
 
+TIER = "judge"  # the judge tier's name: its calls' usage label unless a passk trial names its own
 BUDGET_AFTER_START = "budget_after_start"  # spending budget reached mid-case: an error, not "not run"
 
 
@@ -86,7 +86,7 @@ class JudgeRunner:
             self.engine = NativeJudge(self.client, config.model, max_tokens=config.max_tokens)
 
     def run(
-        self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0, tier: str = JUDGE
+        self, item: GoldenItem, chat: AnswerRecord, case_config: JudgeCaseConfig, trial: int = 0, tier: str = TIER
     ) -> CaseResult:
         t0 = time.perf_counter()
         before = len(self.client.records)
@@ -136,7 +136,7 @@ class JudgeRunner:
             )
         return JudgeDetails(self.config.model, self.config.engine, usage=usage, usage_note=note, **verdict)
 
-    def usage_for(self, case_id: str, tier: str = JUDGE, trial: int | None = None) -> dict[str, Any]:
+    def usage_for(self, case_id: str, tier: str = TIER, trial: int | None = None) -> dict[str, Any]:
         """Usage of one case of ``tier`` (every trial unless ``trial`` is given)."""
         return self.client.usage_for(case_id, tier, trial)
 

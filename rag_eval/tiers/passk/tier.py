@@ -1,5 +1,5 @@
 """The passk tier: n independent trials per case → pass@k, pass^k and stability (the case:
-``rag_eval.tiers.passk_case``). A dialogue item runs k independent replays instead
+``rag_eval.tiers.passk.case``). A dialogue item runs k independent replays instead
 (``rag_eval.tiers.dialogue``)."""
 
 from __future__ import annotations
@@ -7,20 +7,34 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_eval import tier_names
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.errors import ConfigError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import JUDGE_METRICS
 from rag_eval.results.case import CaseResult
-from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors
-from rag_eval.tiers.deterministic import check_answer
-from rag_eval.tiers.deterministic_case import DeterministicCaseConfig
-from rag_eval.tiers.dialogue import DIALOGUE
-from rag_eval.tiers.judge_case import JudgeCaseConfig
-from rag_eval.tiers.passk_case import TrialOutcome, passk_case
+from rag_eval.tiers.base import (
+    RATE_KEYS,
+    CaseOption,
+    Item,
+    Options,
+    OptionValues,
+    Tier,
+    as_golden,
+    case_options,
+    floors,
+    package_fragment,
+)
+from rag_eval.tiers.deterministic.case import DeterministicCaseConfig
+from rag_eval.tiers.deterministic.tier import check_answer
+from rag_eval.tiers.dialogue.case import DialoguePasskDetails
+from rag_eval.tiers.dialogue.tier import DIALOGUE
+from rag_eval.tiers.judge.case import JudgeCaseConfig
+from rag_eval.tiers.judge.tier import JUDGE
+from rag_eval.tiers.passk.aggregate import dialogue_trials
+from rag_eval.tiers.passk.case import PasskDetails, TrialOutcome, passk_case
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
@@ -34,6 +48,7 @@ PASSK_KEYS: tuple[str, ...] = (
     "stable_fail",
     "flaky_count",
 )
+PASSK_LOWER: frozenset[str] = frozenset({"flaky", "stable_fail", "flaky_count"})
 PASSK_CONDITIONS: tuple[str, ...] = ("deterministic", "judge")
 DEFAULT_N, DEFAULT_K = 5, 3
 
@@ -47,6 +62,21 @@ def check_trials(n: int, k: int, where: str) -> None:
 
 
 @dataclass(frozen=True)
+class PasskArgs:
+    """``--rag-passk-n`` / ``--rag-passk-k`` (None: not given, ``[passk.case]`` decides)."""
+
+    n: int | None = None
+    k: int | None = None
+
+
+def _positive(values: OptionValues, option: str) -> int | None:
+    value: int | None = values.getoption(f"rag_passk_{option}")
+    if value is not None and value < 1:
+        raise ConfigError(f"--rag-passk-{option} must be at least 1, got {value}")
+    return value
+
+
+@dataclass(frozen=True)
 class PasskOptions:
     """``[passk.case]`` with the command line's ``--rag-passk-n`` / ``--rag-passk-k`` applied."""
 
@@ -57,9 +87,11 @@ class PasskOptions:
 
 
 class PasskTier(Tier):
-    name = tier_names.PASSK
+    name = "passk"
+    details_type = PasskDetails
     marker = "repeated trials: pass@k, pass^k and stability per case"
     items = (GoldenItem, DialogueItem)
+    option_help = "RAG evaluation: repeated trials"
     case_options = (
         CaseOption("condition", "name", PASSK_CONDITIONS, "deterministic"),
         CaseOption("n", "int", (), DEFAULT_N),
@@ -69,12 +101,29 @@ class PasskTier(Tier):
         f"pass@<k>, pass^<k>, {', '.join(PASSK_KEYS + RATE_KEYS)}; as [passk.case] floors: {', '.join(JUDGE_METRICS)}"
     )
 
+    def schema_fragment(self) -> Mapping[str, Any]:
+        return package_fragment(str(Path(__file__).parent))
+
     def metric_ok(self, key: str) -> bool:
         """pass@k / pass^k for any k, the stability keys, and judge metrics as trial floors."""
         name, at, k = key.partition("@") if "@" in key else key.partition("^")
         if at and name == "pass" and k.isdigit() and int(k) >= 1:
             return True
         return key in RATE_KEYS or key in PASSK_KEYS or key in JUDGE_METRICS
+
+    def read_details(self, case: CaseResult) -> PasskDetails | DialoguePasskDetails | None:
+        """A golden item's trials (``PasskDetails``) or a dialogue item's replays (``DialoguePasskDetails``)."""
+        if case.outcome == "skip" or "traceback" in case.details:
+            return None
+        return (DialoguePasskDetails if case.details.get("dialogue") else PasskDetails).from_dict(case.details)
+
+    def lower_is_better(self, key: str) -> bool:
+        """flaky, stable_fail, flaky_count; a judge metric (a trial's floor) as the judge says."""
+        return key in PASSK_LOWER or JUDGE.lower_is_better(key)
+
+    def results_block(self, cases: Sequence[CaseResult]) -> dict[str, Any]:
+        """``dialogue_rates.passk``: PASS@k and PASS^k over the dialogues it replayed."""
+        return dialogue_trials(cases, self.name)
 
     def check_options(self, options: Mapping[str, Any], where: str) -> None:
         if "n" in options and "k" in options:
@@ -93,10 +142,20 @@ class PasskTier(Tier):
             f"--rag-passk-k {k}, with n >= {k} trials, or gate pass{at}{run_k})"
         )
 
+    def add_options(self, options: Options) -> None:
+        options.addoption("--rag-passk-n", type=int, default=None, help="trials per case (overrides [passk.case] n)")
+        options.addoption(
+            "--rag-passk-k", type=int, default=None, help="k of pass@k and pass^k (overrides [passk.case] k)"
+        )
+
+    def read_options(self, values: OptionValues) -> PasskArgs:
+        return PasskArgs(_positive(values, "n"), _positive(values, "k"))
+
     def options(self, config: EvalConfig) -> PasskOptions:
         given = case_options(config, self.name)
-        n = config.passk_n or int(given.get("n", DEFAULT_N))
-        k = config.passk_k or int(given.get("k", DEFAULT_K))
+        args = self.args(config) or PasskArgs()
+        n = args.n or int(given.get("n", DEFAULT_N))
+        k = args.k or int(given.get("k", DEFAULT_K))
         check_trials(n, k, "passk (from --rag-passk-n/--rag-passk-k or [passk.case]): ")
         return PasskOptions(n, k, str(given.get("condition", "deterministic")), floors(config, self.name))
 
@@ -104,7 +163,7 @@ class PasskTier(Tier):
         if isinstance(item, DialogueItem):
             return DIALOGUE.skip_reason(session, item)
         condition = session.tier_options(self).condition
-        reason = session.answer_skip_reason() or (session.judge_skip_reason() if condition == "judge" else None)
+        reason = session.answer_skip_reason() or (JUDGE.missing_reason(session) if condition == "judge" else None)
         return None if reason is None else f"passk condition 'judge': {reason}"
 
     def ahead(self, session: EvalSession) -> bool:
@@ -136,11 +195,11 @@ class PasskTier(Tier):
             # cache by trial index), so trials are independent draws.
             chat = session.answer(item)
             if judged:
-                case = session.judge_runner.run(item, chat, JudgeCaseConfig(opts.floors), trial=trial, tier=self.name)
+                case = JUDGE.runner(session).run(item, chat, JudgeCaseConfig(opts.floors), trial=trial, tier=self.name)
             else:
                 case = check_answer(session, item, chat, DeterministicCaseConfig())
             trials.append(TrialOutcome(trial, case.outcome, case.failed_stage, case.message, chat.answer))
-        usage = session.judge_runner.usage_for(item.id, self.name) if judged else None
+        usage = JUDGE.runner(session).usage_for(item.id, self.name) if judged else None
         case = passk_case(
             item,
             trials,

@@ -30,7 +30,7 @@ from rag_eval.dialogue.trials import dialogue_pass_k
 from rag_eval.dialogue.verdict import CaseVerdict, verdict
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.results.case import CaseResult
-from rag_eval.tiers.passk_case import TrialOutcome
+from rag_eval.tiers.passk.case import TrialOutcome
 
 TEXT_SHOWN = 400  # characters of a retrieved item's text kept in the results (the report shows them)
 

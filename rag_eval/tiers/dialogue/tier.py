@@ -7,17 +7,16 @@ entry. The scripted student plays unless ``[dialogue.case] simulator = "llm"``: 
 LLM student words the replies through the ``RAG_SIMULATOR_*`` endpoint on the judge's
 client (cache, budget, redaction; ``rag_eval.dialogue.llm``). ``hint_success`` is
 judged when the judge is configured (``RAG_JUDGE_*``), on the same client as the judge
-tier. The cases themselves: ``rag_eval.tiers.dialogue_case``.
+tier. The cases themselves: ``rag_eval.tiers.dialogue.case``.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_eval import tier_names
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.dialogue.llm import LLMHintJudge, simulator_config, simulator_missing, student_completion
 from rag_eval.dialogue.metrics import HintVerdict, judge_hints
@@ -29,8 +28,27 @@ from rag_eval.dialogue.transcript import Transcript
 from rag_eval.dialogue.verdict import verdict
 from rag_eval.errors import ConfigError
 from rag_eval.results.case import CaseResult
-from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, case_options, skipped
-from rag_eval.tiers.dialogue_case import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
+from rag_eval.tiers.base import (
+    RATE_KEYS,
+    CaseOption,
+    Contribution,
+    Item,
+    JudgedValues,
+    LabelView,
+    Tier,
+    case_options,
+    package_fragment,
+    skipped,
+)
+from rag_eval.tiers.dialogue import aggregate, labels
+from rag_eval.tiers.dialogue.case import (
+    DialogueCaseConfig,
+    DialogueDetails,
+    GoldCheck,
+    dialogue_case,
+    dialogue_passk_case,
+)
+from rag_eval.tiers.judge.tier import JUDGE
 
 if TYPE_CHECKING:
     from rag_eval.llm.cached import CachedChatClient
@@ -46,7 +64,8 @@ def _dialogue(item: Item) -> DialogueItem:
 
 
 class DialogueTier(Tier):
-    name = tier_names.DIALOGUE
+    name = "dialogue"
+    details_type = DialogueDetails
     judged = True  # dialogue.hint_success
     marker = "dialogue tier: replay each dialogue item (clarification, retrieval, hints, interception)"
     items = (DialogueItem,)
@@ -65,9 +84,41 @@ class DialogueTier(Tier):
         "hint, interception); dialogue rates are gated over the run in [dialogue], not per case"
     )
 
+    def schema_fragment(self) -> Mapping[str, Any]:
+        return package_fragment(str(Path(__file__).parent))
+
     def metric_ok(self, key: str) -> bool:
         """The dialogue rates (clarification_failure_<L> / past_<L>_rounds for any limit L) and the case rates."""
         return key in RATE_KEYS or dialogue_rates.is_rate(key)
+
+    # --- the run: rates pooled over the dialogues -------------------------------------------
+    def lower_is_better(self, key: str) -> bool:
+        return super().lower_is_better(key) or dialogue_rates.lower_is_better(key)
+
+    def pools(self, key: str) -> bool:
+        return dialogue_rates.is_rate(key)
+
+    def pooled_names(self, cases: Sequence[CaseResult]) -> list[str]:
+        return aggregate.rate_names(cases)
+
+    def contribution(self, case: CaseResult, key: str) -> Contribution | None:
+        return aggregate.contribution(case, key)
+
+    def results_block(self, cases: Sequence[CaseResult]) -> dict[str, Any]:
+        """``dialogue_rates``: every pooled rate of the run by its ``dialogue.<rate>`` key."""
+        return aggregate.rates_block(cases, self.name)
+
+    # --- human labels: the hint judge's verdict -------------------------------------------------
+    label_questions = labels.QUESTIONS
+
+    def judged_values(self, case: CaseResult) -> JudgedValues | None:
+        return labels.judged_values(case)
+
+    def label_stratum(self, case: CaseResult) -> str:
+        return "hint success" if labels.hint_success(case) else "no hint success"
+
+    def label_view(self, case: CaseResult, item: Mapping[str, Any]) -> LabelView:
+        return labels.label_view(case, item)
 
     def options(self, config: EvalConfig) -> DialogueCaseConfig:
         given = case_options(config, self.name)
@@ -82,7 +133,7 @@ class DialogueTier(Tier):
 
     def ahead(self, session: EvalSession) -> bool:
         """An LLM student or the hint judge makes model calls per case."""
-        return session.tier_options(self).simulator == "llm" or session.judge_ready() or super().ahead(session)
+        return session.tier_options(self).simulator == "llm" or JUDGE.ready(session) or super().ahead(session)
 
     def skip_reason(self, session: EvalSession, item: Item) -> str | None:
         """Why the tier cannot run (the system has no dialogue call), or None: one reason for every case."""
@@ -113,7 +164,7 @@ class DialogueTier(Tier):
             limit=cfg.limit_for(dialogue),
             check=self._check(session, dialogue),
             hint=hint,
-            judged=session.judge_ready(),
+            judged=JUDGE.ready(session),
             simulator=name,
             duration=time.perf_counter() - t0,
             usage=self._usage(session, dialogue.id, self.name).get("usage"),
@@ -127,7 +178,7 @@ class DialogueTier(Tier):
         if reason is not None:
             return skipped(item, tier, reason, t0)
         cfg: DialogueCaseConfig = session.tier_options(self)
-        judged = session.judge_ready()
+        judged = JUDGE.ready(session)
         transcripts: list[Transcript] = []
         verdicts = []
         name = "scripted"
@@ -170,9 +221,9 @@ class DialogueTier(Tier):
     def _hint(
         self, session: EvalSession, item: DialogueItem, transcript: Transcript, tier: str, trial: int
     ) -> HintVerdict | None:
-        if not session.judge_ready():
+        if not JUDGE.ready(session):
             return None
-        runner = session.judge_runner
+        runner = JUDGE.runner(session)
         judge = LLMHintJudge(
             runner.client, runner.config.model, forbidden=item.forbidden, case_id=item.id, tier=tier, trial=trial
         )
@@ -189,7 +240,7 @@ class DialogueTier(Tier):
         student = session.memoized(STUDENT_CLIENT)
         if session.tier_options(self).simulator == "llm" and student is not None:
             parts.append(student.usage_for(case_id, tier))
-        judge = session.judge_usage(case_id, tier) if session.judge_ready() else None
+        judge = JUDGE.usage(session, case_id, tier) if JUDGE.ready(session) else None
         if judge is not None:
             parts.append(judge)
         total: dict[str, Any] = {}

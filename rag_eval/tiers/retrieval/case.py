@@ -15,7 +15,15 @@ from rag_eval.metrics.retrieval import to_doc_ranking
 from rag_eval.records import AnswerRecord, RetrievalRecord, StageResult
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec
-from rag_eval.tiers.base import limit_problem
+from rag_eval.tiers.base import LOWER_RATE_KEYS, limit_problem
+
+NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empty_context")
+
+
+def retrieval_lower_is_better(key: str) -> bool:
+    """Of the retrieval metrics only a negative's any_above_threshold (a hit it should not have)."""
+    return key in LOWER_RATE_KEYS or key == "negative.any_above_threshold"
+
 
 # "no_vector_hit" is the name this mode had when rag_app's vector stage was the only one.
 NEGATIVE_MODES: tuple[str, ...] = ("measure", "no_threshold_hit", "no_vector_hit", "empty_context")
@@ -186,7 +194,7 @@ def evaluate_retrieval(
     if not reached:
         problems.append(f"gold evidence did not reach {require}: " + narrate(ranks, stages, spec, require))
     for m, limit in config.case_min.items():
-        problem = limit_problem(m, metrics.get(m), limit)
+        problem = limit_problem(m, metrics.get(m), limit, retrieval_lower_is_better(m))
         if problem:
             problems.append(problem)
             failed_stage = failed_stage or loss_stage(ranks, spec) or UNATTRIBUTED_LOSS

@@ -12,9 +12,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag_eval.golden.model import GoldenItem
+from rag_eval.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
 from rag_eval.records import AnswerRecord
 from rag_eval.results.case import CaseResult
-from rag_eval.tiers.base import limit_problem
+from rag_eval.tiers.base import LOWER_RATE_KEYS, limit_problem
+
+
+def judge_lower_is_better(key: str) -> bool:
+    """A judge metric where lower is better: unknown_share and, of the claim-level metrics,
+    hallucination and the two noise sensitivities (``rag_eval.metrics.claims``)."""
+    return key in LOWER_RATE_KEYS or key == "unknown_share" or CLAIMS_LOWER_IS_BETTER.get(key, False)
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ def judge_case(
 ) -> CaseResult:
     problems = []
     for key, limit in config.floors.items():
-        problem = limit_problem(key, metrics.get(key), limit)
+        problem = limit_problem(key, metrics.get(key), limit, judge_lower_is_better(key))
         if problem:
             problems.append(problem)
     return CaseResult(

@@ -1,19 +1,20 @@
 """The deterministic tier: model-free checks of each generated answer (the case itself:
-``rag_eval.tiers.deterministic_case``; the checks: ``rag_eval.metrics.deterministic``)."""
+``rag_eval.tiers.deterministic.case``; the checks: ``rag_eval.metrics.deterministic``)."""
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from rag_eval import tier_names
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.records import AnswerRecord
 from rag_eval.results.case import CaseResult
-from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, skipped
-from rag_eval.tiers.deterministic_case import DeterministicCaseConfig, evaluate_deterministic
-from rag_eval.tiers.retrieval import returned_ids
+from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, package_fragment, skipped
+from rag_eval.tiers.deterministic.case import DeterministicCaseConfig, DeterministicDetails, evaluate_deterministic
+from rag_eval.tiers.retrieval.tier import returned_ids
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
@@ -37,7 +38,8 @@ def check_answer(
 
 
 class DeterministicTier(Tier):
-    name = tier_names.DETERMINISTIC
+    name = "deterministic"
+    details_type = DeterministicDetails
     marker = "deterministic tier: model-free checks of each generated answer"
     case_options = (CaseOption("skip_checks", "names", CHECK_NAMES, ()),)
     valid_names = f"{', '.join(RATE_KEYS)}, or check.<name> with name in {', '.join(CHECK_NAMES)}"
@@ -47,8 +49,19 @@ class DeterministicTier(Tier):
         "per-case floors do not apply here (use skip_checks to leave a check out)"
     )
 
+    def schema_fragment(self) -> Mapping[str, Any]:
+        return package_fragment(str(Path(__file__).parent))
+
     def metric_ok(self, key: str) -> bool:
         return key in RATE_KEYS or (key.startswith("check.") and key[6:] in CHECK_NAMES)
+
+    def label_context(self, case: CaseResult) -> tuple[tuple[str, str], ...] | None:
+        """The chunks the generator saw, as this tier recorded them (``ContextShown``)."""
+        return tuple(
+            (str(c.get("label") or c.get("chunk_id", "")), str(c.get("text", "")))
+            for c in case.details.get("context") or ()
+            if isinstance(c, Mapping)
+        )
 
     def options(self, config: EvalConfig) -> DeterministicCaseConfig:
         return DeterministicCaseConfig(skip_checks=tuple(case_options(config, self.name).get("skip_checks", ())))

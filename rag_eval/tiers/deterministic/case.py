@@ -13,7 +13,7 @@ from rag_eval.metrics.deterministic import AnswerView, CheckResult, run_all
 from rag_eval.records import AnswerRecord
 from rag_eval.results.case import CaseResult
 from rag_eval.stages import StageSpec, infer_stages
-from rag_eval.tiers.retrieval_case import gold_ranks, loss_stage, scored_stages
+from rag_eval.tiers.retrieval.case import gold_ranks, loss_stage, scored_stages
 
 CITATION_CHECKS = frozenset({"citations_resolve", "source_pages_within_context", "no_duplicate_sources"})
 CONTEXT_TEXT_KEPT = 1200
