@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_eval import tiers
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup
 from rag_eval.records import Chunk
@@ -99,11 +100,6 @@ class _Texts:
         return (doc, text) if doc else None
 
 
-def _gold_ids(details: Mapping[str, Any]) -> set[str]:
-    gold = details.get("gold") or {}
-    return {str(c) for level in ("chunks", "parents") for group in gold.get(level) or [] for c in group}
-
-
 def _shown(case: Mapping[str, Any], gold: set[str]) -> list[tuple[str, str]]:
     """(chunk id, why) of the non-gold chunks a case showed: ranked above gold, or in context."""
     details = case.get("details") or {}
@@ -146,8 +142,9 @@ def find_candidates(
     for name, res in results:
         gold_of: dict[str, set[str]] = {}
         for case in res.get("cases", []):
-            if case.get("tier") == "retrieval" and not case.get("negative"):
-                gold_of.setdefault(str(case["id"]), set()).update(_gold_ids(case.get("details") or {}))
+            resolved = tiers.of(str(case.get("tier"))).gold_ids(case)  # the retrieval tier's, of an answerable item
+            if resolved is not None:
+                gold_of.setdefault(str(case["id"]), set()).update(resolved)
         for case in res.get("cases", []):
             item_id = str(case.get("id"))
             gold = gold_of.get(item_id)  # empty: the run retrieved no gold chunk of the item

@@ -194,6 +194,11 @@ class Tier:
         raise NotImplementedError
 
     # --- gates ----------------------------------------------------------------------------
+    def gold_ids(self, case: Mapping[str, Any]) -> set[str] | None:
+        """The ids ``case`` (as the results file holds it) resolved as its item's gold, for
+        the evidence review; None: this tier does not resolve gold."""
+        return None
+
     def stage_of(self, key: str) -> str | None:
         """The system's stage a metric key of this tier names (retrieval's ``dense.recall@10``:
         ``dense``), checked against the system's stages at start-up; None: it names none."""

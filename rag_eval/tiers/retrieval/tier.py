@@ -86,6 +86,13 @@ class RetrievalTier(Tier):
     def lower_is_better(self, key: str) -> bool:
         return retrieval_lower_is_better(key)
 
+    def gold_ids(self, case: Mapping[str, Any]) -> set[str] | None:
+        """The chunk and parent ids of an answerable item's resolved gold (``details.gold``)."""
+        if case.get("negative"):
+            return None
+        gold = (case.get("details") or {}).get("gold") or {}
+        return {str(c) for level in ("chunks", "parents") for group in gold.get(level) or [] for c in group}
+
     def stage_of(self, key: str) -> str | None:
         return retrieval_stage_of(key)
 
