@@ -7,6 +7,7 @@ calibrate the judge against people (rag_eval.calibrate.command)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fas
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag_eval", description=__doc__)
+    parser.add_argument("--tiers", default="", metavar="MODULES", help=TIERS_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
     dataset_help = "dataset folder (default: rag_eval_dataset of [tool.pytest.ini_options] in ./pyproject.toml)"
     p_val = sub.add_parser("validate", help="validate a golden set against its corpus and index")
@@ -141,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     authoring.add_parsers(sub)
     calibrate_command.add_parser(sub)
     args = parser.parse_args(argv)
+    if not load_tiers(args.tiers):
+        return 2
     done = authoring.run(args)
     if done is not None:
         return done
@@ -179,6 +183,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GoldenSetError, RagEvalError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+TIERS_HELP = (
+    "import these modules first (comma-separated, e.g. conftest): the tiers they register are known "
+    "to the command (a results file with a project's own tier: its judged values, schema, report view)"
+)
+
+
+def load_tiers(modules: str) -> bool:
+    """Import each module of ``--tiers`` (from the current directory too); False, said, when one fails."""
+    names = [m.strip() for m in modules.split(",") if m.strip()]
+    if names and str(Path.cwd()) not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure of a user's module is reported, not raised
+            print(f"error: --tiers {name}: cannot import it ({type(exc).__name__}: {exc})", file=sys.stderr)
+            return False
+    return True
 
 
 def default_inputs(
