@@ -205,12 +205,20 @@ class GateResult:
         return _regression_line(self) if self.kind == "regression" else _tier_line(self)
 
     def short(self) -> str:
-        """The failed gate as the one-line verdict names it: ``label value < bound, n=N``."""
-        if self.kind == "regression":
-            return self.line().split(" (")[0]
+        """The failed gate as the one-line verdict names it, one format for every kind:
+        ``label value < bound, n=N`` (the bound rounded as the gate's own line rounds it)."""
         value = "n/a" if self.value is None else f"{self.value:.4g}"
         sign = "<" if self.op == "min" else ">"
-        return f"{self.metric} {value} {sign} {self.threshold or 0.0:g}, n={self.n}"
+        return f"{self.metric} {value} {sign} {self.bound()}, n={self.n}"
+
+    def bound(self) -> str:
+        """The threshold as the terminal shows it: a tier gate's with ``:g``, a regression
+        gate's (baseline ± drop) to 4 places, no new failures as 0; "no baseline value"."""
+        if self.kind != "regression":
+            return f"{self.threshold or 0.0:g}"
+        if self.key == NO_NEW_FAILURES:
+            return "0"
+        return "no baseline value" if self.threshold is None or self.baseline is None else f"{self.threshold:.4f}"
 
 
 def _tier_line(g: GateResult) -> str:

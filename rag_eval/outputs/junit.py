@@ -41,7 +41,7 @@ class JunitWriter:
                 properties.append(
                     (
                         _shown(f"rag_eval_failed_gate {gate.metric}"),
-                        _shown(f"{number} (threshold {gate.threshold}, n={gate.n})"),
+                        _shown(f"{number} (threshold {gate.bound()}, n={gate.n})"),
                     )
                 )
         # an incomplete run and a shard decide no gate: no gate testcase
