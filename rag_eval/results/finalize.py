@@ -125,6 +125,7 @@ def conclude(
         compare_run(ordered, gates, metrics, thresholds, baseline) if complete and not sharded else Comparison()
     )
     passed = complete and verdict(gates) and comparison.passed
+    unevaluated = regression_unevaluated(thresholds) if complete and not sharded and baseline is None else None
     word: Verdict = "incomplete" if not complete else "shard" if sharded else "pass" if passed else "fail"
     results = build_run_results(
         run,
@@ -136,8 +137,25 @@ def conclude(
         system=system,
         baseline=comparison.diff,
         baseline_refused=comparison.refused,
+        warnings=[unevaluated] if unevaluated else [],
     )
     return Concluded(results, comparison, passed)
+
+
+REGRESSION_UNEVALUATED = "[regression] gates not evaluated"
+
+
+def regression_unevaluated(thresholds: Thresholds | None) -> str | None:
+    """The warning of a run whose thresholds have [regression] gates and that got no
+    baseline (a CI job whose baseline download failed must not go green silently)."""
+    rules = thresholds.regression if thresholds is not None else None
+    if not rules:
+        return None
+    names = (["no_new_failures"] if rules.no_new_failures else []) + [f"max_drop {d.metric}" for d in rules.max_drops]
+    return (
+        f"{REGRESSION_UNEVALUATED}: no --rag-baseline was given, so {', '.join(names)} decided nothing; "
+        "give --rag-baseline PATH (e.g. main's results file) to gate on them"
+    )
 
 
 @dataclass(frozen=True)
@@ -225,6 +243,9 @@ def baseline_lines(results: RunResults) -> list[str]:
     refused = results.run.get("baseline_refused")
     if refused:
         return [f"WARNING: {refused}"]
+    unevaluated = [str(w) for w in results.run.get("warnings") or () if str(w).startswith(REGRESSION_UNEVALUATED)]
+    if unevaluated:
+        return [f"WARNING: {w}" for w in unevaluated]
     diff = results.baseline
     if not diff:
         return []

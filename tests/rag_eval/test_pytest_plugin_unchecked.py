@@ -1,0 +1,73 @@
+"""The run says what it did not check (issue 40, part 2), through pytest: [regression]
+gates without a baseline (item 1), a pipeline without a golden set (item 3), and
+--rag-results paths resolved as pytest resolves its own (item 7)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+SYSTEM = """
+CHUNKS = {"sets#0": "subsets of a set", "sine#0": "period of sine"}
+
+class Keyword:
+    def retrieve(self, question, top_k=None):
+        words = set(question.split())
+        return [{"id": c, "text": t, "score": 1.0} for c, t in CHUNKS.items() if words & set(t.split())]
+
+def make():
+    return Keyword()
+"""
+GOLDEN = [
+    {"id": "q1", "question": "how many subsets", "evidence": [{"chunk_id": "sets#0"}]},
+    {"id": "q2", "question": "period of sine", "evidence": [{"chunk_id": "sine#0"}]},
+]
+
+
+@pytest.fixture
+def repo(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(mysys=SYSTEM)
+    pytester.makeini(
+        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\npythonpath = .\nrag_eval_pipeline = mysys:make\n"
+    )
+    (pytester.path / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in GOLDEN), encoding="utf-8")
+    return pytester
+
+
+def results(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_regression_gates_without_a_baseline_are_named_before_the_verdict(repo: pytest.Pytester) -> None:
+    (repo.path / "thresholds.toml").write_text(
+        '[retrieval]\n"recall@5" = { min = 0.5 }\n\n[regression]\nno_new_failures = true\n"retrieval.recall@5" = { max_drop = 0.02 }\n',
+        encoding="utf-8",
+    )
+    result = repo.runpytest_subprocess(
+        "-m", "retrieval", "--rag-golden-set", "golden.jsonl", "--rag-thresholds", "thresholds.toml"
+    )
+    assert result.ret == 0
+    expected = (
+        "WARNING: [regression] gates not evaluated: no --rag-baseline was given, so no_new_failures, "
+        "max_drop retrieval.recall@5 decided nothing; give --rag-baseline PATH (e.g. main's results file) to gate on them"
+    )
+    lines = result.stdout.lines
+    assert lines.index(expected) < next(i for i, line in enumerate(lines) if line.startswith("rag-eval gate PASSED"))
+    run = results(repo.path / "reports" / "eval-results.json")["run"]
+    assert run["warnings"] == [expected.removeprefix("WARNING: ")]
+    assert "[regression] gates not evaluated" in (repo.path / "reports" / "eval-results.html").read_text(
+        encoding="utf-8"
+    )
+
+
+def test_without_regression_gates_nothing_is_said(repo: pytest.Pytester) -> None:
+    (repo.path / "thresholds.toml").write_text('[retrieval]\n"recall@5" = { min = 0.5 }\n', encoding="utf-8")
+    result = repo.runpytest_subprocess(
+        "-m", "retrieval", "--rag-golden-set", "golden.jsonl", "--rag-thresholds", "thresholds.toml"
+    )
+    assert result.ret == 0 and "[regression]" not in result.stdout.str()
+    assert results(repo.path / "reports" / "eval-results.json")["run"]["warnings"] == []
