@@ -56,7 +56,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"golden: {GOLDEN_MARKER}")
     run_config = read_config(config)
     if run_config is None:
-        return  # inert: a user's unrelated test run gets no extra output, files or gates
+        # inert: a user's unrelated test run gets no extra output, files or gates; but a run
+        # that names a system and no golden set evaluates nothing, and says so
+        config.pluginmanager.register(NoGoldenSet(config), "rag_eval_no_golden_set")
+        return
     run = Run(run_config)
     config.stash[RUN] = run
     config.add_cleanup(run.heap.release)
@@ -68,6 +71,33 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(run.controller, CONTROLLER_PLUGIN)
         config.pluginmanager.register(run.controller.gate_failures, CONTROLLER_PLUGIN + "_lastfailed")
         _sigterm_as_interrupt(config)
+
+
+class NoGoldenSet:
+    """A system named (--rag-pipeline, --rag-pipeline-config or the ini key) and no golden
+    set: one line at the end naming the options, when the system was named on the
+    command line or when nothing ran (an unrelated test run of a repository whose ini names
+    a system stays quiet)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        given = [
+            o for o in ("--rag-pipeline", "--rag-pipeline-config") if config.getoption(o.lstrip("-").replace("-", "_"))
+        ]
+        ini = [k for k in ("rag_eval_pipeline", "rag_eval_pipeline_config") if config.getini(k)]
+        self.named = given or ini
+        self.explicit = bool(given)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if not self.named or not (self.explicit or exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED):
+            return
+        terminalreporter.write_line(
+            f"rag-eval: {' and '.join(self.named)} name a system under test, but no golden set is given, so "
+            "nothing was evaluated: give --rag-golden-set FILE or --rag-dataset DIR (or the ini keys "
+            "rag_eval_golden_set / rag_eval_dataset)",
+            yellow=True,
+            bold=True,
+        )
 
 
 def _sigterm_as_interrupt(config: pytest.Config) -> None:

@@ -71,3 +71,21 @@ def test_without_regression_gates_nothing_is_said(repo: pytest.Pytester) -> None
     )
     assert result.ret == 0 and "[regression]" not in result.stdout.str()
     assert results(repo.path / "reports" / "eval-results.json")["run"]["warnings"] == []
+
+
+@pytest.mark.parametrize("named", [("--rag-pipeline", "mysys:make"), ()])
+def test_a_system_and_no_golden_set_says_what_to_give(repo: pytest.Pytester, named: tuple[str, ...]) -> None:
+    result = repo.runpytest_subprocess(*named)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    said = "--rag-pipeline" if named else "rag_eval_pipeline"
+    result.stdout.fnmatch_lines(
+        [
+            f"rag-eval: {said} name a system under test, but no golden set is given, so nothing was evaluated: give --rag-golden-set FILE or --rag-dataset DIR*"
+        ]
+    )
+
+
+def test_an_unrelated_test_run_of_a_repository_whose_ini_names_a_system_stays_quiet(repo: pytest.Pytester) -> None:
+    repo.makepyfile(test_unrelated="def test_one():\n    assert 1 + 1 == 2\n")
+    result = repo.runpytest_subprocess()
+    assert result.ret == 0 and "no golden set" not in result.stdout.str()
