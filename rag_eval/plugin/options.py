@@ -246,7 +246,11 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         concurrency=concurrency,
     )
     _check_tier_options(cfg)
-    results = _rooted(root, config.getoption("rag_results") or str(config.getini("rag_eval_results")))
+    # as pytest resolves its own: a command-line path against the folder pytest was started
+    # in (--junitxml), an ini value against the ini file's folder; normalised (no "app/../")
+    here = config.invocation_params.dir
+    given = config.getoption("rag_results")
+    results = _rooted(here, given) if given else _rooted(root, str(config.getini("rag_eval_results")))
     report = config.getoption("rag_report")
     baseline = config.getoption("rag_baseline")
     return RunConfig(
@@ -261,7 +265,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         # the report follows the results file it renders (same folder and stem)
         report_path=None
         if config.getoption("rag_no_report")
-        else (_rooted(root, report) if report else results.with_suffix(".html")),
+        else (_rooted(here, report) if report else results.with_suffix(".html")),
         summary_path=Path(config.getoption("rag_summary_md")) if config.getoption("rag_summary_md") else None,
         artifact_url=config.getoption("rag_artifact_url"),
         baseline_path=Path(baseline) if baseline is not None else None,
@@ -360,8 +364,9 @@ def project_base(config: pytest.Config) -> Path:
 
 
 def _rooted(root: Path, path: str) -> Path:
-    p = Path(path)
-    return p if p.is_absolute() else root / p
+    """``path`` against ``root`` when relative, with ``..`` and ``.`` folded in (not resolved
+    through symlinks): the path the terminal prints is the file's plain name."""
+    return Path(os.path.normpath(root / path))
 
 
 def _judge_config(config: pytest.Config, root: Path, concurrency: int) -> JudgeConfig:

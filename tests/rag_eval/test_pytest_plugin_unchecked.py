@@ -22,6 +22,7 @@ class Keyword:
 def make():
     return Keyword()
 """
+INI = "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\npythonpath = .\nrag_eval_pipeline = mysys:make\n"
 GOLDEN = [
     {"id": "q1", "question": "how many subsets", "evidence": [{"chunk_id": "sets#0"}]},
     {"id": "q2", "question": "period of sine", "evidence": [{"chunk_id": "sine#0"}]},
@@ -31,9 +32,7 @@ GOLDEN = [
 @pytest.fixture
 def repo(pytester: pytest.Pytester) -> pytest.Pytester:
     pytester.makepyfile(mysys=SYSTEM)
-    pytester.makeini(
-        "[pytest]\naddopts = -p no:deepeval -p no:cacheprovider\npythonpath = .\nrag_eval_pipeline = mysys:make\n"
-    )
+    pytester.makeini(INI)
     (pytester.path / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in GOLDEN), encoding="utf-8")
     return pytester
 
@@ -89,3 +88,18 @@ def test_an_unrelated_test_run_of_a_repository_whose_ini_names_a_system_stays_qu
     repo.makepyfile(test_unrelated="def test_one():\n    assert 1 + 1 == 2\n")
     result = repo.runpytest_subprocess()
     assert result.ret == 0 and "no golden set" not in result.stdout.str()
+
+
+def test_results_paths_resolve_as_pytest_resolves_its_own_and_print_normalised(
+    repo: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = repo.mkdir("app")
+    monkeypatch.chdir(app)
+    args = ("-m", "retrieval", "--rag-golden-set", "../golden.jsonl", "--rag-no-report")
+    given = repo.runpytest_subprocess(*args, "--rag-results", "../reports/x.json")  # the command line: from app/
+    assert (repo.path / "reports" / "x.json").is_file() and not (repo.path / "app" / "reports").exists()
+    given.stdout.fnmatch_lines([f"results: {repo.path / 'reports' / 'x.json'}"])
+    assert "app/.." not in given.stdout.str()
+    repo.makeini(INI + "rag_eval_results = out/ini.json\n")
+    from_ini = repo.runpytest_subprocess(*args)  # the ini value: from the ini file's folder
+    from_ini.stdout.fnmatch_lines([f"results: {repo.path / 'out' / 'ini.json'}"])
