@@ -157,28 +157,32 @@ def row_svg(g: GateResult) -> str:
 
 
 def recall_curves(metrics: Mapping[str, Any]) -> dict[str, list[tuple[int, float]]]:
-    """``{stage: [(k, recall@k), ...]}`` from ``retrieval.<stage>.recall@k`` keys
-    (``retrieval.recall@k`` is the stage ``final``), k ascending; values not numbers are left out.
+    """``{stage: [(k, recall@k), ...]}`` from ``retrieval.<stage>.recall@k`` keys, k
+    ascending; values not numbers are left out. The stageless ``retrieval.recall@k``
+    copies the final stage's, so it is drawn (as ``final``) only when no stage has keys of
+    its own: the chart names only stages the system has. Stages whose curves coincide are
+    one line named together (``bm25 = hybrid``): one line on top of another would hide it.
 
     Chunk-level recall only: ``doc`` is a level, not a stage (``retrieval.doc.recall@k``,
     ``retrieval.<stage>.doc.recall@k``). A run whose gold is at document level only has no
     chunk-level keys; its document-level curves are drawn instead, named ``<stage> (doc)``."""
-    chunk: dict[str, list[tuple[int, float]]] = {}
-    doc: dict[str, list[tuple[int, float]]] = {}
+    levels: dict[str, dict[str, list[tuple[int, float]]]] = {"chunk": {}, "doc": {}}
     for key, raw in metrics.items():
         m = _RECALL.match(str(key))
         value = _num(raw)
         if not m or value is None:
             continue
-        stage = m.group("stage") or ""
-        parts = stage.split(".") if stage else []
-        if parts and parts[-1] == "doc":
-            name = ".".join(parts[:-1]) or FINAL_STAGE
-            doc.setdefault(f"{name} (doc)", []).append((int(m.group("k")), value))
-        else:
-            chunk.setdefault(stage or FINAL_STAGE, []).append((int(m.group("k")), value))
-    curves = chunk or doc
-    return {stage: sorted(points) for stage, points in curves.items()}
+        parts = (m.group("stage") or "").split(".") if m.group("stage") else []
+        level = "doc" if parts and parts[-1] == "doc" else "chunk"
+        stage = ".".join(parts[:-1] if level == "doc" else parts)  # "": the stageless key
+        levels[level].setdefault(stage, []).append((int(m.group("k")), value))
+    curves = levels["chunk"] or levels["doc"]
+    own = {stage: points for stage, points in curves.items() if stage} or {FINAL_STAGE: curves.get("", [])}
+    suffix = "" if levels["chunk"] else " (doc)"
+    by_points: dict[tuple[tuple[int, float], ...], list[str]] = {}
+    for stage in sorted(own):
+        by_points.setdefault(tuple(sorted(own[stage])), []).append(stage + suffix)
+    return {" = ".join(names): list(points) for points, names in by_points.items() if points}
 
 
 def recall_svg(curves: Mapping[str, Sequence[tuple[int, float]]]) -> str:

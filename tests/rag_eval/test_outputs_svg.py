@@ -65,15 +65,17 @@ def test_diff_is_drawn_around_zero() -> None:
 def test_recall_curves_per_stage_and_hostile_stage_name_escaped() -> None:
     hostile = '<script>alert("x")</script>&'
     metrics = {
-        "retrieval.recall@1": 0.4,
+        "retrieval.recall@1": 0.4,  # the final stage's, copied without the stage
         "retrieval.recall@5": 0.7,
+        "retrieval.dense.recall@1": 0.4,
+        "retrieval.dense.recall@5": 0.7,
         f"retrieval.{hostile}.recall@10": 0.9,
         f"retrieval.{hostile}.recall@1": 0.5,
         "retrieval.mrr": 0.3,
         "retrieval.bm25.recall@5": "n/a",
     }
     curves = recall_curves(metrics)
-    assert curves == {"final": [(1, 0.4), (5, 0.7)], hostile: [(1, 0.5), (10, 0.9)]}
+    assert curves == {"dense": [(1, 0.4), (5, 0.7)], hostile: [(1, 0.5), (10, 0.9)]}
     svg = recall_svg(curves)
     assert "<script>" not in svg and "&lt;script&gt;" in svg
     root = _tree(svg)
@@ -125,6 +127,25 @@ def test_doc_is_a_level_not_a_stage_in_the_recall_curves() -> None:
         "retrieval.vector.recall@5": 0.6,
         "retrieval.vector.doc.recall@5": 0.8,
     }
-    assert recall_curves(metrics) == {"final": [(5, 0.7)], "vector": [(5, 0.6)]}
+    assert recall_curves(metrics) == {"vector": [(5, 0.6)]}
     doc_only = {"retrieval.doc.recall@5": 0.9, "retrieval.doc.recall@10": 0.95, "retrieval.bm25.doc.recall@5": 0.8}
-    assert recall_curves(doc_only) == {"final (doc)": [(5, 0.9), (10, 0.95)], "bm25 (doc)": [(5, 0.8)]}
+    assert recall_curves(doc_only) == {"bm25 (doc)": [(5, 0.8)]}
+    assert recall_curves({"retrieval.doc.recall@5": 0.9}) == {"final (doc)": [(5, 0.9)]}
+
+
+def test_the_chart_names_only_the_systems_stages_and_coincident_curves_are_one_line_named_together() -> None:
+    # issue 40 part 2 item 8: a `final` the system never declared, and lines hiding each other
+    metrics = {
+        "retrieval.recall@5": 0.8,  # = context's
+        "retrieval.recall@10": 0.9,
+        "retrieval.bm25.recall@5": 0.6,
+        "retrieval.bm25.recall@10": 0.7,
+        "retrieval.hybrid.recall@5": 0.8,
+        "retrieval.hybrid.recall@10": 0.9,
+        "retrieval.context.recall@5": 0.8,
+        "retrieval.context.recall@10": 0.9,
+    }
+    curves = recall_curves(metrics)
+    assert curves == {"bm25": [(5, 0.6), (10, 0.7)], "context = hybrid": [(5, 0.8), (10, 0.9)]}
+    assert len(list(_tree(recall_svg(curves)).iter(f"{NS}polyline"))) == 2
+    assert recall_curves({"retrieval.recall@5": 0.5}) == {"final": [(5, 0.5)]}  # only the final list is known
