@@ -151,3 +151,49 @@ def test_a_user_repository_with_the_core_install(wheel: Path, tmp_path: Path) ->
     )
     assert quiet.returncode == 0 and "rag-eval" not in quiet.stdout, quiet.stdout
     assert sorted(p.name for p in plain.iterdir()) == ["test_a.py"]
+
+
+def adapters_example(module: str) -> str:
+    """A framework example of docs/adapters.md, exactly as a reader copies it: the fenced
+    block that starts with ``# mypkg/<module>``."""
+    text = (ROOT / "docs" / "adapters.md").read_text(encoding="utf-8")
+    (body,) = re.findall(rf"```python\n(# mypkg/{re.escape(module)}\b.*?)```", text, re.S)
+    return body
+
+
+@pytest.mark.slow  # a fresh venv, the core install and haystack-ai from the package index: a minute or two
+def test_a_haystack_pipeline_from_an_empty_folder(wheel: Path, tmp_path: Path) -> None:
+    """docs/adapters.md's Haystack example, gated with no wrapper code by the wheel's core
+    install plus haystack-ai only (the one framework, installed into the fresh venv)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    pip = [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    subprocess.run([*pip, str(wheel), "haystack-ai"], check=True, timeout=900)
+    repo = tmp_path / "empty"
+    repo.mkdir()
+    (repo / "haystack_rag.py").write_text(adapters_example("haystack_rag.py"), encoding="utf-8")
+    golden = [
+        {
+            "id": "subsets",
+            "question": "how many subsets has a set with n elements",
+            "evidence": [{"chunk_id": "sets#0"}],
+        },
+        {"id": "typo", "question": "the derivative of x squared", "evidence": [{"chunk_id": "derivatives#9"}]},
+    ]
+    (repo / "golden.jsonl").write_text("".join(json.dumps(g) + "\n" for g in golden), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "RAG_"))}
+    env["HAYSTACK_TELEMETRY_ENABLED"] = "False"
+    done = subprocess.run(
+        [str(py), "-m", "pytest", "-p", "no:cacheprovider", "-m", "retrieval", "--rag-golden-set", "golden.jsonl",
+         "--rag-pipeline", "haystack_rag:make_pipeline"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    results = json.loads((repo / "reports" / "eval-results.json").read_text(encoding="utf-8"))
+    cases = {c["id"]: c for c in results["cases"]}
+    assert cases["subsets"]["outcome"] == "pass"
+    assert cases["subsets"]["details"]["stage_levels"] == [["bm25", "bm25_wide"], ["joiner"]]
+    assert (cases["typo"]["outcome"], cases["typo"]["failed_stage"]) == ("fail", "not indexed")
+    assert any("derivatives#9 (case typo)" in w for w in results["run"]["warnings"])
+    assert results["run"]["system"]["framework"].startswith("haystack-ai ")
