@@ -177,7 +177,8 @@ def recall_curves(metrics: Mapping[str, Any]) -> dict[str, list[tuple[int, float
         stage = ".".join(parts[:-1] if level == "doc" else parts)  # "": the stageless key
         levels[level].setdefault(stage, []).append((int(m.group("k")), value))
     curves = levels["chunk"] or levels["doc"]
-    own = {stage: points for stage, points in curves.items() if stage} or {FINAL_STAGE: curves.get("", [])}
+    stageless = {FINAL_STAGE: curves[""]} if "" in curves else {}
+    own = {stage: points for stage, points in curves.items() if stage} or stageless
     suffix = "" if levels["chunk"] else " (doc)"
     by_points: dict[tuple[tuple[int, float], ...], list[str]] = {}
     for stage in sorted(own):
