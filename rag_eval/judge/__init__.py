@@ -1,4 +1,6 @@
-"""The judge tier: LLM-as-judge over any OpenAI-compatible endpoint.
+"""The judge: LLM-as-judge engines, prompts and verdict schema over any OpenAI-compatible
+endpoint. The tier that runs it on cases is ``rag_eval.tiers.judge`` (its runner:
+``rag_eval.tiers.judge.runner.JudgeRunner``).
 
 ``config`` reads where the judge lives, how long it may take and what it may spend;
 ``client`` wraps :class:`rag_eval.llm.client.LLMClient` with a disk cache, token/cost
