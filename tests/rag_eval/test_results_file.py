@@ -208,7 +208,7 @@ def test_fields_added_within_a_version_are_accepted(doc: dict[str, Any]) -> None
 
 
 def test_a_dialogue_case_has_its_details_checked(doc: dict[str, Any]) -> None:
-    from rag_eval.tiers.dialogue.case import DialogueDetails
+    from rag_eval.tiers.dialogue.details import DialogueDetails
 
     details = DialogueDetails(
         {"dialogue_id": "d1", "turns": [{"turn": 1}]},

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from rag_eval.metrics.deterministic import CheckResult
-from rag_eval.tiers.deterministic.case import ContextShown, DeterministicDetails
-from rag_eval.tiers.dialogue.case import DialogueDetails, DialoguePasskDetails
-from rag_eval.tiers.judge.case import JudgeDetails
-from rag_eval.tiers.passk.case import PasskDetails, TrialOutcome
-from rag_eval.tiers.retrieval.case import GoldView, RetrievalDetails
+from rag_eval.tiers.deterministic.details import ContextShown, DeterministicDetails
+from rag_eval.tiers.dialogue.details import DialogueDetails, DialoguePasskDetails
+from rag_eval.tiers.judge.details import JudgeDetails
+from rag_eval.tiers.passk.details import PasskDetails, TrialOutcome
+from rag_eval.tiers.retrieval.details import GoldView, RetrievalDetails
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[2] / "rag_eval" / "results.schema.json").read_text(encoding="utf-8")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rag_eval.golden.model import GoldenItem
 from rag_eval.records import AnswerRecord, Trace
-from rag_eval.tiers.judge.case import JudgeCaseConfig, JudgeDetails, judge_case
+from rag_eval.tiers.judge.case import JudgeCaseConfig, judge_case
+from rag_eval.tiers.judge.details import JudgeDetails
 
 ITEM = GoldenItem(id="q1", question="等差数列的通项公式是什么？")
 CHAT = AnswerRecord(

@@ -13,7 +13,8 @@ from rag_eval.metrics.deterministic import CHECK_NAMES
 from rag_eval.records import AnswerRecord
 from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, package_fragment, skipped
-from rag_eval.tiers.deterministic.case import DeterministicCaseConfig, DeterministicDetails, evaluate_deterministic
+from rag_eval.tiers.deterministic.case import DeterministicCaseConfig, evaluate_deterministic
+from rag_eval.tiers.deterministic.details import DeterministicDetails
 from rag_eval.tiers.retrieval.tier import returned_ids
 
 if TYPE_CHECKING:

@@ -41,13 +41,8 @@ from rag_eval.tiers.base import (
     skipped,
 )
 from rag_eval.tiers.dialogue import aggregate, labels
-from rag_eval.tiers.dialogue.case import (
-    DialogueCaseConfig,
-    DialogueDetails,
-    GoldCheck,
-    dialogue_case,
-    dialogue_passk_case,
-)
+from rag_eval.tiers.dialogue.case import DialogueCaseConfig, GoldCheck, dialogue_case, dialogue_passk_case
+from rag_eval.tiers.dialogue.details import DialogueDetails
 from rag_eval.tiers.judge.tier import JUDGE
 
 if TYPE_CHECKING:

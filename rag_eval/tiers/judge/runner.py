@@ -30,7 +30,8 @@ from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.records import AnswerRecord
 from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results.case import CaseResult
-from rag_eval.tiers.judge.case import JudgeCaseConfig, JudgeDetails, judge_case, judge_failure
+from rag_eval.tiers.judge.case import JudgeCaseConfig, judge_case, judge_failure
+from rag_eval.tiers.judge.details import JudgeDetails
 
 TIER = "judge"  # the judge tier's name: its calls' usage label unless a passk trial names its own
 BUDGET_AFTER_START = "budget_after_start"  # spending budget reached mid-case: an error, not "not run"

@@ -23,7 +23,8 @@ from rag_eval.tiers.base import (
     package_fragment,
 )
 from rag_eval.tiers.judge import labels
-from rag_eval.tiers.judge.case import JudgeCaseConfig, JudgeDetails, judge_lower_is_better
+from rag_eval.tiers.judge.case import JudgeCaseConfig, judge_lower_is_better
+from rag_eval.tiers.judge.details import JudgeDetails
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession

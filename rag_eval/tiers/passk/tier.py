@@ -29,12 +29,13 @@ from rag_eval.tiers.base import (
 )
 from rag_eval.tiers.deterministic.case import DeterministicCaseConfig
 from rag_eval.tiers.deterministic.tier import check_answer
-from rag_eval.tiers.dialogue.case import DialoguePasskDetails
+from rag_eval.tiers.dialogue.details import DialoguePasskDetails
 from rag_eval.tiers.dialogue.tier import DIALOGUE
 from rag_eval.tiers.judge.case import JudgeCaseConfig
 from rag_eval.tiers.judge.tier import JUDGE
 from rag_eval.tiers.passk.aggregate import dialogue_trials
-from rag_eval.tiers.passk.case import PasskDetails, TrialOutcome, passk_case
+from rag_eval.tiers.passk.case import passk_case
+from rag_eval.tiers.passk.details import PasskDetails, TrialOutcome
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession

@@ -17,11 +17,11 @@ from rag_eval.tiers.retrieval.case import (
     NEGATIVE_KEYS,
     NEGATIVE_MODES,
     RetrievalCaseConfig,
-    RetrievalDetails,
     evaluate_retrieval,
     gold_checked,
     retrieval_lower_is_better,
 )
+from rag_eval.tiers.retrieval.details import RetrievalDetails
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
