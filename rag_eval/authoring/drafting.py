@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from rag_eval.authoring.passages import Passage, Pool, is_chinese
 from rag_eval.authoring.quote import NEAR_DUP_THRESHOLD, Sourced, find_quote, near_duplicate, sources_of
 from rag_eval.authoring.recipes import (
     ACTION,
+    FORMAT_MODES,
     NEEDS,
     RECIPES,
     UNPARSEABLE,
@@ -30,6 +32,7 @@ from rag_eval.authoring.recipes import (
     accepts,
     messages,
     parse_reply,
+    response_format,
 )
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup
@@ -50,7 +53,6 @@ BUDGET = "stopped: budget reached"
 NO_INPUT = "not drafted: no input left"
 NEGATIVE_SUPPORT = 0.6  # share of a question's terms one passage holding them "supports" it
 ATTEMPTS_PER_DRAFT = 3
-JSON_FORMAT = {"type": "json_object"}  # asked for first; a server that refuses it is asked in plain text
 
 
 Span3 = tuple[str, int, int]  # (doc id, start, end) of a quote
@@ -141,7 +143,8 @@ class Drafter:
         self.retrieve = retrieve
         self.outcome = Outcome(counts=dict(pool.skipped))
         self._stopped = False
-        self._plain = False  # the server refused response_format: every later call asks without it
+        self._mode = 0  # index into FORMAT_MODES: the best the server has not refused
+        self._mode_lock = threading.Lock()
 
     def run(self) -> Outcome:
         for ask in sorted(self.spec.asks, key=lambda a: RECIPES.index(a.recipe)):
@@ -211,14 +214,16 @@ class Drafter:
         if self._stopped:
             return None
         msgs = self._messages(job)
-        fmt = None if self._plain else JSON_FORMAT
+        mode = self._mode
+        fmt = response_format(job.recipe, FORMAT_MODES[mode])
         req = ChatRequest(self.spec.model, msgs, temperature=0.0, max_tokens=self.spec.max_tokens, response_format=fmt)
         case = f"{job.recipe}:{'+'.join(p.key for p in job.passages)}"
         try:
             resp = self.client.complete(req, case_id=case, tier=TIER, accept=accepts(job.recipe))
         except JudgeCallError as exc:
-            if exc.kind == "format" and fmt is not None:  # the server refuses JSON mode: ask in plain text
-                self._plain = True
+            if exc.kind == "format" and fmt is not None:  # the server refuses this mode: the next one, for the run
+                with self._mode_lock:
+                    self._mode = max(self._mode, mode + 1)
                 return self._ask(job)
             return exc
         return resp, hashlib.sha256(json.dumps(msgs, ensure_ascii=False).encode()).hexdigest()

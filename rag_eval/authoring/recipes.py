@@ -52,6 +52,9 @@ NEEDS: Mapping[str, str] = {
 }
 ACTION: Mapping[str, str] = {"missing-condition": "clarify", "negative": "refuse"}
 UNPARSEABLE = "rejected: unparseable"
+# How a reply's JSON is asked for, best first (as the judge: rag_eval.judge.native): a mode
+# the server refuses moves the run to the next one for every later call.
+FORMAT_MODES: tuple[str, ...] = ("json_schema", "json_object", "text")
 
 _SYSTEM = {
     "zh": "你是为检索增强问答系统编写评测题的助手。只根据给出的材料出题，只输出一个 JSON 对象，不要输出其他文字。",
@@ -125,6 +128,27 @@ def reply_shape(recipe: str) -> str:
     if recipe == "cross-topic":
         return "quotes"
     return "question" if recipe in ("colloquial", "negative") else "quote"
+
+
+def reply_schema(recipe: str) -> dict[str, Any]:
+    """The JSON Schema of a recipe's reply (strict: every key required, no other key)."""
+    text, texts = {"type": "string"}, {"type": "array", "items": {"type": "string"}}
+    props: dict[str, Any] = {"question": text}
+    shape = reply_shape(recipe)
+    if shape != "question":
+        props["answer_points"] = texts
+        props[shape] = text if shape == "quote" else {**texts, "minItems": 2, "maxItems": 2}
+    return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def response_format(recipe: str, mode: str) -> dict[str, Any] | None:
+    """The ``response_format`` of a call in ``mode`` (``FORMAT_MODES``, best first, as the judge's)."""
+    if mode == "json_schema":
+        name = "rag_draft_" + re.sub(r"\W", "_", recipe)
+        return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": reply_schema(recipe)}}
+    if mode == "json_object":  # llama.cpp-style servers decode under the schema's grammar
+        return {"type": "json_object", "schema": reply_schema(recipe)}
+    return None
 
 
 @dataclass(frozen=True)

@@ -216,12 +216,15 @@ def test_a_negative_is_kept_only_when_the_systems_retrieval_finds_no_support(
         assert "and the system retrieved none" in kept.review_note
 
 
-def test_json_mode_is_asked_first_and_a_server_that_refuses_it_is_asked_in_plain_text(
+def test_the_reply_schema_is_asked_for_and_a_mode_the_server_refuses_is_not_asked_again(
     model: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAG_DRAFT_CONCURRENCY", "1")
-    model.enqueue(Status(400, {"error": {"message": "response_format json_object is not supported", "type": "x"}}))
+    refused = {"error": {"message": "response_format: Input should be 'text' or 'json_object'", "type": "x"}}
+    model.enqueue(Status(500, refused), Status(400, refused))
     assert draft(tmp_path, "--scenario", "standard:2") == 0
-    formats = [r.json.get("response_format") for r in model.requests_of("chat")]
-    assert formats == [{"type": "json_object"}, None, None]  # refused once, then plain text for the run
+    formats = [(r.json.get("response_format") or {}).get("type") for r in model.requests_of("chat")]
+    assert formats == ["json_schema", "json_object", None, None]  # each mode refused once, then plain text
+    sent = model.requests_of("chat")[1].json["response_format"]["schema"]
+    assert sent["required"] == ["question", "answer_points", "quote"] and sent["additionalProperties"] is False
     assert len(load_drafts(tmp_path / "drafts.jsonl")) == 2
