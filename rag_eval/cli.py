@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from rag_eval.adapters.gold import GOLD_MODES
 from rag_eval.authoring import cli as authoring
 from rag_eval.calibrate import command as calibrate_command
-from rag_eval.dataset import find_paths, golden_items
+from rag_eval.dataset import ALLOW_OUTSIDE, find_paths, golden_items
 from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.golden.load import GoldenSetError
@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fas
     from rag_eval.gates.result import GateResult
 
 
+ALLOW_OUTSIDE_ARGS = ("--allow-outside-dataset", ALLOW_OUTSIDE)
+ALLOW_OUTSIDE_HELP = "read corpus and golden files that resolve outside the dataset folder (symlinks, ..)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rag_eval", description=__doc__)
     parser.add_argument("--tiers", default="", metavar="MODULES", help=TIERS_HELP)
@@ -37,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_val = sub.add_parser("validate", help="validate a golden set against its corpus and index")
     p_val.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_val.add_argument("--golden-set", "--rag-golden-set", default=None)
+    p_val.add_argument(*ALLOW_OUTSIDE_ARGS, action="store_true", help=ALLOW_OUTSIDE_HELP)
     p_val.add_argument("--coverage", action="store_true", help="also print the scenario × tier coverage table")
     p_val.add_argument(
         "--dimension", action="append", default=[], metavar="TAG", help="with --coverage: a tag dimension (repeatable)"
@@ -68,8 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_cov = sub.add_parser("coverage", help="print the scenario × tier coverage table")
     p_cov.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
     p_cov.add_argument("--golden-set", "--rag-golden-set", default=None)
+    p_cov.add_argument(*ALLOW_OUTSIDE_ARGS, action="store_true", help=ALLOW_OUTSIDE_HELP)
     p_hash = sub.add_parser("corpus-hash", help="print the content hash golden items record as corpus.sha256")
     p_hash.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
+    p_hash.add_argument(*ALLOW_OUTSIDE_ARGS, action="store_true", help=ALLOW_OUTSIDE_HELP)
     p_merge = sub.add_parser(
         "merge", help="merge the results files of `pytest --rag-shard I/N` runs, gate them, exit by the gate"
     )
@@ -133,6 +140,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--metric", action="append", default=[], metavar="KEY", help="label only this metric (repeatable)"
     )
     p_sam.add_argument("--out", default="reports/labelling", metavar="DIR", help="where the sheet and page go")
+    p_sam.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a sheet in --out that holds labels (a timestamped copy of it is kept); without it, refused",
+    )
     p_pow = sub.add_parser("power", help="how many golden items a gate needs to see a drop (from a results file)")
     p_pow.add_argument("results", help="a results file (reports/eval-results.json)")
     p_pow.add_argument("--metric", required=True, help="a metrics key, e.g. recall@5 or retrieval.recall@5")
@@ -161,22 +173,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args.dataset, args.golden_set = default_inputs(args.dataset, getattr(args, "golden_set", None))
         if args.command == "coverage":
-            print(coverage_table(golden_items(find_paths(args.dataset, args.golden_set)), golden_applies()))
+            paths = find_paths(args.dataset, args.golden_set, allow_outside=args.allow_outside_dataset)
+            print(coverage_table(golden_items(paths), golden_applies()))
             return 0
         if args.command == "corpus-hash":
             from rag_eval.adapters import PipelineSpec, SystemContext, corpus_reader
             from rag_eval.corpus import corpus_hash
 
-            paths = find_paths(args.dataset)
+            paths = find_paths(args.dataset, allow_outside=args.allow_outside_dataset)
             if paths.corpus is None:
                 raise GoldenSetError(f"--rag-dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
             read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
             print(corpus_hash(read(paths.corpus)))
             return 0
         gaps = Gaps(args.dimension, args.min, args.fail_under) if args.coverage else None
-        code = _validate(
-            args.dataset, args.golden_set, args.coverage, _gold_mode(args.gold, args.pipeline_config), gaps
-        )
+        gold = _gold_mode(args.gold, args.pipeline_config)
+        code = _validate(args.dataset, args.golden_set, args.coverage, gold, gaps, args.allow_outside_dataset)
         if args.pipeline:
             return max(code, _validate_held(args.dataset, args.golden_set, args.pipeline, args.pipeline_config))
         return code
@@ -257,14 +269,19 @@ class Gaps:
 
 
 def _validate(
-    dataset: str | None, golden: str | None, coverage: bool, gold: str = "corpus", gaps: Gaps | None = None
+    dataset: str | None,
+    golden: str | None,
+    coverage: bool,
+    gold: str = "corpus",
+    gaps: Gaps | None = None,
+    allow_outside: bool = False,
 ) -> int:
     from rag_eval.adapters import PipelineSpec, corpus_chunker
     from rag_eval.golden.resolve import ChunkLookup
     from rag_eval.session import EvalConfig, EvalSession
     from rag_eval.text import terms
 
-    paths = find_paths(dataset, golden)
+    paths = find_paths(dataset, golden, allow_outside=allow_outside)
     # ids/text gold: the framework reads the corpus (no rag_app chunking, no rag_app install needed)
     session = EvalSession(
         EvalConfig(paths, pipeline=PipelineSpec("rag_app" if gold == "corpus" else "python", gold=gold))
@@ -336,33 +353,36 @@ def _validate_held(dataset: str | None, golden: str | None, pipeline: str, confi
 def _render(args: argparse.Namespace) -> int:
     """Re-render the outputs of a stored results file (CI: after the artifact upload)."""
     from rag_eval.outputs import writers
-    from rag_eval.results.file import ResultsFileError, load_results
+    from rag_eval.results.file import load_results
     from rag_eval.results.model import RunResults
+    from rag_eval.util.person_files import refuse_overlap
 
     path = Path(args.results)
+    out = Path(args.out) if args.out else None if args.command == "summary" else path.with_suffix(".html")
+    calibration_file = getattr(args, "calibration", None)  # report only
     try:
+        refuse_overlap([("--out", out)], [("RESULTS", path), ("--calibration", calibration_file)])
         results = RunResults.from_dict(load_results(path))
-    except ResultsFileError as exc:
+        if args.command == "summary":
+            data = writers.get("markdown").render(results, writers.Context(artifact_url=args.artifact_url or None))
+            if out is None:
+                sys.stdout.write(data.decode("utf-8"))
+                return 0
+            writers.write_file(out, data)
+            return 0
+        calibration: list[str] = []
+        if calibration_file:
+            from rag_eval.calibrate.record import lines, load_record
+
+            calibration = lines(load_record(Path(calibration_file)))
+        out = out or path.with_suffix(".html")
+        writers.write("html", results, out, writers.Context(calibration=tuple(calibration)))
+    except RagEvalError as exc:  # the results or --calibration file, or an output that is an input
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.command == "summary":
-        data = writers.get("markdown").render(results, writers.Context(artifact_url=args.artifact_url or None))
-        if args.out:
-            writers.write_file(Path(args.out), data)
-        else:
-            sys.stdout.write(data.decode("utf-8"))
-        return 0
-    calibration: list[str] = []
-    if args.calibration:
-        from rag_eval.calibrate.record import lines, load_record
-
-        try:
-            calibration = lines(load_record(Path(args.calibration)))
-        except RagEvalError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    out = Path(args.out) if args.out else path.with_suffix(".html")
-    writers.write("html", results, out, writers.Context(calibration=tuple(calibration)))
+    except OSError as exc:  # written atomically: nothing half-written is left
+        print(f"error: cannot write --out {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     print(f"report: {out}")
     return 0
 
@@ -383,14 +403,17 @@ def _power(args: argparse.Namespace) -> int:
 
 def _sample(args: argparse.Namespace) -> int:
     """The labelling sheet and page of a seeded sample (docs/human-labels.md#which-cases-to-label)."""
-    from rag_eval.labels.page import write_sample
+    from rag_eval.labels.page import PAGE, SHEET, write_sample
     from rag_eval.labels.sample import SampleError, sample_cases
     from rag_eval.results.file import ResultsFileError, load_results
+    from rag_eval.util.person_files import FileGuardError, refuse_overlap
 
+    out = Path(args.out)
     try:
+        refuse_overlap([("--out", out / SHEET), ("--out", out / PAGE)], [("RESULTS", Path(args.results))])
         results = load_results(Path(args.results))
         sample = sample_cases(results, args.n, seed=args.seed, stratify=args.stratify, metrics=args.metric)
-    except (ResultsFileError, SampleError) as exc:
+    except (ResultsFileError, SampleError, FileGuardError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if not sample:
@@ -401,10 +424,14 @@ def _sample(args: argparse.Namespace) -> int:
         return 2
 
     try:
-        sheet, page = write_sample(sample, Path(args.out), str(args.results))
+        written = write_sample(sample, Path(args.out), str(args.results), force=args.force)
+    except FileGuardError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:  # each file is written atomically: none is left half-written
         print(f"error: cannot write --out {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    sheet, page = written.sheet, written.page
 
     strata = ", ".join(sorted({c.stratum for c in sample}))  # tag values come from the golden set: escaped
     print(
@@ -413,6 +440,8 @@ def _sample(args: argparse.Namespace) -> int:
     )
     print(f"labelling sheet: {terminal(str(sheet), False)}")
     print(f"labelling page: {terminal(str(page), False)}")
+    if written.kept is not None:
+        print(f"the labels the sheet held (--force) are kept in {terminal(str(written.kept), False)}")
     return 0
 
 
@@ -423,8 +452,20 @@ def _merge(args: argparse.Namespace) -> int:
     from rag_eval.results.baseline import BaselineError
     from rag_eval.results.finalize import Baseline, Outputs, baseline_lines, summary_lines
     from rag_eval.results.merge import MergeError, merge, read_shards
+    from rag_eval.util.person_files import FileGuardError, refuse_overlap
 
     started = time.time()
+    out = Path(args.out)
+    report = None if args.no_report else Path(args.report) if args.report else out.with_suffix(".html")
+    summary = Path(args.summary_md) if args.summary_md else None
+    try:
+        refuse_overlap(
+            [("--out", out), ("--report", report), ("--summary-md", summary)],
+            [*(("FILE", f) for f in args.files), ("--thresholds", args.thresholds), ("--baseline", args.baseline)],
+        )
+    except FileGuardError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         merged = merge(read_shards(args.files), args.files, args.thresholds)
     except MergeError as exc:
@@ -439,9 +480,6 @@ def _merge(args: argparse.Namespace) -> int:
             return 2
     done = merged.conclude(baseline)
     results, regression, passed = done.results, done.comparison.gates, done.passed
-    out = Path(args.out)
-    report = None if args.no_report else Path(args.report) if args.report else out.with_suffix(".html")
-    summary = Path(args.summary_md) if args.summary_md else None
     try:
         written = write_outputs(results, Outputs(out, report, summary, args.artifact_url, started=started))
     except OSError as exc:  # the results file itself: nothing was written (no temporary file left)

@@ -32,10 +32,49 @@ class DatasetPaths:
     golden: Path
 
 
+ALLOW_OUTSIDE = "--rag-allow-outside-dataset"
+
+
 def find_paths(
-    dataset: str | Path | None, golden: str | Path | None = None, where: str = "--rag-dataset"
+    dataset: str | Path | None,
+    golden: str | Path | None = None,
+    where: str = "--rag-dataset",
+    allow_outside: bool = False,
 ) -> DatasetPaths:
-    """The golden set and the corpus, if any, of a dataset folder (or a golden file alone)."""
+    """The golden set and the corpus, if any, of a dataset folder (or a golden file alone).
+
+    The dataset is its folder: a corpus file or a found golden file that resolves outside
+    it (a symlink, ``..``) is refused naming both paths, unless ``allow_outside``
+    (``--rag-allow-outside-dataset``): its text would reach the reports unasked."""
+    paths = _find_paths(dataset, golden, where)
+    if dataset is not None and not allow_outside:
+        refuse_outside(paths, where, found_golden=golden is None)
+    return paths
+
+
+def refuse_outside(paths: DatasetPaths, where: str, found_golden: bool = True) -> None:
+    """A GoldenSetError for the first corpus (or found golden) file outside ``paths.root``."""
+    root = paths.root.resolve()
+    files = [paths.golden] if found_golden else []
+    if paths.corpus is not None:
+        files.append(paths.corpus)
+        if paths.corpus.is_dir():
+            files += sorted(
+                p
+                for p in paths.corpus.rglob("*")
+                if not any(part.startswith(".") for part in p.relative_to(paths.corpus).parts)
+            )
+    for file in files:
+        target = file.resolve()
+        if not target.is_relative_to(root):
+            raise GoldenSetError(
+                f"{where} {paths.root}: {file} resolves to {target}, outside the dataset folder {root}; a dataset's "
+                "corpus and golden files are read from its folder only (a symlink or `..` out of it would put "
+                f"another file's text in the reports): copy the file into the folder, or allow it with {ALLOW_OUTSIDE}"
+            )
+
+
+def _find_paths(dataset: str | Path | None, golden: str | Path | None, where: str) -> DatasetPaths:
     if dataset is None:
         if golden is None:
             raise GoldenSetError("no golden set: give --rag-golden-set FILE.jsonl or --rag-dataset FOLDER")

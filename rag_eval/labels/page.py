@@ -14,14 +14,15 @@ import functools
 import importlib.util
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 from markupsafe import Markup
 
-from rag_eval.atomic import write_atomic
 from rag_eval.labels.sample import SampledCase, sheet_lines
 from rag_eval.outputs.html import json_for_script
+from rag_eval.util.person_files import guard_person_file, write_atomic
 
 TEMPLATE = "labelling.html.j2"
 SHEET = "labels-sheet.jsonl"
@@ -56,11 +57,46 @@ def render_page(sample: Sequence[SampledCase], source: str) -> str:
     )
 
 
-def write_sample(sample: Sequence[SampledCase], out: Path, source: str) -> tuple[Path, Path]:
-    """The labelling sheet (JSONL) and page (HTML) of ``sample`` in ``out``; returns their paths."""
-    out.mkdir(parents=True, exist_ok=True)
+@dataclass(frozen=True)
+class SampleFiles:
+    """What ``write_sample`` wrote, and the copy it kept of a sheet holding labels (``--force``)."""
+
+    sheet: Path
+    page: Path
+    kept: Path | None = None
+
+
+def write_sample(sample: Sequence[SampledCase], out: Path, source: str, force: bool = False) -> SampleFiles:
+    """The labelling sheet (JSONL) and page (HTML) of ``sample`` in ``out``.
+
+    A sheet already in ``out`` that holds a label, an annotator or a note is a person's
+    work: ``PersonWorkError`` (naming it and how many lines hold work) unless ``force``,
+    and then a timestamped copy of it is kept first (rag_eval.util.person_files)."""
     sheet, page = out / SHEET, out / PAGE
+    kept = guard_person_file(sheet, sheet_work, force, what="labelled line(s)")
+    out.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in sheet_lines(sample))
     write_atomic(sheet, lines.encode("utf-8"))
     write_atomic(page, render_page(sample, source).encode("utf-8"))
-    return sheet, page
+    return SampleFiles(sheet, page, kept)
+
+
+def sheet_work(path: Path) -> int:
+    """How many lines of a labelling sheet hold a person's work: a label, an annotator or a
+    note filled in, or a line edited so that it no longer reads as JSON."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    count = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            count += 1
+            continue
+        if not isinstance(raw, dict) or any(raw.get(k) not in (None, "") for k in ("label", "annotator", "note")):
+            count += 1
+    return count

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from rag_eval.outputs import writers
 from rag_eval.results.build import write_results
-from rag_eval.results.file import written_problem
 from rag_eval.results.finalize import Outputs, Written
 from rag_eval.results.model import RunResults
 
@@ -26,14 +25,14 @@ def write_outputs(run_results: RunResults, outputs: Outputs) -> Written:
     results (``Written.shown``, for the writers that come later: JUnit).
 
     The results file is written first and a failing report or summary never removes it;
-    when the results file itself cannot be written, ``ResultsWriteError`` (an OSError)
-    says why and leaves no temporary file. The summary is *appended* (as
-    ``$GITHUB_STEP_SUMMARY`` expects)."""
+    when the results file itself cannot be written, or is not valid against the schema,
+    ``ResultsWriteError`` (an OSError) says why, nothing else is written and an existing
+    file stays as it was (an invalid one is kept as ``<name>.invalid.json``). The summary
+    is *appended* (as ``$GITHUB_STEP_SUMMARY`` expects), atomically."""
     results = writers.redacted(run_results, outputs.redactor)
     built = results.to_dict()
     warnings = tuple(write_results(outputs.results, built, since=outputs.started))
-    invalid = written_problem(built, outputs.results)
-    problems: list[str] = [outputs.redactor.text(invalid)] if invalid else []
+    problems: list[str] = []
     context = writers.Context(artifact_url=outputs.artifact_url)
     paths: dict[str, Path | None] = {"html": outputs.report, "markdown": outputs.summary}
     written: dict[str, Path | None] = {}

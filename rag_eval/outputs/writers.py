@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from rag_eval.atomic import write_atomic
 from rag_eval.redact import Redactor
 from rag_eval.results.model import RunResults
+from rag_eval.util.person_files import append_atomic, write_atomic
 
 R_co = TypeVar("R_co", covariant=True)
 # the built-in formats and their modules in this package, each imported when first asked for
@@ -92,14 +92,12 @@ def redacted(results: RunResults, redactor: Redactor) -> RunResults:
 
 def write_file(path: Path, data: bytes, append: bool = False) -> Path:
     """The one write step of every file format: atomic (a reader sees the old file or the
-    new one), or appended when the format says so; returns ``path``."""
+    new one), or appended when the format says so (old content and new through a
+    temporary file: never half an append); returns ``path``. Both go through the one
+    write rule, ``rag_eval.util.person_files``."""
     if append:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as fh:
-            fh.write(data)
-    else:
-        write_atomic(path, data)  # a failed write leaves no temporary file
-    return path
+        return append_atomic(path, data)
+    return write_atomic(path, data)  # a failed write leaves no temporary file
 
 
 def write(name: str, results: RunResults, path: Path, context: Context | None = None) -> Path:

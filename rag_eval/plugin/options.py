@@ -16,7 +16,7 @@ import pytest
 
 from rag_eval import tiers
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
-from rag_eval.dataset import DatasetPaths
+from rag_eval.dataset import GOLDEN_NAMES, DatasetPaths
 from rag_eval.errors import ConfigError
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 from rag_eval.judge.config import JudgeConfig
@@ -26,6 +26,7 @@ from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
 from rag_eval.session import EvalConfig
 from rag_eval.shard import Shard
+from rag_eval.util.person_files import FileGuardError, refuse_overlap
 
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 CONCURRENCY_VAR = "RAG_EVAL_CONCURRENCY"
@@ -67,6 +68,12 @@ def add_options(parser: pytest.Parser) -> None:
         help="folder with a golden set (golden.jsonl or qa.jsonl) and optionally a corpus (corpus/, corpus.jsonl or *.md)",  # noqa: E501
     )
     group.addoption("--rag-golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --rag-dataset)")
+    group.addoption(
+        "--rag-allow-outside-dataset",
+        action="store_true",
+        help="read corpus and golden files of --rag-dataset that resolve outside its folder (symlinks, ..); "
+        "refused by default",
+    )
     group.addoption("--rag-thresholds", help="gates file (default: thresholds.toml)")
     group.addoption(
         "--rag-results",
@@ -193,6 +200,7 @@ class InputSource:
     dataset: Path | None
     golden: Path | None
     where: str  # "--rag-dataset" or "ini rag_eval_dataset (pyproject.toml)"
+    allow_outside: bool = False  # --rag-allow-outside-dataset
 
 
 @dataclass(frozen=True)
@@ -253,7 +261,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
     results = _rooted(here, given) if given else _rooted(root, str(config.getini("rag_eval_results")))
     report = config.getoption("rag_report")
     baseline = config.getoption("rag_baseline")
-    return RunConfig(
+    run_config = RunConfig(
         inputs=inputs,
         eval=cfg,
         split=config.getoption("rag_split"),
@@ -273,6 +281,33 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         keep_full=bool(getattr(config.option, "json_report", False)),
         labels=_human_labels(config, root),
     )
+    _refuse_overlap(run_config, config, root)
+    return run_config
+
+
+def _refuse_overlap(cfg: RunConfig, config: pytest.Config, root: Path) -> None:
+    """No output of the run (results, report, summary) is one of its inputs or another output."""
+    dataset, golden = cfg.inputs.dataset, cfg.inputs.golden
+    in_dataset = [dataset / name for name in (*GOLDEN_NAMES, "corpus.jsonl")] if dataset is not None else []
+    labels = config.getoption("rag_human_labels") or str(config.getini("rag_eval_human_labels")) or None
+    inputs: list[tuple[str, str | Path | None]] = [
+        ("--rag-golden-set", golden),
+        *(("--rag-dataset", p) for p in in_dataset),
+        ("--rag-thresholds", cfg.thresholds.path if cfg.thresholds is not None else None),
+        ("--rag-baseline", cfg.baseline_path),
+        ("--rag-dialogues", cfg.dialogues),
+        ("--rag-human-labels", _rooted(root, labels) if labels else None),
+        ("--rag-pipeline-config", config.getoption("rag_pipeline_config")),
+    ]
+    outputs = [
+        ("--rag-results", cfg.results_path),
+        ("--rag-report", cfg.report_path),
+        ("--rag-summary-md", cfg.summary_path),
+    ]
+    try:
+        refuse_overlap(outputs, inputs)
+    except FileGuardError as exc:
+        raise pytest.UsageError(f"rag-eval: {exc}") from None
 
 
 def _human_labels(config: pytest.Config, root: Path) -> tuple[Label, ...] | None:
@@ -346,7 +381,12 @@ def _inputs(config: pytest.Config) -> InputSource | None:
             where = f"ini rag_eval_golden_set (in {ini_file})"
     if not dataset and not golden:
         return None
-    return InputSource(Path(dataset) if dataset else None, Path(golden) if golden else None, where)
+    return InputSource(
+        Path(dataset) if dataset else None,
+        Path(golden) if golden else None,
+        where,
+        bool(config.getoption("rag_allow_outside_dataset")),
+    )
 
 
 def project_base(config: pytest.Config) -> Path:

@@ -59,7 +59,7 @@ class Run:
         if self._paths is None:
             inputs = self.config.inputs
             try:
-                self._paths = find_paths(inputs.dataset, inputs.golden, inputs.where)
+                self._paths = find_paths(inputs.dataset, inputs.golden, inputs.where, inputs.allow_outside)
             except GoldenSetError as exc:
                 raise DatasetInputError(str(exc)) from None
         return self._paths

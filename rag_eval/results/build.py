@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval import tiers
-from rag_eval.atomic import write_atomic
 from rag_eval.errors import RagEvalError
 from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
 from rag_eval.gates.result import GateResult
 from rag_eval.results.case import CaseResult
+from rag_eval.results.file import written_problem
 from rag_eval.results.model import RunResults, Verdict
+from rag_eval.util.person_files import InvalidOutputError, write_atomic
 
 
 def git_commit(cwd: Path) -> dict[str, Any]:
@@ -208,11 +209,17 @@ def write_results(path: Path, results: Mapping[str, Any], since: float | None = 
     writer wins. A failed write (ENOSPC, EACCES) leaves no temporary file behind and
     raises ``ResultsWriteError`` naming the file, the reason and the fix."""
     # No indent: indented output takes json's pure-Python encoder (2x slower at 5,000 cases).
-    data = json.dumps(results, ensure_ascii=False).encode("utf-8")
+    finite = True
+    try:
+        data = json.dumps(results, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError:  # NaN or an infinity: not JSON; written_problem names where
+        data, finite = json.dumps(results, ensure_ascii=False).encode("utf-8"), False
     try:
         warnings = _written_meanwhile(path, PROCESS_START if since is None else since)
-        write_atomic(path, data)
+        write_atomic(path, data, lambda _: written_problem(results, path, finite), keep_rejected=True)
         _OURS[str(path)] = path.stat().st_mtime_ns
+    except InvalidOutputError as exc:
+        raise ResultsWriteError(str(exc)) from None
     except OSError as exc:
         raise ResultsWriteError(
             f"{path}: results not written: {exc.strerror or exc}; free space or fix the permissions there, "

@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterable, Mapping
+import math
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +65,16 @@ def load_results(path: str | Path) -> dict[str, Any]:
             f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)"
         ) from None
     try:
-        data = json.loads(text)
+        # NaN, Infinity, 1e400, 10**400: found where, as written (the marking parse is slower)
+        marked = _MAYBE_BAD_NUMBER.search(text) is not None
+        data = _loads_marking(text) if marked else json.loads(text)
+        if marked:
+            bad = number_problems(data)
+            if bad:
+                raise ResultsFileError(
+                    f"{path}: not a valid version-{RESULTS_VERSION} results file: {_listed(bad)}; every number of a "
+                    "results file is finite and within float range: the file was edited, re-run the gate to write it"
+                )
     except json.JSONDecodeError as exc:
         raise ResultsFileError(
             f"{path}: not a JSON results file ({exc}); pass the file the gate wrote (--rag-results)"
@@ -87,32 +100,82 @@ def check_results(data: Any, source: str = "results") -> dict[str, Any]:
     check_version(data["version"], source)
     problems = schema_problems(data)
     if problems:
-        shown = "; ".join(problems[:ERRORS_SHOWN])
-        more = f" (and {len(problems) - ERRORS_SHOWN} more)" if len(problems) > ERRORS_SHOWN else ""
         raise ResultsFileError(
-            f"{source}: not a valid version-{RESULTS_VERSION} results file ({SCHEMA_NAME}): {shown}{more}; "
+            f"{source}: not a valid version-{RESULTS_VERSION} results file ({SCHEMA_NAME}): {_listed(problems)}; "
             "the file was edited or cut short: re-run the gate to write it again"
         )
     return data
 
 
-def written_problem(results: Mapping[str, Any], path: str | Path) -> str | None:
-    """The writer's own check of what it wrote: None when ``results`` is a valid file of
-    this version, else one line naming the file and the first problems.
+def written_problem(results: Mapping[str, Any], path: str | Path, finite: bool = True) -> str | None:
+    """The writer's own check of what it is about to write: None when ``results`` is a
+    valid file of this version, else one line naming the file and the first problems.
 
-    The file is kept on disk (no computed result is lost); the run reports the line as
-    an output that could not be written properly, so a writer/schema mismatch fails the
-    run that made it instead of the next reader (a baseline, a re-render, a merge)."""
-    problems = schema_problems(results)
+    ``finite=False``: the writer found NaN or an infinity in it (``json.dumps``), which
+    the schema validator would read as null; they are listed by their JSON path. The
+    writer keeps such a file beside the path (``<stem>.invalid.json``: no computed result
+    lost) and never puts it in the place of an existing results file, so a writer/schema
+    mismatch fails the run that made it instead of the next reader."""
+    problems = schema_problems(results) if finite else number_problems(results)
     if not problems:
         return None
-    shown = "; ".join(problems[:ERRORS_SHOWN])
-    more = f" (and {len(problems) - ERRORS_SHOWN} more)" if len(problems) > ERRORS_SHOWN else ""
     return (
-        f"results file {path} was written but is not a valid version-{RESULTS_VERSION} results file "
-        f"({SCHEMA_NAME}): {shown}{more}; this is a rag_eval bug: `python -m rag_eval report` and "
-        "--rag-baseline will refuse the file, please report it with the file attached"
+        f"not a valid version-{RESULTS_VERSION} results file ({SCHEMA_NAME}): {_listed(problems)}; "
+        "`python -m rag_eval report` and --rag-baseline would refuse it (a number out of range in an input "
+        "file, or a rag_eval bug: please report it with the file attached)"
     )
+
+
+def _listed(problems: Sequence[str]) -> str:
+    shown = "; ".join(problems[:ERRORS_SHOWN])
+    return shown + (f" (and {len(problems) - ERRORS_SHOWN} more)" if len(problems) > ERRORS_SHOWN else "")
+
+
+# A cheap look at the text before the slow walk: a non-finite constant, a long exponent, a long integer.
+_MAYBE_BAD_NUMBER = re.compile(r"NaN|Infinity|[eE][+-]?\d{3,}|\d{300,}")
+
+
+@dataclass(frozen=True)
+class _AsWritten:
+    """A number of the file that is not a finite float, as it is written there."""
+
+    text: str
+
+
+def _loads_marking(text: str) -> Any:
+    """``json.loads`` with every NaN, infinity and out-of-float-range number replaced by
+    its ``_AsWritten`` text (``number_problems`` lists them by path)."""
+
+    def number(token: str) -> Any:
+        try:
+            value = float(token)
+        except OverflowError:
+            return _AsWritten(token)
+        return value if math.isfinite(value) else _AsWritten(token)
+
+    def integer(token: str) -> Any:
+        try:
+            float(int(token))
+        except (OverflowError, ValueError):
+            return _AsWritten(token if len(token) <= 40 else f"{token[:20]}…({len(token)} digits)")
+        return int(token)
+
+    return json.loads(text, parse_float=number, parse_int=integer, parse_constant=_AsWritten)
+
+
+def number_problems(data: Any, path: tuple[Any, ...] = ()) -> list[str]:
+    """``path: value`` for every number of ``data`` that is not finite or beyond float range."""
+    if isinstance(data, _AsWritten):
+        return [f"{json_path(path)}: {data.text} is not a finite number within float range"]
+    if isinstance(data, float) and not math.isfinite(data):
+        return [f"{json_path(path)}: {data!r} is not a finite number"]
+    if isinstance(data, int) and not isinstance(data, bool) and abs(data) > _FLOAT_MAX_INT:
+        return [f"{json_path(path)}: an integer of {len(str(abs(data)))} digits is beyond float range"]
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, list) else ()
+    return [problem for key, value in items for problem in number_problems(value, (*path, key))]
+
+
+_FLOAT_MAX_INT = int(sys.float_info.max)
 
 
 def check_version(version: Any, source: str) -> None:

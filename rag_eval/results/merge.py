@@ -11,18 +11,20 @@ nothing, and so are missing, duplicated and incomplete shards.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rag_eval import tiers
+from rag_eval.gates.aggregate import aggregate_all, outcome_counts
 from rag_eval.gates.gate import run_gates, verdict
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
-from rag_eval.results.build import now_iso
+from rag_eval.results.build import now_iso, usage_totals
 from rag_eval.results.case import CaseResult
-from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results
+from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results, run_of
 from rag_eval.results.finalize import Baseline, Concluded, conclude
 from rag_eval.shard import shard_of
 
@@ -110,6 +112,8 @@ def merge(
     count = _check_partition(runs, names)
     _check_same_run(runs, names)
     cases = _union_cases(shards, runs, names, count)
+    for shard, name in zip(shards, names):
+        check_aggregates(shard, name)
     gate_file, overridden = _thresholds(runs[0], names, thresholds)
     gates = run_gates(gate_file, cases)  # without a file: the built-in gates, as in the plugin
     run = _merged_run(runs, names, gate_file, overridden)
@@ -143,6 +147,57 @@ def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
             f"{name}: verdict {results['verdict']!r}, a shard file says 'shard'; pass the files `pytest --rag-shard I/N` wrote"  # noqa: E501
         )
     return run
+
+
+def check_aggregates(results: Mapping[str, Any], name: str) -> None:
+    """A MergeError when what ``results`` stores about its cases (``metrics``, ``metrics_n``,
+    ``run.outcomes``, ``run.usage``) is not what its cases give: the file was edited.
+
+    The merge never uses a shard's stored aggregates (it recomputes every one from the
+    union of the cases); a disagreement means a case or an aggregate was changed by hand,
+    and neither can then be trusted."""
+    ordered = sorted(case_results(results), key=lambda c: (c.tier, c.id))
+    fresh = aggregate_all(ordered)
+    stored, stored_n = results.get("metrics") or {}, results.get("metrics_n") or {}
+    for key in sorted(set(stored) | set(fresh)):
+        mine, counted = fresh.get(key), stored_n.get(key) or {}
+        if mine is None or key not in stored:
+            where = "the file holds it but its cases do not give it" if mine is None else "its cases give it"
+            raise MergeError(_edited(name, f"metrics.{key}: {where}"))
+        if not _same(stored[key], mine.value) or (counted.get("n"), counted.get("errors")) != (mine.n, mine.errors):
+            raise MergeError(
+                _edited(
+                    name,
+                    f"metrics.{key} is {stored[key]!r} (n={counted.get('n')}, errors {counted.get('errors')}) but its "
+                    f"cases give {mine.value!r} (n={mine.n}, errors {mine.errors})",
+                )
+            )
+    run = run_of(results)
+    derived: dict[str, Mapping[str, Mapping[str, float]]] = {
+        "outcomes": outcome_counts(ordered),
+        "usage": usage_totals(ordered),
+    }
+    for field, value in derived.items():
+        kept = run.get(field) or {}
+        same = set(kept) == set(value) and all(
+            set(kept[t]) == set(row) and all(_same(kept[t][k], v) for k, v in row.items()) for t, row in value.items()
+        )
+        if not same:
+            raise MergeError(_edited(name, f"run.{field} is {dict(kept)!r} but its cases give {value!r}"))
+
+
+def _edited(name: str, what: str) -> str:
+    return (
+        f"{name}: {what}: the file was edited after the shard wrote it (the merge recomputes every aggregate from "
+        "the cases, and a file whose aggregates disagree with its cases is not trusted); re-run that shard "
+        "(`pytest --rag-shard I/N`)"
+    )
+
+
+def _same(stored: Any, value: float | None) -> bool:
+    if stored is None or value is None:
+        return stored is None and value is None
+    return math.isclose(float(stored), value, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _check_partition(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> int:

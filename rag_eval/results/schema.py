@@ -13,7 +13,12 @@ A fragment is a JSON object with any of:
 ``run``
     properties it adds under the results' ``run`` (its ``Tier.run_block``, e.g. ``judge_blame``);
 ``results``
-    top-level properties it adds (its ``Tier.results_block``).
+    top-level properties it adds (its ``Tier.results_block``);
+``metrics``
+    the schema of each of its aggregates (``<tier>.<key>`` of ``metrics`` and the value of
+    ``metrics_n``), e.g. ``{"$ref": "#/$defs/nullableRate"}`` for a tier whose aggregates
+    are rates; ``<tier>.measured_count`` stays a count (the core's ``$defs`` hold the
+    bounds: ``rate``, ``count``, ``duration``, ``amount``).
 
 ``rag_eval/results.schema.json`` is the schema assembled from the built-in tiers: the file
 that ships and that external readers validate with; ``tests/rag_eval/test_results_schema.py``
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -35,7 +41,7 @@ from rag_eval.errors import ConfigError
 
 CORE_PATH = Path(__file__).resolve().parent / "schema_core.json"  # package data
 SHIPPED_PATH = Path(__file__).resolve().parent.parent / "results.schema.json"  # package data: the assembled file
-FRAGMENT_KEYS = ("$defs", "details", "run", "results")
+FRAGMENT_KEYS = ("$defs", "details", "run", "results", "metrics")
 
 
 def core() -> dict[str, Any]:
@@ -66,7 +72,19 @@ def assemble(base: Mapping[str, Any], fragments: Iterable[tuple[str, Mapping[str
                     )
                 into[item] = copy.deepcopy(value)
         entries.extend(copy.deepcopy(list(fragment.get("details") or ())))
+        if fragment.get("metrics"):
+            _bound_aggregates(top, name, fragment["metrics"])
     return out
+
+
+def _bound_aggregates(top: dict[str, Any], tier: str, value: Mapping[str, Any]) -> None:
+    """Every ``<tier>.<key>`` aggregate but ``<tier>.measured_count`` (a count) is ``value``."""
+    pattern = f"^{re.escape(tier)}\\.(?!measured_count$)"
+    top["metrics"].setdefault("patternProperties", {})[pattern] = copy.deepcopy(dict(value))
+    top["metrics_n"].setdefault("patternProperties", {})[pattern] = {
+        "$ref": "#/$defs/metricValue",
+        "properties": {"value": copy.deepcopy(dict(value))},
+    }
 
 
 def results_schema() -> dict[str, Any]:

@@ -126,15 +126,16 @@ def rejected_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}.invalid{path.suffix}")
 
 
-def append_atomic(path: PathLike, text: str) -> Path:
-    """``text`` appended to ``path`` (e.g. ``$GITHUB_STEP_SUMMARY``) by writing the old
-    content and the new to a temporary file and renaming it: never half an append."""
+def append_atomic(path: PathLike, data: str | bytes) -> Path:
+    """``data`` (text as UTF-8) appended to ``path`` (e.g. ``$GITHUB_STEP_SUMMARY``) by
+    writing the old content and the new to a temporary file and renaming it: never half
+    an append."""
     target = Path(path)
     try:
         old = target.read_bytes()
     except FileNotFoundError:
         old = b""
-    return write_atomic(target, old + text.encode("utf-8"))
+    return write_atomic(target, old + (data.encode("utf-8") if isinstance(data, str) else data))
 
 
 def guard_person_file(

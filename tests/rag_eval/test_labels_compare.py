@@ -201,7 +201,7 @@ def test_a_filled_sheet_of_a_written_results_file_gives_a_report(tmp_path: Any) 
     path.write_text(json.dumps(make_results(60)), encoding="utf-8")
     results = load_results(path)
     sample = sample_cases(results, 20, seed=11, metrics=["judge.coverage"])
-    sheet, _ = write_sample(sample, tmp_path / "lab", str(path))
+    sheet = write_sample(sample, tmp_path / "lab", str(path)).sheet
     judge = {
         c["id"]: c["metrics"]["coverage"]
         for c in results["cases"]

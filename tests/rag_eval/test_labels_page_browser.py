@@ -23,7 +23,7 @@ def test_label_three_cases_export_and_load_back(page: Any, tmp_path: Path) -> No
     sample = sample_cases(results, 100, seed=5, metrics=["judge.faithfulness", "judge.relevance"])
     sample = sorted(sample, key=lambda c: c.id != ID_XSS)  # the <script> case is on the page
     assert sample[0].id == ID_XSS
-    _, html = write_sample(sample, tmp_path / "lab", "reports/r.json")
+    html = write_sample(sample, tmp_path / "lab", "reports/r.json").page
     page.goto(html.as_uri())
     assert page.locator("section.case").count() == len(sample)
     xss_case = page.locator(f'section.case[data-case="{ID_XSS}"]')

@@ -181,3 +181,29 @@ def test_a_results_file_another_run_wrote_meanwhile_is_warned_about(sandbox: San
     sandbox.write_conftest()  # the same path again, nobody else writing
     rerun = sandbox.run("-m", "retrieval")
     assert rerun.ret == 0 and "written by another run" not in rerun.stdout.str()
+
+
+def test_an_output_that_is_an_input_stops_the_run_before_anything_is_written(sandbox: Sandbox) -> None:
+    baseline = _baseline_from(sandbox)
+    kept = baseline.read_bytes()
+    for option, path in (
+        ("--rag-results", baseline),
+        ("--rag-report", baseline),
+        ("--rag-summary-md", sandbox.golden_path),
+    ):
+        golden = sandbox.golden_path.read_bytes()
+        result = sandbox.run("-m", "retrieval", "--rag-baseline", str(baseline), option, str(path))
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert "of the same command: it would be overwritten" in result.stderr.str()
+        assert baseline.read_bytes() == kept and sandbox.golden_path.read_bytes() == golden
+
+
+def test_a_corpus_file_linked_from_outside_the_dataset_is_refused_unless_allowed(sandbox: Sandbox) -> None:
+    outside = sandbox.root / "elsewhere.jsonl"
+    corpus = sandbox.dataset / "corpus.jsonl"
+    corpus.rename(outside)
+    corpus.symlink_to(outside)
+    result = sandbox.run("-m", "retrieval")
+    assert result.ret != 0
+    assert "outside the dataset folder" in result.stdout.str() + result.stderr.str()
+    assert sandbox.run("-m", "retrieval", "--rag-allow-outside-dataset").ret == 0

@@ -19,7 +19,12 @@ from rag_eval.redact import Redactor
 from rag_eval.results.build import ResultsWriteError, write_results
 from rag_eval.results.finalize import Outputs, summary_lines
 
-RESULTS: dict[str, Any] = {"version": 2, "verdict": "pass", "text": "集合 " * 10_000}
+# A valid results file (the writer validates before the rename) with 60 kB of text in it:
+# the writes are short (4 kB each), so the writer must loop.
+RESULTS: dict[str, Any] = {
+    **json.loads((Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text("utf-8")),
+    "text": "集合 " * 10_000,
+}
 
 
 def fail_writes(monkeypatch: pytest.MonkeyPatch, code: int, after: int = 0) -> None:
@@ -93,7 +98,7 @@ def test_the_warning_reaches_the_summary_lines(tmp_path: Path) -> None:
     started = time.time()
     path.write_text("{}", encoding="utf-8")
 
-    written = write_outputs(Dumped({"run": {}, "verdict": "pass"}), Outputs(path, redactor=Redactor(), started=started))
+    written = write_outputs(Dumped(RESULTS), Outputs(path, redactor=Redactor(), started=started))
 
     lines = summary_lines([], True, None, False, [], written)
     warned = [line for line in lines if line.text.startswith("WARNING: ")]

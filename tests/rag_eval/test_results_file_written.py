@@ -6,6 +6,7 @@ the reference implementation of JSON Schema, and round-tripped through ``RunResu
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -208,11 +209,15 @@ def test_an_item_of_neither_kind_is_refused(tmp_path: Path, item: dict[str, Any]
         check_results(data, "x.json")
 
 
-def test_the_writer_reports_a_file_the_schema_refuses_and_keeps_it(tmp_path: Path) -> None:
-    """The write path validates what it wrote: a writer/schema mismatch is an output
-    problem of the run that made it (the run fails, the file stays for the bug report)."""
+def test_the_writer_never_puts_a_file_the_schema_refuses_in_place_of_the_old_one(tmp_path: Path) -> None:
+    """The write path validates before the rename: an invalid results file replaces no
+    existing one (checksum), no report is rendered from it, and it is kept beside the
+    path for the bug report (``eval-results.invalid.json``)."""
+    import hashlib
+
     from rag_eval.outputs.write import write_outputs
     from rag_eval.redact import Redactor
+    from rag_eval.results.build import ResultsWriteError
     from rag_eval.results.finalize import Outputs
     from tests.rag_eval.test_results_build import Dumped
 
@@ -221,8 +226,30 @@ def test_the_writer_reports_a_file_the_schema_refuses_and_keeps_it(tmp_path: Pat
     )
     data["items"] = {"d1": {"id": "d1", "opening": "hi"}}
     out = tmp_path / "eval-results.json"
-    written = write_outputs(Dumped(data), Outputs(out, redactor=Redactor(())))
-    assert out.is_file() and json.loads(out.read_text(encoding="utf-8"))["items"] == data["items"]
-    assert len(written.problems) == 1
-    assert written.problems[0].startswith(f"results file {out} was written but is not a valid version-3 results file")
-    assert "items.d1" in written.problems[0]
+    out.write_text('{"an": "earlier run"}', encoding="utf-8")
+    before = hashlib.sha256(out.read_bytes()).hexdigest()
+    report = tmp_path / "eval-results.html"
+    with pytest.raises(ResultsWriteError) as err:
+        write_outputs(Dumped(data), Outputs(out, report, redactor=Redactor(())))
+    assert hashlib.sha256(out.read_bytes()).hexdigest() == before and not report.exists()
+    assert str(err.value).startswith(f"{out}: left as it was: what was produced is invalid: not a valid version-3")
+    assert "items.d1" in str(err.value)
+    kept = tmp_path / "eval-results.invalid.json"
+    assert json.loads(kept.read_text(encoding="utf-8"))["items"] == data["items"]
+
+
+def test_the_writer_names_a_nan_by_its_path_not_as_null(tmp_path: Path) -> None:
+    from rag_eval.outputs.write import write_outputs
+    from rag_eval.redact import Redactor
+    from rag_eval.results.build import ResultsWriteError
+    from rag_eval.results.finalize import Outputs
+    from tests.rag_eval.test_results_build import Dumped
+
+    data = json.loads(
+        (Path(__file__).resolve().parents[1] / "data" / "report_sample_results.json").read_text(encoding="utf-8")
+    )
+    key = next(iter(data["metrics"]))
+    data["metrics"][key] = float("nan")
+    with pytest.raises(ResultsWriteError, match=rf"metrics\.{re.escape(key)}: nan is not a finite number") as err:
+        write_outputs(Dumped(data), Outputs(tmp_path / "r.json", redactor=Redactor(())))
+    assert "null" not in str(err.value)

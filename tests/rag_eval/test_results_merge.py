@@ -25,6 +25,7 @@ from rag_eval.judge.blame import run_block
 from rag_eval.outputs import writers
 from rag_eval.results.build import build_results
 from rag_eval.results.case import CaseResult
+from rag_eval.results.file import case_results
 from rag_eval.results.merge import MergeError, merge, merge_results, read_shards
 from rag_eval.results.model import RunResults
 from rag_eval.shard import shard_of
@@ -130,6 +131,14 @@ def shard_files(thresholds: Path, count: int = 3) -> list[dict[str, Any]]:
         results["verdict"] = "shard"
         out.append(results)
     return out
+
+
+def as_written(shard: dict[str, Any]) -> dict[str, Any]:
+    """A crafted shard as the plugin would have written its cases: the aggregates
+    recomputed from them (merge refuses a shard whose aggregates disagree with its cases)."""
+    results = build_results(shard["run"], case_results(shard), [], True, items=shard["items"])
+    results["verdict"] = "shard"
+    return results
 
 
 def write(tmp_path: Path, shards: list[dict[str, Any]]) -> list[str]:
@@ -596,7 +605,7 @@ def _all_errors(shards: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for c in shard["cases"]:
             c.update(outcome="error", metrics={}, failed_stage=None, message="boom")
             c["details"]["outcome"] = "error"
-    return shards
+    return [as_written(shard) for shard in shards]
 
 
 def test_a_file_gating_only_judge_cannot_merge_all_errors_into_a_pass(
@@ -665,7 +674,7 @@ def test_the_judge_blame_of_a_merge_is_recomputed_over_every_shard(thresholds: P
         shard["cases"] = sorted([*shard["cases"], judged.to_dict()], key=lambda c: (c["tier"], c["id"]))
         shard["run"].update(run_block([judged]))
         assert shard["run"]["judge_blame"]["failing"] == 1
-    merged = merge_results(shards, NAMES[:2])
+    merged = merge_results([as_written(shard) for shard in shards], NAMES[:2])
     block = merged["run"]["judge_blame"]
     assert block["failing"] == 2 and block["unknown_claims"] == 2
     assert block["counts"] == {"retriever": 1, "generator": 1, "both": 0, "unexplained": 0}
