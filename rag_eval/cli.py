@@ -458,16 +458,16 @@ def _merge(args: argparse.Namespace) -> int:
     out = Path(args.out)
     report = None if args.no_report else Path(args.report) if args.report else out.with_suffix(".html")
     summary = Path(args.summary_md) if args.summary_md else None
+    outputs = [("--out", out), ("--report", report), ("--summary-md", summary)]
+    inputs = [*(("FILE", f) for f in args.files), ("--thresholds", args.thresholds), ("--baseline", args.baseline)]
     try:
-        refuse_overlap(
-            [("--out", out), ("--report", report), ("--summary-md", summary)],
-            [*(("FILE", f) for f in args.files), ("--thresholds", args.thresholds), ("--baseline", args.baseline)],
-        )
+        refuse_overlap(outputs, inputs)
+        merged = merge(read_shards(args.files), args.files, args.thresholds)
+        # the thresholds file the shards recorded is an input too (known once they are read)
+        refuse_overlap(outputs, [("run.thresholds", merged.thresholds.path if merged.thresholds else None)])
     except FileGuardError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    try:
-        merged = merge(read_shards(args.files), args.files, args.thresholds)
     except MergeError as exc:
         print(f"error: cannot merge: {exc}", file=sys.stderr)
         return 2

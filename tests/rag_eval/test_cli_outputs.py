@@ -131,6 +131,7 @@ def test_a_results_file_named_html_is_not_replaced_by_its_default_report(
         ["--out", "merged.json", "--summary-md", "s2.json"],
         ["--out", "merged.json", "--report", "merged.json"],
         ["--out", "merged.json", "--baseline", "merged.json"],
+        ["--out", "merged.json", "--summary-md", "thresholds.toml"],  # the file the shards recorded
     ],
 )
 def test_merge_refuses_an_output_that_is_an_input(
