@@ -15,10 +15,11 @@ A fragment is a JSON object with any of:
 ``results``
     top-level properties it adds (its ``Tier.results_block``);
 ``metrics``
-    the schema of each of its aggregates (``<tier>.<key>`` of ``metrics`` and the value of
-    ``metrics_n``), e.g. ``{"$ref": "#/$defs/nullableRate"}`` for a tier whose aggregates
-    are rates; ``<tier>.measured_count`` stays a count (the core's ``$defs`` hold the
-    bounds: ``rate``, ``count``, ``duration``, ``amount``).
+    the bounds of its numbers: ``case``, the schema of a case's ``metrics`` object (e.g.
+    ``{"$ref": "#/$defs/rateMetrics"}``: every one a rate), and ``aggregate``, the schema of
+    each ``<tier>.<key>`` of ``metrics`` and of its ``metrics_n`` value (e.g.
+    ``{"$ref": "#/$defs/nullableRate"}``); ``<tier>.measured_count`` stays a count. The
+    bounds themselves are the core's ``$defs`` (``rate``, ``count``, ``duration``, ``amount``).
 
 ``rag_eval/results.schema.json`` is the schema assembled from the built-in tiers: the file
 that ships and that external readers validate with; ``tests/rag_eval/test_results_schema.py``
@@ -72,19 +73,28 @@ def assemble(base: Mapping[str, Any], fragments: Iterable[tuple[str, Mapping[str
                     )
                 into[item] = copy.deepcopy(value)
         entries.extend(copy.deepcopy(list(fragment.get("details") or ())))
-        if fragment.get("metrics"):
-            _bound_aggregates(top, name, fragment["metrics"])
+        _bound_metrics(out, name, fragment.get("metrics") or {})
     return out
 
 
-def _bound_aggregates(top: dict[str, Any], tier: str, value: Mapping[str, Any]) -> None:
-    """Every ``<tier>.<key>`` aggregate but ``<tier>.measured_count`` (a count) is ``value``."""
-    pattern = f"^{re.escape(tier)}\\.(?!measured_count$)"
-    top["metrics"].setdefault("patternProperties", {})[pattern] = copy.deepcopy(dict(value))
-    top["metrics_n"].setdefault("patternProperties", {})[pattern] = {
-        "$ref": "#/$defs/metricValue",
-        "properties": {"value": copy.deepcopy(dict(value))},
-    }
+def _bound_metrics(schema: dict[str, Any], tier: str, bounds: Mapping[str, Any]) -> None:
+    """A tier's cases' ``metrics`` are ``bounds["case"]``; every ``<tier>.<key>`` aggregate
+    but ``<tier>.measured_count`` (a count) is ``bounds["aggregate"]``."""
+    if "case" in bounds:
+        schema["$defs"]["case"]["allOf"].append(
+            {
+                "if": {"properties": {"tier": {"const": tier}}, "required": ["tier"]},
+                "then": {"properties": {"metrics": copy.deepcopy(bounds["case"])}},
+            }
+        )
+    if "aggregate" in bounds:
+        pattern = f"^{re.escape(tier)}\\.(?!measured_count$)"
+        top = schema["properties"]
+        top["metrics"].setdefault("patternProperties", {})[pattern] = copy.deepcopy(bounds["aggregate"])
+        top["metrics_n"].setdefault("patternProperties", {})[pattern] = {
+            "$ref": "#/$defs/metricValue",
+            "properties": {"value": copy.deepcopy(bounds["aggregate"])},
+        }
 
 
 def results_schema() -> dict[str, Any]:

@@ -240,3 +240,19 @@ def test_an_edited_case_with_the_old_aggregates_is_refused(
     err = capsys.readouterr().err
     assert f"{shards[1]}: metrics.{case['tier']}.pass_rate is" in err and "the file was edited" in err
     assert not (tmp_path / "m.json").exists()
+
+
+def test_a_key_fact_verdict_of_another_type_is_no_verdict_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found by tests/rag_eval/test_results_fuzz.py: a list as a key fact's verdict raised
+    TypeError (unhashable) in the judge tier's labelled values when sampling."""
+    data = make_results(8)
+    judged = [c for c in data["cases"] if c["tier"] == "judge" and (c["details"].get("judge") or {}).get("key_facts")]
+    assert judged  # the factory's judge cases carry key facts
+    for case in judged:
+        for fact in case["details"]["judge"]["key_facts"]:
+            fact["verdict"] = []
+    path = _write(tmp_path / "r.json", data)
+    assert main(["sample", str(path), "--n", "3", "--out", str(tmp_path / "lab")]) in (0, 2)
+    assert "Traceback" not in capsys.readouterr().err

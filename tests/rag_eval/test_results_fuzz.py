@@ -56,6 +56,13 @@ def _paths(data: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]
         yield from _paths(value, (*prefix, key))
 
 
+class Originals(dict[str, Any]):
+    """The valid files and their JSON paths; a short repr (hypothesis shows the arguments of a failing example)."""
+
+    def __repr__(self) -> str:
+        return "Originals(s1.json, s2.json, s3.json, base.json, run.json)"
+
+
 @pytest.fixture(scope="module")
 def originals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("fuzz")
@@ -64,7 +71,7 @@ def originals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     s1, s2, s3 = shard_files(thresholds)
     docs = {"s1.json": s1, "s2.json": s2, "s3.json": s3, "base.json": single_run(thresholds)}
     docs["run.json"] = make_results(8)
-    return {"docs": docs, "paths": {name: list(_paths(doc)) for name, doc in docs.items()}}
+    return Originals(docs=docs, paths={name: list(_paths(doc)) for name, doc in docs.items()})
 
 
 def _mutated(doc: Any, path: tuple[Any, ...], value: Any, delete: bool) -> Any:

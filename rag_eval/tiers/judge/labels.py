@@ -42,7 +42,8 @@ def judged_values(case: CaseResult) -> JudgedValues | None:
             v = claim.get("verdict") if isinstance(claim, Mapping) else None
             units[("faithfulness", "claim", i)] = 1.0 if v == "yes" else 0.0 if v == "no" else UNKNOWN
         for j, fact in enumerate(verdict.get("key_facts") or (), 1):
-            if isinstance(fact, Mapping) and fact.get("verdict") in FACT_SCORE:
+            # a verdict of another type (a hand-edited file: a list, an object) is no verdict
+            if isinstance(fact, Mapping) and isinstance(fact.get("verdict"), str) and fact["verdict"] in FACT_SCORE:
                 index = fact.get("index")
                 units[("coverage", "fact", index if isinstance(index, int) else j)] = FACT_SCORE[fact["verdict"]]
     return JudgedValues(values, units)
