@@ -11,7 +11,7 @@ export ANONYMIZED_TELEMETRY := False
 TOOLS_STAMP := tools/node_modules/.installed
 REALSERVER_STAMP := $(VENV)/.installed-realserver
 
-.PHONY: eval test realserver install clean
+.PHONY: eval grid test realserver install clean
 
 install: $(STAMP)
 
@@ -38,6 +38,12 @@ $(REALSERVER_STAMP): $(STAMP)
 
 eval: $(STAMP)
 	$(PY) -m pytest eval_tests
+
+# The demo's configuration grid (docs/compare.md): top_k 3/5/10 x reranker on/off x two
+# chunk sizes, one retrieval run each, then the comparison in reports/grid/all/. A second
+# `make grid` reruns no finished configuration (and so builds no index).
+grid: $(STAMP)
+	$(PY) -m rag_eval grid golden_sets/demo_maths/grid.toml
 
 # The whole suite in two pytest runs at once: the real-server tier (tests/realserver: it
 # installs the [realserver] extra first and runs a 270M model on the CPU) starts in the

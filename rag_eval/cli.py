@@ -23,6 +23,7 @@ from rag_eval.errors import RagEvalError
 from rag_eval.escape import terminal
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.validate import coverage_table, validate_all
+from rag_eval.grid import command as grid_command
 from rag_eval.tiers import golden_applies
 
 if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fast
@@ -154,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_rep.add_argument("--calibration", default=None, metavar="FILE", help="show this `calibrate` file in the report")
     authoring.add_parsers(sub)
     calibrate_command.add_parser(sub)
+    grid_command.register(sub)
     args = parser.parse_args(argv)
     if not load_tiers(args.tiers):
         return 2
@@ -162,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done
     if args.command == "calibrate":
         return calibrate_command.run(args)
+    if args.command == "grid":
+        return grid_command.main(args)
     if args.command == "power":
         return _power(args)
     if args.command == "sample":

@@ -86,6 +86,9 @@ class Retrieval:
     stages: Mapping[str, tuple[RetrievedItem, ...]] = field(default_factory=dict)
     degraded: bool = False
     degradation_reason: str | None = None
+    #: optional: how long each stage took, in milliseconds, as the system measured it
+    #: (names are the system's own; a stage it did not time is simply absent)
+    stage_ms: Mapping[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +96,7 @@ class Retrieval:
             "stages": {name: [i.to_dict() for i in hits] for name, hits in self.stages.items()},
             "degraded": self.degraded,
             "degradation_reason": self.degradation_reason,
+            "stage_ms": dict(self.stage_ms),
         }
 
     @classmethod
@@ -109,6 +113,7 @@ class Retrieval:
             stages={str(k): _items(v, f"{where} stages[{k!r}]") for k, v in stages.items()},
             degraded=bool(d.get("degraded", False)),
             degradation_reason=d.get("degradation_reason"),
+            stage_ms=stage_timings(d.get("stage_ms"), where),
         )
 
 
@@ -125,6 +130,7 @@ class Answer:
     retrieval: Retrieval | None = None
     generator: str = ""
     usage: Mapping[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens
+    stage_ms: Mapping[str, float] = field(default_factory=dict)  # optional, as in Retrieval (e.g. generation)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +143,7 @@ class Answer:
             "retrieval": self.retrieval.to_dict() if self.retrieval else None,
             "generator": self.generator,
             "usage": dict(self.usage),
+            "stage_ms": dict(self.stage_ms),
         }
 
     @classmethod
@@ -159,6 +166,7 @@ class Answer:
             usage={
                 k: int(v) for k, v in dict(usage).items() if isinstance(v, (int, float)) and not isinstance(v, bool)
             },
+            stage_ms=stage_timings(d.get("stage_ms"), where),
         )
 
 
@@ -209,6 +217,22 @@ def as_answer(obj: Any, where: str = "chat()") -> Answer:
     if isinstance(obj, Mapping):
         return Answer.from_dict(obj, where)
     raise ContractError(f"{where} returned {_show(obj)}; expected {ANSWER_SHAPE}")
+
+
+def stage_timings(value: Any, where: str) -> dict[str, float]:
+    """``stage_ms``: stage name → milliseconds, each a finite number >= 0 (absent: ``{}``)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ContractError(f"{where}: 'stage_ms' must map a stage name to milliseconds, got {_show(value)}")
+    out: dict[str, float] = {}
+    for name, ms in value.items():
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not math.isfinite(ms) or ms < 0:
+            raise ContractError(
+                f"{where}: stage_ms[{str(name)!r}] must be a finite number of milliseconds >= 0, got {_show(ms)}"
+            )
+        out[str(name)] = float(ms)
+    return out
 
 
 def _items(seq: Any, where: str) -> tuple[RetrievedItem, ...]:

@@ -172,6 +172,7 @@ class RetrievalRecord:
     trace: Trace
     degraded: bool = False
     degradation_reason: str | None = None
+    stage_ms: Mapping[str, float] = field(default_factory=dict)  # the system's own per-stage times, if any
 
 
 @dataclass(frozen=True)
@@ -188,3 +189,4 @@ class AnswerRecord:
     degraded: bool = False
     degradation_reason: str | None = None
     usage: Usage = Usage()
+    stage_ms: Mapping[str, float] = field(default_factory=dict)

@@ -240,13 +240,20 @@ class GoldSpace:
             Trace(tuple(stages)),
             retrieval.degraded,
             retrieval.degradation_reason,
+            dict(retrieval.stage_ms),
         )
 
     def chat_result(self, question: str, answer: Answer) -> AnswerRecord:
         behind = answer.retrieval
         retrieved = self.retrieval_result(
             question,
-            Retrieval(answer.context, behind.stages if behind else {}, answer.degraded, answer.degradation_reason),
+            Retrieval(
+                answer.context,
+                behind.stages if behind else {},
+                answer.degraded,
+                answer.degradation_reason,
+                {**(behind.stage_ms if behind else {}), **answer.stage_ms},
+            ),
         )
         sources: list[Source] = []
         for n, item in enumerate(answer.sources, 1):
@@ -276,6 +283,7 @@ class GoldSpace:
             degraded=answer.degraded,
             degradation_reason=answer.degradation_reason,
             usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            stage_ms=retrieved.stage_ms,
         )
 
     def _chunk(self, gid: str, item: RetrievedItem) -> Chunk:

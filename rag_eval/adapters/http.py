@@ -31,7 +31,7 @@ import httpx
 
 from rag_eval.adapters.fields import FieldError, FieldPath, leaves, pick
 from rag_eval.adapters.http_config import OWN_KEYS, Endpoint, HttpConfig, InfoSource, ListFields, render_body
-from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem
+from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem, stage_timings
 from rag_eval.dialogue.records import DialogueTurn, as_dialogue_turn
 from rag_eval.errors import ServiceError
 from rag_eval.llm.breaker import CircuitBreaker
@@ -238,6 +238,7 @@ class HttpSystem:
             stages=read_stages(ep, data, items),
             degraded=bool(_scalar(ep, "degraded", data) or False),
             degradation_reason=_text(_scalar(ep, "degradation_reason", data)),
+            stage_ms=stage_timings(_scalar(ep, "stage_ms", data), f"field {_path_text(ep, 'stage_ms')}"),
         )
 
     def _answer(self, ep: Endpoint, data: Any) -> Answer:
@@ -254,6 +255,7 @@ class HttpSystem:
             degradation_reason=_text(_scalar(ep, "degradation_reason", data)),
             retrieval=Retrieval(context, read_stages(ep, data, context)) if ep.stages else None,
             generator=_text(_scalar(ep, "generator", data)) or f"http:{ep.display_url}",
+            stage_ms=stage_timings(_scalar(ep, "stage_ms", data), f"field {_path_text(ep, 'stage_ms')}"),
         )
 
     def _turn(self, ep: Endpoint, data: Any) -> DialogueTurn:
@@ -379,6 +381,11 @@ def _is_scalar(value: Any) -> bool:
 def _scalar(ep: Endpoint, key: str, data: Any) -> Any:
     path = ep.scalars.get(key)
     return None if path is None else path.get(data)
+
+
+def _path_text(ep: Endpoint, key: str) -> str:
+    path = ep.scalars.get(key)
+    return repr(path.text) if path is not None else key
 
 
 def _text(value: Any) -> str | None:

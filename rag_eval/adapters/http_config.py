@@ -27,8 +27,9 @@ from rag_eval.redact import Redactor
 HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "breaker", "top_k", "headers", "concurrency")
 ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "sources", "context")
 LIST_KEYS = ("ids", "texts", "scores", "doc_ids", "metadata")
-RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason")
-CHAT_FIELDS = ("answer", "refused", "degraded", "degradation_reason", "generator")
+# stage_ms: the path to the service's own per-stage timings, {"stage name": milliseconds}
+RETRIEVE_FIELDS = (*LIST_KEYS, "degraded", "degradation_reason", "stage_ms")
+CHAT_FIELDS = ("answer", "refused", "degraded", "degradation_reason", "generator", "stage_ms")
 PLACEHOLDERS = ("{question}", "{top_k}", "{history}", "{turns}", "{context}")
 # [dialogue]: the optional dialogue call (docs/dialogue.md); action and message are required.
 DIALOGUE_TABLE = "dialogue"  # [http.dialogue]: the system's dialogue call
@@ -296,7 +297,7 @@ def _endpoint(name: str, table: Any, source: str, env: Mapping[str, str]) -> End
         items: ListFields | None = ListFields.parse(
             {k: v for k, v in fields_table.items() if k in LIST_KEYS}, f"{where}.fields"
         )
-        scalar_keys: tuple[str, ...] = ("degraded", "degradation_reason")
+        scalar_keys: tuple[str, ...] = ("degraded", "degradation_reason", "stage_ms")
         sources = None
     else:
         _known(fields_table, CHAT_FIELDS, f"{where}.fields")

@@ -198,6 +198,12 @@ def stages_from_trace(trace: Trace, spec: StageSpec) -> dict[str, tuple[Retrieve
     }
 
 
+def stage_ms_from_trace(trace: Trace) -> dict[str, float]:
+    """rag_app times every stage it runs (vector search, BM25, fusion, rerank, truncation to
+    the context budget, generation): each stage's seconds as milliseconds."""
+    return {s.name: s.seconds * 1000.0 for s in trace.stages}
+
+
 def retrieval_from_rag_app(result: RetrievalResult, spec: StageSpec = STAGES) -> Retrieval:
     context = result.trace.stage("context")
     scores = {h.chunk_id: h.score for h in context.hits} if context else {}
@@ -206,6 +212,7 @@ def retrieval_from_rag_app(result: RetrievalResult, spec: StageSpec = STAGES) ->
         stages=stages_from_trace(result.trace, spec),
         degraded=result.degraded,
         degradation_reason=result.degradation_reason,
+        stage_ms=stage_ms_from_trace(result.trace),
     )
 
 
@@ -230,4 +237,5 @@ def answer_from_rag_app(chat: ChatResult, spec: StageSpec = STAGES) -> Answer:
         retrieval=Retrieval(context, stages_from_trace(chat.trace, spec), chat.degraded, chat.degradation_reason),
         generator=chat.generator,
         usage={"prompt_tokens": chat.usage.prompt_tokens, "completion_tokens": chat.usage.completion_tokens},
+        stage_ms=stage_ms_from_trace(chat.trace),
     )

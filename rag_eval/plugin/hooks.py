@@ -50,6 +50,18 @@ def pytest_plugin_registered(plugin: object, manager: pytest.PytestPluginManager
 _PARSERS: weakref.WeakKeyDictionary[pytest.PytestPluginManager, pytest.Parser] = weakref.WeakKeyDictionary()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--rag-grid GRID.toml``: the grid's jobs (each its own pytest run) and the comparison,
+    instead of this run's tests; the exit code is the grid command's."""
+    grid = config.getoption("rag_grid", None)
+    if not grid:
+        return None
+    from rag_eval.grid.command import from_pytest
+
+    return from_pytest(str(grid))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for tier in tiers.all_tiers():
         config.addinivalue_line("markers", f"{tier.name}: {tier.marker}")

@@ -91,6 +91,12 @@ def add_options(parser: pytest.Parser) -> None:
     group.addoption("--rag-tag", action="append", default=[], metavar="KEY=VALUE", help="only items with this tag")
     group.addoption("--rag-set", action="append", default=[], metavar="NAME=VALUE", help="override a pipeline setting")
     group.addoption(
+        "--rag-grid",
+        default=None,
+        metavar="GRID.toml",
+        help="run a grid of configurations instead of one run, then compare them (docs/compare.md)",
+    )
+    group.addoption(
         "--rag-top-k", type=int, help="how many items to ask the system for (the call's top_k, for every system)"
     )
     parser.addini(

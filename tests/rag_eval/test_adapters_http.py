@@ -490,3 +490,32 @@ def test_the_shipped_example_reads_rag_app_health() -> None:
     assert spec.http is not None and spec.http.info is not None
     assert spec.http.info.endpoint.url == "http://127.0.0.1:8000/api/health"
     assert spec.http.info.path is not None and spec.http.info.path.text == "info"
+
+
+def test_the_services_own_stage_timings_are_read_from_their_field() -> None:
+    """Issue 35: ``[retrieve.fields] stage_ms`` names the service's per-stage times; without
+    it a retrieval has none (absent, never 0); a negative time is refused with the path."""
+
+    def reply(path: str, body: Any) -> Status:
+        base = items_reply(path, body).body
+        assert isinstance(base, dict)
+        return Status(200, {**base, "timing": {"dense": 12.5, "rerank": 40}})
+
+    data = table("")
+    with ScriptedJSONServer(reply) as srv:
+        data["retrieve"]["url"] = f"{srv.url}/search"
+        without = system(data).retrieve("q", 5)
+        data["retrieve"]["fields"]["stage_ms"] = "timing"
+        timed = system(data).retrieve("q", 5)
+    assert without.stage_ms == {}
+    assert timed.stage_ms == {"dense": 12.5, "rerank": 40.0}
+
+    def negative(path: str, body: Any) -> Status:
+        return Status(
+            200, {"data": {"hits": [{"id": "c1", "doc": "d1", "text": "t", "s": 1.0}]}, "timing": {"dense": -1}}
+        )
+
+    with ScriptedJSONServer(negative) as srv:
+        data["retrieve"]["url"] = f"{srv.url}/search"
+        with pytest.raises(ContractError, match=r"stage_ms\['dense'\].*>= 0"):
+            system(data).retrieve("q", 5)

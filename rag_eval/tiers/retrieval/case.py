@@ -79,6 +79,7 @@ def evaluate_retrieval(
         result.degraded,
         result.degradation_reason,
         _gold_view(gold),
+        stage_ms=dict(result.stage_ms),
     )
     common: dict[str, Any] = dict(
         id=item.id, tier="retrieval", tags=dict(item.tags), split=item.split, duration=duration

@@ -4,7 +4,7 @@ the gold as the report shows it, where gold ranked."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Hit = tuple[str, float]  # (chunk id, score rounded to 6 places); a JSON pair
@@ -43,6 +43,7 @@ class RetrievalDetails:
     measured_only: bool = False
     not_indexed: tuple[str, ...] = ()  # gold chunk ids the system's lookup does not hold
     gold_seen: tuple[str, ...] | None = None  # gold ids (of any item) this case returned; None: not recorded
+    stage_ms: Mapping[str, float] = field(default_factory=dict)  # the system's own per-stage times
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -63,6 +64,8 @@ class RetrievalDetails:
             out["not_indexed"] = list(self.not_indexed)
         if self.gold_seen is not None:
             out["gold_seen"] = list(self.gold_seen)
+        if self.stage_ms:  # written only when the system timed its stages: absent, never 0
+            out["stage_ms"] = dict(self.stage_ms)
         return out
 
     @classmethod
@@ -80,6 +83,7 @@ class RetrievalDetails:
             bool(d.get("measured_only", False)),
             tuple(d.get("not_indexed", ())),
             tuple(d["gold_seen"]) if d.get("gold_seen") is not None else None,
+            {str(k): float(v) for k, v in (d.get("stage_ms") or {}).items()},
         )
 
 

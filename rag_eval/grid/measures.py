@@ -1,0 +1,98 @@
+"""What the comparison reads out of one configuration's results file, per case.
+
+Pure functions over a results dict (``load_results``' validated shape). Retrieval cases
+only: positive cases (with gold) for recall, precision and the irrelevant share; negative
+cases (no gold) for the false-retrieval rate. A value that a case cannot give (an errored
+case without ranked lists, an empty top-K) is absent from its mapping, never 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from rag_eval.results.file import case_key
+
+RETRIEVAL = "retrieval"  # the tier whose cases carry ranked lists per stage
+FALSE_RETRIEVAL = "negative.any_above_threshold"
+
+
+def retrieval_cases(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [c for c in results.get("cases", []) if c.get("tier") == RETRIEVAL and c.get("outcome") != "skip"]
+
+
+def stage_names(results: Mapping[str, Any]) -> list[str]:
+    """The system's stages in its own order (levels flattened), from the first case that has them."""
+    for c in retrieval_cases(results):
+        levels = (c.get("details") or {}).get("stage_levels")
+        if levels:
+            return [s for level in levels for s in level]
+    return []
+
+
+def gold_chunks(case: Mapping[str, Any]) -> set[str]:
+    gold = (case.get("details") or {}).get("gold") or {}
+    return {cid for requirement in gold.get("chunks") or [] for cid in requirement}
+
+
+def case_metric(results: Mapping[str, Any], key: str, negative: bool = False) -> dict[str, float]:
+    """``key`` of each retrieval case that measured it (positives, or negatives with ``negative``)."""
+    out: dict[str, float] = {}
+    for c in retrieval_cases(results):
+        if bool(c.get("negative")) != negative:
+            continue
+        value = (c.get("metrics") or {}).get(key)
+        if value is not None:
+            out[case_key(c)] = float(value)
+    return out
+
+
+def irrelevant_share(results: Mapping[str, Any], stage: str, k: int) -> dict[str, float]:
+    """Per positive case: of the first ``k`` items ``stage`` returned, the share that is not gold.
+
+    = |top_k \\ gold| / |top_k|, over the items that came back (absent when none did)."""
+    out: dict[str, float] = {}
+    for c in retrieval_cases(results):
+        if c.get("negative"):
+            continue
+        ranked = ((c.get("details") or {}).get("stages") or {}).get(stage)
+        gold = gold_chunks(c)
+        if not ranked or not gold:
+            continue
+        top = [entry[0] if isinstance(entry, list) else entry for entry in ranked[:k]]
+        out[case_key(c)] = sum(1 for cid in top if cid not in gold) / len(top)
+    return out
+
+
+def case_ms(results: Mapping[str, Any]) -> list[float]:
+    """Each retrieval case's wall time as the gate measured it, in milliseconds."""
+    return [float(c["duration"]) * 1000.0 for c in retrieval_cases(results) if c.get("duration") is not None]
+
+
+def stage_ms(results: Mapping[str, Any]) -> dict[str, list[float]]:
+    """Per stage, the times the system reported (``details.stage_ms``); empty when it reports none."""
+    out: dict[str, list[float]] = {}
+    for c in retrieval_cases(results):
+        for stage, ms in ((c.get("details") or {}).get("stage_ms") or {}).items():
+            if ms is not None:
+                out.setdefault(stage, []).append(float(ms))
+    return out
+
+
+def percentiles(values: Iterable[float]) -> dict[str, Any] | None:
+    """p50 and p95 (numpy's linear interpolation) with n; None for no values (absent, not 0)."""
+    arr = np.asarray(list(values), dtype=float)
+    if arr.size == 0:
+        return None
+    p50, p95 = np.percentile(arr, [50, 95])
+    return {"p50": float(p50), "p95": float(p95), "n": int(arr.size)}
+
+
+def tokens(results: Mapping[str, Any]) -> dict[str, int] | None:
+    """Prompt and completion tokens over every tier of the run; None when nothing was counted."""
+    usage = (results.get("run") or {}).get("usage") or {}
+    prompt = sum(int(u.get("prompt_tokens") or 0) for u in usage.values() if isinstance(u, Mapping))
+    completion = sum(int(u.get("completion_tokens") or 0) for u in usage.values() if isinstance(u, Mapping))
+    return {"prompt_tokens": prompt, "completion_tokens": completion} if prompt or completion else None
