@@ -15,12 +15,22 @@ import numpy as np
 
 from rag_eval.results.file import case_key
 
-RETRIEVAL = "retrieval"  # the tier whose cases carry ranked lists per stage
 FALSE_RETRIEVAL = "negative.any_above_threshold"
 
 
+def ranked_tier(results: Mapping[str, Any]) -> str | None:
+    """The tier whose cases carry the system's ranked list per stage (``details.stage_levels``),
+    read from the data: the comparison names no tier."""
+    for c in results.get("cases", []):
+        if (c.get("details") or {}).get("stage_levels"):
+            return str(c["tier"])
+    return None
+
+
 def retrieval_cases(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [c for c in results.get("cases", []) if c.get("tier") == RETRIEVAL and c.get("outcome") != "skip"]
+    """That tier's cases (errored ones included: they count), skipped ones left out."""
+    tier = ranked_tier(results)
+    return [c for c in results.get("cases", []) if c.get("tier") == tier and c.get("outcome") != "skip"]
 
 
 def stage_names(results: Mapping[str, Any]) -> list[str]:
