@@ -369,6 +369,12 @@ def test_info_reaches_each_case_system_through_the_session() -> None:
         "reranker": "none",
         "generator": "extractive",
         "info_error": None,
+        # keys beyond the documented ones are kept (issue 40: a run at top_k 2 must not look
+        # like one at top_k 10): what the service and its configuration say of themselves
+        "config": "test.toml",
+        "generator_deterministic": True,
+        "info_endpoint": f"{srv.url}/api/health",
+        "n_docs": 3,
     }
 
 

@@ -8,11 +8,10 @@ import pytest
 
 pytest.importorskip("rag_app.types")
 
-from rag_eval.tiers.retrieval.case import RetrievalDetails  # noqa: E402
-
 from rag_app.types import Hit, RetrievalResult, StageResult, Trace  # noqa: E402
 from rag_eval.adapters.rag_app import retrieval_from_rag_app  # noqa: E402
 from rag_eval.contract import Retrieval, RetrievedItem  # noqa: E402
+from rag_eval.tiers.retrieval.details import RetrievalDetails  # noqa: E402
 
 
 def test_every_timed_stage_becomes_milliseconds() -> None:
