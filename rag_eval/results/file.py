@@ -225,8 +225,21 @@ def _reason(error: Any) -> str:
     options = getattr(error.kind, "options", None)
     if type(error.kind).__name__ == "Enum" and isinstance(options, list):
         return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of {', '.join(json.dumps(o) for o in options)}"  # noqa: E501
+    bound = _BOUNDS.get(type(error.kind).__name__)
+    limit = getattr(error.kind, "limit", None)
+    if bound is not None and isinstance(error.instance, (int, float)) and limit is not None:
+        # the validator writes a float in full (1e308 as 309 digits): the value as Python writes it
+        return f"{error.instance!r} is {bound} {limit!r}"
     message = str(error.message)
     return message if len(message) <= 200 else message[:199] + "…"
+
+
+_BOUNDS = {
+    "Maximum": "greater than the maximum of",
+    "Minimum": "less than the minimum of",
+    "ExclusiveMaximum": "greater than or equal to the exclusive maximum of",
+    "ExclusiveMinimum": "less than or equal to the exclusive minimum of",
+}
 
 
 def schema() -> dict[str, Any]:

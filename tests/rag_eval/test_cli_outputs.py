@@ -189,6 +189,7 @@ def test_a_forged_rate_in_a_shard_is_refused_with_its_json_path(
     [
         ("1" + "0" * 400, "1000000000"),  # 10**400: beyond float range
         ("1e400", "1e400"),
+        ("1e308", "1e+308 is greater than the maximum of 1"),  # finite, but no rate
         ("NaN", "NaN"),
         ("-Infinity", "-Infinity"),
     ],
@@ -256,3 +257,28 @@ def test_a_key_fact_verdict_of_another_type_is_no_verdict_not_a_traceback(
     path = _write(tmp_path / "r.json", data)
     assert main(["sample", str(path), "--n", "3", "--out", str(tmp_path / "lab")]) in (0, 2)
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_merged_aggregate_that_overflows_never_replaces_the_existing_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """1e308 in a project tier's own metric (not a rate) is finite in each shard, but the
+    merged mean overflows to inf: the writer refuses it before the rename (exit 2), the
+    existing --out and its report stay byte for byte, the rejected file is kept beside it."""
+    from tests.rag_eval.test_results_merge import as_written
+
+    thresholds = tmp_path / "thresholds.toml"
+    thresholds.write_text(THRESHOLDS, encoding="utf-8")
+    shards = shard_files(thresholds)
+    for shard in shards[1:]:  # one case of the project tier in shards 2 and 3 (ids of those shards)
+        shard["cases"].append({**shard["cases"][0], "tier": "qlen", "metrics": {"chars": 1e308}})
+    paths = [_write(tmp_path / f"s{n}.json", as_written(s)) for n, s in enumerate(shards, start=1)]
+    out, report = _write(tmp_path / "m.json", {"kept": True}), _write(tmp_path / "m.html", {"kept": True})
+    before = {p: sha(p) for p in (out, report, *paths)}
+
+    with pytest.warns(RuntimeWarning, match="overflow"):
+        assert main(["merge", *map(str, paths), "--out", str(out)]) == 2
+
+    assert "metrics.qlen.chars: inf is not a finite number" in capsys.readouterr().err
+    assert {p: sha(p) for p in before} == before
+    assert (tmp_path / "m.invalid.json").is_file()
