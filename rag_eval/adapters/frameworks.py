@@ -18,13 +18,13 @@ stage levels of a tree of retrievers (leaves side by side, each fusion after the
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
-from rag_eval.contract import RetrievedItem
+from rag_eval.contract import Retrieval, RetrievedItem
 from rag_eval.stages import RESERVED, StageSpec
 
 
@@ -185,6 +185,17 @@ def tree_spec(root: Step) -> StageSpec:
 def cut(items: Sequence[RetrievedItem], top_k: int | None) -> tuple[RetrievedItem, ...]:
     """``--rag-top-k``: the first ``top_k`` of the final list (all without one)."""
     return tuple(items if top_k is None else items[:top_k])
+
+
+def retrieval(
+    lists: Mapping[str, Sequence[Any]], convert: Callable[[Any], RetrievedItem], final: str, top_k: int | None
+) -> Retrieval:
+    """The contract's ``Retrieval`` of a framework's lists per stage (``convert``: one of
+    its documents to an item); the final list cut at ``top_k``. The adapter's own work on
+    a call: ``bench/framework_adapters.py`` times it beside the framework's."""
+    stages = {name: tuple(convert(d) for d in docs) for name, docs in lists.items()}
+    items = cut(stages.get(final, ()), top_k)
+    return Retrieval(items, {**stages, final: items})
 
 
 def package_version(package: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
-from rag_eval.adapters.frameworks import FrameworkOptions, cut, item, package_version, stage_name
+from rag_eval.adapters.frameworks import FrameworkOptions, item, package_version, retrieval, stage_name
 from rag_eval.contract import Answer, Retrieval, RetrievedItem, describe_scalars
 from rag_eval.stages import StageSpec
 
@@ -72,23 +72,25 @@ class HaystackSystem:
         result: dict[str, Any] = self.pipeline.run(data, include_outputs_from=set(self.order))
         return result
 
-    def _retrieval(self, out: Mapping[str, Any], top_k: int | None) -> Retrieval:
-        stages: dict[str, tuple[RetrievedItem, ...]] = {}
-        for component, name in self.names.items():
-            documents = (out.get(component) or {}).get(DOCUMENTS)
-            if documents is not None:
-                stages[name] = tuple(self._item(d) for d in documents)
-        final = cut(stages.get(self.stages.final, ()), top_k)
-        stages[self.stages.final] = final
-        return Retrieval(final, stages)
+    def _documents(self, out: Mapping[str, Any]) -> dict[str, list[Any]]:
+        """Each stage's documents in a run's outputs."""
+        found = {name: (out.get(component) or {}).get(DOCUMENTS) for component, name in self.names.items()}
+        return {name: docs for name, docs in found.items() if docs is not None}
+
+    def lists(self, question: str) -> dict[str, list[Any]]:
+        """Every stage's documents, as the pipeline makes them (the framework's work)."""
+        return self._documents(self._run(question))
+
+    def retrieval(self, lists: Mapping[str, Sequence[Any]], top_k: int | None) -> Retrieval:
+        return retrieval(lists, self._item, self.stages.final, top_k)
 
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
-        return self._retrieval(self._run(question), top_k)
+        return self.retrieval(self.lists(question), top_k)
 
     def _chat(self, question: str, top_k: int | None = None) -> Answer:
         assert self.answer_at is not None
         out = self._run(question)
-        retrieval = self._retrieval(out, top_k)
+        found = self.retrieval(self._documents(out), top_k)
         component, socket = self.answer_at
         values = (out.get(component) or {}).get(socket) or []
         first = values[0] if values else None
@@ -96,9 +98,9 @@ class HaystackSystem:
         return Answer(
             answer=text or "",
             sources=tuple(self._item(d) for d in sources),
-            context=retrieval.items,
+            context=found.items,
             refused=not text,
-            retrieval=retrieval,
+            retrieval=found,
             generator=f"haystack:{component}",
         )
 

@@ -25,9 +25,9 @@ from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.frameworks import (
     FrameworkOptions,
     Step,
-    cut,
     item,
     package_version,
+    retrieval,
     stage_name,
     tree_spec,
 )
@@ -73,23 +73,28 @@ class LangChainSystem:
                 self.chat = self._chat
 
     # --- calls ----------------------------------------------------------------------------
-    def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
+    def lists(self, question: str) -> dict[str, list[Any]]:
+        """Every stage's documents, as the object makes them (the framework's work)."""
         if self.tree is None:
-            return self._retrieval(self._documents(self._invoke(question)), top_k)
+            return {self.name: self._documents(self._invoke(question))}
         lists: dict[str, list[Any]] = {}
         _run(self.tree, question, lists)
-        stages = {name: tuple(self._item(d) for d in docs) for name, docs in lists.items()}
-        final = cut(stages[self.stages.final], top_k)
-        return Retrieval(final, {**stages, self.stages.final: final})
+        return lists
+
+    def retrieval(self, lists: Mapping[str, Sequence[Any]], top_k: int | None) -> Retrieval:
+        return retrieval(lists, self._item, self.stages.final, top_k)
+
+    def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
+        return self.retrieval(self.lists(question), top_k)
 
     def _chat(self, question: str, top_k: int | None = None) -> Answer:
         out = self._invoke(question)
-        retrieval = self._retrieval(self._documents(out), top_k)
+        found = self.retrieval({self.name: self._documents(out)}, top_k)
         answer = out.get("answer") if isinstance(out, Mapping) else None
         text = getattr(answer, "content", answer)
         if not isinstance(text, str):
             raise ContractError(f"{self.where}: the chain's 'answer' is {type(answer).__name__}, not text")
-        return Answer(text, (), retrieval.items, refused=not text.strip(), retrieval=retrieval, generator="langchain")
+        return Answer(text, (), found.items, refused=not text.strip(), retrieval=found, generator="langchain")
 
     def _invoke(self, question: str) -> Any:
         return self.obj.invoke(question if self.as_text else {self.input_key: question})
@@ -102,10 +107,6 @@ class LangChainSystem:
                 "mapping with 'answer' and 'context' (create_retrieval_chain)"
             )
         return docs
-
-    def _retrieval(self, docs: Sequence[Any], top_k: int | None) -> Retrieval:
-        items = cut([self._item(d) for d in docs], top_k)
-        return Retrieval(items, {self.name: items})
 
     def _item(self, doc: Any) -> RetrievedItem:
         metadata = doc.metadata or {}

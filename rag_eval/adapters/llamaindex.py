@@ -18,16 +18,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.frameworks import (
     FrameworkOptions,
     Step,
-    cut,
     item,
     package_version,
+    retrieval,
     stage_name,
     tree_spec,
 )
@@ -84,28 +84,28 @@ class LlamaIndexSystem:
         _run(self.root, bundle, lists)
         return lists, bundle
 
-    def _retrieval(self, lists: dict[str, list[Any]], top_k: int | None) -> Retrieval:
-        stages = {name: tuple(self._item(n) for n in nodes) for name, nodes in lists.items()}
-        final = cut(stages[self.stages.final], top_k)
-        return Retrieval(final, {**stages, self.stages.final: final})
+    def lists(self, question: str) -> dict[str, list[Any]]:
+        """Every stage's nodes, as the object makes them (the framework's work)."""
+        return self._lists(question)[0]
+
+    def retrieval(self, lists: Mapping[str, Sequence[Any]], top_k: int | None) -> Retrieval:
+        return retrieval(lists, self._item, self.stages.final, top_k)
 
     def retrieve(self, question: str, top_k: int | None = None) -> Retrieval:
-        return self._retrieval(self._lists(question)[0], top_k)
+        return self.retrieval(self.lists(question), top_k)
 
     def _chat(self, question: str, top_k: int | None = None) -> Answer:
         lists, done = self._lists(question)
-        retrieval = self._retrieval(lists, top_k)
+        found = self.retrieval(lists, top_k)
         if self.root.kind == "engine":
             response = done
         else:
-            kept = {i.id for i in retrieval.items}
+            kept = {i.id for i in found.items}
             nodes = [n for n in lists[self.stages.final] if str(n.node.node_id) in kept]
             response = self.obj.synthesize(done, nodes)
         text = str(getattr(response, "response", None) or "")
         sources = tuple(self._item(n) for n in getattr(response, "source_nodes", None) or [])
-        return Answer(
-            text, sources, retrieval.items, refused=not text.strip(), retrieval=retrieval, generator="llamaindex"
-        )
+        return Answer(text, sources, found.items, refused=not text.strip(), retrieval=found, generator="llamaindex")
 
     def _item(self, scored: Any) -> RetrievedItem:
         node = scored.node
