@@ -103,6 +103,28 @@ def langchain_chain() -> Any:
     return create_retrieval_chain(langchain_vector(), answer)
 
 
+def langchain_compression() -> Any:
+    """``ContextualCompressionRetriever``: the vector retriever, then a compressor that keeps
+    the documents sharing a word with the question."""
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+    from langchain_core.documents.compressor import BaseDocumentCompressor
+
+    class SharedWord(BaseDocumentCompressor):
+        def compress_documents(self, documents: Any, query: str, callbacks: Any = None) -> list[Any]:
+            words = set(query.lower().split())
+            return [d for d in documents if words & set(d.page_content.lower().rstrip(".").split())]
+
+    return ContextualCompressionRetriever(base_compressor=SharedWord(), base_retriever=langchain_vector())
+
+
+def langchain_merger() -> Any:
+    """``MergerRetriever`` (lord of the retrievers): BM25 and the vector store, interleaved."""
+    from langchain_classic.retrievers import MergerRetriever
+    from langchain_community.retrievers import BM25Retriever
+
+    return MergerRetriever(retrievers=[BM25Retriever.from_documents(_lc_documents(), k=3), langchain_vector()])
+
+
 class LangChainByHand:
     """The adapter a user writes around ``langchain_ensemble()``."""
 

@@ -37,6 +37,25 @@ def test_an_ensemble_shows_each_retriever_side_by_side_and_its_own_fused_list() 
             assert [i.id for i in got.stages[name]] == [d.id for d in retriever.invoke(g["question"])]
 
 
+@pytest.mark.parametrize("factory", ["langchain_compression", "langchain_merger"])
+def test_compression_and_merger_show_their_inputs_then_their_own_list(factory: str) -> None:
+    sut = system(factory)
+    own = getattr(fwsys, factory)()
+    assert sut.stages is not None
+    inputs = (
+        ("VectorStoreRetriever",) if factory == "langchain_compression" else ("BM25Retriever", "VectorStoreRetriever")
+    )
+    assert sut.stages.levels == (inputs, (type(own).__name__,))
+    for g in GOLDEN:
+        got = sut.retrieve(g["question"])
+        assert [i.id for i in got.items] == [d.id for d in own.invoke(g["question"])]
+        assert len(got.stages["VectorStoreRetriever"]) == 4
+    compressed = system("langchain_compression").retrieve(
+        GOLDEN[1]["question"]
+    )  # "what is the derivative of x squared"
+    assert 0 < len(compressed.items) < len(compressed.stages["VectorStoreRetriever"])
+
+
 def test_one_retriever_is_one_stage_and_describe_says_its_search_kwargs() -> None:
     sut = system("langchain_vector")
     assert sut.stages is not None and sut.stages.names == ("VectorStoreRetriever",)
