@@ -131,13 +131,16 @@ class FrameworkOptions:
 
 def item(item_id: Any, text: Any, score: Any, metadata: Mapping[str, Any], doc_id_keys: Sequence[str]) -> RetrievedItem:
     """A contract item from a framework's document: its document is the first of
-    ``doc_id_keys`` the metadata has (kept beside the rest of the metadata)."""
-    meta = {str(k): v for k, v in metadata.items()}
-    doc = next((meta[k] for k in doc_id_keys if meta.get(k) not in (None, "")), None)
-    if doc is not None:
-        meta["doc_id"] = str(doc)
-    number = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
-    return RetrievedItem(str(item_id), "" if text is None else str(text), number, meta)
+    ``doc_id_keys`` the metadata has (kept beside the rest of the metadata). Called for
+    every document of every stage of every call: kept to a dict copy and a few lookups."""
+    meta = dict(metadata)
+    for key in doc_id_keys:
+        doc = meta.get(key)
+        if doc is not None and doc != "":
+            meta["doc_id"] = str(doc)
+            break
+    number = float(score) if type(score) in (float, int) else None  # a bool is no score
+    return RetrievedItem(str(item_id), text if type(text) is str else "" if text is None else str(text), number, meta)
 
 
 def stage_name(raw: str, taken: Iterable[str]) -> str:

@@ -53,7 +53,7 @@ class LlamaIndexSystem:
 
         self.obj = obj
         self.where = where
-        self.doc_id_keys = options.doc_id_keys
+        self.doc_id_keys = ("doc_id", *options.doc_id_keys)  # ref_doc_id first, kept as doc_id
         taken: list[str] = []
         self.engine = isinstance(obj, BaseQueryEngine)
         if not self.engine:
@@ -109,10 +109,12 @@ class LlamaIndexSystem:
 
     def _item(self, scored: Any) -> RetrievedItem:
         node = scored.node
-        meta = dict(node.metadata or {})
-        if node.ref_doc_id:
-            meta.setdefault("doc_id", node.ref_doc_id)
-        return item(node.node_id, node.get_content(), scored.score, meta, ("doc_id", *self.doc_id_keys))
+        meta = node.metadata or {}
+        ref = node.ref_doc_id
+        if ref and meta.get("doc_id") in (None, ""):
+            meta = {**meta, "doc_id": ref}
+        text = node.text if type(getattr(node, "text", None)) is str else node.get_content()  # a TextNode's own text
+        return item(node.node_id, text, scored.score, meta, self.doc_id_keys)
 
     # --- what the system says of itself ---------------------------------------------------
     def _docstores(self) -> list[Any]:
