@@ -75,7 +75,8 @@ def _delta(t: Mapping[str, Any] | None) -> str:
     if t is None or t.get("diff") is None:
         return "—"
     mark = " (different)" if t.get("different") else ""
-    return f"{t['diff']:+.3f} (p {t['p_adjusted']:.3g}){mark}"
+    diff = 0.0 if abs(t["diff"]) < 5e-4 else t["diff"]  # no "-0.000"
+    return f"{diff:+.3f} (p {t['p_adjusted']:.3g}){mark}"
 
 
 def _loss_table(c: Mapping[str, Any]) -> list[str]:
@@ -131,7 +132,7 @@ def pareto_svg(c: Mapping[str, Any]) -> str:
         body.append(_axes(x_hi, y_lo, y_hi, c["k"]))
     else:
         body.append(f'<text x="{PAD}" y="{H / 2}">no configuration has both recall and latency to plot</text>')
-    legend = "".join(f"<li>{i + 1}. {esc(p[0])}</li>" for i, p in enumerate(pts))
+    legend = "".join(f"<li>{esc(p[0])}</li>" for p in pts)  # an <ol>: numbered as the dots are
     svg = (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="pareto" width="{W:.0f}" height="{H:.0f}" '
         f'viewBox="0 0 {W:.0f} {H:.0f}" role="img" aria-label="recall against latency">{"".join(body)}</svg>'

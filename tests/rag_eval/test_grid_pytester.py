@@ -276,3 +276,35 @@ def test_select_chooses_on_tune_and_never_reads_holdout_first(repo: Path, capsys
         "top_k=3,threshold=0.0",
         "top_k=3,threshold=0.75",
     }
+
+
+def test_the_pareto_plot_renders_in_chromium(ran: Path) -> None:
+    """The comparison page from disk in a real Chromium: one dot per configuration inside the
+    plot, every label inside the SVG, the front drawn, no script, no request."""
+    from tests.rag_eval.test_outputs_browser import CHROMIUM_ARGS, _chromium, _unavailable
+
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is not installed (pip install playwright)")
+    page_file = ran / "reports" / "grid" / "all" / "comparison.html"
+    requests: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=_chromium(), args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.on("request", lambda r: requests.append(r.url) if not r.url.startswith("file:") else None)
+        page.goto(page_file.as_uri())
+        svg = page.locator("svg.pareto").bounding_box()
+        dots = [c.bounding_box() for c in page.locator("svg.pareto circle").all()]
+        labels = [t.bounding_box() for t in page.locator("svg.pareto text").all()]
+        legend = page.locator(".pareto-legend li").all_inner_texts()
+        front = page.locator("svg.pareto polyline.front").count()
+        browser.close()
+    assert svg is not None and svg["width"] > 400 and svg["height"] > 250
+    assert len(dots) == 4 and len(legend) == 4 and all(d is not None for d in dots)
+    inside = [b for b in dots + labels if b is not None]
+    for box in inside:
+        assert svg["x"] - 1 <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"] + 1
+        assert svg["y"] - 1 <= box["y"] and box["y"] + box["height"] <= svg["y"] + svg["height"] + 1
+    assert front == (1 if len(json.loads((ran / "reports/grid/all/comparison.json").read_text())["pareto"]) > 1 else 0)
+    assert requests == []

@@ -1,0 +1,51 @@
+"""The comparison's renderings (rag_eval/grid/render.py): escaped, absent values said."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_eval.grid.render import markdown, page, pareto_svg
+
+HOSTILE = "<script>alert(1)</script>|x"
+
+
+def comparison(recall: float | None, ms: dict[str, Any] | None) -> dict[str, Any]:
+    estimate = {"value": recall, "n": 10, "ci": [0.5, 0.9] if recall is not None else None}
+    entry = {
+        "name": f"top_k=3,label={HOSTILE}",
+        "stages": [{"stage": HOSTILE, "recall": estimate, "precision": estimate, "irrelevant": estimate}],
+        "false_retrieval": {"value": None, "n": 0, "ci": None, "ci_note": "no case measured it"},
+        "latency": {"case_ms": ms, "stage_ms": {}, "stage_ms_note": "absent, not 0"},
+    }
+    return {
+        "split": "all",
+        "k": 5,
+        "reference": entry["name"],
+        "configurations": [entry],
+        "tests": [],
+        "holm": {"m": 0, "alpha": 0.05},
+        "losses": {},
+        "loss_counts": {},
+        "pareto": [entry["name"]],
+        "problems": {"other": "no results on all: pytest exited 2"},
+    }
+
+
+def test_user_text_is_escaped_in_the_page_and_the_plot() -> None:
+    html = page(comparison(0.7, {"p50": 10.0, "p95": 20.0, "n": 10}))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "default-src 'none'" in html  # nothing loads, nothing runs
+
+
+def test_markdown_keeps_a_pipe_in_a_name_out_of_the_table_syntax() -> None:
+    md = markdown(comparison(0.7, {"p50": 10.0, "p95": 20.0, "n": 10}))
+    row = next(line for line in md.splitlines() if line.startswith("| `top_k=3"))
+    assert "\\|x" in row
+    assert row.count(" | ") == 7  # eight cells: the name's pipe did not add one
+    assert "—" in row  # false retrieval has no value: a dash, never 0
+    assert "**`other` has no results:**" in md
+
+
+def test_a_configuration_without_latency_is_listed_not_drawn_at_zero() -> None:
+    svg = pareto_svg(comparison(0.7, None))
+    assert "<circle" not in svg and "no configuration has both recall and latency" in svg
