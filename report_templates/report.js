@@ -124,6 +124,22 @@
     }
   });
 
+  // A gate row opens its full reasoning (the row below it) on a click anywhere but its filter button.
+  function toggleGate(row) {
+    var i = row.getAttribute("data-gate");
+    var more = document.querySelector('tr.gate-more[data-gate-more="' + i + '"]');
+    var btn = row.querySelector("button.gate-toggle");
+    if (!more || !btn) return;
+    var open = more.hidden;
+    more.hidden = !open;
+    btn.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+  document.addEventListener("click", function (e) {
+    var row = e.target.closest ? e.target.closest("tr.gate") : null;
+    if (!row || (e.target.closest("button") && !e.target.closest("button.gate-toggle"))) return;
+    toggleGate(row);
+  });
+
   if (table) {
     table.tBodies[0].addEventListener("click", function (e) {
       var tr = e.target.closest ? e.target.closest("tr") : null;

@@ -31,9 +31,15 @@ class Header:
     verdict: str  # pass | fail | incomplete | shard | unknown
     verdict_text: str
     fields: tuple[Field, ...]
-    usage: tuple[UsageRow, ...]
+    usage: tuple[UsageRow, ...]  # tiers that used a model (a row of zeros is left out)
     warnings: tuple[str, ...]
     blame: str = ""  # the run's judge blame split in one line (rag_eval.judge.blame.summary_line)
+    system: tuple[Field, ...] = ()  # what the system under test said about itself, one group
+
+    @property
+    def run_line(self) -> tuple[Field, ...]:
+        """The run block's fields shown beside the verdict: commit, dataset, time."""
+        return tuple(f for f in self.fields if f.label in ("commit", "dataset", "time"))
 
 
 VERDICT_TEXT = {"pass": "PASSED", "fail": "FAILED", "incomplete": "INCOMPLETE", "shard": "SHARD"}
@@ -61,7 +67,6 @@ def build_header(results: RunResults) -> Header:
         ("corpus hash", _short(optional["corpus_hash"], 16)),
         ("golden set", optional["golden_set"]),
         ("golden set sha256", _short(optional["golden_sha256"], 16)),
-        *((k.replace("_", " "), system[k]) for k in SYSTEM_FIRST if k in system),
         ("thresholds", run["thresholds"] or "none (built-in gates: error_rate = 0, at least one case run per tier)"),
         ("thresholds sha256", _short(run["thresholds_sha256"], 16)),
         ("split", run["split"]),
@@ -70,7 +75,6 @@ def build_header(results: RunResults) -> Header:
         ("workers", optional["workers"]),
         ("shard", f"{shard['index']}/{shard['count']}" if shard else None),
     ]
-    rows += [(f"system: {k}", v) for k, v in system.items() if k not in SYSTEM_FIRST]
     merged = optional["merged_from"]
     if merged:
         rows.append(("merged from", [m["path"] for m in merged]))
@@ -92,6 +96,7 @@ def build_header(results: RunResults) -> Header:
         _usage(run["usage"]),
         tuple(_warnings(results)),
         summary_line(optional[BLAME_KEY]),
+        tuple(Field(str(k), fmt_scalar(v)) for k, v in system.items() if v not in (None, "", [], {})),
     )
 
 
@@ -110,10 +115,6 @@ OPTIONAL_RUN_KEYS: tuple[str, ...] = (
 def run_optional(run: Mapping[str, Any]) -> dict[str, Any]:
     """The run block's optional keys, None when absent (the report's and the summary's read)."""
     return {k: run.get(k) for k in OPTIONAL_RUN_KEYS}
-
-
-# system keys shown in the run block's first rows, as "index fingerprint", "embedder", ...
-SYSTEM_FIRST: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
 
 
 def _short(value: Any, keep: int) -> str | None:
@@ -138,6 +139,8 @@ def _usage(usage: Mapping[str, Mapping[str, Any]]) -> tuple[UsageRow, ...]:
     out = []
     known = {k for k, _ in USAGE_FIELDS}
     for tier, row in sorted(usage.items(), key=lambda kv: tier_rank(kv[0])):
+        if not any(v for v in row.values()):
+            continue  # a tier that made no call: no row of zeros
         fields = [Field(label, _usage_value(key, row[key])) for key, label in USAGE_FIELDS if key in row]
         fields += [Field(k.replace("_", " "), _usage_value(k, v)) for k, v in sorted(row.items()) if k not in known]
         out.append(UsageRow(str(tier), tuple(fields)))

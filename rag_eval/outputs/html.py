@@ -94,6 +94,7 @@ def _environment() -> jinja2.Environment:
     env.filters["script_json"] = lambda data: Markup(json_for_script(data))
     env.filters["case_data_json"] = lambda data: Markup(case_data_json(data))
     env.filters["bdi"] = bdi
+    env.filters["breakable"] = breakable
     env.filters["visible"] = lambda text: terminal(str(text), keep_newlines=False)  # for title="" tooltips
     return env
 
@@ -102,6 +103,13 @@ def bdi(text: object) -> Markup:
     """User or model text as an isolated, escaped ``<bdi>``: a right-to-left override or
     embedding inside it cannot reorder the text around it (a table cell, a sentence)."""
     return Markup("<bdi>{}</bdi>").format(str(text))
+
+
+def breakable(text: object) -> Markup:
+    """``bdi`` with a line-break opportunity after each ``.`` and ``_`` (a metric name wraps
+    between its parts, not inside a word)."""
+    escaped = str(Markup.escape(str(text)))
+    return Markup("<bdi>{}</bdi>").format(Markup(escaped.replace(".", ".<wbr>").replace("_", "_<wbr>")))
 
 
 def render_html(results: RunResults, calibration: Sequence[str] = ()) -> str:
@@ -156,7 +164,14 @@ def _charts(results: RunResults) -> dict[str, Any]:
     return {
         "gates": [Markup(row_svg(g)) for g in results.gates],
         "regressions": [(g.metric, Markup(row_svg(g))) for g in results.gates if is_diff_row(g)],
-        "recall": Markup(recall_svg(recall_curves({k: m.value for k, m in results.metrics.items()}))),
+        "recall": Markup(
+            recall_svg(
+                recall_curves({k: m.value for k, m in results.metrics.items()}),
+                recall_curves(results.baseline["recall"])
+                if results.baseline and "recall" in results.baseline
+                else None,
+            )
+        ),
     }
 
 

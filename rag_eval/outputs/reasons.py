@@ -8,6 +8,7 @@ the Markdown summary and the charts read those fields.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,55 @@ class Statistics:
             + ", ".join(only[:ONE_SIDED_SHOWN])
             + more
         )
+
+
+_DROP = re.compile(r"cannot see a drop smaller than ([0-9.eE+-]+)")
+
+
+def reason_line(gate: GateResult, stats: Statistics) -> str:
+    """The gate's reason in one line that repeats none of the row's other columns (value,
+    interval, threshold, n): a failed gate's own reason, else the margin to the threshold
+    and the rule; then what the statistics cannot see (no interval, the detectable drop)."""
+    parts = [gate.reason] if gate.reason else [_margin(gate, stats)]
+    if stats.ci is None and stats.ci_note and stats.diff is None:
+        parts.append("no interval: " + _clause(stats.ci_note))
+    drop = _DROP.search(stats.mde_note)
+    if drop:
+        parts.append(f"blind to drops < {drop.group(1)}")
+    elif stats.mde_note and stats.mde_note != stats.ci_note and "detectable drop is unknown" in stats.mde_note:
+        parts.append("no spread: detectable drop unknown")
+    if gate.errors:
+        parts.append(f"{gate.errors} error{'s' * (gate.errors != 1)} counted as the worst value")
+    return " · ".join(p for p in parts if p)
+
+
+def _margin(gate: GateResult, stats: Statistics) -> str:
+    if gate.value is None or gate.threshold is None:
+        return "passed" if gate.passed else "failed"
+    gap = abs(float(gate.value) - float(gate.threshold))
+    rule = "" if stats.decide == "estimate" else f" (rule {stats.decide})"
+    if gap < 5e-5:
+        return f"at the threshold{rule}"
+    return f"{'margin' if gate.passed else 'misses by'} {_num(gap)}{rule}"
+
+
+def _clause(text: str) -> str:
+    """A note's first clause ("every unit's rate equals 0: the spread is unknown" → "every unit's rate equals 0")."""
+    return text.split(":", 1)[0].strip()
+
+
+def _num(v: float) -> str:
+    return f"{v:.3g}"
+
+
+def reasoning(gate: GateResult, stats: Statistics) -> list[str]:
+    """Every sentence of the gate's full reasoning, each once: its reason, how the rule
+    decided, the paired test and Holm, the cases left out, the detectable drop."""
+    out: list[str] = []
+    for text in [gate.reason, *stats.sentences(), stats.ci_note and f"no interval: {stats.ci_note}"]:
+        if text and text not in out and not any(text in seen for seen in out):
+            out.append(text)
+    return out
 
 
 # the evidence keys read (``b``, ``c``, ``paired_n`` and ``holm`` make ``pairs`` and the Holm fields)

@@ -22,8 +22,10 @@ from typing import Any
 from rag_eval.gates.result import GateResult
 from rag_eval.outputs.reasons import Statistics
 
-ROW_W, ROW_H, PAD = 220.0, 20.0, 10.0  # a gate row's SVG
-CURVE_W, CURVE_H, CURVE_PAD = 420.0, 220.0, 36.0  # the recall@k chart
+ROW_W, ROW_H, PAD = 160.0, 20.0, 8.0  # a gate row's SVG
+CURVE_W, CURVE_H, CURVE_PAD = 640.0, 340.0, 36.0  # the recall@k chart
+LABEL_W = 120.0  # the recall chart's right margin: each line's stage name at its end
+LABEL_GAP = 12.0  # the least vertical distance between two end labels
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 _RECALL = re.compile(r"^retrieval\.(?:(?P<stage>.+)\.)?recall@(?P<k>\d+)$")
 FINAL_STAGE = "final"  # the label of retrieval.recall@k (no stage in the key)
@@ -102,10 +104,13 @@ def _mark(scale: Scale, value: float | None, ci: tuple[float, float] | None, not
     out = _bar(scale, ci, y, "ci") if ci else []
     dot = "pass" if passed else "fail"
     out.append(f'<circle class="dot {dot}" cx="{_f(scale.x(value))}" cy="{_f(y)}" r="3.5"/>')
-    if ci is None:
+    if ci is None:  # said in two words on the far side of the dot; the note is in the title and the reasoning
         words = "no interval" + (f": {note}" if note else "")
         anchor, tx = ("end", ROW_W - 2) if scale.x(value) < ROW_W / 2 else ("start", 2.0)
-        out.append(f'<text class="note" x="{_f(tx)}" y="{_f(y + 4)}" text-anchor="{anchor}">{esc(words[:40])}</text>')
+        out.append(
+            f'<text class="note" x="{_f(tx)}" y="{_f(y + 4)}" text-anchor="{anchor}">'
+            f"<title>{esc(words)}</title>no interval</text>"
+        )
     return out
 
 
@@ -186,16 +191,29 @@ def recall_curves(metrics: Mapping[str, Any]) -> dict[str, list[tuple[int, float
     return {" = ".join(names): list(points) for points, names in by_points.items() if points}
 
 
-def recall_svg(curves: Mapping[str, Sequence[tuple[int, float]]]) -> str:
-    """recall@k against k, one polyline (and dots) per stage, a legend of stage names; "" without data."""
+def recall_svg(
+    curves: Mapping[str, Sequence[tuple[int, float]]], baseline: Mapping[str, Sequence[tuple[int, float]]] | None = None
+) -> str:
+    """recall@k against k, one polyline (and dots) per stage with its name at the line's end,
+    and the baseline's line of the same stage dashed; "" without data."""
     if not curves:
         return ""
-    ks = sorted({k for points in curves.values() for k, _ in points})
-    xs = Scale(float(ks[0]), float(ks[-1]), CURVE_PAD, CURVE_W - 130)
-    ys = Scale(0.0, 1.0, CURVE_H - CURVE_PAD, 12.0)  # y grows downwards
+    base = baseline or {}
+    ks = sorted({k for points in (*curves.values(), *base.values()) for k, _ in points})
+    xs = Scale(float(ks[0]), float(ks[-1]), CURVE_PAD, CURVE_W - LABEL_W)
+    # from a tenth below the lowest value to 1: the stages' differences are what there is to read
+    lowest = min(v for points in (*curves.values(), *base.values()) for _, v in points)
+    ys = Scale(max(0.0, math.floor(lowest * 10) / 10 - 0.1), 1.0, CURVE_H - CURVE_PAD, 12.0)  # y grows downwards
     body = _curve_axes(xs, ys, ks)
+    ends: list[tuple[float, str, str]] = []  # (y of the last point, stage, colour)
     for i, (stage, points) in enumerate(sorted(curves.items())):
         color = PALETTE[i % len(PALETTE)]
+        if base.get(stage):
+            was = " ".join(f"{_f(xs.x(k))},{_f(ys.x(v))}" for k, v in base[stage])
+            body.append(
+                f'<polyline class="curve baseline" fill="none" stroke="{color}" stroke-width="1.5" '
+                f'stroke-dasharray="5 3" points="{was}"><title>{esc(stage)} on the baseline</title></polyline>'
+            )
         coords = " ".join(f"{_f(xs.x(k))},{_f(ys.x(v))}" for k, v in points)
         body.append(f'<polyline class="curve" fill="none" stroke="{color}" stroke-width="2" points="{coords}"/>')
         for k, v in points:
@@ -203,22 +221,56 @@ def recall_svg(curves: Mapping[str, Sequence[tuple[int, float]]]) -> str:
                 f'<circle cx="{_f(xs.x(k))}" cy="{_f(ys.x(v))}" r="3" fill="{color}">'
                 f"<title>{esc(stage)} recall@{k} = {v:.3f}</title></circle>"
             )
-        ly = 20.0 + 16 * i
-        body.append(f'<rect x="{_f(CURVE_W - 120)}" y="{_f(ly - 8)}" width="10" height="10" fill="{color}"/>')
-        body.append(f'<text class="legend" x="{_f(CURVE_W - 105)}" y="{_f(ly + 1)}">{esc(stage[:20])}</text>')
+        ends.append((ys.x(points[-1][1]), stage, color))
+    at = {stage: y for y, stage, _ in ends}
+    for y, stage, color in _spread(ends):
+        body.append(  # a leader from the line's end to its (moved) name
+            f'<line class="leader" x1="{_f(xs.right + 1)}" y1="{_f(at[stage])}" x2="{_f(xs.right + 5)}" '
+            f'y2="{_f(y)}" style="stroke: {color}"/>'
+        )
+        body.append(
+            f'<text class="legend" x="{_f(xs.right + 6)}" y="{_f(y + 4)}" style="fill: {color}">'
+            f"{esc(_short_label(stage))}<title>{esc(stage)}</title></text>"
+        )
+    if base:
+        body.append(f'<text class="tick" x="{_f(xs.left + 4)}" y="{_f(CURVE_H - 4)}">dashed: the baseline</text>')
     return _svg(CURVE_W, CURVE_H, "recall@k against k per retrieval stage", body, "chart recall-chart")
 
 
+def _spread(ends: Sequence[tuple[float, str, str]]) -> list[tuple[float, str, str]]:
+    """End labels moved apart vertically (at least LABEL_GAP), each as near its line's end as
+    that allows: neighbours closer than the gap are pushed apart evenly, a few passes over."""
+    ordered = sorted(ends)
+    ys = [y for y, _, _ in ordered]
+    for _ in range(len(ys) * 4):
+        moved = False
+        for i in range(len(ys) - 1):
+            gap = ys[i + 1] - ys[i]
+            if gap < LABEL_GAP - 1e-6:
+                push = (LABEL_GAP - gap) / 2
+                ys[i], ys[i + 1] = ys[i] - push, ys[i + 1] + push
+                moved = True
+        if not moved:
+            break
+    return [(y, stage, color) for y, (_, stage, color) in zip(ys, ordered)]
+
+
+def _short_label(stage: str) -> str:
+    """A stage name that fits the label margin (~18 characters at 10 px); the full name is its title."""
+    return stage if len(stage) <= 18 else stage[:17] + "…"
+
+
 def _curve_axes(xs: Scale, ys: Scale, ks: Sequence[int]) -> list[str]:
-    bottom, left = ys.x(0.0), xs.left
+    bottom, left = ys.x(ys.lo), xs.left
     out = [
         f'<line class="axis" x1="{_f(left)}" y1="{_f(bottom)}" x2="{_f(xs.right)}" y2="{_f(bottom)}"/>',
         f'<line class="axis" x1="{_f(left)}" y1="{_f(ys.x(1.0))}" x2="{_f(left)}" y2="{_f(bottom)}"/>',
     ]
     for k in ks:
         out.append(f'<text class="tick" x="{_f(xs.x(k))}" y="{_f(bottom + 14)}" text-anchor="middle">{k}</text>')
-    for v in (0.0, 0.5, 1.0):
-        out.append(f'<text class="tick" x="{_f(left - 4)}" y="{_f(ys.x(v) + 4)}" text-anchor="end">{v:.1f}</text>')
+    for v in (ys.lo, (ys.lo + 1.0) / 2, 1.0):
+        out.append(f'<text class="tick" x="{_f(left - 4)}" y="{_f(ys.x(v) + 4)}" text-anchor="end">{v:.2f}</text>')
+        out.append(f'<line class="grid" x1="{_f(left)}" y1="{_f(ys.x(v))}" x2="{_f(xs.right)}" y2="{_f(ys.x(v))}"/>')
     out.append(
         f'<text class="tick" x="{_f((left + xs.right) / 2)}" y="{_f(CURVE_H - 4)}" text-anchor="middle">k</text>'
     )

@@ -29,7 +29,7 @@ from rag_eval.gates.gate import row_pulling_down
 from rag_eval.gates.result import GateResult
 from rag_eval.outputs.fmt import fmt_delta, fmt_number, fmt_scalar, truncate
 from rag_eval.outputs.header import Header, build_header
-from rag_eval.outputs.reasons import Statistics
+from rag_eval.outputs.reasons import Statistics, reason_line, reasoning
 from rag_eval.outputs.stages import (
     FAILING,
     case_stage,
@@ -93,6 +93,16 @@ class GateRow:
     def statistics_text(self) -> str:
         """Which rule decided and why, the paired test, and what the gate cannot see."""
         return " · ".join(self.statistics.sentences())
+
+    @property
+    def reason_line(self) -> str:
+        """The one-line reason of the gate's row (none of the other columns repeated)."""
+        return reason_line(self.gate, self.statistics)
+
+    @property
+    def reasoning(self) -> list[str]:
+        """The full reasoning, each sentence once (the row's expanded part)."""
+        return reasoning(self.gate, self.statistics)
 
     @property
     def threshold_text(self) -> str:
@@ -204,6 +214,36 @@ class ReportView:
     @property
     def n_items(self) -> int:
         return len(self.rows)
+
+    @property
+    def failed_gates(self) -> tuple[GateRow, ...]:
+        """The failing gates, tier gates then regression gates (the first rows of the table)."""
+        return tuple(sorted((g for g in self.gates if not g.gate.passed), key=lambda g: g.gate.kind == "regression"))
+
+    @property
+    def passed_gates(self) -> tuple[GateRow, ...]:
+        return tuple(g for g in self.gates if g.gate.passed)
+
+    @property
+    def gate_columns(self) -> dict[str, int]:
+        """The gates table's column widths in characters, from their longest content (the
+        reason takes the rest of the row): metric names are short, reasons are sentences."""
+
+        def widest(texts: Sequence[str], least: int, most: int) -> int:
+            return max(least, min(most, max((len(t) for t in texts), default=0) + 2))
+
+        rows = self.gates
+        return {
+            "metric": widest([g.gate.metric for g in rows], 8, 32),
+            # a ratio is set smaller: about two thirds of its characters
+            "value": widest(
+                [f"{g.value_text} {g.interval_text}{'x' * (len(g.ratio_text) * 2 // 3)}" for g in rows], 7, 28
+            ),
+            "threshold": widest([g.threshold_text for g in rows], 11, 14),
+            "n": widest([str(g.gate.n) for g in rows], 4, 9),
+            "delta": widest([g.delta_text for g in rows], 5, 12),
+            "cases": widest([f"{len(g.case_keys)} cases" for g in rows], 8, 16),
+        }
 
     @property
     def n_failing_items(self) -> int:

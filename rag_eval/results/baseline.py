@@ -115,6 +115,18 @@ def compare(current: Mapping[str, Any], baseline: Mapping[str, Any], path: str) 
         "gates": gate_deltas(current, baseline),
         "transitions": case_transitions(current, baseline),
         "tiers": tier_differences(current, baseline),
+        "recall": baseline_recall(baseline),
+    }
+
+
+def baseline_recall(baseline: Mapping[str, Any]) -> dict[str, float]:
+    """The baseline's retrieval recall@k aggregates (``retrieval[.<stage>].recall@k``): the
+    report draws its recall curves dashed beside the run's."""
+    metrics = baseline["metrics"] if isinstance(baseline.get("metrics"), Mapping) else {}
+    return {
+        str(k): float(v)
+        for k, v in metrics.items()
+        if str(k).startswith("retrieval.") and "recall@" in str(k) and isinstance(v, (int, float))
     }
 
 

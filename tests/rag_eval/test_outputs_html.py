@@ -153,7 +153,7 @@ def test_user_and_model_text_is_isolated_so_bidi_controls_reverse_nothing_around
     page = render_html(typed(r))
     # every text node that carries the question, a gate reason or a run value is a <bdi>
     assert re.search(rf'<td class="q"><bdi>what is {RLO}x\^2 \(evil\)</bdi></td>', page)
-    assert f'<td class="reason"><bdi>{RLO}deliberately reversed</bdi>' in page
+    assert re.search(rf'<td class="reason" title="[^"{RLO}]*"><bdi>{RLO}deliberately reversed', page)  # title: escaped
     assert re.search(rf"<dd[^>]*><bdi>[^<]*{RLO}none</bdi></dd>", page)  # the run header's value
     # outside a <bdi> the control never appears raw in the markup (tooltips show its escape)
     outside = re.sub(r"<bdi>.*?</bdi>", "", page.split('<script type="application/json"')[0], flags=re.S)

@@ -6,7 +6,20 @@ import re
 import xml.etree.ElementTree as ET
 
 from rag_eval.outputs.html import render_html
-from rag_eval.outputs.svg import PAD, ROW_W, Scale, diff_svg, domain, gate_svg, interval, recall_curves, recall_svg
+from rag_eval.outputs.svg import (
+    CURVE_W,
+    LABEL_GAP,
+    LABEL_W,
+    PAD,
+    ROW_W,
+    Scale,
+    diff_svg,
+    domain,
+    gate_svg,
+    interval,
+    recall_curves,
+    recall_svg,
+)
 from tests.rag_eval._results_factory import make_results
 from tests.rag_eval._typed import gate_result, typed
 
@@ -149,3 +162,17 @@ def test_the_chart_names_only_the_systems_stages_and_coincident_curves_are_one_l
     assert curves == {"bm25": [(5, 0.6), (10, 0.7)], "context = hybrid": [(5, 0.8), (10, 0.9)]}
     assert len(list(_tree(recall_svg(curves)).iter(f"{NS}polyline"))) == 2
     assert recall_curves({"retrieval.recall@5": 0.5}) == {"final": [(5, 0.5)]}  # only the final list is known
+
+
+def test_recall_lines_end_in_their_stage_names_and_the_baseline_is_dashed() -> None:
+    curves = {"vector": [(1, 0.4), (5, 0.7)], "fused": [(1, 0.5), (5, 0.71)], "final": [(1, 0.45), (5, 0.7)]}
+    root = _tree(recall_svg(curves, {"vector": [(1, 0.5), (5, 0.8)]}))
+    dashed = [p for p in root.iter(f"{NS}polyline") if "baseline" in (p.get("class") or "")]
+    assert len(dashed) == 1 and dashed[0].get("stroke-dasharray")
+    labels = [t for t in root.iter(f"{NS}text") if t.get("class") == "legend"]
+    assert sorted((t.text or "") for t in labels) == ["final", "fused", "vector"]
+    # each name at the right of its line's end, and no two names closer than the gap
+    ends = [float(t.get("x") or 0) for t in labels]
+    assert all(x > CURVE_W - LABEL_W for x in ends)
+    ys = sorted(float(t.get("y") or 0) for t in labels)
+    assert all(b - a >= LABEL_GAP - 1e-6 for a, b in zip(ys, ys[1:]))

@@ -12,8 +12,9 @@ import pytest
 
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.fmt import fmt_delta, fmt_number
+from rag_eval.outputs.html import render_html
 from rag_eval.outputs.stages import case_stage, earliest_stage, normalize_stage, stage_order
-from rag_eval.outputs.view import build_view
+from rag_eval.outputs.view import GateRow, build_view
 from rag_eval.results.case import CaseResult
 from rag_eval.results.file import load_results
 from tests.rag_eval._results_factory import (
@@ -25,7 +26,7 @@ from tests.rag_eval._results_factory import (
     make_results,
     with_baseline,
 )
-from tests.rag_eval._typed import typed
+from tests.rag_eval._typed import gate_result, typed
 
 LEVELS = [["vector", "bm25"], ["fused"], ["reranked"], ["context"]]
 STAGE_ORDER = stage_order(LEVELS)
@@ -227,12 +228,23 @@ def test_header_names_the_run(results: dict[str, Any]) -> None:
     assert fields["commit"].value.startswith("abc123def456") and "dirty" in fields["commit"].value
     assert fields["commit"].title == results["run"]["commit"]
     assert fields["dataset fingerprint"].value == "fp-synthetic-01"
-    assert fields["embedder"].value == "fake/hash-64" and fields["generator"].value == "extractive-baseline"
+    system = {f.label: f.value for f in h.system}  # the system's own info: one group, in its order
+    assert system["embedder"] == "fake/hash-64" and system["generator"] == "extractive-baseline"
+    assert not any(label.startswith("system") or label in system for label in fields)
     assert fields["overrides"].value == "reranker=local" and fields["workers"].value == "2"
     assert "shard" not in fields  # null in the run: left out, not shown as "None"
     assert not any("mixed system" in w for w in h.warnings)
     judge_usage = next(u for u in h.usage if u.tier == "judge")
     assert {f.label: f.value for f in judge_usage.fields}["cost (USD)"].startswith("$")
+
+
+def test_a_tier_that_made_no_call_has_no_usage_row(results: dict[str, Any]) -> None:
+    r = copy.deepcopy(results)
+    r["run"]["usage"] = {"judge": {"calls": 0, "prompt_tokens": 0, "cost_usd": 0.0}, "passk": {"calls": 3}}
+    assert [u.tier for u in build_view(typed(r)).header.usage] == ["passk"]
+    r["run"]["usage"] = {"judge": {"calls": 0, "prompt_tokens": 0}}
+    assert build_view(typed(r)).header.usage == ()
+    assert "Token use and cost" not in render_html(typed(r))
 
 
 # --------------------------------------------------------------------------- missing parts
@@ -314,3 +326,39 @@ def test_baseline_delta_and_newly_failing_rows(results: dict[str, Any]) -> None:
 def test_the_script_question_is_kept_verbatim_in_the_view(results: dict[str, Any]) -> None:
     row = next(r for r in build_view(typed(results)).rows if r.id == ID_XSS)
     assert "<script>alert(1)</script>" in row.question  # escaping is the renderer's job
+
+
+# --------------------------------------------------------------------------- the gate rows
+
+
+def test_failing_gates_come_first_and_reason_lines_repeat_no_column(results: dict[str, Any]) -> None:
+    view = build_view(typed(results))
+    assert [g.gate.passed for g in view.failed_gates + view.passed_gates] == sorted(g.gate.passed for g in view.gates)
+    for g in view.gates:
+        line = g.reason_line
+        assert g.value_text not in line.split(" · ") and g.threshold_text not in line
+        assert (g.interval_text or "\0") not in line
+        sentences = line.split(" · ")
+        assert len(sentences) == len(set(sentences))
+        assert len(g.reasoning) == len(set(g.reasoning))
+    widths = view.gate_columns
+    assert widths["metric"] == min(32, max(len(g.gate.metric) for g in view.gates) + 2)
+
+
+def test_a_reason_line_says_the_margin_the_rule_and_what_the_gate_cannot_see() -> None:
+    def row(value: float, threshold: float, **kw: Any) -> str:
+        g = gate_result("retrieval.recall@5", value, threshold, **kw)
+        return GateRow(0, g, (), ()).reason_line
+
+    drop = "this gate cannot see a drop smaller than 0.11 with 83 items (80% power)"
+    assert row(0.78, 0.76, passed=True, mde_note=drop) == "margin 0.02 · blind to drops < 0.11"
+    assert row(0.66, 0.76, mde_note=drop) == "misses by 0.1 · blind to drops < 0.11"
+    note = "every unit's rate equals 0: the spread is unknown, not zero"
+    # the note once, though the file has it as the interval's note, in the decision and as the drop's note
+    said = row(0.0, 0.0, passed=True, ci_note=note, mde_note=note, decision=f"0.00 (no interval: {note}): ok")
+    assert said == "at the threshold · no interval: every unit's rate equals 0"
+    assert row(0.5, 0.76, reason="only 3 cases, the gate needs at least 5") == "only 3 cases, the gate needs at least 5"
+    full = GateRow(
+        0, gate_result("m", 0.0, 0.0, ci_note=note, mde_note=note, decision=f"x (no interval: {note})"), (), ()
+    )
+    assert full.reasoning == [f"decided by estimate: x (no interval: {note})"]

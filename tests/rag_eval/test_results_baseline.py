@@ -227,7 +227,9 @@ def test_compare_has_exactly_the_documented_shape() -> None:
     base = results([case("a"), case("b"), case("c", "fail")], commit="abc123")
     now = results([case("a"), case("b", "fail"), case("c", "fail")])
     out = compare(now, base, "baseline/eval-results.json")
-    assert set(out) == {"path", "commit", "time", "dataset_fingerprint", "gates", "transitions", "tiers"}
+    assert set(out) == {"path", "commit", "time", "dataset_fingerprint", "gates", "transitions", "tiers", "recall"}
+    # the baseline's recall@k aggregates, for the report's dashed curves (recall@5: 2 of 3 cases found it)
+    assert out["recall"] == {"retrieval.recall@5": 2 / 3}
     assert (out["path"], out["commit"], out["time"], out["dataset_fingerprint"]) == (
         "baseline/eval-results.json",
         "abc123",
