@@ -214,8 +214,15 @@ def test_a_5000_item_report_opens_and_search_filters(page: Any, tmp_path: Path) 
 def test_the_svg_charts_render_and_the_page_makes_no_request(page: Any, tmp_path: Path) -> None:
     results = make_results(40)
     results["gates"][0]["ci"] = [0.45, 0.75]
-    results["metrics"]["retrieval.recall@10"] = 0.8
-    results["metrics"]["retrieval.vector.recall@10"] = 0.7
+    # two stages at k = 10 too (the report reads the typed metrics: metrics_n's rows)
+    row = results["metrics_n"]["retrieval.vector.recall@5"]
+    for key, value in (
+        ("retrieval.recall@10", 0.8),
+        ("retrieval.vector.recall@10", 0.7),
+        ("retrieval.bm25.recall@10", 0.6),
+    ):
+        results["metrics"][key] = value
+        results["metrics_n"][key] = {**row, "value": value}
     path = write_html(tmp_path / "report.html", typed(results))
     requests: list[str] = []
     page.on("request", lambda req: requests.append(req.url))
