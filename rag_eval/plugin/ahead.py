@@ -2,7 +2,8 @@
 
 Before each test's call, :meth:`Ahead.top_up` looks at the cases this process will run
 next and hands those whose tier waits on a model or a service (``Tier.ahead``) to the
-:class:`~rag_eval.plugin.prefetch.Prefetcher`, up to its width. "Will run next" is exact:
+:class:`~rag_eval.plugin.prefetch.Prefetcher`, up to its width (``WINDOW`` cases per call
+slot). "Will run next" is exact:
 
 * in a serial run, the tests after this one in ``session.items`` (after ``-k``, ``-m``,
   ``--lf``, any reordering);
@@ -40,6 +41,12 @@ SKIP_MARKERS = ("skip", "skipif", "xfail")  # their outcome is decided before th
 # How far past the current test to look for cases to start: bounded, so a run of 100k
 # retrieval cases before its judge cases does not rescan them on every test.
 MIN_HORIZON = 64
+# Cases started and not yet taken, per call slot: a case whose conversation is longer (a
+# repair: two calls in a row) keeps its test waiting while the cases after it are done and
+# wait to be taken; with twice as many cases ahead as calls in flight the endpoint stays
+# busy meanwhile. Calls in flight stay bounded by the run's concurrency all the same: by the
+# judge endpoint's rate limiter (RAG_JUDGE_CONCURRENCY) and the system's slots.
+WINDOW = 2
 
 
 def case_of(node: pytest.Item) -> tuple[str, GoldenItem | DialogueItem] | None:
@@ -62,8 +69,8 @@ class Ahead:
 
     def __init__(self, session: pytest.Session, width: int) -> None:
         self.session = session
-        self.prefetcher = Prefetcher(width)
-        self.horizon = max(MIN_HORIZON, 4 * width)
+        self.prefetcher = Prefetcher(WINDOW * width)
+        self.horizon = max(MIN_HORIZON, 4 * WINDOW * width)
         self._position: dict[str, int] | None = None
         self._queue: Any = _worker_interactor(session.config)
         self._steals = session.config.getoption("dist", "no") == "worksteal"
