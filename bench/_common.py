@@ -103,10 +103,17 @@ def run_header(name: str, argv: Sequence[str]) -> dict[str, Any]:
 
 
 def run_python_timed(
-    args: Sequence[str], label: str, *, cwd: Path, env: Mapping[str, str], ok_codes: tuple[int, ...] = (0,)
+    args: Sequence[str],
+    label: str,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    ok_codes: tuple[int, ...] = (0,),
+    python: str = sys.executable,
 ) -> tuple[float, float]:
-    """Wall and CPU seconds (user + sys) of ``python <args>`` in ``cwd``; stops with the
-    tail of its output when it exits with a code not in ``ok_codes``.
+    """Wall and CPU seconds (user + sys) of ``python <args>`` in ``cwd`` (``python``: another
+    interpreter, e.g. a peer's own venv); stops with the tail of its output when it exits
+    with a code not in ``ok_codes``.
 
     CPU comes from RUSAGE_CHILDREN, which includes grandchildren (xdist workers) the child
     waited for; a bench starts one child at a time, so the delta is that child's own.
@@ -117,7 +124,7 @@ def run_python_timed(
         return ru.ru_utime + ru.ru_stime
 
     c0, t0 = children_cpu(), time.perf_counter()
-    proc = subprocess.run([sys.executable, *args], cwd=cwd, env=dict(env), capture_output=True, text=True)
+    proc = subprocess.run([python, *args], cwd=cwd, env=dict(env), capture_output=True, text=True)
     wall, cpu = time.perf_counter() - t0, children_cpu() - c0
     if proc.returncode not in ok_codes:
         tail = (proc.stdout[-4000:] + "\n" + proc.stderr[-3000:]).strip()

@@ -42,6 +42,14 @@ the most it held):
    a minimal ``DeepEvalBaseLLM`` on ``openai.AsyncOpenAI`` (no retries), so deepeval's
    own asyncio concurrency is what is measured.
 
+4. **repairs** (issue 33; bench/_judge_repairs.py): the judge tier against a scripted judge
+   that rejects the first verdict of one case in three (the repair succeeds) and every
+   verdict of one in ten (unrepairable), at ``--repairs-latency`` (1 s) and
+   ``--repairs-levels`` (1, 16): the tier's own time (wall less collect-only), calls per
+   case against 1 / 2 / 2 exactly, each request body sent once, and the warm rerun's calls
+   (only the unrepairable cases, 2 each). Alone (``--parts repairs``) it writes
+   ``judge_concurrency-repairs.json``.
+
 Results compared across every run of one part: the results file with timings removed
 (the keys ``duration``, ``seconds``, ``latency_s``, ``elapsed_s`` at any depth, as in
 tests/rag_eval/test_pytest_plugin_concurrency.py) and with the ``run`` block's fields
@@ -625,7 +633,8 @@ def main(argv: Sequence[str]) -> int:
     levels = [int(x) for x in args.levels.split(",") if x]
     de_levels = [int(x) for x in args.deepeval_concurrency.split(",") if x]
     parts = set(args.parts.split(","))
-    name = NAME + ("-quick" if args.quick else "")
+    # the repairs part alone keeps its own file, so it never replaces the other parts' record
+    name = NAME + ("-repairs" if parts == {"repairs"} else "") + ("-quick" if args.quick else "")
     header = run_header(NAME, argv)
     cases = build_cases(args.n)
     answers = {c.item.question: {"answer": c.item.answer, "context": context_items(c)} for c in cases}
