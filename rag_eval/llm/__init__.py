@@ -31,9 +31,10 @@ rejects is returned with ``rejected`` set and never cached.
 * :mod:`~rag_eval.llm.guard` -- keeps the openai SDK's retries inside the policy, with
   wall-clock timeouts;
 * :mod:`~rag_eval.llm.client` -- :class:`LLMClient`, the call itself, with redaction;
-* :mod:`~rag_eval.llm.cache`, :mod:`~rag_eval.llm.ledger`, :mod:`~rag_eval.llm.usage`,
-  :mod:`~rag_eval.llm.cached` -- the response cache, run-wide spending, accounting and
-  the cached client;
+* :mod:`~rag_eval.llm.cache`, :mod:`~rag_eval.llm.ledger`, :mod:`~rag_eval.llm.budget`,
+  :mod:`~rag_eval.llm.usage`, :mod:`~rag_eval.llm.cached` -- the response cache, run-wide
+  spending, the spending budget (reserved before a call, settled on its reply),
+  accounting and the cached client;
 * :mod:`~rag_eval.llm.retry` -- the same policy for endpoints not reached through the SDK.
 
 Importing this package does not import the openai SDK (about 1 s): ``client`` does.

@@ -18,18 +18,10 @@ write it as JSON ``\\u`` escapes), and a value that still holds a secret is not 
 Accounting (:mod:`rag_eval.llm.usage`). Every call appends a record naming its tier,
 case and trial; a call counts every attempt that reached the server, with its tokens.
 
-Budget. Before a call that would go to the network, the spent cost/tokens are compared
-with the budget; at or over it the call raises ``JudgeCallError(kind="budget")``, while
-cached answers are still served. Without ``ledger_dir`` the spending is this process's
-own (per xdist worker). With ``ledger_dir`` (:mod:`rag_eval.llm.ledger`) spending is
-summed run-wide. The check happens before the call, so N workers can each start one
-call when the budget is nearly used up: the overshoot is at most one call per worker.
-Threads of one process reserve each call's most possible cost before sending (its prompt
-at one token per byte, its completion at ``max_tokens``) and settle it on the reply; a
-call is sent only while the spend plus every reservation is under the budget, else it
-waits for the calls in flight to settle (:meth:`CachedChatClient._reserve`). That is the
-rule of a serial run, so concurrency sends no call that a serial run, in the same order,
-would not.
+Budget (:mod:`rag_eval.llm.budget`). Before a call that would go to the network its most
+possible cost is reserved; at or over the budget the call raises
+``JudgeCallError(kind="budget")``, while cached answers are still served; concurrency sends
+no call that a serial run would not.
 
 Thread safety. One instance serves every thread of a process: the records, the cache
 connection and the reservations are each behind a lock, and the client's circuit
@@ -47,6 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from rag_eval.llm.budget import Budget, BudgetReached, Reserved
 from rag_eval.llm.cache import ResponseCache, request_key
 from rag_eval.llm.ledger import Ledger
 from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse, Usage
@@ -126,15 +119,11 @@ class CachedChatClient:
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.fresh = fresh
         self.prices: dict[str, tuple[float, float]] = dict(prices or {})
-        self.budget_usd = budget_usd
-        self.budget_tokens = budget_tokens
-        self.ledger = Ledger(ledger_dir) if ledger_dir is not None else None
+        ledger = Ledger(ledger_dir) if ledger_dir is not None else None
+        self.budget = Budget(budget_usd, budget_tokens, self.prices, ledger, self._spent_here)
         self._records: list[CallRecord] = []
         self._lock = threading.Lock()
         self._warned_unpriced: set[str] = set()
-        self._budget = threading.Condition()
-        self._in_flight = (0.0, 0)  # (USD, tokens) reserved by calls being sent
-        self._longest = 0  # the most completion tokens one reply had (a request without max_tokens)
 
     @classmethod
     def from_config(
@@ -193,7 +182,10 @@ class CachedChatClient:
         if hit is not None:
             self._append(CallRecord(case_id, tier, req.model, 0, 0, 0.0, True, time.monotonic() - start, trial=trial))
             return ChatResponse(hit.content, hit.usage, hit.model, hit.finish_reason, 0, time.monotonic() - start)
-        reserved = self._reserve(req, case_id)
+        try:
+            reserved = self.budget.reserve(req, case_id)
+        except BudgetReached as exc:
+            raise JudgeCallError(str(exc), kind="budget", case_id=case_id) from None
         try:
             resp = self.client.complete(req, accept=accept)
         except ChatError as err:
@@ -309,75 +301,30 @@ class CachedChatClient:
             # repeat call next run, so warn instead of failing the case.
             log.warning("cache %s: could not store an answer (%s); it will be asked again", self.cache.path, exc)
 
-    # --- budget -------------------------------------------------------------------------
+    # --- budget (rag_eval.llm.budget) -----------------------------------------------------
+    @property
+    def budget_usd(self) -> float | None:
+        return self.budget.usd
+
+    @property
+    def budget_tokens(self) -> int | None:
+        return self.budget.tokens
+
     def spent(self) -> tuple[float, int]:
         """(USD, tokens) spent on real calls: run-wide with a ledger, else this process."""
-        if self.ledger is not None:
-            return self.ledger.spent()
+        return self.budget.spent()
+
+    def _spent_here(self) -> tuple[float, int]:
         with self._lock:
             live = [r for r in self._records if not r.cached]
         return sum(r.cost for r in live), sum(r.prompt_tokens + r.completion_tokens for r in live)
 
-    def _reserve(self, req: ChatRequest, case_id: str) -> tuple[float, int]:
-        """Admit the call as a serial run would, and reserve its most possible cost.
-
-        A serial run sends a call while the spend so far is under the budget. With calls
-        in flight their cost is not known yet, so each is reserved at its upper bound
-        (:func:`most_tokens`); a call is sent at once when the spend plus every
-        reservation is still under the budget (a serial run would send it too), raises
-        ``budget`` when the settled spend alone reached it, and otherwise waits for the
-        calls in flight to settle and decides on what they really cost."""
-        if self.budget_usd is None and self.budget_tokens is None:
-            return 0.0, 0
-        prompt, completion = most_tokens(req, self._longest)
-        usd = cost_of(self.prices, req.model, Usage(prompt, completion))[0]
-        with self._budget:
-            while True:
-                self._check_budget(req, case_id)  # the settled spend: at or over the budget, no call
-                if self._in_flight == (0.0, 0) or not self._over(self._in_flight):
-                    break
-                self._budget.wait()
-            self._in_flight = (self._in_flight[0] + usd, self._in_flight[1] + prompt + completion)
-        return usd, prompt + completion
-
-    def _over(self, extra: tuple[float, int]) -> bool:
-        cost, tokens = self.spent()
-        return (self.budget_usd is not None and cost + extra[0] >= self.budget_usd) or (
-            self.budget_tokens is not None and tokens + extra[1] >= self.budget_tokens
-        )
-
-    def _check_budget(self, req: ChatRequest, case_id: str) -> None:
-        cost, tokens = self.spent()
-        scope = "run-wide" if self.ledger is not None else "in this process"
-        if self.budget_usd is not None and cost >= self.budget_usd:
-            raise JudgeCallError(
-                f"judge budget_usd ${self.budget_usd:g} reached: ${cost:.6f} spent {scope}; "
-                f"no new call for case {case_id!r} (model {req.model!r}); cached answers are still used",
-                kind="budget",
-                case_id=case_id,
-            )
-        if self.budget_tokens is not None and tokens >= self.budget_tokens:
-            raise JudgeCallError(
-                f"judge budget_tokens {self.budget_tokens} reached: {tokens} tokens spent {scope}; "
-                f"no new call for case {case_id!r} (model {req.model!r}); cached answers are still used",
-                kind="budget",
-                case_id=case_id,
-            )
-
     # --- accounting ---------------------------------------------------------------------
-    def _spend(self, rec: CallRecord | None, reserved: tuple[float, int]) -> None:
-        """Settle a call: its record counts as spent *before* its reservation is released,
-        so no other thread sees a moment where the call counts for nothing."""
+    def _spend(self, rec: CallRecord | None, reserved: Reserved) -> None:
+        """Record a call, then settle it with the budget (its spend counts before its reservation is released)."""
         if rec is not None:
             self._append(rec)
-            if self.ledger is not None and (rec.cost or rec.prompt_tokens or rec.completion_tokens):
-                self.ledger.add(rec.cost, rec.prompt_tokens + rec.completion_tokens)
-        with self._budget:
-            if rec is not None:
-                self._longest = max(self._longest, rec.completion_tokens)
-            if reserved != (0.0, 0):
-                self._in_flight = (self._in_flight[0] - reserved[0], self._in_flight[1] - reserved[1])
-                self._budget.notify_all()
+        self.budget.settle(rec, reserved)
 
     def _append(self, rec: CallRecord) -> None:
         with self._lock:
@@ -414,12 +361,3 @@ class CachedChatClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def most_tokens(req: ChatRequest, largest_completion: int = 0) -> tuple[int, int]:
-    """(prompt, completion) tokens a request can cost at most: every token of a byte-level
-    tokenizer is at least one byte, so the prompt is at most its UTF-8 bytes plus 8 per
-    message for the chat template; the completion at most ``max_tokens`` (without one, the
-    longest reply so far: an estimate, said so in docs/judge.md)."""
-    prompt = sum(len(m["content"].encode("utf-8")) + len(m["role"]) + 8 for m in req.messages)
-    return prompt, req.max_tokens if req.max_tokens is not None else largest_completion

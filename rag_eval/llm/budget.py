@@ -1,0 +1,115 @@
+"""The cached client's spending budget: admit a call as a serial run would, settle it on the reply.
+
+A serial run sends a call while the spend so far is under the budget (``budget_usd``,
+``budget_tokens``; at or over it: ``JudgeCallError(kind="budget")``, while cached answers
+are still served). Without a ledger the spending is this process's own (per xdist
+worker); with one (:mod:`rag_eval.llm.ledger`) it is summed run-wide, and the check before
+each call lets N workers each start one call when the budget is nearly used up: the
+overshoot is at most one call per worker.
+
+Threads of one process reserve each call's most possible cost before it is sent
+(:func:`most_tokens`: its prompt at one token per UTF-8 byte, its completion at
+``max_tokens``) and settle it on the reply: a call is sent at once while the spend plus
+every reservation is under the budget (a serial run would send it too), raises
+``budget`` when the settled spend alone reached it, and otherwise waits for the calls in
+flight to settle and decides on what they really cost. So concurrency sends no call that
+a serial run, in the same order, would not. A call's record counts as spent *before* its
+reservation is released, so no thread sees a moment where a call counts for nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+
+from rag_eval.llm.ledger import Ledger
+from rag_eval.llm.messages import ChatRequest, Usage
+from rag_eval.llm.usage import CallRecord, cost_of
+
+Reserved = tuple[float, int]  # (USD, tokens) held for one call in flight
+NOTHING: Reserved = (0.0, 0)
+
+
+class BudgetReached(Exception):
+    """No new call: the message says which budget and how much was spent."""
+
+
+class Budget:
+    """Spending of one cached client (module doc); ``local()`` is this process's spend."""
+
+    def __init__(
+        self,
+        usd: float | None,
+        tokens: int | None,
+        prices: Mapping[str, tuple[float, float]],
+        ledger: Ledger | None,
+        local: Callable[[], tuple[float, int]],
+    ) -> None:
+        self.usd, self.tokens, self.prices, self.ledger, self._local = usd, tokens, prices, ledger, local
+        self._cond = threading.Condition()
+        self._in_flight = NOTHING
+        self._longest = 0  # the most completion tokens one reply had (a request without max_tokens)
+
+    @property
+    def active(self) -> bool:
+        return self.usd is not None or self.tokens is not None
+
+    def spent(self) -> tuple[float, int]:
+        """(USD, tokens) spent on real calls: run-wide with a ledger, else this process."""
+        return self.ledger.spent() if self.ledger is not None else self._local()
+
+    def reserve(self, req: ChatRequest, case_id: str) -> Reserved:
+        """Admit ``req`` (module doc) and hold its most possible cost; raise :class:`BudgetReached`."""
+        if not self.active:
+            return NOTHING
+        prompt, completion = most_tokens(req, self._longest)
+        usd = cost_of(self.prices, req.model, Usage(prompt, completion))[0]
+        with self._cond:
+            while True:
+                self._check(req, case_id)  # the settled spend: at or over the budget, no call
+                if self._in_flight == NOTHING or not self._over(self._in_flight):
+                    break
+                self._cond.wait()
+            self._in_flight = (self._in_flight[0] + usd, self._in_flight[1] + prompt + completion)
+        return usd, prompt + completion
+
+    def settle(self, rec: CallRecord | None, reserved: Reserved) -> None:
+        """Count ``rec`` (already in the client's records) run-wide, then release ``reserved``."""
+        if rec is not None and self.ledger is not None and (rec.cost or rec.prompt_tokens or rec.completion_tokens):
+            self.ledger.add(rec.cost, rec.prompt_tokens + rec.completion_tokens)
+        with self._cond:
+            if rec is not None:
+                self._longest = max(self._longest, rec.completion_tokens)
+            if reserved != NOTHING:
+                self._in_flight = (self._in_flight[0] - reserved[0], self._in_flight[1] - reserved[1])
+                self._cond.notify_all()
+
+    def _over(self, extra: Reserved) -> bool:
+        cost, tokens = self.spent()
+        return (self.usd is not None and cost + extra[0] >= self.usd) or (
+            self.tokens is not None and tokens + extra[1] >= self.tokens
+        )
+
+    def _check(self, req: ChatRequest, case_id: str) -> None:
+        cost, tokens = self.spent()
+        scope = "run-wide" if self.ledger is not None else "in this process"
+        what = (
+            f"budget_usd ${self.usd:g} reached: ${cost:.6f} spent {scope}"
+            if self.usd is not None and cost >= self.usd
+            else f"budget_tokens {self.tokens} reached: {tokens} tokens spent {scope}"
+            if self.tokens is not None and tokens >= self.tokens
+            else ""
+        )
+        if what:
+            raise BudgetReached(
+                f"judge {what}; no new call for case {case_id!r} (model {req.model!r}); cached answers are still used"
+            )
+
+
+def most_tokens(req: ChatRequest, largest_completion: int = 0) -> tuple[int, int]:
+    """(prompt, completion) tokens a request can cost at most: every token of a byte-level
+    tokenizer is at least one byte, so the prompt is at most its UTF-8 bytes plus 8 per
+    message for the chat template; the completion at most ``max_tokens`` (without one, the
+    longest reply so far: an estimate, said so in docs/judge.md)."""
+    prompt = sum(len(m["content"].encode("utf-8")) + len(m["role"]) + 8 for m in req.messages)
+    return prompt, req.max_tokens if req.max_tokens is not None else largest_completion
