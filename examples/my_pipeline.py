@@ -2,7 +2,7 @@
 
 It ranks whole documents by shared character bigrams and answers with the best
 document's first sentence: not a good RAG system, but a complete implementation of
-the contract (rag_eval.contract) in plain Python with plain dicts, to copy from.
+the contract (rag_eval.core.contract) in plain Python with plain dicts, to copy from.
 
     pytest eval_tests -m "retrieval or deterministic" \\
         --rag-pipeline examples.my_pipeline:make_pipeline --rag-pipeline-config examples/my_pipeline.toml

@@ -44,7 +44,7 @@ K1 = 1.5
 B = 0.75
 DEFAULT_TOP_K = 5
 # Latin runs stop at a CJK character: in "含n个元素" n is one term, 个元素 its characters and pairs.
-# (rag_eval.text.terms lets a Latin run swallow the CJK characters after it, "n个元素…".)
+# (rag_eval.util.text.terms lets a Latin run swallow the CJK characters after it, "n个元素…".)
 _TOKEN = re.compile(r"[a-z0-9]+|[\u3400-\u9fff]+")
 _CJK = re.compile(r"[\u3400-\u9fff]")
 

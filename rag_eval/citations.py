@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from rag_eval.records import Chunk
+from rag_eval.core.records import Chunk
 
 T = TypeVar("T", bound=Chunk)
 

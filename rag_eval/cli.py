@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 from rag_eval.adapters.gold import GOLD_MODES
 from rag_eval.authoring import cli as authoring
 from rag_eval.calibrate import command as calibrate_command
+from rag_eval.core.errors import RagEvalError
 from rag_eval.dataset import ALLOW_OUTSIDE, find_paths, golden_items
-from rag_eval.errors import RagEvalError
-from rag_eval.escape import terminal
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.validate import coverage_table, validate_all
 from rag_eval.grid import command as grid_command
 from rag_eval.tiers import golden_applies
+from rag_eval.util.escape import terminal
 
 if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fast
     from rag_eval.gates.result import GateResult
@@ -283,7 +283,7 @@ def _validate(
     from rag_eval.adapters import PipelineSpec, corpus_chunker
     from rag_eval.golden.resolve import ChunkLookup
     from rag_eval.session import EvalConfig, EvalSession
-    from rag_eval.text import terms
+    from rag_eval.util.text import terms
 
     paths = find_paths(dataset, golden, allow_outside=allow_outside)
     # ids/text gold: the framework reads the corpus (no rag_app chunking, no rag_app install needed)

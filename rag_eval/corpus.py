@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
+from rag_eval.core.records import Document
 from rag_eval.golden.load import GoldenSetError, read_items
-from rag_eval.records import Document
 
 # The format tag of the hash golden items record (corpus.sha256); its original name is
 # kept so that golden sets written before the framework stood alone stay valid.

@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_eval.core.records import Document
 from rag_eval.corpus import corpus_hash, load_documents
 from rag_eval.golden.load import GoldenSetError, load_golden_set
 from rag_eval.golden.model import GoldenItem
-from rag_eval.records import Document
 
 GOLDEN_NAMES: tuple[str, ...] = ("golden.jsonl", "qa.jsonl")
 

@@ -21,19 +21,19 @@ from rag_eval import tiers
 from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.adapters.gold_check import GoldCheck, gold_ids, system_ids, unheld
-from rag_eval.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval, describe_scalars
+from rag_eval.core.case import CaseResult
+from rag_eval.core.contract import Answer, Retrieval, SystemUnderTest, as_answer, as_retrieval, describe_scalars
+from rag_eval.core.dialogue import DialogueTurn
+from rag_eval.core.errors import ConfigError
+from rag_eval.core.records import AnswerRecord, RetrievalRecord, Trace
+from rag_eval.core.stages import StageSpec, infer_stages
 from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
-from rag_eval.dialogue.records import DialogueTurn
-from rag_eval.errors import ConfigError
 from rag_eval.gates.thresholds import Thresholds
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
 from rag_eval.judge.config import JudgeConfig
-from rag_eval.records import AnswerRecord, RetrievalRecord, Trace
-from rag_eval.redact import Redactor, run_secrets
-from rag_eval.results.case import CaseResult
-from rag_eval.stages import StageSpec, infer_stages
 from rag_eval.tiers import Item, Tier
+from rag_eval.util.redact import Redactor, run_secrets
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.spec import PipelineSpec, load_spec
-from rag_eval.contract import SystemUnderTest
-from rag_eval.records import Chunk, Document
+from rag_eval.core.contract import SystemUnderTest
+from rag_eval.core.records import Chunk, Document
 
 __all__ = [
     "AdapterConfigError",

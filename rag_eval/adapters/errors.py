@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 
 
 class AdapterConfigError(ConfigError):

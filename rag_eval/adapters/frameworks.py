@@ -24,8 +24,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
-from rag_eval.contract import Retrieval, RetrievedItem
-from rag_eval.stages import RESERVED, StageSpec
+from rag_eval.core.contract import Retrieval, RetrievedItem
+from rag_eval.core.stages import RESERVED, StageSpec
 
 
 @dataclass(frozen=True)

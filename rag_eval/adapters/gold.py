@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
-from rag_eval.contract import Answer, Retrieval, RetrievedItem
+from rag_eval.core.contract import Answer, Retrieval, RetrievedItem
+from rag_eval.core.records import AnswerRecord, Chunk, Document, Hit, RetrievalRecord, Source, StageResult, Trace, Usage
+from rag_eval.core.stages import StageSpec, infer_stages
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold, resolve
-from rag_eval.records import AnswerRecord, Chunk, Document, Hit, RetrievalRecord, Source, StageResult, Trace, Usage
-from rag_eval.stages import StageSpec, infer_stages
 
 GOLD_MODES: tuple[str, ...] = ("corpus", "ids", "text")
 #: text mode: a returned item longer than this many characters (whitespace removed), or

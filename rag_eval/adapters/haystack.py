@@ -21,8 +21,8 @@ from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.frameworks import FrameworkOptions, item, package_version, retrieval, stage_name
-from rag_eval.contract import Answer, Retrieval, RetrievedItem, describe_scalars
-from rag_eval.stages import StageSpec
+from rag_eval.core.contract import Answer, Retrieval, RetrievedItem, describe_scalars
+from rag_eval.core.stages import StageSpec
 
 OPTIONS: tuple[str, ...] = ("inputs",)
 QUESTION_SOCKETS: tuple[str, ...] = ("query", "question", "text")

@@ -31,9 +31,9 @@ import httpx
 
 from rag_eval.adapters.fields import FieldError, FieldPath, leaves, pick
 from rag_eval.adapters.http_config import OWN_KEYS, Endpoint, HttpConfig, InfoSource, ListFields, render_body
-from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem, stage_timings
-from rag_eval.dialogue.records import DialogueTurn, as_dialogue_turn
-from rag_eval.errors import ServiceError
+from rag_eval.core.contract import Answer, ContractError, Retrieval, RetrievedItem, stage_timings
+from rag_eval.core.dialogue import DialogueTurn, as_dialogue_turn
+from rag_eval.core.errors import ServiceError
 from rag_eval.llm.breaker import CircuitBreaker
 from rag_eval.llm.retry import CallFailed, Retrier, failure_from_exception, failure_from_status
 

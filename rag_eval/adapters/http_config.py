@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.fields import FieldPath, optional_path
 from rag_eval.llm.policy import DEFAULT_BREAKER, CallPolicy
-from rag_eval.redact import Redactor
+from rag_eval.util.redact import Redactor
 
 HTTP_KEYS = ("timeout", "max_retries", "total_budget_s", "breaker", "top_k", "headers", "concurrency")
 ENDPOINT_KEYS = ("url", "method", "body", "accept_status", "fields", "stages", "sources", "context")

@@ -31,8 +31,8 @@ from rag_eval.adapters.frameworks import (
     stage_name,
     tree_spec,
 )
-from rag_eval.contract import Answer, ContractError, Retrieval, RetrievedItem, describe_scalars
-from rag_eval.stages import StageSpec
+from rag_eval.core.contract import Answer, ContractError, Retrieval, RetrievedItem, describe_scalars
+from rag_eval.core.stages import StageSpec
 
 OPTIONS: tuple[str, ...] = ("id_key", "input_key")
 DESCRIBED: tuple[str, ...] = ("k", "search_type", "search_kwargs", "weights", "c", "id_key")

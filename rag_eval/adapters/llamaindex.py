@@ -31,7 +31,7 @@ from rag_eval.adapters.frameworks import (
     stage_name,
     tree_spec,
 )
-from rag_eval.contract import Answer, Retrieval, RetrievedItem, describe_scalars
+from rag_eval.core.contract import Answer, Retrieval, RetrievedItem, describe_scalars
 
 OPTIONS: tuple[str, ...] = ()
 DESCRIBED: tuple[str, ...] = ("similarity_top_k", "_similarity_top_k", "mode", "num_queries", "top_n")

@@ -17,8 +17,8 @@ runnable, or a LlamaIndex retriever or query engine: its adapter
 (``rag_eval.adapters.frameworks``) speaks this contract for it.
 
 (``stages``: its stages in order, side-by-side ones grouped, optionally as a mapping
-``{"stages": [...], "final": "final", "thresholded": "dense"}``; see rag_eval.stages.)
-(see ``rag_eval.contract``; plain dicts of the same shape work too). Import, attribute
+``{"stages": [...], "final": "final", "thresholded": "dense"}``; see rag_eval.core.stages.)
+(see ``rag_eval.core.contract``; plain dicts of the same shape work too). Import, attribute
 and signature problems are found before any case runs; a wrong return shape on the
 first call that shows it, with the expected shape in the message.
 """
@@ -32,7 +32,7 @@ from typing import Any
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.frameworks import adapt, package_hint
-from rag_eval.contract import (
+from rag_eval.core.contract import (
     CHAT_SIGNATURE,
     RETRIEVE_SIGNATURE,
     Answer,
@@ -41,9 +41,9 @@ from rag_eval.contract import (
     as_answer,
     as_retrieval,
 )
-from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
-from rag_eval.errors import ConfigError
-from rag_eval.stages import StageSpec, parse_stages
+from rag_eval.core.dialogue import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
+from rag_eval.core.errors import ConfigError
+from rag_eval.core.stages import StageSpec, parse_stages
 
 
 def load_factory(target: str, where: str) -> Callable[..., Any]:

@@ -15,12 +15,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from rag_eval.contract import Answer, Retrieval, RetrievedItem
-from rag_eval.dialogue.records import DialogueTurn, as_dialogue_turn
-from rag_eval.errors import ConfigError, ServiceError
-from rag_eval.records import Chunk as EvalChunk
-from rag_eval.records import Document as EvalDocument
-from rag_eval.stages import StageSpec
+from rag_eval.core.contract import Answer, Retrieval, RetrievedItem
+from rag_eval.core.dialogue import DialogueTurn, as_dialogue_turn
+from rag_eval.core.errors import ConfigError, ServiceError
+from rag_eval.core.records import Chunk as EvalChunk
+from rag_eval.core.records import Document as EvalDocument
+from rag_eval.core.stages import StageSpec
 
 try:
     from rag_app.errors import ConfigError as AppConfigError

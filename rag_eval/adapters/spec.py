@@ -4,7 +4,7 @@ optional ``--rag-pipeline-config`` TOML file, read and checked once at start-up.
     pipeline = "http"            # rag_app | http | dify | "package.module:factory" (no default)
     gold = "corpus"              # corpus | ids | text (see rag_eval.adapters.gold)
     id_map = "ids.csv"           # service id -> gold chunk_id / doc_id, relative to this file
-    stages = [["dense", "sparse"], "hybrid", "final"]   # the system's stages (rag_eval.stages)
+    stages = [["dense", "sparse"], "hybrid", "final"]   # the system's stages (rag_eval.core.stages)
     final_stage = "final"        # which list the answer sees (default: the last stage)
     thresholded_stage = "dense"  # optional: the score-thresholded stage, for negatives
     citation_pattern = '\[(\d+)\]'   # optional: the system's inline citation syntax
@@ -34,9 +34,9 @@ from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.gold import GOLD_MODES, IdMapEntry, load_id_map
 from rag_eval.adapters.http_config import HttpConfig
 from rag_eval.citations import DEFAULT_PATTERN, CitationFormat
-from rag_eval.errors import ConfigError
-from rag_eval.stages import StageSpec, parse_stages
-from rag_eval.utf8 import NotUtf8Error, read_text
+from rag_eval.core.errors import ConfigError
+from rag_eval.core.stages import StageSpec, parse_stages
+from rag_eval.util.utf8 import NotUtf8Error, read_text
 
 BUILTIN: tuple[str, ...] = ("rag_app", "http", "dify")
 COMMON_KEYS: tuple[str, ...] = ("pipeline", "gold", "id_map", "citation_pattern", "text_max_item_chars")

@@ -12,9 +12,9 @@ from pathlib import Path
 from rag_eval.authoring.paths import PathClash
 from rag_eval.authoring.quote import NEAR_DUP_THRESHOLD
 from rag_eval.authoring.recipes import RECIPES
-from rag_eval.errors import RagEvalError
-from rag_eval.escape import terminal
+from rag_eval.core.errors import RagEvalError
 from rag_eval.golden.load import GoldenSetError
+from rag_eval.util.escape import terminal
 
 COMMANDS: tuple[str, ...] = ("draft", "review", "accept", "evidence")
 DEFAULT_PER_SCENARIO = 5

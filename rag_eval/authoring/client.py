@@ -44,6 +44,6 @@ class DraftClientConfig:
 def draft_client(cfg: DraftClientConfig) -> CachedChatClient:
     """The cached client (raises ``ConfigError`` naming the variables when the endpoint is not set)."""
     from rag_eval.llm.cached import CachedChatClient
-    from rag_eval.redact import redactor_from_env
+    from rag_eval.util.redact import redactor_from_env
 
     return CachedChatClient.from_config(cfg, redactor=redactor_from_env())

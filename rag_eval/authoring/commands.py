@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rag_eval.atomic import write_atomic
 from rag_eval.authoring.drafting import Ask, Retrieve
 from rag_eval.authoring.paths import check_outputs
-from rag_eval.escape import terminal
+from rag_eval.core.records import Chunk, Document
 from rag_eval.golden.load import GoldenSetError, load_golden_set
 from rag_eval.golden.model import GoldenItem
-from rag_eval.records import Chunk, Document
+from rag_eval.util.atomic import write_atomic
+from rag_eval.util.escape import terminal
 
 NEGATIVE_TOP_K = 5  # chunks of the system's retrieval a negative draft is checked against
 

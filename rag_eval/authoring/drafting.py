@@ -34,12 +34,12 @@ from rag_eval.authoring.recipes import (
     parse_reply,
     response_format,
 )
+from rag_eval.core.records import Document
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup
 from rag_eval.llm.cached import JudgeCallError
 from rag_eval.llm.messages import ChatRequest, ChatResponse
-from rag_eval.records import Document
-from rag_eval.text import terms
+from rag_eval.util.text import terms
 
 if TYPE_CHECKING:
     from rag_eval.llm.cached import CachedChatClient

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_eval import tiers
+from rag_eval.core.records import Chunk
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup
-from rag_eval.records import Chunk
 
 ABOVE_GOLD_KEPT = 5
 _WS = re.compile(r"\s+")

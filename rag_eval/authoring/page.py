@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_eval.atomic import write_atomic
 from rag_eval.authoring.drafts import Draft
+from rag_eval.core.records import Document
 from rag_eval.golden.resolve import ChunkLookup
 from rag_eval.labels.page import environment
-from rag_eval.records import Document
+from rag_eval.util.atomic import write_atomic
 
 TEMPLATE = "review.html.j2"
 

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from rag_eval.records import Document
+from rag_eval.core.records import Document
 
 MIN_CONTENT_CHARS = 40
 SKIP_NO_CONTENT = "skipped: no content"

@@ -13,8 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from rag_eval.errors import RagEvalError
-from rag_eval.escape import terminal
+from rag_eval.core.errors import RagEvalError
+from rag_eval.util.escape import terminal
 
 DEFAULT_OUT = "reports/calibration.json"
 

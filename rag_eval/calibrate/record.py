@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rag_eval.atomic import write_atomic
 from rag_eval.calibrate.meta_eval import METRICS
 from rag_eval.calibrate.run import FORMAT, VERSION
-from rag_eval.errors import RagEvalError
+from rag_eval.core.errors import RagEvalError
+from rag_eval.util.atomic import write_atomic
 
 
 class CalibrationFileError(RagEvalError):

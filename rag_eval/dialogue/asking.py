@@ -7,8 +7,8 @@ keywords, ignoring case, full/half width and whitespace (Chinese and English ali
 
 from __future__ import annotations
 
+from rag_eval.core.dialogue import DialogueTurn
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.metrics.deterministic import must_contain
 
 

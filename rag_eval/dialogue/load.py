@@ -11,18 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from rag_eval.core.dialogue import DIALOGUE_ACTIONS, HINT_LEVELS, DialogueAction, HintLevel
 from rag_eval.dialogue.leak import check_forbidden_phrases
-from rag_eval.dialogue.model import (
-    DEFAULT_CLARIFICATION_LIMIT,
-    DIALOGUE_ACTIONS,
-    HINT_LEVELS,
-    Condition,
-    DialogueAction,
-    DialogueItem,
-    ExpectedTurn,
-    HintLevel,
-    KnownFact,
-)
+from rag_eval.dialogue.model import DEFAULT_CLARIFICATION_LIMIT, Condition, DialogueItem, ExpectedTurn, KnownFact
 from rag_eval.golden.load import GoldenSetError, check_length, derived_split, parse_evidence, parse_tags, read_items
 from rag_eval.golden.model import SPLITS, Split
 

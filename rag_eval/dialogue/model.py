@@ -14,16 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from rag_eval.core.dialogue import DialogueAction, HintLevel
 from rag_eval.golden.model import Action, EvidenceGroup, EvidenceRef, GoldenItem, Split
 
-DialogueAction = Literal["clarify", "answer", "state_limits"]
-HintLevel = Literal["reminder", "approach", "wrong_direction"]
-
-DIALOGUE_ACTIONS: tuple[str, ...] = ("clarify", "answer", "state_limits")
-#: Hint layers from least to most revealing (METRICS.md, "Dialogue").
-HINT_LEVELS: tuple[str, ...] = ("reminder", "approach", "wrong_direction")
 DEFAULT_CLARIFICATION_LIMIT = 3
 #: ``[dialogue.case]`` choices: how an answer turn's retrieval is checked against gold, and who plays the student.
 RETRIEVAL_CHECKS: tuple[str, ...] = ("chunk", "doc", "off")

@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from rag_eval.contract import ContractError
+from rag_eval.core.contract import ContractError
+from rag_eval.core.dialogue import DIALOGUE_SIGNATURE, as_dialogue_turn
 from rag_eval.dialogue.asking import asked_names
 from rag_eval.dialogue.leak import leaks
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, as_dialogue_turn
 from rag_eval.dialogue.simulator import ScriptedStudent, Simulator, SimulatorError
 from rag_eval.dialogue.transcript import StopReason, Transcript, TurnRecord
 

@@ -18,9 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from rag_eval.core.dialogue import DialogueTurn
 from rag_eval.dialogue.asking import asked_names
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.dialogue.records import DialogueTurn
 
 #: ``complete(messages) -> text``: any OpenAI-compatible chat completion (the shared client plugs in here).
 ChatCompletion = Callable[[Sequence[Mapping[str, str]]], str]

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from rag_eval.core.dialogue import DialogueTurn
 from rag_eval.dialogue.model import ExpectedTurn
-from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.dialogue.simulator import StudentReply
 
 StopReason = Literal["script_end", "past_limit", "student_done", "system_error", "simulator_error"]

@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rag_eval import tiers
+from rag_eval.core.case import CaseResult
 from rag_eval.gates import uncertainty
-from rag_eval.results.case import CaseResult
 from rag_eval.stats.interval import Interval
 from rag_eval.tiers.pooled import pooled
 

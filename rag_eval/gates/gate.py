@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from rag_eval import tiers
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.aggregate import errors_for, is_measured_only, metric_value, select
 from rag_eval.gates.evidence import tier_evidence
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import JUDGE_ONLY, Gate, Thresholds
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.pooled import pulling
 
 WORST_SHOWN = 3

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rag_eval.escape import terminal
 from rag_eval.gates.aggregate import worst_value
 from rag_eval.gates.thresholds import RATE_KEYS, Gate
+from rag_eval.util.escape import terminal
 
 GateKind = Literal["tier", "regression"]
 REGRESSION_TIER = "regression"  # the ``tier`` of a regression gate's row

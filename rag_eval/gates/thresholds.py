@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rag_eval import tiers
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.gates import stat_options
 from rag_eval.metrics.retrieval import parse_metric_name
 from rag_eval.tiers import RATE_KEYS, CaseOption
@@ -50,7 +50,7 @@ __all__ = [
     "load_thresholds",
     "parse_thresholds",
 ]
-from rag_eval.utf8 import NotUtf8Error, decode
+from rag_eval.util.utf8 import NotUtf8Error, decode
 
 T = TypeVar("T")
 OPS: tuple[str, ...] = ("min", "max")

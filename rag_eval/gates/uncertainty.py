@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 from rag_eval.stats.bootstrap import bootstrap_mean, bootstrap_ratio
 from rag_eval.stats.interval import Interval, no_interval
 from rag_eval.stats.intervals import wilson

@@ -23,7 +23,7 @@ from rag_eval.golden.model import (
     KeyFact,
     Split,
 )
-from rag_eval.utf8 import NotUtf8Error, decode
+from rag_eval.util.utf8 import NotUtf8Error, decode
 
 OWN_KEYS = frozenset(
     {

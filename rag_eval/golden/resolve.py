@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rag_eval.core.records import Chunk, Document
 from rag_eval.golden.model import EvidenceRef, GoldenItem
-from rag_eval.records import Chunk, Document
 
 _WS = re.compile(r"\s+")
 

@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_eval.atomic import write_atomic
-from rag_eval.errors import RagEvalError
+from rag_eval.core.errors import RagEvalError
 from rag_eval.grid.comparison import Run, compare
 from rag_eval.grid.jobs import Job, JobOutcome, jobs, run_jobs
 from rag_eval.grid.render import markdown, page
@@ -23,7 +22,8 @@ from rag_eval.grid.select import choose, report
 from rag_eval.grid.spec import Configuration, GridError, GridSpec, load_grid
 from rag_eval.results.file import ResultsFileError, load_results
 from rag_eval.results.merge import MergeError, merge_results, read_shards
-from rag_eval.shard import Shard
+from rag_eval.util.atomic import write_atomic
+from rag_eval.util.shard import Shard
 
 
 def register(sub: Any) -> None:

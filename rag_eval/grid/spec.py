@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rag_eval.errors import ConfigError
-from rag_eval.utf8 import NotUtf8Error, read_text
+from rag_eval.core.errors import ConfigError
+from rag_eval.util.utf8 import NotUtf8Error, read_text
 
 GRID_KEYS = ("pipeline", "pipeline_config", "pytest_args", "split", "reference", "k", "out", "shards", "select")
 TOP_KEYS = ("grid", "axes", "blocks")

@@ -28,11 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import Chunk, Trace
 from rag_eval.golden.model import KeyFact
 from rag_eval.judge.diagnosis import checks_from_details
 from rag_eval.metrics.claims import ClaimChecks, chunk_relevance, tri_all, tri_not
-from rag_eval.records import Chunk, Trace
-from rag_eval.results.case import CaseResult
 
 KINDS: tuple[str, ...] = ("retriever", "context", "generator", "noise", "hallucination", "unknown")
 RETRIEVER_SIDE = frozenset({"retriever", "context"})

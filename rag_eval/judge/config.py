@@ -41,16 +41,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.policy import CallPolicy, env_number
-from rag_eval.utf8 import NotUtf8Error, read_text
+from rag_eval.util.utf8 import NotUtf8Error, read_text
 
 if TYPE_CHECKING:
     import httpx
 
     from rag_eval.llm.client import LLMClient
-    from rag_eval.redact import Redactor
+    from rag_eval.util.redact import Redactor
 
 PREFIX = "RAG_JUDGE"
 ENGINES: tuple[str, ...] = ("native", "deepeval")

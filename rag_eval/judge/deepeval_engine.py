@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rag_eval.errors import ConfigError, unknown_name
+from rag_eval.core.errors import ConfigError, unknown_name
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS
 from rag_eval.judge.native import JudgeInput, JudgeVerdict
 from rag_eval.llm.cached import DEFAULT_TIER, CachedChatClient, JudgeCallError

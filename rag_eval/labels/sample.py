@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_eval import tiers
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 from rag_eval.results.file import case_results
 from rag_eval.tiers import JudgedValues, LabelQuestion
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from rag_eval.llm.client import Accept, LLMClient
     from rag_eval.llm.endpoint import Endpoint
     from rag_eval.llm.policy import CallPolicy
-    from rag_eval.redact import Redactor
+    from rag_eval.util.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,7 @@ class CachedChatClient:
     ) -> CachedChatClient:
         """Build from a config such as :class:`rag_eval.judge.config.JudgeConfig`
         (raises ``ConfigError`` if its endpoint is not set)."""
-        from rag_eval.errors import ConfigError
+        from rag_eval.core.errors import ConfigError
         from rag_eval.llm.client import LLMClient  # the openai SDK costs ~1 s to import: only when calling
 
         reason = cfg.missing_reason()

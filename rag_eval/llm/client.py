@@ -16,7 +16,7 @@ it) would give the same text: it is returned at once with :attr:`ChatResponse.re
 set, so the caller can send its repair (a different request) -- and must not cache it.
 
 Every text that leaves this client -- the reply, error messages, log lines -- went
-through the run's :class:`~rag_eval.redact.Redactor` (the endpoint's own key is always
+through the run's :class:`~rag_eval.util.redact.Redactor` (the endpoint's own key is always
 one of its secrets).
 """
 
@@ -39,7 +39,7 @@ from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.guard import CallState, GuardedTransport, Stop
 from rag_eval.llm.messages import TRANSPORT_KINDS, ChatError, ChatRequest, ChatResponse, ErrorKind, Usage
 from rag_eval.llm.policy import CallPolicy, backoff, status_kind
-from rag_eval.redact import Redactor
+from rag_eval.util.redact import Redactor
 
 log = logging.getLogger(__name__)
 Accept = Callable[[str], "str | None"]  # content -> why it is not acceptable, or None

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 
 FALLBACKS: Mapping[str, str] = {"base_url": "OPENAI_BASE_URL", "api_key": "OPENAI_API_KEY"}
 SUFFIXES: Mapping[str, str] = {"base_url": "BASE_URL", "model": "MODEL", "api_key": "API_KEY"}

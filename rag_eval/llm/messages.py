@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from rag_eval.errors import ServiceError
+from rag_eval.core.errors import ServiceError
 
 ErrorKind = Literal[
     "rate_limit",  # 429 still there after the retries

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 
 RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx

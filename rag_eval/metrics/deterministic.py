@@ -20,7 +20,7 @@ from fractions import Fraction
 from typing import Any
 
 from rag_eval.citations import DEFAULT_FORMAT, CitationFormat, cited_numbers, mask_math, numbered_chunks
-from rag_eval.records import AnswerRecord, Chunk, Source
+from rag_eval.core.records import AnswerRecord, Chunk, Source
 
 EXPECTED_ACTIONS: tuple[str, ...] = ("answer", "refuse", "clarify")
 #: Every check ``run_all`` can return, in the order it returns them.

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_eval import tiers
+from rag_eval.core.case import CaseResult
 from rag_eval.outputs.stages import lost_at, normalize_stage, stage_levels, stage_order, stage_rank, tier_rank
 from rag_eval.outputs.view import ItemFields
-from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults
 from rag_eval.tiers import Tier
 from rag_eval.tiers.report_payload import StringTable

@@ -24,14 +24,14 @@ import jinja2
 from markupsafe import Markup
 
 from rag_eval import tiers
-from rag_eval.escape import terminal
-from rag_eval.heap import paused
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.labels import confidence_of, label_rows, left_out_lines
 from rag_eval.outputs.svg import is_diff_row, recall_curves, recall_svg, row_svg
 from rag_eval.outputs.view import build_view
 from rag_eval.outputs.writers import Context, register, write_file
 from rag_eval.results.model import RunResults
+from rag_eval.util.escape import terminal
+from rag_eval.util.heap import paused
 
 TEMPLATE = "report.html.j2"
 # Case-list rows laid out at a time ("show more" adds as many): laying out all 5,000

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rag_eval.escape import terminal
 from rag_eval.outputs.writers import Context, register
 from rag_eval.results.model import RunResults
+from rag_eval.util.escape import terminal
 
 RESULTS_FILE_CASE = "results file"  # the testcase of a results file that could not be written
 

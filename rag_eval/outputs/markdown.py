@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_eval.escape import terminal
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.gate import row_pulling_down
 from rag_eval.gates.result import NO_NEW_FAILURES, GateResult
 from rag_eval.judge.blame import RUN_KEY as BLAME_KEY
@@ -26,8 +26,8 @@ from rag_eval.outputs.labels import LabelRow, confidence_of, label_rows
 from rag_eval.outputs.reasons import Statistics
 from rag_eval.outputs.writers import Context, register
 from rag_eval.results.baseline import tier_notes
-from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults
+from rag_eval.util.escape import terminal
 
 MARKER = "<!-- rag-eval-summary -->"
 QUESTION_CHARS = 120

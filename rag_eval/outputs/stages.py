@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from rag_eval import tiers
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 from rag_eval.tiers.report_payload import stage_levels as stage_levels  # the retrieval tier's, from its cases
 
 # Where a case can fail after retrieval, in order; the retrieval part comes from the

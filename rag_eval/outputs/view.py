@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.gate import row_pulling_down
 from rag_eval.gates.result import GateResult
 from rag_eval.outputs.fmt import fmt_delta, fmt_number, fmt_scalar, truncate
@@ -41,7 +42,6 @@ from rag_eval.outputs.stages import (
     tier_rank,
 )
 from rag_eval.results.baseline import tier_notes
-from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults
 
 TRANSITIONS: tuple[tuple[str, str], ...] = (

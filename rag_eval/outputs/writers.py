@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from rag_eval.redact import Redactor
 from rag_eval.results.model import RunResults
 from rag_eval.util.person_files import append_atomic, write_atomic
+from rag_eval.util.redact import Redactor
 
 R_co = TypeVar("R_co", covariant=True)
 # the built-in formats and their modules in this package, each imported when first asked for

@@ -29,8 +29,8 @@ from typing import Any
 import pytest
 
 from rag_eval import tiers
+from rag_eval.core.errors import ConfigError
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.errors import ConfigError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.plugin.collect import GoldenCase, tier_of
 from rag_eval.plugin.prefetch import Prefetcher, case_key

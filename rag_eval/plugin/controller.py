@@ -18,11 +18,10 @@ from typing import Any, cast
 import pytest
 
 from rag_eval import tiers
-from rag_eval.errors import RagEvalError
-from rag_eval.escape import terminal
+from rag_eval.core.case import USER_PROPERTY, CaseResult
+from rag_eval.core.errors import RagEvalError
 from rag_eval.gates.gate import run_gates
 from rag_eval.gates.result import GateResult
-from rag_eval.heap import paused
 from rag_eval.labels.compare import LabelReport, compare_labels
 from rag_eval.outputs import writers
 from rag_eval.outputs.write import write_outputs
@@ -32,13 +31,14 @@ from rag_eval.plugin.lastfailed import GateModeFailures
 from rag_eval.plugin.run import DatasetInputError, Run, StartError
 from rag_eval.plugin.runner import HANDED_OVER, PROGRESS_TOTAL_PROPERTY
 from rag_eval.plugin.terminal import Progress
-from rag_eval.redact import Redactor
 from rag_eval.results.baseline import BaselineError
 from rag_eval.results.build import ResultsWriteError, file_sha256_or_none, git_commit, now_iso
-from rag_eval.results.case import USER_PROPERTY, CaseResult
 from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude
 from rag_eval.results.model import RunResults
 from rag_eval.session import EvalConfig, index_build, run_redactor
+from rag_eval.util.escape import terminal
+from rag_eval.util.heap import paused
+from rag_eval.util.redact import Redactor
 
 CONTROLLER_PLUGIN = "rag_eval_controller"
 
@@ -196,7 +196,7 @@ class Controller:
 
     def finish(self, session: pytest.Session, complete: bool) -> None:
         """Aggregate, gate and write the outputs; a failed gate fails the session. The
-        garbage collector pauses meanwhile (rag_eval.heap: a burst of short-lived objects)."""
+        garbage collector pauses meanwhile (rag_eval.util.heap: a burst of short-lived objects)."""
         if self.pytest_config.option.collectonly:
             return
         with paused():

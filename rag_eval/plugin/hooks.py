@@ -28,8 +28,8 @@ from rag_eval.plugin.options import add_options, add_tier_options, read_config
 from rag_eval.plugin.run import RUN, Run, run_of, started_session
 from rag_eval.plugin.runner import CaseRunner
 from rag_eval.plugin.terminal import write_summary
-from rag_eval.redact import install_log_redaction
 from rag_eval.session import EvalSession, run_redactor
+from rag_eval.util.redact import install_log_redaction
 
 GOLDEN_MARKER = "golden set validation: schema, ids, gold traceability, split hygiene"
 

@@ -16,8 +16,8 @@ import pytest
 
 from rag_eval import tiers
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
+from rag_eval.core.errors import ConfigError
 from rag_eval.dataset import GOLDEN_NAMES, DatasetPaths
-from rag_eval.errors import ConfigError
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.labels.load import LabelsError, load_labels
@@ -25,8 +25,8 @@ from rag_eval.labels.model import Label
 from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
 from rag_eval.session import EvalConfig
-from rag_eval.shard import Shard
 from rag_eval.util.person_files import FileGuardError, refuse_overlap
+from rag_eval.util.shard import Shard
 
 CASE_FAILURE_MODES: tuple[str, ...] = ("gate", "strict")
 CONCURRENCY_VAR = "RAG_EVAL_CONCURRENCY"

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 
 Key = Hashable
 

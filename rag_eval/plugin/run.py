@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rag_eval.adapters import SystemContext, corpus_reader
+from rag_eval.core.errors import ConfigError, RagEvalError
 from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
 from rag_eval.dialogue.find import find_dialogue_set
 from rag_eval.dialogue.load import load_dialogue_set
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.errors import ConfigError, RagEvalError
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
-from rag_eval.heap import Heap
 from rag_eval.plugin.options import RunConfig
 from rag_eval.session import EvalSession
+from rag_eval.util.heap import Heap
 
 if TYPE_CHECKING:
     from rag_eval.plugin.ahead import Ahead
@@ -49,7 +49,7 @@ class Run:
         # cases it collected (every worker collects the same items) and its cases carry it.
         self.progress_total = 0
         self.ahead: Ahead | None = None  # cases started ahead of their tests (--rag-concurrency > 1)
-        self.heap = Heap()  # frozen after collection and once the system started (rag_eval.heap)
+        self.heap = Heap()  # frozen after collection and once the system started (rag_eval.util.heap)
         self._paths: DatasetPaths | None = None
         self._dataset: Dataset | None = None
         self._dialogues: list[DialogueItem] | None = None

@@ -9,13 +9,13 @@ from collections.abc import Callable
 import pytest
 
 from rag_eval import tiers
+from rag_eval.core.case import USER_PROPERTY, CaseResult
+from rag_eval.core.errors import ConfigError
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.errors import ConfigError
-from rag_eval.escape import terminal
 from rag_eval.golden.model import GoldenItem
 from rag_eval.plugin.prefetch import Prefetcher, case_key
-from rag_eval.results.case import USER_PROPERTY, CaseResult
 from rag_eval.session import EvalSession
+from rag_eval.util.escape import terminal
 
 # A worker's count of the slow tiers' cases it collected (xdist: the controller collected
 # nothing), carried on those cases' reports for the controller's progress line.
@@ -51,7 +51,7 @@ class CaseRunner:
         # The controller's inbox when it runs in this process (serial, no --json-report):
         # the case goes there as it is. Else (an xdist worker) it rides on the report as
         # one JSON string. A case equals its JSON round trip (every value a JSON
-        # primitive: rag_eval.results.case), so both ways give the controller the same case.
+        # primitive: rag_eval.core.case), so both ways give the controller the same case.
         self.inbox = inbox
 
     def run(self, tier: str, item: GoldenItem | DialogueItem) -> CaseResult:

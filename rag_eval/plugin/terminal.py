@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from rag_eval import tiers
-from rag_eval.escape import terminal
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.result import GateResult
 from rag_eval.outputs.labels import terminal_lines as label_lines
 from rag_eval.results.build import run_warnings, usage_totals
-from rag_eval.results.case import CaseResult
 from rag_eval.results.finalize import Line, summary_lines
+from rag_eval.util.escape import terminal
 
 if TYPE_CHECKING:
     from rag_eval.plugin.controller import Controller

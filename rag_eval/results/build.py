@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval import tiers
-from rag_eval.errors import RagEvalError
+from rag_eval.core.case import CaseResult
+from rag_eval.core.errors import RagEvalError
 from rag_eval.gates.aggregate import MetricValue, aggregate_all, outcome_counts
 from rag_eval.gates.result import GateResult
-from rag_eval.results.case import CaseResult
 from rag_eval.results.file import written_problem
 from rag_eval.results.model import RunResults, Verdict
 from rag_eval.util.person_files import InvalidOutputError, write_atomic

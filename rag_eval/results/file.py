@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval import tiers
-from rag_eval.errors import RagEvalError
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
+from rag_eval.core.errors import RagEvalError
 
 RESULTS_VERSION = 3
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "results.schema.json"  # the built-in tiers' assembly: ships

@@ -12,17 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.aggregate import MetricValue, aggregate_all
 from rag_eval.gates.gate import verdict
 from rag_eval.gates.regression import evaluate_regression
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Thresholds
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
-from rag_eval.redact import Redactor, redactor_from_env
 from rag_eval.results.baseline import BaselineMismatch, check_compatible, compare, load_baseline, tier_notes
 from rag_eval.results.build import build_run_results
-from rag_eval.results.case import CaseResult
 from rag_eval.results.model import RunResults, Verdict
+from rag_eval.util.redact import Redactor, redactor_from_env
 
 Mismatch = Literal["error", "warn"]
 MISMATCH_MODES: tuple[str, ...] = ("error", "warn")

@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval import tiers
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.aggregate import aggregate_all, outcome_counts
 from rag_eval.gates.gate import run_gates, verdict
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
 from rag_eval.results.build import now_iso, usage_totals
-from rag_eval.results.case import CaseResult
 from rag_eval.results.file import ResultsFileError, case_results, check_results, load_results, run_of
 from rag_eval.results.finalize import Baseline, Concluded, conclude
-from rag_eval.shard import shard_of
+from rag_eval.util.shard import shard_of
 
 # run.* fields every shard of one run shares. time, workers and the paths may differ
 # between CI runners; these may not.

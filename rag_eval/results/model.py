@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.aggregate import MetricValue
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.uncertainty import interval_of_row
-from rag_eval.results.case import CaseResult
 from rag_eval.results.file import RESULTS_VERSION
 
 Verdict = Literal["pass", "fail", "incomplete", "shard"]

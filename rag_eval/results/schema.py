@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval import tiers
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 
 CORE_PATH = Path(__file__).resolve().parent / "schema_core.json"  # package data
 SHIPPED_PATH = Path(__file__).resolve().parent.parent / "results.schema.json"  # package data: the assembled file

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Union
 
+from rag_eval.core.case import CaseResult
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.model import GoldenItem
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.report_payload import REPORT_KEYS, StringTable, details_payload
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 from rag_eval.tiers.base import Contribution
 
 ContributionOf = Callable[[CaseResult, str], Contribution | None]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 
 # details keys rendered by a dedicated part of the expanded view (here or, for the ones every
 # case has, by rag_eval.outputs.case_data); the rest is shown raw.

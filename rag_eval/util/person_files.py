@@ -37,8 +37,8 @@ import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from rag_eval.atomic import write_atomic as _write_atomic
-from rag_eval.errors import RagEvalError
+from rag_eval.core.errors import RagEvalError
+from rag_eval.util.atomic import write_atomic as _write_atomic
 
 PathLike = str | os.PathLike[str]
 Named = tuple[str, PathLike | None]  # (what the path is, e.g. "--out", the path; None: not given)

@@ -186,7 +186,7 @@ def test_a_malformed_conversation_names_the_turn(demo: RagPipeline) -> None:
 
 
 def test_the_mapping_form_is_the_dialogue_contract(demo: RagPipeline) -> None:
-    from rag_eval.dialogue.records import as_dialogue_turn
+    from rag_eval.core.dialogue import as_dialogue_turn
 
     for turn in talk(demo, "例13 我不会，给点提示", "选择性必修第二册，数列那一章的"):
         contract = as_dialogue_turn(turn.to_dict())

@@ -163,7 +163,7 @@ HANDOVER_CHECK = """
 import json
 import pytest
 from rag_eval.plugin.run import RUN
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 
 CONFIG = []
 

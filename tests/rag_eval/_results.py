@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.gate import evaluate_gates, verdict
 from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.results.build import build_results
-from rag_eval.results.case import CaseResult
 
 FINGERPRINT = "0c1cfd1a3552653f"
 THRESHOLDS: dict[str, Any] = {"retrieval": {"recall@5": {"min": 0.5}, "pass_rate": {"min": 0.5}}}

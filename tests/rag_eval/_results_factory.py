@@ -24,12 +24,12 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.stages import StageSpec
 from rag_eval.gates.gate import evaluate_gate
 from rag_eval.gates.thresholds import Gate
 from rag_eval.metrics.passk import summarize
 from rag_eval.results.build import build_results
-from rag_eval.results.case import CaseResult
-from rag_eval.stages import StageSpec
 from rag_eval.tiers.retrieval.case import loss_stage
 
 XSS = "<script>alert(1)</script>"

@@ -14,7 +14,7 @@ from rag_eval.adapters import AdapterConfigError
 from rag_eval.adapters.http import HttpSystem
 from rag_eval.adapters.http_config import HttpConfig, render_body
 from rag_eval.adapters.python import PythonSystem
-from rag_eval.contract import ContractError
+from rag_eval.core.contract import ContractError
 from tests.support.scripted_http import ScriptedJSONServer, Status
 
 SOURCE = """

@@ -9,7 +9,7 @@ import pytest
 from rag_app.types import Document
 from rag_eval.adapters import AdapterConfigError
 from rag_eval.adapters.gold import GoldMismatch, GoldSpace, IdMapEntry, load_id_map
-from rag_eval.contract import Retrieval, RetrievedItem
+from rag_eval.core.contract import Retrieval, RetrievedItem
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 
 DOCS = [

@@ -14,9 +14,9 @@ from rag_eval.adapters.fields import FieldError, FieldPath
 from rag_eval.adapters.http import HttpSystem, ServiceCallError
 from rag_eval.adapters.http_config import HttpConfig, render_body
 from rag_eval.adapters.spec import PipelineSpec
-from rag_eval.contract import ContractError
+from rag_eval.core.case import CaseResult
+from rag_eval.core.contract import ContractError
 from rag_eval.dataset import DatasetPaths
-from rag_eval.results.case import CaseResult
 from rag_eval.session import EvalConfig, EvalSession, _with_system
 from tests.support.scripted_http import Hang, ScriptedJSONServer, Status
 

@@ -10,7 +10,7 @@ import pytest
 
 from rag_eval.adapters import AdapterConfigError, load_spec
 from rag_eval.adapters.python import PythonSystem
-from rag_eval.contract import RETRIEVE_SIGNATURE, ContractError, Retrieval, as_answer, as_retrieval
+from rag_eval.core.contract import RETRIEVE_SIGNATURE, ContractError, Retrieval, as_answer, as_retrieval
 from tests.rag_eval._plugin_sandbox import IDS, PYTEST_INI, Sandbox
 
 MODULE = "h3_sut_module"

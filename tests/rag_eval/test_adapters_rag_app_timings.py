@@ -10,7 +10,7 @@ pytest.importorskip("rag_app.types")
 
 from rag_app.types import Hit, RetrievalResult, StageResult, Trace  # noqa: E402
 from rag_eval.adapters.rag_app import retrieval_from_rag_app  # noqa: E402
-from rag_eval.contract import Retrieval, RetrievedItem  # noqa: E402
+from rag_eval.core.contract import Retrieval, RetrievedItem  # noqa: E402
 from rag_eval.tiers.retrieval.details import RetrievalDetails  # noqa: E402
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from rag_eval.authoring.evidence import ABOVE_GOLD_KEPT, candidate_key, find_candidates
+from rag_eval.core.records import Document
 from rag_eval.golden.load import parse_item
 from rag_eval.golden.resolve import ChunkLookup
-from rag_eval.records import Document
 
 DOCS = [Document("a", "", "甲书：等差数列的通项公式。"), Document("b", "", "乙书：通项公式也写在这里。")]
 TEXTS = {"a1": "等差数列的通项公式。", "b1": "通项公式也写在这里。"}

@@ -13,7 +13,7 @@ from rag_eval.authoring.passages import (
     skip_reason,
     split_passages,
 )
-from rag_eval.records import Document
+from rag_eval.core.records import Document
 
 LONG = "集合中的元素有三个特征：确定性、互异性、无序性。像我们班个子高的同学就不能构成集合，因为高没有明确的标准。"
 

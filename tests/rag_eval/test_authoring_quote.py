@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rag_eval.authoring.quote import Sourced, bigrams, check_threshold, find_quote, near_duplicate, similarity
+from rag_eval.core.records import Document
 from rag_eval.golden.resolve import ChunkLookup
-from rag_eval.records import Document
 
 DOC = Document("d", "", "子集个数为 $2^n$，\n真子集个数为 $2^n-1$。每个元素都有两种可能。")
 

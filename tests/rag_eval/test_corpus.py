@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_eval.core.records import Document
 from rag_eval.corpus import CorpusError, corpus_hash, load_documents
-from rag_eval.records import Document
 
 
 def write(path: Path, text: str, encoding: str = "utf-8") -> Path:

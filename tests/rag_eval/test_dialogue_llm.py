@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from rag_eval.core.dialogue import DialogueTurn
 from rag_eval.dialogue.llm import student_completion
-from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.dialogue.simulator import LLMStudent, SimulatorError
 from rag_eval.llm.cached import CachedChatClient
 from tests.rag_eval.test_dialogue_simulator import ITEM, clarify

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from rag_eval.core.dialogue import DialogueTurn
 from rag_eval.dialogue.metrics import (
     HintVerdict,
     clarification_failure,
@@ -25,7 +26,6 @@ from rag_eval.dialogue.metrics import (
 )
 from rag_eval.dialogue.model import ExpectedTurn
 from rag_eval.dialogue.rate import Rate
-from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.dialogue.simulator import StudentReply
 from rag_eval.dialogue.transcript import Transcript, TurnRecord
 

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from rag_eval import tiers
+from rag_eval.core.case import CaseResult
 from rag_eval.dialogue.pooled import is_rate, lower_is_better
 from rag_eval.gates.aggregate import aggregate_tier, metric_value
 from rag_eval.results.build import results_blocks
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers import pooled as pooling
 from rag_eval.tiers.dialogue.aggregate import rate_names
 

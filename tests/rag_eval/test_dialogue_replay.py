@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval.contract import ContractError
+from rag_eval.core.contract import ContractError
 from rag_eval.dialogue.model import Condition, DialogueItem, ExpectedTurn, KnownFact
 from rag_eval.dialogue.replay import replay
 from rag_eval.dialogue.simulator import LLMStudent

@@ -8,8 +8,8 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
+from rag_eval.core.dialogue import DialogueTurn
 from rag_eval.dialogue.model import Condition, DialogueItem, ExpectedTurn, KnownFact
-from rag_eval.dialogue.records import DialogueTurn
 from rag_eval.dialogue.simulator import LLMStudent, ScriptedStudent, SimulatorError, StudentReply
 
 ITEM = DialogueItem(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.aggregate import (
     MetricValue,
     aggregate_all,
@@ -15,7 +16,6 @@ from rag_eval.gates.aggregate import (
     select,
     worst_value,
 )
-from rag_eval.results.case import CaseResult
 
 
 def case(cid: str, outcome: str = "pass", tier: str = "retrieval", **kw: Any) -> CaseResult:

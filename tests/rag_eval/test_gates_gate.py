@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.gate import (
     CASES_RUN,
     WORST_SHOWN,
@@ -21,7 +22,6 @@ from rag_eval.gates.gate import (
 )
 from rag_eval.gates.result import GateResult
 from rag_eval.gates.thresholds import Gate, parse_thresholds
-from rag_eval.results.case import CaseResult
 from tests.rag_eval._typed import typed
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from rag_eval.core.case import CaseResult, Outcome
+from rag_eval.core.records import Chunk, Hit, StageResult, Trace
 from rag_eval.golden.model import EvidenceRef, KeyFact
 from rag_eval.judge.blame import (
     RUN_KEY,
@@ -26,8 +28,6 @@ from rag_eval.judge.blame import (
 )
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.llm.cached import CachedChatClient
-from rag_eval.records import Chunk, Hit, StageResult, Trace
-from rag_eval.results.case import CaseResult, Outcome
 from tests.support.llm_client import judge_llm
 from tests.support.openai_server import ScriptedOpenAIServer, reply
 

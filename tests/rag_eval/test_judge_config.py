@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.judge.config import JudgeConfig, load_prices, make_chat_client
 from rag_eval.llm.client import LLMClient
 from rag_eval.llm.messages import ChatRequest

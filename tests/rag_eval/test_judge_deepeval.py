@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.judge.deepeval_engine import DeepEvalEngine, first_json_object
 from rag_eval.judge.native import JudgeInput
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError

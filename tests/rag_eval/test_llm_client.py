@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.llm.messages import ChatError, ChatRequest
 from rag_eval.llm.policy import CallPolicy
 from tests.support.leaks import assert_no_window

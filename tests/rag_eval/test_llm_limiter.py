@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.llm.client import LLMClient
 from rag_eval.llm.endpoint import Endpoint

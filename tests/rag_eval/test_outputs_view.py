@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from rag_eval.core.case import CaseResult
 from rag_eval.outputs.case_data import build_case_data
 from rag_eval.outputs.fmt import fmt_delta, fmt_number
 from rag_eval.outputs.html import render_html
 from rag_eval.outputs.stages import case_stage, earliest_stage, normalize_stage, stage_order
 from rag_eval.outputs.view import GateRow, build_view
-from rag_eval.results.case import CaseResult
 from rag_eval.results.file import load_results
 from tests.rag_eval._results_factory import (
     ID_ERROR,

@@ -13,8 +13,8 @@ import pytest
 
 from rag_eval.outputs import writers
 from rag_eval.outputs.junit import JunitParts
-from rag_eval.redact import Redactor
 from rag_eval.results.model import RunResults
+from rag_eval.util.redact import Redactor
 from tests.rag_eval._results_factory import make_results
 from tests.rag_eval._typed import typed
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from rag_eval.core.case import CaseResult
 from rag_eval.plugin import ahead as ahead_module
 from rag_eval.plugin.ahead import Ahead
 from rag_eval.plugin.prefetch import case_key
-from rag_eval.results.case import CaseResult
 
 
 class Node:

@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
+from rag_eval.core.case import CaseResult
 from rag_eval.plugin.prefetch import Prefetcher, case_key
-from rag_eval.results.case import CaseResult
 
 
 def result(case_id: str) -> CaseResult:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rag_eval.core.case import CaseResult
 from rag_eval.plugin.terminal import _tier_lines
-from rag_eval.results.case import CaseResult
 
 
 def negative(i: int) -> CaseResult:

@@ -191,8 +191,8 @@ def test_a_judge_tier_whose_every_case_skipped_fails_the_gate(
 
 
 def test_the_same_model_judging_its_own_answers_is_warned_about() -> None:
+    from rag_eval.core.case import CaseResult
     from rag_eval.results.build import tier_warnings
-    from rag_eval.results.case import CaseResult
 
     own = CaseResult(id="a", tier="judge", outcome="pass", details={"judge_model": "qwen", "generator": "openai:qwen"})
     other = CaseResult(

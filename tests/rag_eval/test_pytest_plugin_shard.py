@@ -16,7 +16,7 @@ import pytest
 
 from rag_eval.cli import main
 from rag_eval.results.merge import merge_results, read_shards
-from rag_eval.shard import shard_of
+from rag_eval.util.shard import shard_of
 from tests.rag_eval._plugin_sandbox import GOLDEN, IDS, PASSING_THRESHOLDS, Sandbox
 
 # One gate the sandbox cannot meet, so that the verdicts compared are "fail" with a
@@ -139,7 +139,7 @@ def test_merge_cli_prints_the_gate_lines_of_a_single_run_and_exits_by_the_gate(
 
 
 def test_a_shard_that_owns_no_item_writes_an_empty_shard_file(sandbox: Sandbox) -> None:
-    from rag_eval.shard import shard_of
+    from rag_eval.util.shard import shard_of
 
     count = 12  # more shards than the sandbox's 9 items: some own nothing
     empty = next(i for i in range(1, count + 1) if all(shard_of(item_id, count) != i for item_id in IDS))

@@ -20,7 +20,7 @@ import types
 
 import pytest
 
-import rag_eval.atomic
+import rag_eval.util.atomic
 
 
 class _FullDisk(types.ModuleType):
@@ -35,7 +35,7 @@ class _FullDisk(types.ModuleType):
 
 
 def pytest_configure(config):
-    rag_eval.atomic.os = _FullDisk("os")
+    rag_eval.util.atomic.os = _FullDisk("os")
 '''
 
 

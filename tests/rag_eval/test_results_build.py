@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-import rag_eval.atomic
+import rag_eval.util.atomic
 from rag_eval.outputs.write import write_outputs
-from rag_eval.redact import Redactor
 from rag_eval.results.build import ResultsWriteError, write_results
 from rag_eval.results.finalize import Outputs, summary_lines
+from rag_eval.util.redact import Redactor
 
 # A valid results file (the writer validates before the rename) with 60 kB of text in it:
 # the writes are short (4 kB each), so the writer must loop.
@@ -38,7 +38,7 @@ def fail_writes(monkeypatch: pytest.MonkeyPatch, code: int, after: int = 0) -> N
             raise OSError(code, os.strerror(code))
         return real(fd, bytes(data)[:4096])  # short writes: the writer must loop
 
-    monkeypatch.setattr(rag_eval.atomic.os, "write", write)
+    monkeypatch.setattr(rag_eval.util.atomic.os, "write", write)
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EACCES, errno.EIO])

@@ -216,9 +216,9 @@ def test_the_writer_never_puts_a_file_the_schema_refuses_in_place_of_the_old_one
     import hashlib
 
     from rag_eval.outputs.write import write_outputs
-    from rag_eval.redact import Redactor
     from rag_eval.results.build import ResultsWriteError
     from rag_eval.results.finalize import Outputs
+    from rag_eval.util.redact import Redactor
     from tests.rag_eval.test_results_build import Dumped
 
     data = json.loads(
@@ -240,9 +240,9 @@ def test_the_writer_never_puts_a_file_the_schema_refuses_in_place_of_the_old_one
 
 def test_the_writer_names_a_nan_by_its_path_not_as_null(tmp_path: Path) -> None:
     from rag_eval.outputs.write import write_outputs
-    from rag_eval.redact import Redactor
     from rag_eval.results.build import ResultsWriteError
     from rag_eval.results.finalize import Outputs
+    from rag_eval.util.redact import Redactor
     from tests.rag_eval.test_results_build import Dumped
 
     data = json.loads(

@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 
 from rag_eval.cli import main
+from rag_eval.core.case import CaseResult
 from rag_eval.gates.gate import evaluate_gates, verdict
 from rag_eval.gates.thresholds import load_thresholds
 from rag_eval.judge.blame import run_block
 from rag_eval.outputs import writers
 from rag_eval.results.build import build_results
-from rag_eval.results.case import CaseResult
 from rag_eval.results.file import case_results
 from rag_eval.results.merge import MergeError, merge, merge_results, read_shards
 from rag_eval.results.model import RunResults
-from rag_eval.shard import shard_of
+from rag_eval.util.shard import shard_of
 from tests.rag_eval._results import details
 
 THRESHOLDS = """\
@@ -631,7 +631,7 @@ def test_a_full_disk_is_a_clean_error_and_leaves_no_temporary_file(
     import errno
     import os
 
-    import rag_eval.atomic
+    import rag_eval.util.atomic
 
     paths = write(tmp_path, shard_files(thresholds))
     out = tmp_path / "out" / "merged.json"
@@ -639,7 +639,7 @@ def test_a_full_disk_is_a_clean_error_and_leaves_no_temporary_file(
     def full(fd: int, data: Any) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(rag_eval.atomic.os, "write", full)  # the OS call the writer makes
+    monkeypatch.setattr(rag_eval.util.atomic.os, "write", full)  # the OS call the writer makes
     code = main(["merge", *paths, "--out", str(out), "--rag-no-report"])
     monkeypatch.undo()
 

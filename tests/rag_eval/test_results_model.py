@@ -19,12 +19,12 @@ from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.outputs.html import render_html
 from rag_eval.outputs.markdown import render_markdown
 from rag_eval.outputs.write import write_outputs
-from rag_eval.redact import Redactor
 from rag_eval.results.file import check_results, load_results
 from rag_eval.results.finalize import Baseline, Outputs, conclude
 from rag_eval.results.merge import DERIVED_RUN_FIELDS
 from rag_eval.results.model import RunResults
 from rag_eval.tiers.dialogue.case import GoldCheck, dialogue_case
+from rag_eval.util.redact import Redactor
 from tests.rag_eval._dialogue_systems import Leaker, demo_items
 from tests.rag_eval._results import case, results
 from tests.rag_eval._results_factory import make_results, with_baseline

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from rag_eval import tiers
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.results.schema import SHIPPED_PATH, assemble, core, results_schema, schema_text
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from rag_eval.adapters.spec import PipelineSpec
+from rag_eval.core.errors import ConfigError
 from rag_eval.dataset import DatasetPaths
-from rag_eval.errors import ConfigError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.session import CaseTimeout, EvalConfig, EvalSession, within
 

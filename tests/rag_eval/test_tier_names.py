@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from rag_eval import tiers
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 
 ROOT = Path(__file__).resolve().parents[2] / "rag_eval"
 NAME = r"""["'](?:retrieval|deterministic|judge|passk|dialogue)["']"""

@@ -61,7 +61,7 @@ SIXTH_TIER = """
 from dataclasses import asdict, dataclass
 
 from rag_eval import tiers
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 from rag_eval.tiers import RATE_KEYS, CaseOption, Contribution, JudgedValues, LabelQuestion, LabelView, Tier, as_golden
 
 

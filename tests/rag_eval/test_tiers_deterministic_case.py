@@ -7,13 +7,13 @@ import json
 from typing import Any
 
 from rag_app.generation.sources import REFUSAL_TEXT, build_sources
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import AnswerRecord as ChatResult
+from rag_eval.core.records import Chunk, Hit, StageResult, Trace, Usage
+from rag_eval.core.stages import StageSpec
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import CHECK_NAMES
-from rag_eval.records import AnswerRecord as ChatResult
-from rag_eval.records import Chunk, Hit, StageResult, Trace, Usage
-from rag_eval.results.case import CaseResult
-from rag_eval.stages import StageSpec
 from rag_eval.tiers.deterministic.case import CITATION_CHECKS, DeterministicCaseConfig, evaluate_deterministic
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rag_eval.core.records import AnswerRecord, Trace
 from rag_eval.golden.model import GoldenItem
-from rag_eval.records import AnswerRecord, Trace
 from rag_eval.tiers.judge.case import JudgeCaseConfig, judge_case
 from rag_eval.tiers.judge.details import JudgeDetails
 

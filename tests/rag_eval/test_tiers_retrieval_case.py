@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import Hit, StageResult, Trace
+from rag_eval.core.records import RetrievalRecord as RetrievalResult
+from rag_eval.core.stages import StageSpec
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
-from rag_eval.records import Hit, StageResult, Trace
-from rag_eval.records import RetrievalRecord as RetrievalResult
-from rag_eval.results.case import CaseResult
-from rag_eval.stages import StageSpec
 from rag_eval.tiers.retrieval.case import (
     DEFAULT_METRICS,
     RetrievalCaseConfig,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_eval.errors import RagEvalError
+from rag_eval.core.errors import RagEvalError
 from rag_eval.util.person_files import (
     InvalidOutputError,
     OutputIsInputError,

@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.adapters.spec import PipelineSpec
+from rag_eval.core.case import CaseResult
 from rag_eval.dataset import find_paths
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
-from rag_eval.results.case import CaseResult
 from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.tiers.judge.tier import JUDGE, JudgeArgs
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pytest
 
 from rag_eval.citations import numbered_chunks
-from rag_eval.records import AnswerRecord
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import AnswerRecord
 from tests.realserver.conftest import RealServers
 from tests.realserver.demo import JUDGE_TIMEOUT_S, demo_items, demo_session
 from tests.realserver.servers import LLAMA_MODEL_ALIAS

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rag_eval.llm.client import LLMClient
 from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.policy import CallPolicy
-from rag_eval.redact import Redactor
+from rag_eval.util.redact import Redactor
 
 
 def judge_llm(

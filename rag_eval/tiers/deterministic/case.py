@@ -6,12 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rag_eval.citations import DEFAULT_FORMAT, CitationFormat
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import AnswerRecord
+from rag_eval.core.stages import StageSpec, infer_stages
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.deterministic import AnswerView, run_all
-from rag_eval.records import AnswerRecord
-from rag_eval.results.case import CaseResult
-from rag_eval.stages import StageSpec, infer_stages
 from rag_eval.tiers.deterministic.details import ContextShown, DeterministicDetails
 from rag_eval.tiers.retrieval.case import gold_ranks, loss_stage, scored_stages
 

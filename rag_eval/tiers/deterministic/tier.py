@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.deterministic import CHECK_NAMES
-from rag_eval.records import AnswerRecord
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, package_fragment, skipped
 from rag_eval.tiers.deterministic.case import DeterministicCaseConfig, evaluate_deterministic
 from rag_eval.tiers.deterministic.details import DeterministicDetails

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rag_eval.core.case import CaseResult
 from rag_eval.dialogue.pooled import RATES_KEY, names_in
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import Contribution
 from rag_eval.tiers.pooled import pooled
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag_eval.adapters.gold import GoldSpace
+from rag_eval.core.case import CaseResult
 from rag_eval.dialogue.metrics import HintVerdict, compute_all
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.dialogue.pooled import contributions
@@ -29,7 +30,6 @@ from rag_eval.dialogue.transcript import Transcript, TurnRecord
 from rag_eval.dialogue.trials import dialogue_pass_k
 from rag_eval.dialogue.verdict import CaseVerdict, verdict
 from rag_eval.golden.resolve import ResolvedGold
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.dialogue.details import DialogueDetails, DialoguePasskDetails
 from rag_eval.tiers.passk.details import TrialOutcome
 

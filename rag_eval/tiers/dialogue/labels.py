@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rag_eval.results.case import CaseResult
+from rag_eval.core.case import CaseResult
 from rag_eval.tiers.base import JudgedValues, LabelQuestion, LabelView
 
 QUESTIONS: Mapping[str, LabelQuestion] = {

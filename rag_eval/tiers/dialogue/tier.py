@@ -17,17 +17,17 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.dialogue import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
+from rag_eval.core.errors import ConfigError
 from rag_eval.dialogue import pooled as dialogue_rates
 from rag_eval.dialogue.llm import LLMHintJudge, simulator_config, simulator_missing, student_completion
 from rag_eval.dialogue.metrics import HintVerdict, judge_hints
 from rag_eval.dialogue.model import RETRIEVAL_CHECKS, SIMULATORS, DialogueItem
-from rag_eval.dialogue.records import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
 from rag_eval.dialogue.replay import replay
 from rag_eval.dialogue.simulator import LLMStudent, ScriptedStudent, Simulator
 from rag_eval.dialogue.transcript import Transcript
 from rag_eval.dialogue.verdict import verdict
-from rag_eval.errors import ConfigError
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import (
     RATE_KEYS,
     CaseOption,

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
-from rag_eval.records import AnswerRecord
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import LOWER_RATE_KEYS, limit_problem
 from rag_eval.tiers.judge.details import JudgeDetails
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from rag_eval.core.case import CaseResult
 from rag_eval.judge.blame import VERDICT_KEY
 from rag_eval.judge.schema import FACT_SCORE
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import JudgedValues, LabelQuestion
 
 UNKNOWN = "unknown"  # a claim the judge could not decide: a category of its own in unit agreement

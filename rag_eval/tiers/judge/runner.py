@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.citations import chunk_label, numbered_chunks
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, blame
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.judge.native import JudgeInput, NativeJudge
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError
-from rag_eval.records import AnswerRecord
-from rag_eval.redact import Redactor, redactor_from_env
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.judge.case import JudgeCaseConfig, judge_case, judge_failure
 from rag_eval.tiers.judge.details import JudgeDetails
+from rag_eval.util.redact import Redactor, redactor_from_env
 
 TIER = "judge"  # the judge tier's name: its calls' usage label unless a passk trial names its own
 BUDGET_AFTER_START = "budget_after_start"  # spending budget reached mid-case: an error, not "not run"

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.case import CaseResult
+from rag_eval.core.errors import ConfigError
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS, JUDGE_METRICS, blame
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import (
     RATE_KEYS,
     Item,

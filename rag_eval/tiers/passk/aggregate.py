@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rag_eval.core.case import CaseResult
 from rag_eval.dialogue.pooled import RATES_KEY
-from rag_eval.results.case import CaseResult
 
 TABLE = "passk"  # its key under dialogue_rates
 

@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rag_eval.core.case import CaseResult
 from rag_eval.golden.model import GoldenItem
 from rag_eval.metrics.passk import summarize
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.passk.details import PasskDetails, TrialOutcome
 
 

@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.errors import ConfigError
 from rag_eval.dialogue.model import DialogueItem
-from rag_eval.errors import ConfigError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import JUDGE_METRICS
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import (
     RATE_KEYS,
     CaseOption,

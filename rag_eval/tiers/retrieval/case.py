@@ -8,13 +8,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag_eval.adapters.gold_check import NOT_INDEXED, not_indexed_message
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import AnswerRecord, RetrievalRecord, StageResult
+from rag_eval.core.stages import StageSpec
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
 from rag_eval.metrics.grouped import grouped_compute_all
 from rag_eval.metrics.retrieval import to_doc_ranking
-from rag_eval.records import AnswerRecord, RetrievalRecord, StageResult
-from rag_eval.results.case import CaseResult
-from rag_eval.stages import StageSpec
 from rag_eval.tiers.base import LOWER_RATE_KEYS, limit_problem
 from rag_eval.tiers.retrieval.details import GoldView, Hit, RetrievalDetails
 

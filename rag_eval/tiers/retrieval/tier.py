@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rag_eval.core.case import CaseResult
+from rag_eval.core.records import Trace
 from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
-from rag_eval.records import Trace
-from rag_eval.results.case import CaseResult
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors, package_fragment
 from rag_eval.tiers.retrieval.case import (
     NEGATIVE_KEYS,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rag_eval.escape import terminal
+from rag_eval.util.escape import terminal
 
 
 def test_ansi_and_osc_sequences_are_shown_not_obeyed() -> None:

@@ -1,4 +1,4 @@
-"""The collector during a run (rag_eval.heap): the heap frozen after warm-up and released
+"""The collector during a run (rag_eval.util.heap): the heap frozen after warm-up and released
 at the end, only by the run that froze it first; the collector paused while the controller
 writes its outputs and restored afterwards."""
 
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from rag_eval.heap import Heap, paused
+from rag_eval.util.heap import Heap, paused
 from tests.rag_eval._plugin_sandbox import Sandbox
 
 

@@ -2,7 +2,7 @@
 answers, sources, usage.
 
 ``rag_eval`` owns these. A system under test returns the contract's shapes
-(:mod:`rag_eval.contract`); :mod:`rag_eval.adapters.gold` turns them into these records
+(:mod:`rag_eval.core.contract`); :mod:`rag_eval.adapters.gold` turns them into these records
 in the gold's id space, and the tiers score nothing else. Nothing here knows which
 system produced a record: stage names, id schemes and metadata keys are data.
 

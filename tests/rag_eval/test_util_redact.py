@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 from urllib.parse import quote, quote_plus
 
-from rag_eval.redact import MASK, Redactor, run_secrets
+from rag_eval.util.redact import MASK, Redactor, run_secrets
 
 KEY = "sk-live-9f8e7d/6c+5b=4a"
 
@@ -95,7 +95,7 @@ def test_log_redaction_covers_debug_lines_of_child_loggers_and_later_handlers() 
     import io
     import logging
 
-    from rag_eval.redact import install_log_redaction
+    from rag_eval.util.redact import install_log_redaction
     from tests.support.leaks import assert_no_window
 
     before = logging.getLogRecordFactory()  # the plugin's own, in this repository's test run

@@ -18,8 +18,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
-from rag_eval.contract import ContractError, Retrieval, _show, as_retrieval
-from rag_eval.dialogue.model import DIALOGUE_ACTIONS, HINT_LEVELS, DialogueAction, HintLevel
+from rag_eval.core.contract import ContractError, Retrieval, _show, as_retrieval
+
+DialogueAction = Literal["clarify", "answer", "state_limits"]
+HintLevel = Literal["reminder", "approach", "wrong_direction"]
+
+DIALOGUE_ACTIONS: tuple[str, ...] = ("clarify", "answer", "state_limits")
+#: Hint layers from least to most revealing (docs/dialogue.md).
+HINT_LEVELS: tuple[str, ...] = ("reminder", "approach", "wrong_direction")
 
 Interception = Literal["blocked", "rewritten"]
 INTERCEPTIONS: tuple[str, ...] = ("blocked", "rewritten")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from rag_eval.contract import ContractError, Retrieval, RetrievedItem
-from rag_eval.dialogue.records import DialogueRequest, DialogueTurn, as_dialogue_turn
+from rag_eval.core.contract import ContractError, Retrieval, RetrievedItem
+from rag_eval.core.dialogue import DialogueRequest, DialogueTurn, as_dialogue_turn
 
 
 def test_the_mapping_form_becomes_a_dialogue_turn() -> None:

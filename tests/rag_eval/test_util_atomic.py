@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-import rag_eval.atomic
-from rag_eval.atomic import write_atomic
+import rag_eval.util.atomic
 from rag_eval.outputs.html import write_html
+from rag_eval.util.atomic import write_atomic
 from tests.rag_eval._results import case, results
 from tests.rag_eval._typed import typed
 
@@ -21,7 +21,7 @@ def full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
     def write(fd: int, data: Any) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(rag_eval.atomic.os, "write", write)
+    monkeypatch.setattr(rag_eval.util.atomic.os, "write", write)
 
 
 def test_a_full_disk_keeps_the_old_file_and_leaves_no_temporary_file(

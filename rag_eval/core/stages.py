@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 
 #: Names a stage may not take: they are metric-key words (``doc.recall@5``, ``negative.*``).
 RESERVED: frozenset[str] = frozenset({"doc", "negative", "check", "retrieval", "pass_rate", "error_rate", "fail_count"})

@@ -10,9 +10,9 @@ import pytest
 
 from rag_eval.adapters.errors import AdapterConfigError
 from rag_eval.adapters.spec import load_spec
-from rag_eval.errors import ConfigError
+from rag_eval.core.errors import ConfigError
 from rag_eval.judge.config import load_prices
-from rag_eval.utf8 import BOM, NotUtf8Error, decode, read_text
+from rag_eval.util.utf8 import BOM, NotUtf8Error, decode, read_text
 
 
 def test_a_leading_byte_order_mark_is_dropped() -> None:

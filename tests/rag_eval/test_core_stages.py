@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from rag_eval.adapters.gold import GoldSpace, IdMapEntry
-from rag_eval.contract import Retrieval, RetrievedItem
-from rag_eval.errors import ConfigError
+from rag_eval.core.contract import Retrieval, RetrievedItem
+from rag_eval.core.errors import ConfigError
+from rag_eval.core.stages import infer_stages, parse_stages
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem
-from rag_eval.stages import infer_stages, parse_stages
 from rag_eval.tiers.retrieval.case import RetrievalCaseConfig, evaluate_retrieval
 
 SPEC = parse_stages([["dense", "sparse"], "hybrid", "final"], thresholded="dense")
