@@ -227,13 +227,13 @@ def ragchecker_scores(instances: Sequence[Instance], metric: str) -> list[tuple[
 
 
 def sample(instances: Sequence[Instance], n: int | None, seed: int) -> tuple[Instance, ...]:
-    """A seeded sample of ``n`` instances (all of them when ``n`` is None or ≥ the set), in set order.
+    """A seeded sample of ``n`` instances (all of them, in set order, when ``n`` is None or ≥ the set).
 
-    The first ``n`` of one seeded permutation: a larger ``n`` with the same seed adds instances to
-    a smaller one's, so a calibration can be extended and the cache answers what was judged."""
+    The first ``n`` of one seeded permutation, in that order: a larger ``n`` with the same seed
+    extends a smaller one's sample, and instances are judged in that order, so a run stopped
+    after k instances is answered by the cache when rerun with ``--n k``."""
     if n is None or n >= len(instances):
         return tuple(instances)
     if n < 2:
         raise ValueError(f"--n {n}: a correlation needs at least 2 instances")
-    chosen = np.random.default_rng(seed).permutation(len(instances))[:n]
-    return tuple(instances[i] for i in sorted(int(c) for c in chosen))
+    return tuple(instances[int(i)] for i in np.random.default_rng(seed).permutation(len(instances))[:n])

@@ -38,7 +38,7 @@ def _raw() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 
 
 def _chosen() -> list[int]:
-    """The positions of the sampled instances (the sample's own order: the set's)."""
+    """The positions of the sampled instances, in the sample's order."""
     meta = load_meta_eval()
     return [meta.instances.index(i) for i in sample(meta.instances, N, SEED)]
 
