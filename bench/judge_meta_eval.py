@@ -38,6 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import load_average, md_table, run_header, write_results  # noqa: E402
 
+from rag_eval.calibrate.command import progress_line  # noqa: E402
+from rag_eval.calibrate.judging import Judged  # noqa: E402
 from rag_eval.calibrate.meta_eval import METRICS  # noqa: E402
 from rag_eval.calibrate.published import CITATION, NOT_RETRIEVED, PUBLISHED  # noqa: E402
 from rag_eval.calibrate.run import calibrate  # noqa: E402
@@ -115,6 +117,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--api-key", default="none")
     ap.add_argument("--max-tokens", type=int, default=800, help="RAG_JUDGE_MAX_TOKENS")
     ap.add_argument("--timeout", type=int, default=900, help="RAG_JUDGE_TIMEOUT: seconds per attempt")
+    ap.add_argument("--max-retries", type=int, default=1, help="RAG_JUDGE_MAX_RETRIES")
     ap.add_argument("--concurrency", type=int, default=1, help="judge calls in flight")
     ap.add_argument("--budget-tokens", type=int, default=None)
     ap.add_argument("--cache", default=str(ROOT / ".rag_cache" / "bench-judge-meta-eval"), help="the judge cache")
@@ -128,11 +131,16 @@ def main(argv: list[str]) -> int:
             "RAG_JUDGE_API_KEY": args.api_key,
             "RAG_JUDGE_MAX_TOKENS": str(args.max_tokens),
             "RAG_JUDGE_TIMEOUT": str(args.timeout),
-            "RAG_JUDGE_MAX_RETRIES": "1",
+            "RAG_JUDGE_MAX_RETRIES": str(args.max_retries),
         }
         cfg = JudgeConfig.from_env(env, cache_dir=Path(args.cache), budget_tokens=args.budget_tokens)
         start = time.perf_counter()
-        record = calibrate(cfg, n=args.n, seed=args.seed, concurrency=args.concurrency)
+
+        def progress(instance: str, side: str, judged: Judged) -> None:
+            print(f"[{time.perf_counter() - start:.0f} s] ", end="", file=sys.stderr)
+            progress_line(instance, side, judged)
+
+        record = calibrate(cfg, n=args.n, seed=args.seed, concurrency=args.concurrency, progress=progress)
         wall = time.perf_counter() - start
     payload = {**header, **server, "wall_s": round(wall, 1), "load_average_at_end": load_average(), "record": record}
     if args.results:

@@ -12,9 +12,13 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rag_eval.core.errors import RagEvalError
 from rag_eval.util.escape import terminal
+
+if TYPE_CHECKING:  # the judge stack is imported only when calibrate runs
+    from rag_eval.calibrate.judging import Judged
 
 DEFAULT_OUT = "reports/calibration.json"
 
@@ -62,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         reason = cfg.missing_reason()
         if reason:
             raise RagEvalError(f"{reason} (calibrate runs the judge the judge tier would use)")
-        record = calibrate(cfg, n=args.n, seed=args.seed, concurrency=cfg.policy.concurrency)
+        record = calibrate(cfg, n=args.n, seed=args.seed, concurrency=cfg.policy.concurrency, progress=progress_line)
     except (RagEvalError, ValueError) as exc:
         print(f"error: {terminal(str(exc))}", file=sys.stderr)
         return 2
@@ -71,6 +75,14 @@ def run(args: argparse.Namespace) -> int:
         print(terminal(line))
     print(f"calibration: {out}")
     return 0
+
+
+def progress_line(instance: str, side: str, judged: Judged) -> None:
+    """One stderr line per judged response (a long run on a slow model shows it is moving)."""
+    outcome = "not run (budget)" if judged.not_run else f"error: {judged.error}" if judged.error else "judged"
+    print(
+        terminal(f"calibrate: instance {instance} {side}: {outcome}", keep_newlines=False), file=sys.stderr, flush=True
+    )
 
 
 def _check_out(out: Path, prices: str | None) -> None:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,13 +114,23 @@ def judge_one(judge: NativeJudge, instance: Instance, side: str) -> Judged:
     return Judged(scores=scores_of(tp, fp, fn), tp=tp, fp=fp, fn=fn)
 
 
+Progress = Callable[[str, str, Judged], None]  # (instance id, side, outcome), as each response is done
+
+
 def judge_instances(
-    judge: NativeJudge, instances: Sequence[Instance], concurrency: int = 4
+    judge: NativeJudge, instances: Sequence[Instance], concurrency: int = 4, progress: Progress | None = None
 ) -> dict[tuple[str, str], Judged]:
     """Both responses of every instance, ``concurrency`` calls at a time; keyed (instance id, side)."""
     jobs = [(inst, side) for inst in instances for side in SIDES]
+
+    def one(job: tuple[Instance, str]) -> Judged:
+        result = judge_one(judge, *job)
+        if progress is not None:
+            progress(job[0].id, job[1], result)
+        return result
+
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        done = list(pool.map(lambda job: judge_one(judge, *job), jobs))
+        done = list(pool.map(one, jobs))
     return {(inst.id, side): result for (inst, side), result in zip(jobs, done)}
 
 

@@ -49,13 +49,14 @@ def calibrate(
     concurrency: int = 4,
     data: Path = DATA,
     transport: httpx.BaseTransport | None = None,
+    progress: judging.Progress | None = None,
 ) -> dict[str, Any]:
     """Run the judge of ``cfg`` over ``n`` seeded instances (all 280 when None); the record."""
     meta = load_meta_eval(data)
     chosen = sample(meta.instances, n, seed)
     with CachedChatClient.from_config(cfg, transport=transport) as client:
         judge = NativeJudge(client, cfg.model, max_tokens=cfg.max_tokens)
-        judged = judging.judge_instances(judge, chosen, concurrency)
+        judged = judging.judge_instances(judge, chosen, concurrency, progress)
         usage = summarize(client.records)
         mode = judge.mode
     ran = [i for i in chosen if not any(judged[(i.id, s)].not_run for s in SIDES)]

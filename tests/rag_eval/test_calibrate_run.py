@@ -175,8 +175,11 @@ def test_cli_writes_the_file_and_the_report_shows_it(
         monkeypatch.setenv(name, value)
     out = tmp_path / "calibration.json"
     code = main(["calibrate", "--n", str(N), "--seed", str(SEED), "--out", str(out), "--cache", str(tmp_path / "c")])
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert code == 0
+    progress = [line for line in captured.err.splitlines() if line.startswith("calibrate: instance ")]
+    assert len(progress) == 2 * N and sum(": error: " in line for line in progress) == 1  # one line per response
     record = load_record(out)
     assert record["judge"]["model"] == "judge-<m>" and record["sample"]["judged"] == N
     assert printed.splitlines()[: len(lines(record))] == lines(record)
