@@ -86,9 +86,8 @@ def progress_line(instance: str, side: str, judged: Judged) -> None:
 
 
 def _check_out(out: Path, prices: str | None) -> None:
-    """No output path may be an input: not the shipped set, not the price file."""
+    """No output path may be an input: not a file of the shipped set, not the price file."""
     from rag_eval.calibrate.meta_eval import DATA
+    from rag_eval.util.person_files import refuse_overlap
 
-    target = out.resolve()
-    if target.is_relative_to(DATA.resolve()) or (prices and target == Path(prices).resolve()):
-        raise RagEvalError(f"--out {out}: that is an input of calibrate; write the calibration elsewhere")
+    refuse_overlap([("--out", out)], [*((f"the shipped {p.name}", p) for p in DATA.iterdir()), ("--prices", prices)])

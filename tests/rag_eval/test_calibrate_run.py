@@ -239,5 +239,5 @@ def test_cli_refuses_to_write_over_an_input(
     monkeypatch.setenv("RAG_JUDGE_API_KEY", KEY)
     before = (DATA / "manifest.json").read_bytes()
     assert main(["calibrate", "--n", "2", "--out", str(DATA / "manifest.json")]) == 2
-    assert "that is an input of calibrate" in capsys.readouterr().err
+    assert "is the input the shipped manifest.json" in capsys.readouterr().err
     assert (DATA / "manifest.json").read_bytes() == before and scripted.calls("chat") == 0
