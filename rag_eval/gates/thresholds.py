@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from rag_eval import tiers
 from rag_eval.core.errors import ConfigError
 from rag_eval.gates import stat_options
-from rag_eval.metrics.retrieval import parse_metric_name
+from rag_eval.metrics.grouped import parse_metric_name
 from rag_eval.tiers import RATE_KEYS, CaseOption
 from rag_eval.tiers.retrieval.tier import STAGE_NAME
 

@@ -1,12 +1,15 @@
-"""Pure metric functions: retrieval metrics (``retrieval``) and deterministic answer checks
+"""Pure metric functions: retrieval metrics (``grouped``: each metric one registered
+function; ``retrieval``: ranked-list helpers) and deterministic answer checks
 (``deterministic``). Nothing here imports pytest; everything can be called from a REPL."""
 
 from __future__ import annotations
 
 from rag_eval.metrics.deterministic import (
     CHECK_NAMES,
+    CHECKS,
     EXPECTED_ACTIONS,
     AnswerView,
+    Check,
     CheckResult,
     answer_not_empty,
     asks_clarifying_question,
@@ -23,60 +26,62 @@ from rag_eval.metrics.deterministic import (
     source_pages_within_context,
     sources_present,
 )
-from rag_eval.metrics.retrieval import (
-    VALID_METRIC_NAMES,
-    Metric,
+from rag_eval.metrics.grouped import (
     MetricSpec,
-    compute,
+    RankProfile,
+    RetrievalMetric,
+    grouped_compute,
+    grouped_compute_all,
+    parse_metric_name,
+    register,
+    registered,
+    valid_metric_names,
+)
+from rag_eval.metrics.retrieval import (
     dedupe,
     evidence_found,
     evidence_recall_at_k,
     first_rank,
-    hit_at_k,
     mean_with_n,
-    mrr,
-    ndcg_at_k,
     order_hits,
-    parse_metric_name,
-    precision_at_k,
-    recall_at_k,
     to_doc_ranking,
 )
 
 __all__ = [
+    "CHECKS",
     "CHECK_NAMES",
     "EXPECTED_ACTIONS",
-    "VALID_METRIC_NAMES",
     "AnswerView",
+    "Check",
     "CheckResult",
-    "Metric",
+    "RankProfile",
+    "RetrievalMetric",
     "MetricSpec",
     "answer_not_empty",
     "asks_clarifying_question",
     "citations_resolve",
     "cited_numbers",
-    "compute",
     "dedupe",
     "evidence_found",
     "evidence_recall_at_k",
     "expected_action",
     "first_rank",
+    "grouped_compute",
+    "grouped_compute_all",
     "grounding_texts",
-    "hit_at_k",
     "mean_with_n",
     "must_contain",
     "must_not_contain",
-    "mrr",
-    "ndcg_at_k",
     "no_duplicate_sources",
     "numbers_grounded",
     "numbers_in",
     "order_hits",
     "parse_metric_name",
-    "precision_at_k",
-    "recall_at_k",
+    "register",
+    "registered",
     "run_all",
     "source_pages_within_context",
     "sources_present",
     "to_doc_ranking",
+    "valid_metric_names",
 ]

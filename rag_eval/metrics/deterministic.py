@@ -23,21 +23,10 @@ from rag_eval.citations import DEFAULT_FORMAT, CitationFormat, cited_numbers, ma
 from rag_eval.core.records import AnswerRecord, Chunk, Source
 
 EXPECTED_ACTIONS: tuple[str, ...] = ("answer", "refuse", "clarify")
-#: Every check ``run_all`` can return, in the order it returns them.
-CHECK_NAMES: tuple[str, ...] = (
-    "answer_not_empty",
-    "expected_action",
-    "sources_present",
-    "citations_resolve",
-    "source_pages_within_context",
-    "no_duplicate_sources",
-    "must_contain",
-    "must_not_contain",
-    "numbers_grounded",
-)
-
 __all__ = [
+    "CHECKS",
     "CHECK_NAMES",
+    "Check",
     "EXPECTED_ACTIONS",
     "AnswerView",
     "CheckResult",
@@ -439,28 +428,54 @@ def grounding_texts(question: str, context: Sequence[Chunk]) -> list[str]:
     return texts
 
 
-def run_all(view: AnswerView) -> list[CheckResult]:
-    """Every applicable check, always in this order.
+@dataclass(frozen=True)
+class Check:
+    """One deterministic check, declared once: its name (``check.<name>`` in a gate,
+    ``skip_checks`` in ``[deterministic.case]``), when it applies to an answer and how it
+    runs. Both take the view and whether the answer asks a clarifying question."""
 
-    answer_not_empty, expected_action (if the item sets one), sources_present (not
-    for a clarifying question the item expects), citations_resolve, source_pages_within_context, no_duplicate_sources,
-    must_contain / must_not_contain (if the item lists phrases), numbers_grounded
-    (unless the answer is a refusal or ``check_numbers`` is off).
-    """
-    results = [answer_not_empty(view.answer)]
-    clarified = asks_clarifying_question(view.answer, view.citations)
-    if view.expected_action is not None:
-        results.append(expected_action(view.expected_action, view.refused, clarified))
+    name: str
+    run: Callable[[AnswerView, bool], CheckResult]
+    applies: Callable[[AnswerView, bool], bool] = lambda view, clarified: True
+
+
+def _expected_action(view: AnswerView, clarified: bool) -> CheckResult:
+    return expected_action(view.expected_action or "answer", view.refused, clarified)
+
+
+#: Every check ``run_all`` can return, in the order it returns them.
+CHECKS: tuple[Check, ...] = (
+    Check("answer_not_empty", lambda v, c: answer_not_empty(v.answer)),
+    Check("expected_action", _expected_action, lambda v, c: v.expected_action is not None),
     # A clarifying question the item asked for cites nothing, like a refusal.
-    if not (view.expected_action == "clarify" and clarified):
-        results.append(sources_present(view.refused, view.sources))
-    results.append(citations_resolve(view.answer, len(numbered_chunks(view.context)), view.citations))
-    results.append(source_pages_within_context(view.sources, view.context))
-    results.append(no_duplicate_sources(view.sources))
-    if view.must_contain:
-        results.append(must_contain(view.answer, view.must_contain))
-    if view.must_not_contain:
-        results.append(must_not_contain(view.answer, view.must_not_contain))
-    if view.check_numbers and not view.refused:
-        results.append(numbers_grounded(view.answer, grounding_texts(view.question, view.context)))
-    return results
+    Check(
+        "sources_present",
+        lambda v, c: sources_present(v.refused, v.sources),
+        lambda v, c: not (v.expected_action == "clarify" and c),
+    ),
+    Check("citations_resolve", lambda v, c: citations_resolve(v.answer, len(numbered_chunks(v.context)), v.citations)),
+    Check("source_pages_within_context", lambda v, c: source_pages_within_context(v.sources, v.context)),
+    Check("no_duplicate_sources", lambda v, c: no_duplicate_sources(v.sources)),
+    Check("must_contain", lambda v, c: must_contain(v.answer, v.must_contain), lambda v, c: bool(v.must_contain)),
+    Check(
+        "must_not_contain",
+        lambda v, c: must_not_contain(v.answer, v.must_not_contain),
+        lambda v, c: bool(v.must_not_contain),
+    ),
+    Check(
+        "numbers_grounded",
+        lambda v, c: numbers_grounded(v.answer, grounding_texts(v.question, v.context)),
+        lambda v, c: v.check_numbers and not v.refused,
+    ),
+)
+CHECK_NAMES: tuple[str, ...] = tuple(check.name for check in CHECKS)
+
+
+def run_all(view: AnswerView) -> list[CheckResult]:
+    """Every applicable check of ``CHECKS``, always in that order: answer_not_empty,
+    expected_action (if the item sets one), sources_present (not for a clarifying question
+    the item expects), citations_resolve, source_pages_within_context,
+    no_duplicate_sources, must_contain / must_not_contain (if the item lists phrases),
+    numbers_grounded (unless the answer is a refusal or ``check_numbers`` is off)."""
+    clarified = asks_clarifying_question(view.answer, view.citations)
+    return [check.run(view, clarified) for check in CHECKS if check.applies(view, clarified)]

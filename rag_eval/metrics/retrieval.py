@@ -1,34 +1,23 @@
-"""Retrieval metrics: small pure functions over one ranked list and one gold set.
+"""Ranked lists and gold, before any metric: de-duplication, the project's reproducible
+order, chunk to document rankings, evidence groups, first ranks and a mean that says its n.
 
-Every metric has the same signature, ``(ranked, gold, k) -> float``, so that a metric
-name such as ``"ndcg@10"`` maps to a function plus a cutoff (``parse_metric_name``) and
-the caller never special-cases one metric. Definitions follow trec_eval (and therefore
-pytrec_eval, ranx and BEIR); ``tests/rag_eval/test_metrics_retrieval.py`` cross-checks
-them against pytrec_eval on random runs.
+The metrics themselves (hit, recall, precision, MRR, nDCG) are each one function in
+``rag_eval.metrics.grouped``, registered there with their name pattern and direction.
 
-Conventions shared by all metrics:
+Conventions shared by every function here:
 
-* ``ranked`` is best-first. Duplicate ids are collapsed before scoring, the first
-  (best-ranked) occurrence wins, so a list that repeats a gold id cannot score twice.
-* ``gold`` is the non-empty set of relevant ids. The functions do not care whether the
-  ids are chunk ids or doc ids; ``to_doc_ranking`` turns a chunk list into a doc list.
-  An empty gold set raises ``ValueError``: negatives ("no answer in the corpus") are
-  measured separately (did the system refuse), never averaged in as 0 or 1.
+* ``ranked`` is best-first. Duplicate ids are collapsed, the first (best-ranked)
+  occurrence wins, so a list that repeats a gold id cannot score twice.
+* An empty gold set or evidence group raises ``ValueError``: negatives ("no answer in
+  the corpus") are measured separately (did the system refuse), never averaged in as 0 or 1.
 * ``k`` is the cutoff (``k >= 1``); ``None`` means the whole list. Relevance is binary.
 """
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
-
-Metric = Callable[[Sequence[str], AbstractSet[str], int | None], float]
-
-VALID_METRIC_NAMES: tuple[str, ...] = ("hit@k", "recall@k", "precision@k", "mrr", "mrr@k", "ndcg@k")
-
 
 # --------------------------------------------------------------------------- helpers
 
@@ -48,152 +37,10 @@ def _check_k(k: int | None, where: str) -> None:
         raise ValueError(f"{where}: cutoff k must be a positive integer or None (whole list), got {k!r}")
 
 
-def _check_gold(gold: AbstractSet[str], where: str) -> None:
-    if isinstance(gold, str):
-        raise TypeError(f"{where}: gold must be a set of ids, got the single string {gold!r}; wrap it: {{{gold!r}}}")
-    if not gold:
-        raise ValueError(
-            f"{where}: gold is empty. Questions without gold (negatives) are measured separately "
-            "(did the system refuse / did anything pass the similarity threshold); leave them out "
-            "of retrieval metrics instead of scoring them"
-        )
-
-
 def dedupe(ranked: Iterable[str]) -> list[str]:
     """The list with repeated ids removed, keeping each id's first (best) position."""
     _check_ranked(ranked, "dedupe")
     return list(dict.fromkeys(ranked))
-
-
-def _top(ranked: Sequence[str], gold: AbstractSet[str], k: int | None, where: str) -> list[str]:
-    """Validate the shared arguments and return the de-duplicated top-k."""
-    _check_ranked(ranked, where)
-    _check_gold(gold, where)
-    _check_k(k, where)
-    unique = dedupe(ranked)
-    return unique if k is None else unique[:k]
-
-
-# --------------------------------------------------------------------------- metrics
-
-
-def hit_at_k(ranked: Sequence[str], gold: AbstractSet[str], k: int | None) -> float:
-    """Hit@k (trec_eval ``success.k``) = 1 if gold ∩ top_k ≠ ∅ else 0."""
-    top = _top(ranked, gold, k, "hit_at_k")
-    return 1.0 if any(d in gold for d in top) else 0.0
-
-
-def recall_at_k(ranked: Sequence[str], gold: AbstractSet[str], k: int | None) -> float:
-    """Recall@k (trec_eval ``recall.k``) = |gold ∩ top_k| / |gold|."""
-    top = _top(ranked, gold, k, "recall_at_k")
-    return sum(1 for d in top if d in gold) / len(gold)
-
-
-def precision_at_k(ranked: Sequence[str], gold: AbstractSet[str], k: int | None) -> float:
-    """Precision@k (trec_eval ``P.k``) = |gold ∩ top_k| / k.
-
-    Divided by k even when fewer than k ids came back: the missing slots count as
-    misses, as in trec_eval, so a system cannot raise precision by returning less.
-    With ``k=None`` the denominator is the number of (distinct) ids returned
-    (trec_eval ``set_P``), and an empty list scores 0.
-    """
-    top = _top(ranked, gold, k, "precision_at_k")
-    denominator = k if k is not None else len(top)
-    if denominator == 0:
-        return 0.0
-    return sum(1 for d in top if d in gold) / denominator
-
-
-def mrr(ranked: Sequence[str], gold: AbstractSet[str], k: int | None = None) -> float:
-    """Reciprocal rank (trec_eval ``recip_rank``) = 1 / rank of the first gold id, 0 if none.
-
-    Ranks start at 1. With a cutoff k this is MRR@k: a first gold id below rank k
-    scores 0. The mean over questions is the MRR.
-    """
-    top = _top(ranked, gold, k, "mrr")
-    for rank, d in enumerate(top, start=1):
-        if d in gold:
-            return 1.0 / rank
-    return 0.0
-
-
-def ndcg_at_k(ranked: Sequence[str], gold: AbstractSet[str], k: int | None) -> float:
-    """nDCG@k (trec_eval ``ndcg_cut.k``) with binary relevance.
-
-    DCG@k = Σ_{r ≤ k, ranked[r] ∈ gold} 1 / log2(r + 1), ranks r starting at 1;
-    IDCG@k = Σ_{r=1}^{min(|gold|, k)} 1 / log2(r + 1) (all gold ids on top);
-    nDCG@k = DCG@k / IDCG@k. With ``k=None``: no cutoff (trec_eval ``ndcg``).
-    """
-    top = _top(ranked, gold, k, "ndcg_at_k")
-    dcg = sum(1.0 / math.log2(r + 1) for r, d in enumerate(top, start=1) if d in gold)
-    n_ideal = len(gold) if k is None else min(len(gold), k)
-    idcg = sum(1.0 / math.log2(r + 1) for r in range(1, n_ideal + 1))
-    return dcg / idcg
-
-
-_METRICS: dict[str, Metric] = {
-    "hit": hit_at_k,
-    "recall": recall_at_k,
-    "precision": precision_at_k,
-    "mrr": mrr,
-    "ndcg": ndcg_at_k,
-}
-
-
-# --------------------------------------------------------------------------- names
-
-
-@dataclass(frozen=True)
-class MetricSpec:
-    """A parsed metric name: which metric and at which cutoff (``None``: no cutoff, mrr only)."""
-
-    metric: str
-    k: int | None
-
-    @property
-    def name(self) -> str:
-        """The canonical spelling, e.g. ``recall@5`` or ``mrr``; ``parse_metric_name`` round-trips it."""
-        return self.metric if self.k is None else f"{self.metric}@{self.k}"
-
-    def __str__(self) -> str:
-        return self.name
-
-
-def _unknown_metric(name: str, why: str = "") -> ValueError:
-    detail = f" ({why})" if why else ""
-    return ValueError(
-        f"unknown metric name {name!r}{detail}; valid metric names: {', '.join(VALID_METRIC_NAMES)} "
-        "where k is a positive integer, e.g. 'recall@5', 'ndcg@10', 'mrr'"
-    )
-
-
-@functools.lru_cache(maxsize=1024)  # parsed ~100 times per case: names repeat
-def parse_metric_name(name: str) -> MetricSpec:
-    """Parse ``"recall@5"``, ``"ndcg@10"``, ``"mrr"``, ``"mrr@10"``, ``"hit@3"``, ``"precision@5"``.
-
-    The one place metric names are understood (case and surrounding spaces are ignored).
-    Every metric except ``mrr`` needs a cutoff: ``recall`` alone is ambiguous in a gate.
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"metric name must be a string like 'recall@5', got {name!r}")
-    text = name.strip().lower()
-    metric, at, k_text = text.partition("@")
-    if metric not in _METRICS:
-        raise _unknown_metric(name)
-    if not at:
-        if metric == "mrr":
-            return MetricSpec("mrr", None)
-        raise _unknown_metric(name, f"{metric} needs a cutoff, e.g. '{metric}@5'")
-    if not k_text.isascii() or not k_text.isdigit() or int(k_text) < 1:
-        raise _unknown_metric(name, f"cutoff {k_text!r} is not a positive integer")
-    return MetricSpec(metric, int(k_text))
-
-
-def compute(spec: MetricSpec | str, ranked: Sequence[str], gold: AbstractSet[str]) -> float:
-    """Score one ranked list with the metric a spec (or a metric name) names."""
-    if isinstance(spec, str):
-        spec = parse_metric_name(spec)
-    return _METRICS[spec.metric](ranked, gold, spec.k)
 
 
 # --------------------------------------------------------------------------- ranking

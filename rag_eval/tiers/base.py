@@ -123,7 +123,6 @@ class Tier:
     marker: str = ""
     items: tuple[type, ...] = (GoldenItem,)
     case_options: tuple[CaseOption, ...] = ()
-    valid_names: str = ", ".join(RATE_KEYS)  # the metric names it gates, for error messages
     floor_refusal: str | None = None
     progress: bool = False  # slow (a model call per case): the plugin shows its progress
     # A judge decides its metrics (judge.faithfulness, dialogue.hint_success): human labels
@@ -139,6 +138,11 @@ class Tier:
     # The keys its run_block writes under the results' run (derived from the cases: a merge
     # recomputes them from the shards' cases).
     run_keys: tuple[str, ...] = ()
+
+    @property
+    def valid_names(self) -> str:
+        """The metric names it gates, for error messages (a tier may set a string instead)."""
+        return ", ".join(RATE_KEYS)
 
     # --- collection -------------------------------------------------------------------
     def applies(self, item: Item) -> bool:

@@ -1,15 +1,26 @@
-"""Grouped retrieval metrics: with one id per requirement they are the flat trec_eval
-metrics (checked on random rankings); with alternatives, hand-checkable arithmetic."""
+"""Grouped retrieval metrics: with alternatives, hand-checkable arithmetic; the registry
+(names, directions, a metric registered from outside); one pass equals one metric at a
+time. With one id per requirement they are trec_eval's metrics: test_metrics_retrieval.py
+checks that against pytrec_eval."""
 
 from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 
 import pytest
 
-from rag_eval.metrics.grouped import grouped_compute, grouped_compute_all
-from rag_eval.metrics.retrieval import compute, parse_metric_name
+from rag_eval.metrics import grouped
+from rag_eval.metrics.grouped import (
+    RankProfile,
+    RetrievalMetric,
+    grouped_compute,
+    grouped_compute_all,
+    parse_metric_name,
+    register,
+    valid_metric_names,
+)
 
 NAMES = [
     "hit@1",
@@ -29,28 +40,6 @@ NAMES = [
     "ndcg@10",
 ]
 DEFAULT = ("hit@1", "hit@5", "recall@1", "recall@5", "recall@10", "precision@5", "mrr", "mrr@10", "ndcg@5", "ndcg@10")
-
-
-def random_case(rng: random.Random) -> tuple[list[str], set[str]]:
-    pool = [f"d{i}" for i in range(rng.randint(1, 25))]
-    gold = set(rng.sample(pool, rng.randint(1, min(6, len(pool)))))
-    length = rng.randint(0, 15)
-    ranked = [rng.choice(pool) for _ in range(length)]  # duplicates on purpose: both collapse them
-    return ranked, gold
-
-
-def test_singleton_groups_equal_the_flat_metrics_on_random_rankings() -> None:
-    rng = random.Random(20240601)
-    checked = 0
-    for _ in range(300):
-        ranked, gold = random_case(rng)
-        groups = [frozenset({g}) for g in sorted(gold)]
-        for name in NAMES:
-            flat = compute(name, ranked, gold)
-            grouped = grouped_compute(name, ranked, groups)
-            assert grouped == pytest.approx(flat, abs=1e-12), (name, ranked, gold)
-            checked += 1
-    assert checked == 300 * len(NAMES)
 
 
 def test_spec_or_name() -> None:
@@ -177,3 +166,57 @@ def test_one_pass_raises_what_each_metric_raises() -> None:
         grouped_compute_all(["mrr", "recal@5"], ["a"], GROUPS)
     with pytest.raises(TypeError, match="single string"):
         grouped_compute_all(["mrr"], "a1", GROUPS)
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+def _all_found(p: RankProfile, k: int | None) -> float:
+    """1 when every requirement has an id in the top k."""
+    return 1.0 if p.satisfied_upto[p.cut(k)] == p.requirements else 0.0
+
+
+def _first_rank(p: RankProfile, k: int | None) -> float:
+    """The rank of the first gold id, the list's length + 1 when none is in the top k."""
+    return float(p.first_gold) if p.first_gold is not None and p.first_gold <= p.cut(k) else float(p.cut(k) + 1)
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """A copy of the registry for one test; the built-in one is back afterwards."""
+    monkeypatch.setattr(grouped, "_REGISTRY", dict(grouped._REGISTRY))
+    yield grouped._REGISTRY
+    parse_metric_name.cache_clear()
+
+
+def test_the_builtin_metrics_are_the_registered_ones() -> None:
+    assert valid_metric_names() == ("hit@k", "recall@k", "precision@k", "mrr", "mrr@k", "ndcg@k")
+    assert [m.name for m in grouped.registered()] == ["hit", "recall", "precision", "mrr", "ndcg"]
+    assert not any(grouped.lower_is_better(n) for n in ("hit@3", "recall@5", "precision@5", "mrr", "ndcg@10"))
+
+
+def test_a_registered_metric_is_parsed_computed_and_directed(registry: object) -> None:
+    register(RetrievalMetric("allfound", _all_found))
+    register(RetrievalMetric("firstrank", _first_rank, cutoff_optional=True, lower_is_better=True))
+    assert valid_metric_names()[-3:] == ("allfound@k", "firstrank", "firstrank@k")
+    assert parse_metric_name("AllFound@3").name == "allfound@3"
+    # GROUPS: {a1, a2} and {b}; "b" at rank 3 meets the second requirement
+    assert grouped_compute_all(["allfound@2", "allfound@3", "firstrank", "recall@2"], ["a2", "x", "b"], GROUPS) == [
+        0.0,
+        1.0,
+        1.0,
+        1 / 2,
+    ]
+    assert grouped_compute("firstrank@1", ["x", "a1"], GROUPS) == 1 + 1
+    assert grouped.lower_is_better("firstrank@3") and not grouped.lower_is_better("allfound@3")
+    with pytest.raises(ValueError, match="allfound needs a cutoff"):
+        parse_metric_name("allfound")
+
+
+def test_a_taken_or_badly_spelled_name_is_refused(registry: object) -> None:
+    with pytest.raises(ValueError, match="'recall' is registered already"):
+        register(RetrievalMetric("recall", _all_found))
+    for bad in ("Recall", "r2", "r@k", "doc.r", ""):
+        with pytest.raises(ValueError, match="lower-case letters without"):
+            register(RetrievalMetric(bad, _all_found))
+    assert register(RetrievalMetric("hit", grouped.hit)) == RetrievalMetric("hit", grouped.hit)  # the same again

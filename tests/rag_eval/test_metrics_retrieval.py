@@ -1,5 +1,9 @@
 """Retrieval metrics: hand-checkable arithmetic, edge cases, and a cross-check with pytrec_eval.
 
+The metrics are the registered ones (``rag_eval.metrics.grouped``) on flat gold: each gold
+id one requirement, which is how trec_eval takes gold (``hit_at_k`` and the others below
+are that, spelled as trec_eval's measures).
+
 trec_eval's tie rule, established by the experiment in ``test_trec_eval_breaks_ties_by_id_descending``:
 equal scores are ordered by docno *descending* (``strcmp``, i.e. byte / code-point order),
 the opposite of our ``order_hits`` (id ascending). The random cross-checks therefore come
@@ -13,27 +17,45 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import pytest
 
+from rag_eval.metrics.grouped import MetricSpec, grouped_compute, parse_metric_name, valid_metric_names
 from rag_eval.metrics.retrieval import (
-    VALID_METRIC_NAMES,
-    MetricSpec,
-    compute,
     dedupe,
     evidence_found,
     evidence_recall_at_k,
     first_rank,
-    hit_at_k,
     mean_with_n,
-    mrr,
-    ndcg_at_k,
     order_hits,
-    parse_metric_name,
-    precision_at_k,
-    recall_at_k,
     to_doc_ranking,
+)
+
+FlatMetric = Callable[[Sequence[str], AbstractSet[str], int | None], float]
+
+
+def _requirements(gold: AbstractSet[str]) -> list[frozenset[str]]:
+    return [frozenset({g}) for g in sorted(gold)]
+
+
+def _flat(metric: str) -> FlatMetric:
+    """The registered ``metric`` on flat gold, at cutoff k (None: the whole list)."""
+
+    def score(ranked: Sequence[str], gold: AbstractSet[str], k: int | None = None) -> float:
+        return grouped_compute(MetricSpec(metric, k), ranked, _requirements(gold))
+
+    return score
+
+
+def compute(name: str | MetricSpec, ranked: Sequence[str], gold: AbstractSet[str]) -> float:
+    return grouped_compute(name, ranked, _requirements(gold))
+
+
+hit_at_k, recall_at_k, precision_at_k, mrr, ndcg_at_k = (
+    _flat(m) for m in ("hit", "recall", "precision", "mrr", "ndcg")
 )
 
 # gold at ranks 2 and 4 of 5 returned
@@ -108,7 +130,7 @@ def test_duplicates_collapse_first_wins() -> None:
 
 def test_empty_gold_is_rejected() -> None:
     for metric in (hit_at_k, recall_at_k, precision_at_k, mrr, ndcg_at_k):
-        with pytest.raises(ValueError, match=r"gold is empty.*measured separately"):
+        with pytest.raises(ValueError, match=r"at least one requirement and no empty requirement"):
             metric(["a"], set(), 5)
 
 
@@ -121,8 +143,8 @@ def test_bad_cutoff_is_rejected(k: Any) -> None:
 def test_single_strings_are_rejected() -> None:
     with pytest.raises(TypeError, match=r"wrap it: \['c12'\]"):
         recall_at_k("c12", {"c1"}, 5)  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"gold must be a set"):
-        recall_at_k(["c1"], "c1", 5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"wrap it: \[\{'c1'\}\]"):
+        grouped_compute("recall@5", ["c1"], ["c1"])  # type: ignore[list-item]
 
 
 # --------------------------------------------------------------------------- metric names
@@ -162,7 +184,7 @@ def test_unknown_metric_name_lists_valid_names(name: str, why: str) -> None:
     assert f"unknown metric name {name!r}" in message
     assert why in message
     assert "hit@k, recall@k, precision@k, mrr, mrr@k, ndcg@k" in message
-    assert VALID_METRIC_NAMES == ("hit@k", "recall@k", "precision@k", "mrr", "mrr@k", "ndcg@k")
+    assert valid_metric_names()[:6] == ("hit@k", "recall@k", "precision@k", "mrr", "mrr@k", "ndcg@k")
 
 
 def test_compute_dispatches_by_spec_or_name() -> None:

@@ -13,6 +13,7 @@ from rag_eval.core.records import AnswerRecord, RetrievalRecord, StageResult
 from rag_eval.core.stages import StageSpec
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ResolvedGold
+from rag_eval.metrics import grouped as retrieval_metrics
 from rag_eval.metrics.grouped import grouped_compute_all
 from rag_eval.metrics.retrieval import to_doc_ranking
 from rag_eval.tiers.base import LOWER_RATE_KEYS, limit_problem
@@ -22,8 +23,13 @@ NEGATIVE_KEYS: tuple[str, ...] = ("negative.any_above_threshold", "negative.empt
 
 
 def retrieval_lower_is_better(key: str) -> bool:
-    """Of the retrieval metrics only a negative's any_above_threshold (a hit it should not have)."""
-    return key in LOWER_RATE_KEYS or key == "negative.any_above_threshold"
+    """A negative's any_above_threshold (a hit it should not have), and a metric registered
+    as lower-is-better (``[<stage>.][doc.]<metric>@k``, ``rag_eval.metrics.grouped``)."""
+    return (
+        key in LOWER_RATE_KEYS
+        or key == "negative.any_above_threshold"
+        or retrieval_metrics.lower_is_better(key.rpartition(".")[2])
+    )
 
 
 # "no_vector_hit" is the name this mode had when rag_app's vector stage was the only one.

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval.core.case import CaseResult
 from rag_eval.core.records import Trace
-from rag_eval.metrics.retrieval import VALID_METRIC_NAMES, parse_metric_name
+from rag_eval.metrics.grouped import parse_metric_name, valid_metric_names
 from rag_eval.tiers.base import RATE_KEYS, CaseOption, Item, Tier, as_golden, case_options, floors, package_fragment
 from rag_eval.tiers.retrieval.case import (
     NEGATIVE_KEYS,
@@ -64,11 +64,14 @@ class RetrievalTier(Tier):
         CaseOption("require", "stage", (), None),  # checked against the system's stages at start-up
         CaseOption("negative", "name", NEGATIVE_MODES, "measure"),
     )
-    valid_names = (
-        f"[<stage>.][doc.]<metric> with stage one of the system's stages and metric in "
-        f"{', '.join(VALID_METRIC_NAMES)} (e.g. 'recall@5', 'bm25.doc.mrr@10', 'dense.recall@10'); or "
-        f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
-    )
+
+    @property
+    def valid_names(self) -> str:  # the registry's metrics now, with any registered after import
+        return (
+            f"[<stage>.][doc.]<metric> with stage one of the system's stages and metric in "
+            f"{', '.join(valid_metric_names())} (e.g. 'recall@5', 'bm25.doc.mrr@10', 'dense.recall@10'); or "
+            f"{', '.join(RATE_KEYS + NEGATIVE_KEYS)}"
+        )
 
     def schema_fragment(self) -> Mapping[str, Any]:
         return package_fragment(str(Path(__file__).parent))
