@@ -2,9 +2,10 @@
 endpoint. The tier that runs it on cases is ``rag_eval.tiers.judge`` (its runner:
 ``rag_eval.tiers.judge.runner.JudgeRunner``).
 
-``config`` reads where the judge lives, how long it may take and what it may spend;
-``client`` wraps :class:`rag_eval.llm.client.LLMClient` with a disk cache, token/cost
-accounting and a budget, so every judge engine gets those for free and in one place.
+``config`` reads where the judge lives, how long it may take and what it may spend; every
+engine's calls go through ``rag_eval.llm`` (``llm.cached``: a disk cache, token/cost
+accounting and a budget around :class:`rag_eval.llm.client.LLMClient`), so every judge
+engine gets those for free and in one place.
 """
 
 from rag_eval.metrics.claims import KEYS as CLAIM_METRICS

@@ -1,7 +1,7 @@
 """Statistics for gates: intervals, floor rules, paired tests, power, PPI and agreement.
 
 Pure functions on numpy (no pytest, no scipy), one concern per module, formulas in the
-docstrings and ../shared/docs/STATISTICS.md as the definition:
+docstrings and the project's statistics notes (STATISTICS.md) as the definition:
 
 - ``distributions``: normal and Student-t quantiles;
 - ``interval``: the ``Interval`` record (estimate, se, bounds, or the reason there are none);

@@ -1,7 +1,7 @@
 """Percentile bootstrap over units, seeded from the content: a mean of units and a pooled ratio.
 
 The unit of resampling is the golden item or the dialogue; what is inside a unit (a case's
-passk trials, a dialogue's turns) travels with it (../shared/docs/STATISTICS.md, "Units and
+passk trials, a dialogue's turns) travels with it (STATISTICS.md, "Units and
 clustering"). The generator is seeded from a SHA-256 of the sorted unit ids and their
 values, so identical inputs give an identical interval on every machine and every run,
 and any change in the data changes the draw.
