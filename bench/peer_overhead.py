@@ -31,8 +31,8 @@ checked equal (the gate's results file, deepeval's metric scores, ragas' scores)
 
 Part 2, **metric computation** (``--queries`` 10,000 × ``--docs`` 100 ranked documents,
 1-3 relevant each, distinct scores): recall@10, MRR and nDCG@10 by
-``rag_eval.metrics.retrieval`` (the functions the retrieval tier calls, per query, then
-the mean), by ``ranx.evaluate`` (numba; its first call compiles, timed apart) and by
+``rag_eval.metrics.grouped.grouped_compute_all`` (what the retrieval tier calls, per
+query, then the mean), by ``ranx.evaluate`` (numba; its first call compiles, timed apart) and by
 ``pytrec_eval`` (trec_eval's C code), each value checked equal (1e-9) before timing.
 
     pip install ranx pytrec-eval-terrier          # the peers: not dependencies of the project
@@ -64,7 +64,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import REPO, load_average, md_table, run_header, run_python_timed, write_results  # noqa: E402
 
-from rag_eval.metrics.retrieval import mrr, ndcg_at_k, recall_at_k  # noqa: E402
+from rag_eval.metrics.grouped import grouped_compute, grouped_compute_all  # noqa: E402
 
 NAME = "peer_overhead"
 K = 5
@@ -195,7 +195,7 @@ def write_repo(root: Path, cases: Sequence[dict[str, Any]]) -> None:
 
 
 def expected(case: dict[str, Any]) -> float:
-    return recall_at_k(list(dict.fromkeys(case["docs"])), set(case["gold"]), K)
+    return grouped_compute(f"recall@{K}", list(dict.fromkeys(case["docs"])), [frozenset({g}) for g in case["gold"]])
 
 
 def commands() -> dict[str, tuple[list[str], list[str]]]:
@@ -302,10 +302,9 @@ def ours(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> 
     out: dict[str, dict[str, float]] = {"recall@10": {}, "mrr": {}, "ndcg@10": {}}
     for q, scored in run.items():
         ranked = sorted(scored, key=lambda d: -scored[d])
-        gold = set(qrels[q])
-        out["recall@10"][q] = recall_at_k(ranked, gold, 10)
-        out["mrr"][q] = mrr(ranked, gold)
-        out["ndcg@10"][q] = ndcg_at_k(ranked, gold, 10)
+        groups = [frozenset({g}) for g in qrels[q]]  # flat gold: each relevant document its own requirement
+        recall, rr, ndcg = grouped_compute_all(("recall@10", "mrr", "ndcg@10"), ranked, groups)
+        out["recall@10"][q], out["mrr"][q], out["ndcg@10"][q] = recall, rr, ndcg
     return out
 
 
