@@ -23,6 +23,7 @@ from rag_eval.grid.spec import Configuration, GridError, GridSpec, load_grid
 from rag_eval.results.file import ResultsFileError, load_results
 from rag_eval.results.merge import MergeError, merge_results, read_shards
 from rag_eval.util.atomic import write_atomic
+from rag_eval.util.person_files import refuse_overlap
 from rag_eval.util.shard import Shard
 
 
@@ -102,11 +103,18 @@ def _grid(
         return 0 if all(o.ok for o in outcomes) else 1
     runs, problems = collect(spec, split, configs)
     comparison = compare(runs, spec.reference_configuration(), spec.k, split, problems)
-    write(spec.out / split, comparison, say)
+    write(spec, spec.out / split, comparison, say)
     return 0 if not problems else 1
 
 
-def write(folder: Path, comparison: dict[str, Any], say: Callable[[str], None]) -> None:
+def inputs(spec: GridSpec) -> list[tuple[str, Path | None]]:
+    """What a grid reads, which none of its outputs may be."""
+    return [("the grid file", spec.path), ("[grid] pipeline_config", spec.pipeline_config)]
+
+
+def write(spec: GridSpec, folder: Path, comparison: dict[str, Any], say: Callable[[str], None]) -> None:
+    names = ("comparison.json", "comparison.md", "comparison.html")
+    refuse_overlap([(f"the comparison's {n}", folder / n) for n in names], inputs(spec))
     folder.mkdir(parents=True, exist_ok=True)
     text = markdown(comparison)
     write_atomic(folder / "comparison.json", json.dumps(comparison, ensure_ascii=False, indent=1).encode())
@@ -131,6 +139,7 @@ def _select(spec: GridSpec, metric: str, part: Shard | None, only_compare: bool,
     code = max(code, _grid(spec, "holdout", pair, None, only_compare, say))
     holdout_runs, _ = collect(spec, "holdout", pair)
     record = report(metric, chosen, len(tune_runs), {r.config.name: r for r in holdout_runs}, reference.name)
+    refuse_overlap([("the selection", spec.out / "selection.json")], inputs(spec))
     write_atomic(spec.out / "selection.json", json.dumps(record, ensure_ascii=False, indent=1).encode())
     say(
         f"selected {record['chosen']}: {metric} = {_fmt(record['tune']['value'])} on tune, "

@@ -308,3 +308,17 @@ def test_the_pareto_plot_renders_in_chromium(ran: Path) -> None:
         assert svg["y"] - 1 <= box["y"] and box["y"] + box["height"] <= svg["y"] + svg["height"] + 1
     assert front == (1 if len(json.loads((ran / "reports/grid/all/comparison.json").read_text())["pareto"]) > 1 else 0)
     assert requests == []
+
+
+def test_an_output_that_is_an_input_is_refused_and_left_untouched(repo: Path) -> None:
+    """Issue 37's rule for the grid too: the comparison may not be written over the grid's
+    own pipeline configuration (exit 2, the file byte for byte as it was)."""
+    (repo / "g" / "all").mkdir(parents=True)
+    base = repo / "g" / "all" / "comparison.md"
+    base.write_text('pipeline = "gridsys:make"\n', encoding="utf-8")
+    before = base.read_bytes()
+    grid_file = GRID.replace("{extra}", 'pipeline_config = "g/all/comparison.md"').replace("reports/grid", "g")
+    (repo / "grid.toml").write_text(grid_file, encoding="utf-8")
+    assert grid("--compare-only") == 2
+    assert base.read_bytes() == before
+    assert not (repo / "g" / "all" / "comparison.json").exists()
