@@ -100,9 +100,16 @@ def percentiles(values: Iterable[float]) -> dict[str, Any] | None:
     return {"p50": float(p50), "p95": float(p95), "n": int(arr.size)}
 
 
-def tokens(results: Mapping[str, Any]) -> dict[str, int] | None:
-    """Prompt and completion tokens over every tier of the run; None when nothing was counted."""
-    usage = (results.get("run") or {}).get("usage") or {}
-    prompt = sum(int(u.get("prompt_tokens") or 0) for u in usage.values() if isinstance(u, Mapping))
-    completion = sum(int(u.get("completion_tokens") or 0) for u in usage.values() if isinstance(u, Mapping))
-    return {"prompt_tokens": prompt, "completion_tokens": completion} if prompt or completion else None
+def tokens(results: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Prompt and completion tokens over every tier of the run, and ``cost_usd`` where the
+    run priced its calls; None when nothing was counted (absent, not 0)."""
+    usage = [u for u in ((results.get("run") or {}).get("usage") or {}).values() if isinstance(u, Mapping)]
+    prompt = sum(int(u.get("prompt_tokens") or 0) for u in usage)
+    completion = sum(int(u.get("completion_tokens") or 0) for u in usage)
+    if not prompt and not completion:
+        return None
+    out: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion}
+    priced = [float(u["cost_usd"]) for u in usage if u.get("cost_usd") is not None]
+    if priced:
+        out["cost_usd"] = sum(priced)
+    return out

@@ -167,6 +167,18 @@ def page(c: Mapping[str, Any]) -> str:
         f"<th>configuration</th><th>stage</th><th>recall@{k}</th><th>precision@{k}</th><th>irrelevant@{k}</th>"
         "<th>stage ms p50 / p95</th>"
     )
+    usage = "".join(
+        f"<tr><td>{esc(e['name'])}</td><td>{e['tokens']['prompt_tokens']}</td><td>{e['tokens']['completion_tokens']}</td>"
+        f"<td>{esc(_num(e['tokens'].get('cost_usd'), 4))}</td></tr>"
+        for e in c["configurations"]
+        if e.get("tokens")
+    )
+    spent = (
+        "<h2>Tokens and cost</h2><table><tr><th>configuration</th><th>prompt tokens</th><th>completion tokens</th>"
+        f"<th>cost (USD)</th></tr>{usage}</table>"
+        if usage
+        else "<p>No model calls were counted (no answers generated, or none priced): tokens and cost are absent.</p>"
+    )
     rows = []
     for e in c["configurations"]:
         for s in e["stages"]:
@@ -197,7 +209,7 @@ def page(c: Mapping[str, Any]) -> str:
         "<table><tr><th>configuration</th><th>metric</th><th>Δ (B − ref)</th><th>interval</th><th>n</th>"
         "<th>p worse</th><th>p better</th><th>p adj. (Holm)</th><th>different</th><th>detectable Δ</th>"
         f"<th>wins / losses / ties</th></tr>{tests}</table>"
-        f"<h2>Summary (Markdown)</h2><pre>{md}</pre></body></html>"
+        f"{spent}<h2>Summary (Markdown)</h2><pre>{md}</pre></body></html>"
     )
 
 

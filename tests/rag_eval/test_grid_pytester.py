@@ -145,6 +145,9 @@ def by_name(c: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def test_every_cell_equals_hand_arithmetic(ran: Path) -> None:
     repo = ran
     c = comparison(repo)
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[2] / "rag_eval" / "grid" / "comparison.schema.json").read_text())
+    jsonschema.validate(c, schema)  # the file is what its schema says
     entries = by_name(c)
     assert set(entries) == {f"top_k={k},threshold={t}" for k in (5, 3) for t in (0.0, 0.75)}
     for k in (5, 3):

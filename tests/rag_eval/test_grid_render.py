@@ -49,3 +49,18 @@ def test_markdown_keeps_a_pipe_in_a_name_out_of_the_table_syntax() -> None:
 def test_a_configuration_without_latency_is_listed_not_drawn_at_zero() -> None:
     svg = pareto_svg(comparison(0.7, None))
     assert "<circle" not in svg and "no configuration has both recall and latency" in svg
+
+
+def test_tokens_and_cost_show_where_counted_and_are_absent_otherwise() -> None:
+    from rag_eval.grid.measures import tokens
+
+    assert tokens({"run": {"usage": {"retrieval": {"prompt_tokens": 0, "completion_tokens": 0}}}}) is None
+    priced = {"judge": {"prompt_tokens": 100, "completion_tokens": 20, "cost_usd": 0.5}, "passk": {"prompt_tokens": 5}}
+    assert tokens({"run": {"usage": priced}}) == {"prompt_tokens": 105, "completion_tokens": 20, "cost_usd": 0.5}
+    unpriced = {"judge": {"prompt_tokens": 100, "completion_tokens": 20}}
+    assert "cost_usd" not in (tokens({"run": {"usage": unpriced}}) or {})
+    c = comparison(0.7, {"p50": 10.0, "p95": 20.0, "n": 10})
+    assert "tokens and cost are absent" in page(c)
+    c["configurations"][0]["tokens"] = {"prompt_tokens": 105, "completion_tokens": 20, "cost_usd": 0.5}
+    html = page(c)
+    assert "<td>105</td><td>20</td><td>0.5000</td>" in html
