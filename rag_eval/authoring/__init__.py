@@ -9,8 +9,10 @@ golden set" and "Keeping gold true").
 * :mod:`~rag_eval.authoring.accept` -- reviewed decisions merged into a golden file;
 * :mod:`~rag_eval.authoring.evidence` -- a run's non-gold evidence as candidates, and their decisions;
 * :mod:`~rag_eval.authoring.page` -- the review page (self-contained HTML);
-* :mod:`~rag_eval.authoring.paths` -- the one check that no output path is an input;
 * :mod:`~rag_eval.authoring.cli` -- the ``draft``, ``review``, ``accept`` and ``evidence`` commands.
+
+Every file these commands write goes through the one write rule, ``rag_eval.util.person_files``
+(no output is an input, a draft file is never replaced, written whole or not at all).
 
 Nothing here imports pytest or the plugin.
 """

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from rag_eval.authoring.paths import PathClash
 from rag_eval.authoring.quote import NEAR_DUP_THRESHOLD
 from rag_eval.authoring.recipes import RECIPES
 from rag_eval.core.errors import RagEvalError
@@ -95,7 +94,7 @@ def run(args: argparse.Namespace) -> int | None:
         from rag_eval.authoring.commands import evidence_command
 
         return evidence_command(args)
-    except (GoldenSetError, RagEvalError, PathClash, ValueError) as exc:
+    except (GoldenSetError, RagEvalError, ValueError) as exc:
         print(f"error: {terminal(str(exc))}", file=sys.stderr)
         return 2
 

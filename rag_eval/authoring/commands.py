@@ -7,14 +7,14 @@ import argparse
 from pathlib import Path
 
 from rag_eval.authoring.drafting import Ask, Retrieve
-from rag_eval.authoring.paths import check_outputs
 from rag_eval.core.records import Chunk, Document
 from rag_eval.golden.load import GoldenSetError, load_golden_set
 from rag_eval.golden.model import GoldenItem
-from rag_eval.util.atomic import write_atomic
 from rag_eval.util.escape import terminal
+from rag_eval.util.person_files import refuse_existing, refuse_overlap, write_atomic
 
 NEGATIVE_TOP_K = 5  # chunks of the system's retrieval a negative draft is checked against
+EVIDENCE_FILES = ("evidence-candidates.jsonl", "evidence-review.html")  # what evidence writes into --out
 
 
 def corpus_documents(
@@ -66,11 +66,8 @@ def draft_command(args: argparse.Namespace) -> int:
     docs, corpus = corpus_documents(args.corpus, args.dataset)
     items, golden = existing_items(args.golden_set, args.dataset)
     out = Path(args.out)
-    check_outputs(
-        [("--out", out)],
-        [("--corpus", corpus)] + ([("--golden-set", golden)] if golden else []),
-        fresh=["--out"],
-    )
+    refuse_overlap([("--out", out)], [("--corpus", corpus), ("--golden-set", golden)])
+    refuse_existing("--out", out, what="drafts")
     asks = [Ask(recipe, n) for recipe, n in parse_scenarios(args.scenario).items()]
     if args.fill_gaps:
         asks = gap_plan(items, args.dimension, args.min, golden)
@@ -156,7 +153,7 @@ def review_command(args: argparse.Namespace) -> int:
 
     path = Path(args.drafts)
     out = Path(args.out) if args.out else path.with_suffix(".html")
-    check_outputs([("--out", out)], [("DRAFTS", path)])
+    refuse_overlap([("--out", out)], [("DRAFTS", path)])
     drafts = load_drafts(path)
     write_page(out, render_drafts_page(drafts, str(path)))
     print(
@@ -174,12 +171,12 @@ def accept_command(args: argparse.Namespace) -> int:
 
     decisions_path, into = Path(args.decisions), Path(args.into)
     lookup = None
-    inputs = [("DECISIONS", decisions_path)]
+    inputs: list[tuple[str, Path | None]] = [("DECISIONS", decisions_path)]
     if args.corpus or args.dataset:
         docs, corpus = corpus_documents(args.corpus, args.dataset)
         lookup = ChunkLookup(docs, [])
         inputs.append(("--corpus", corpus))
-    check_outputs([("--into", into)], inputs)
+    refuse_overlap([("--into", into)], inputs)
     decisions = load_decisions(decisions_path)
     merger = Merger(read_golden_lines(into), into, lookup, check_threshold(args.near_dup, "--near-dup"), args.id_prefix)
     merge = merger.apply(decisions)
@@ -225,17 +222,20 @@ def evidence_command(args: argparse.Namespace) -> int:
             except GoldenSetError:
                 docs = ()
     out = Path(args.out)
-    check_outputs([("--out", out)], [(f"RESULTS {p}", Path(p)) for p in args.results] + [("--golden-set", golden)])
+    refuse_overlap(
+        [("--out", out), *((f"--out's {name}", out / name) for name in EVIDENCE_FILES)],
+        [*((f"RESULTS {p}", p) for p in args.results), ("--golden-set", golden)],
+    )
     found = find_candidates(runs, items, ChunkLookup(docs, []), chunks)
     lines = [c.to_dict(items.get(c.case)) for c in found.candidates]
     import json
 
     out.mkdir(parents=True, exist_ok=True)
     write_atomic(
-        out / "evidence-candidates.jsonl",
+        out / EVIDENCE_FILES[0],
         "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines).encode("utf-8"),
     )
-    page = write_page(out / "evidence-review.html", render_evidence_page(lines, ", ".join(args.results)))
+    page = write_page(out / EVIDENCE_FILES[1], render_evidence_page(lines, ", ".join(args.results)))
     print(
         f"{len(lines)} evidence candidate(s) await review ({found.decided} already decided, "
         f"{found.without_text} shown chunk(s) whose text no file holds)"

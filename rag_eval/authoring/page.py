@@ -18,7 +18,7 @@ from rag_eval.authoring.drafts import Draft
 from rag_eval.core.records import Document
 from rag_eval.golden.resolve import ChunkLookup
 from rag_eval.labels.page import environment
-from rag_eval.util.atomic import write_atomic
+from rag_eval.util.person_files import write_atomic
 
 TEMPLATE = "review.html.j2"
 

@@ -53,7 +53,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.n is not None and args.n < 2:
             raise RagEvalError(f"--n {args.n}: a correlation needs at least 2 instances")
-        _check_out(out, args.prices)
+        from rag_eval.calibrate.meta_eval import DATA
+        from rag_eval.util.person_files import refuse_overlap
+
+        shipped = [(f"the shipped {p.name}", p) for p in DATA.iterdir()]
+        refuse_overlap([("--out", out)], [*shipped, ("--prices", args.prices)])
         cfg = JudgeConfig.from_env(
             os.environ,
             cache_dir=Path(args.cache) if args.cache else Path(".rag_cache") / "judge",
@@ -83,11 +87,3 @@ def progress_line(instance: str, side: str, judged: Judged) -> None:
     print(
         terminal(f"calibrate: instance {instance} {side}: {outcome}", keep_newlines=False), file=sys.stderr, flush=True
     )
-
-
-def _check_out(out: Path, prices: str | None) -> None:
-    """No output path may be an input: not a file of the shipped set, not the price file."""
-    from rag_eval.calibrate.meta_eval import DATA
-    from rag_eval.util.person_files import refuse_overlap
-
-    refuse_overlap([("--out", out)], [*((f"the shipped {p.name}", p) for p in DATA.iterdir()), ("--prices", prices)])

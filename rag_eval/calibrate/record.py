@@ -16,7 +16,7 @@ from typing import Any
 from rag_eval.calibrate.meta_eval import METRICS
 from rag_eval.calibrate.run import FORMAT, VERSION
 from rag_eval.core.errors import RagEvalError
-from rag_eval.util.atomic import write_atomic
+from rag_eval.util.person_files import write_atomic
 
 
 class CalibrationFileError(RagEvalError):

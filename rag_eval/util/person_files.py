@@ -3,7 +3,7 @@ replaces a file, and a person's work is never overwritten.
 
 Every writer of rag_eval (the results file, the HTML report, the Markdown summary, the
 labelling sheet and page, drafts, review decisions, golden files) goes through these
-three functions, so the rule is kept in one place (docs/report.md, "Files a person
+functions, so the rule is kept in one place (docs/report.md, "Files a person
 edits"):
 
 ``refuse_overlap(outputs, inputs)``
@@ -18,6 +18,10 @@ edits"):
     None; with a problem nothing is put in the place of ``path`` (an existing file stays
     byte for byte) and ``InvalidOutputError`` says why. ``keep_rejected=True`` keeps the
     rejected bytes at ``<stem>.invalid<suffix>`` beside it (no computed result lost).
+
+``refuse_existing(name, path)``
+    An output that must be new (``draft --out``): an existing file (or a symlink) is a
+    ``PersonWorkError`` naming the option and the path.
 
 ``guard_person_file(path, count_work, force, what=...)``
     Before a command writes a file a person fills in (a labelling sheet, a review file):
@@ -81,6 +85,17 @@ def refuse_overlap(outputs: Iterable[Named], inputs: Iterable[Named]) -> None:
                     "give each output its own path (nothing was written)"
                 )
         seen_out.append((name, path))
+
+
+def refuse_existing(name: str, path: PathLike, *, what: str = "a person's work") -> None:
+    """``PersonWorkError`` when ``path`` exists: an output that must be new (``draft --out``)
+    never replaces a file, which may hold ``what``; nothing was written."""
+    target = Path(path)
+    if target.exists() or target.is_symlink():
+        raise PersonWorkError(
+            f"{name} {target} exists and may hold {what}: it is never overwritten; "
+            "give a new path (nothing was written)"
+        )
 
 
 def same_file(a: Path, b: Path) -> bool:

@@ -4,6 +4,7 @@ path rules (no output is an input)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -109,14 +110,63 @@ def test_fill_gaps_drafts_the_thin_cells_with_their_tags(
     assert "no thin cell" in capsys.readouterr().out
 
 
-def test_no_output_may_be_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    decisions = tmp_path / "d.jsonl"
-    decisions.write_text("{}\n", encoding="utf-8")
-    assert main(["accept", str(decisions), "--into", str(decisions)]) == 2
-    assert "is also DECISIONS: an output may not be an input" in capsys.readouterr().err
-    assert decisions.read_text(encoding="utf-8") == "{}\n"
-    assert main(["review", str(decisions), "--out", str(decisions)]) == 2
-    assert "an output may not be an input" in capsys.readouterr().err
+def linked(kind: str, target: Path, at: Path) -> Path:
+    """``target`` itself (``same``), or a ``symlink`` or a ``hardlink`` to it made at ``at``."""
+    if kind == "symlink":
+        at.symlink_to(target)
+    elif kind == "hardlink":
+        at.hardlink_to(target)
+    return target if kind == "same" else at
+
+
+def command_over_its_input(command: str, kind: str, tmp_path: Path) -> tuple[list[str], Path]:
+    """``command``'s arguments with an output that is one of its inputs, and that input."""
+    golden_text = (Path(__file__).parents[2] / "golden_sets" / "demo_maths" / "golden.jsonl").read_bytes()
+    if command == "draft":
+        (tmp_path / "notes").mkdir()
+        (tmp_path / "notes" / "tea.md").write_text(TEA, encoding="utf-8")
+        golden = tmp_path / "golden.jsonl"
+        golden.write_bytes(golden_text)
+        out = linked(kind, golden, tmp_path / "drafts.jsonl")
+        return ["draft", "--corpus", "notes", "--golden-set", str(golden), "--out", str(out)], golden
+    if command == "evidence":
+        results = tmp_path / "results.json"
+        results.write_bytes((Path(__file__).parents[2] / "tests" / "data" / "report_sample_results.json").read_bytes())
+        (tmp_path / "ev").mkdir()
+        candidates = tmp_path / "ev" / "evidence-candidates.jsonl"  # where evidence writes its candidates
+        candidates.write_bytes(golden_text)
+        golden = linked(kind, candidates, tmp_path / "golden.jsonl")
+        return ["evidence", str(results), "--golden-set", str(golden), "--out", "ev"], candidates
+    given = tmp_path / "given.jsonl"
+    given.write_text("{}\n", encoding="utf-8")
+    out = linked(kind, given, tmp_path / "out.jsonl")
+    return [command, str(given), "--into" if command == "accept" else "--out", str(out)], given
+
+
+@pytest.mark.parametrize("kind", ["same", "symlink", "hardlink"])
+@pytest.mark.parametrize("command", ["draft", "review", "accept", "evidence"])
+def test_no_output_may_be_an_input(
+    command: str, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv, given = command_over_its_input(command, kind, tmp_path)
+    before = hashlib.sha256(given.read_bytes()).hexdigest()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is the input" in err and "of the same command: it would be overwritten" in err, err
+    assert "(nothing was written)" in err
+    assert hashlib.sha256(given.read_bytes()).hexdigest() == before
+    assert not list(tmp_path.glob("**/*.html")) and not list(tmp_path.glob("**/*.tmp*"))
+
+
+def test_draft_never_replaces_an_existing_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "tea.md").write_text(TEA, encoding="utf-8")
+    drafts = tmp_path / "drafts.jsonl"
+    drafts.write_text('{"edited": "by a person"}\n', encoding="utf-8")
+    assert main(["draft", "--corpus", str(tmp_path / "notes"), "--out", str(drafts)]) == 2
+    assert f"--out {drafts} exists and may hold drafts: it is never overwritten" in capsys.readouterr().err
+    assert drafts.read_text(encoding="utf-8") == '{"edited": "by a person"}\n'
 
 
 def test_a_bad_decisions_line_names_file_line_and_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -241,3 +241,24 @@ def test_cli_refuses_to_write_over_an_input(
     assert main(["calibrate", "--n", "2", "--out", str(DATA / "manifest.json")]) == 2
     assert "is the input the shipped manifest.json" in capsys.readouterr().err
     assert (DATA / "manifest.json").read_bytes() == before and scripted.calls("chat") == 0
+
+
+@pytest.mark.parametrize("kind", ["same", "symlink", "hardlink"])
+def test_cli_refuses_an_out_that_is_the_price_file(
+    kind: str, scripted: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    monkeypatch.setenv("RAG_JUDGE_BASE_URL", scripted.base_url)
+    monkeypatch.setenv("RAG_JUDGE_MODEL", "judge-m")
+    monkeypatch.setenv("RAG_JUDGE_API_KEY", KEY)
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[prices."judge-m"]\nprompt = 1.0\ncompletion = 2.0\n', encoding="utf-8")
+    before = prices.read_bytes()
+    out = prices
+    if kind != "same":
+        out = tmp_path / "calibration.json"
+        out.symlink_to(prices) if kind == "symlink" else out.hardlink_to(prices)
+    assert main(["calibrate", "--n", "2", "--prices", str(prices), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out} is the input --prices {prices} of the same command" in err and "(nothing was written)" in err
+    assert prices.read_bytes() == before and scripted.calls("chat") == 0

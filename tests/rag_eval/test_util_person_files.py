@@ -18,6 +18,7 @@ from rag_eval.util.person_files import (
     append_atomic,
     backup_copy,
     guard_person_file,
+    refuse_existing,
     refuse_overlap,
     rejected_path,
     same_file,
@@ -130,3 +131,18 @@ def test_a_backup_never_replaces_an_earlier_backup(tmp_path: Path) -> None:
     second = backup_copy(sheet, when)
     assert (first.name, second.name) == ("s.20261207T120000Z.jsonl", "s.20261207T120000Z-1.jsonl")
     assert (first.read_text(), second.read_text()) == ("1", "2")
+
+
+def test_an_output_that_must_be_new_refuses_an_existing_file_or_symlink(tmp_path: Path) -> None:
+    drafts = tmp_path / "drafts.jsonl"
+    refuse_existing("--out", drafts)  # not there yet: nothing to refuse
+    drafts.write_text("{}\n", encoding="utf-8")
+    with pytest.raises(
+        PersonWorkError, match=r"--out .*drafts.jsonl exists and may hold drafts: it is never overwritten"
+    ):
+        refuse_existing("--out", drafts, what="drafts")
+    dangling = tmp_path / "link.jsonl"
+    dangling.symlink_to(tmp_path / "nowhere.jsonl")
+    with pytest.raises(PersonWorkError, match="give a new path"):
+        refuse_existing("--out", dangling)
+    assert drafts.read_text(encoding="utf-8") == "{}\n"
