@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,15 +34,45 @@ ALLOW_OUTSIDE_ARGS = ("--allow-outside-dataset", ALLOW_OUTSIDE)
 ALLOW_OUTSIDE_HELP = "read corpus and golden files that resolve outside the dataset folder (symlinks, ..)"
 
 
+DATASET_HELP = "dataset folder (default: rag_eval_dataset of [tool.pytest.ini_options] in ./pyproject.toml)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not load_tiers(args.tiers):
+        return 2
+    done = authoring.run(args)
+    if done is not None:
+        return done
+    return COMMANDS[args.command](args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: each command's arguments are added by its own ``_add_<command>``
+    (or its module's ``add_parser``), in the order ``--help`` lists them."""
     parser = argparse.ArgumentParser(prog="python -m rag_eval", description=__doc__)
     parser.add_argument("--tiers", default="", metavar="MODULES", help=TIERS_HELP)
     sub = parser.add_subparsers(dest="command", required=True)
-    dataset_help = "dataset folder (default: rag_eval_dataset of [tool.pytest.ini_options] in ./pyproject.toml)"
+    for add in (_add_validate, _add_coverage, _add_corpus_hash, _add_merge, _add_summary, _add_report):
+        add(sub)
+    for add in (_add_sample, _add_power):
+        add(sub)
+    authoring.add_parsers(sub)
+    calibrate_command.add_parser(sub)
+    grid_command.register(sub)
+    return parser
+
+
+def _add_dataset_args(parser: argparse.ArgumentParser, golden_set: bool = True) -> None:
+    parser.add_argument("--dataset", "--rag-dataset", default=None, help=DATASET_HELP)
+    if golden_set:
+        parser.add_argument("--golden-set", "--rag-golden-set", default=None)
+    parser.add_argument(*ALLOW_OUTSIDE_ARGS, action="store_true", help=ALLOW_OUTSIDE_HELP)
+
+
+def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_val = sub.add_parser("validate", help="validate a golden set against its corpus and index")
-    p_val.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
-    p_val.add_argument("--golden-set", "--rag-golden-set", default=None)
-    p_val.add_argument(*ALLOW_OUTSIDE_ARGS, action="store_true", help=ALLOW_OUTSIDE_HELP)
+    _add_dataset_args(p_val)
     p_val.add_argument("--coverage", action="store_true", help="also print the scenario × tier coverage table")
     p_val.add_argument(
         "--dimension", action="append", default=[], metavar="TAG", help="with --coverage: a tag dimension (repeatable)"
@@ -71,13 +101,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also look every gold chunk id up in this system (package.module:factory, or as --rag-pipeline "
         "of pytest); exits 1 naming the ids it does not hold",
     )
-    p_cov = sub.add_parser("coverage", help="print the scenario × tier coverage table")
-    p_cov.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
-    p_cov.add_argument("--golden-set", "--rag-golden-set", default=None)
-    p_cov.add_argument(*ALLOW_OUTSIDE_ARGS, action="store_true", help=ALLOW_OUTSIDE_HELP)
+
+
+def _add_coverage(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    _add_dataset_args(sub.add_parser("coverage", help="print the scenario × tier coverage table"))
+
+
+def _add_corpus_hash(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_hash = sub.add_parser("corpus-hash", help="print the content hash golden items record as corpus.sha256")
-    p_hash.add_argument("--dataset", "--rag-dataset", default=None, help=dataset_help)
-    p_hash.add_argument(*ALLOW_OUTSIDE_ARGS, action="store_true", help=ALLOW_OUTSIDE_HELP)
+    _add_dataset_args(p_hash, golden_set=False)
+
+
+def _add_merge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_merge = sub.add_parser(
         "merge", help="merge the results files of `pytest --rag-shard I/N` runs, gate them, exit by the gate"
     )
@@ -120,13 +155,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="error",
         help="a baseline of another dataset: error (default) exits 2; warn merges without the comparison and says why",
     )
+
+
+def _add_summary(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_sum = sub.add_parser("summary", help="print (or write) the Markdown summary of a results file")
     p_sum.add_argument("results", help="a results file (reports/eval-results.json)")
     p_sum.add_argument("--artifact-url", "--rag-artifact-url", default=None, help="link to the uploaded report")
     p_sum.add_argument("--out", default=None, help="write here instead of printing (overwrites)")
+
+
+def _add_report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_rep = sub.add_parser("report", help="render the HTML report of a stored results file")
     p_rep.add_argument("results", help="a results file (reports/eval-results.json)")
     p_rep.add_argument("--out", default=None, help="the HTML file (default: the results file with .html)")
+    p_rep.add_argument("--calibration", default=None, metavar="FILE", help="show this `calibrate` file in the report")
+
+
+def _add_sample(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_sam = sub.add_parser("sample", help="draw a seeded sample of judged cases to label: a labelling sheet and page")
     p_sam.add_argument("results", help="a results file with judged cases (reports/eval-results.json)")
     p_sam.add_argument("--n", type=int, default=150, help="cases to sample (default 150; 150-300 labels is usual)")
@@ -146,34 +191,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="replace a sheet in --out that holds labels (a timestamped copy of it is kept); without it, refused",
     )
+
+
+def _add_power(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p_pow = sub.add_parser("power", help="how many golden items a gate needs to see a drop (from a results file)")
     p_pow.add_argument("results", help="a results file (reports/eval-results.json)")
     p_pow.add_argument("--metric", required=True, help="a metrics key, e.g. recall@5 or retrieval.recall@5")
     p_pow.add_argument("--drop", type=float, required=True, help="the drop to see, e.g. 0.03 for 3 points")
     p_pow.add_argument("--alpha", type=float, default=0.05, help="one-sided significance level (default 0.05)")
     p_pow.add_argument("--power", type=float, default=0.8, help="the power wanted (default 0.8)")
-    p_rep.add_argument("--calibration", default=None, metavar="FILE", help="show this `calibrate` file in the report")
-    authoring.add_parsers(sub)
-    calibrate_command.add_parser(sub)
-    grid_command.register(sub)
-    args = parser.parse_args(argv)
-    if not load_tiers(args.tiers):
-        return 2
-    done = authoring.run(args)
-    if done is not None:
-        return done
-    if args.command == "calibrate":
-        return calibrate_command.run(args)
-    if args.command == "grid":
-        return grid_command.main(args)
-    if args.command == "power":
-        return _power(args)
-    if args.command == "sample":
-        return _sample(args)
-    if args.command == "merge":
-        return _merge(args)
-    if args.command in ("summary", "report"):
-        return _render(args)
+
+
+def _dataset_command(args: argparse.Namespace) -> int:
+    """``validate``, ``coverage`` and ``corpus-hash``: they read a dataset (as given, else the ini keys)."""
     try:
         args.dataset, args.golden_set = default_inputs(args.dataset, getattr(args, "golden_set", None))
         if args.command == "coverage":
@@ -181,15 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(coverage_table(golden_items(paths), golden_applies()))
             return 0
         if args.command == "corpus-hash":
-            from rag_eval.adapters import PipelineSpec, SystemContext, corpus_reader
-            from rag_eval.corpus import corpus_hash
-
-            paths = find_paths(args.dataset, allow_outside=args.allow_outside_dataset)
-            if paths.corpus is None:
-                raise GoldenSetError(f"--rag-dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
-            read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
-            print(corpus_hash(read(paths.corpus)))
-            return 0
+            return _corpus_hash(args)
         gaps = Gaps(args.dimension, args.min, args.fail_under) if args.coverage else None
         gold = _gold_mode(args.gold, args.pipeline_config)
         code = _validate(args.dataset, args.golden_set, args.coverage, gold, gaps, args.allow_outside_dataset)
@@ -199,6 +221,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (GoldenSetError, RagEvalError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+
+
+def _corpus_hash(args: argparse.Namespace) -> int:
+    from rag_eval.adapters import PipelineSpec, SystemContext, corpus_reader
+    from rag_eval.corpus import corpus_hash
+
+    paths = find_paths(args.dataset, allow_outside=args.allow_outside_dataset)
+    if paths.corpus is None:
+        raise GoldenSetError(f"--rag-dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
+    read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
+    print(corpus_hash(read(paths.corpus)))
+    return 0
 
 
 TIERS_HELP = (
@@ -505,3 +539,18 @@ def _merge(args: argparse.Namespace) -> int:
     for line in summary_lines(gates, passed, baseline, bool(regression), baseline_lines(results), written, note):
         print(line.text, file=sys.stderr if line.text.startswith("ERROR:") else sys.stdout)
     return 0 if passed and not written.problems else 1
+
+
+# A command's handler; the authoring commands are run by authoring.run, before this is looked up.
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "validate": _dataset_command,
+    "coverage": _dataset_command,
+    "corpus-hash": _dataset_command,
+    "merge": _merge,
+    "summary": _render,
+    "report": _render,
+    "sample": _sample,
+    "power": _power,
+    "calibrate": calibrate_command.run,
+    "grid": grid_command.main,
+}

@@ -81,11 +81,7 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     known = tuple(_known(k, f"{where} known[{i}]") for i, k in enumerate(_list(raw, "known", where)))
     conditions = tuple(_condition(c, f"{where} conditions[{i}]") for i, c in enumerate(_list(raw, "conditions", where)))
     _unique_names(known, conditions, where)
-    limit = raw.get("clarification_limit", DEFAULT_CLARIFICATION_LIMIT)
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise DialogueSetError(
-            f"{where}: clarification_limit must be a positive integer (default {DEFAULT_CLARIFICATION_LIMIT}), got {limit!r}"  # noqa: E501
-        )
+    limit = _clarification_limit(raw, where)
     names = {c.name for c in conditions}
     turns = tuple(
         _turn(t, f"{where} expected_turns[{i}]", names) for i, t in enumerate(_list(raw, "expected_turns", where))
@@ -98,16 +94,8 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
     if material not in MATERIAL:
         raise DialogueSetError(f"{where}: material {material!r} is not one of {', '.join(MATERIAL)}")
     _check_script(turns, follow_ups, limit, bool(evidence), where)
-    forbidden = tuple(_strings(raw, "forbidden", where))
-    try:
-        check_forbidden_phrases(forbidden)
-    except (TypeError, ValueError) as exc:
-        raise DialogueSetError(f"{where}: forbidden: {exc}") from None
-    cannot = raw.get("cannot_answer", "")
-    if not isinstance(cannot, str):
-        raise DialogueSetError(
-            f"{where}: cannot_answer must be a string (what the student says to a question they cannot answer)"
-        )
+    forbidden = _forbidden(raw, where)
+    cannot = _cannot_answer(raw, where)
     split = raw.get("split") or derived_split(raw, evidence)
     if split not in SPLITS:
         raise DialogueSetError(f"{where}: split {split!r} is not one of {', '.join(SPLITS)}")
@@ -134,6 +122,33 @@ def parse_dialogue(raw: Any, where: str) -> DialogueItem:
         corpus_sha256=str(corpus.get("sha256", "")),
         source=source,
     )
+
+
+def _clarification_limit(raw: Mapping[str, Any], where: str) -> int:
+    limit = raw.get("clarification_limit", DEFAULT_CLARIFICATION_LIMIT)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise DialogueSetError(
+            f"{where}: clarification_limit must be a positive integer (default {DEFAULT_CLARIFICATION_LIMIT}), got {limit!r}"  # noqa: E501
+        )
+    return limit
+
+
+def _forbidden(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
+    forbidden = tuple(_strings(raw, "forbidden", where))
+    try:
+        check_forbidden_phrases(forbidden)
+    except (TypeError, ValueError) as exc:
+        raise DialogueSetError(f"{where}: forbidden: {exc}") from None
+    return forbidden
+
+
+def _cannot_answer(raw: Mapping[str, Any], where: str) -> str:
+    cannot = raw.get("cannot_answer", "")
+    if not isinstance(cannot, str):
+        raise DialogueSetError(
+            f"{where}: cannot_answer must be a string (what the student says to a question they cannot answer)"
+        )
+    return cannot
 
 
 def _check_script(

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from rag_eval.core.contract import ContractError
-from rag_eval.core.dialogue import DIALOGUE_SIGNATURE, as_dialogue_turn
+from rag_eval.core.dialogue import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
 from rag_eval.dialogue.asking import asked_names
 from rag_eval.dialogue.leak import leaks
 from rag_eval.dialogue.model import DialogueItem
@@ -63,15 +63,7 @@ def replay(
             records.append(replace(base, error=error))
             stop = "system_error"
             break
-        asked = asked_names(turn, item)
-        record = replace(
-            base,
-            turn=turn,
-            asked=asked,
-            reasked=tuple(n for n in asked if n in known or n in given),
-            candidate_leaks=leaks(turn.candidate_text, item.forbidden),
-            final_leaks=leaks(turn.message, item.forbidden),
-        )
+        record = _record(base, turn, item, known, given)
         messages.append({"role": "assistant", "content": turn.message})
         clarified += turn.action == "clarify"
         if turn.action == "clarify" and clarified > limit:
@@ -96,6 +88,31 @@ def replay(
             break
         messages.append({"role": "user", "content": reply.text})
 
+    return _transcript(item, records, stop, limit, given, unanswered, error)
+
+
+def _record(base: TurnRecord, turn: DialogueTurn, item: DialogueItem, known: set[str], given: list[str]) -> TurnRecord:
+    """The system's turn on its record: what it asked, what it asked again, what it leaked."""
+    asked = asked_names(turn, item)
+    return replace(
+        base,
+        turn=turn,
+        asked=asked,
+        reasked=tuple(n for n in asked if n in known or n in given),
+        candidate_leaks=leaks(turn.candidate_text, item.forbidden),
+        final_leaks=leaks(turn.message, item.forbidden),
+    )
+
+
+def _transcript(
+    item: DialogueItem,
+    records: list[TurnRecord],
+    stop: StopReason,
+    limit: int,
+    given: list[str],
+    unanswered: list[str],
+    error: str | None,
+) -> Transcript:
     return Transcript(
         dialogue_id=item.id,
         turns=tuple(records),

@@ -60,8 +60,17 @@ def _add_output_options(parser: pytest.Parser) -> None:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Every option and ini key of the plugin (``pytest_addoption``)."""
+    """Every option and ini key of the plugin (``pytest_addoption``), group by group, in ``--help``'s order."""
     _add_output_options(parser)
+    _add_input_options(parser)
+    _add_case_options(parser)
+    _add_judge_options(parser)
+    _add_pipeline_options(parser)
+    add_tier_options(parser)
+
+
+def _add_input_options(parser: pytest.Parser) -> None:
+    """What to run: the dataset, golden set, thresholds, results file, split, shard, tags, settings, grid."""
     group = parser.getgroup("rag_eval", "RAG evaluation gate")
     group.addoption(
         "--rag-dataset",
@@ -109,6 +118,11 @@ def add_options(parser: pytest.Parser) -> None:
         "rag_eval_results", "default --rag-results (relative to the ini file)", default="reports/eval-results.json"
     )
     parser.addini("rag_eval_thresholds", "default --rag-thresholds", default="thresholds.toml")
+
+
+def _add_case_options(parser: pytest.Parser) -> None:
+    """How cases run: the dialogue set, what a failing case does, its timeout, the concurrency."""
+    group = parser.getgroup("rag_eval", "RAG evaluation gate")
     group.addoption(
         "--rag-dialogues",
         default=None,
@@ -139,6 +153,10 @@ def add_options(parser: pytest.Parser) -> None:
         f"{DEFAULT_CONCURRENCY}, or ini rag_eval_concurrency, or {CONCURRENCY_VAR}; 1 = one call at a time)",
     )
     parser.addini("rag_eval_concurrency", f"default --rag-concurrency (default {DEFAULT_CONCURRENCY})", default="")
+
+
+def _add_judge_options(parser: pytest.Parser) -> None:
+    """The judge tier: its engine, cache, prices, budgets and human labels."""
     judge = parser.getgroup(
         "rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)"
     )
@@ -178,8 +196,6 @@ def add_options(parser: pytest.Parser) -> None:
         help="human labels (JSONL, docs/human-labels.md): judge-human agreement and corrected estimates",
     )
     parser.addini("rag_eval_human_labels", "default --rag-human-labels (relative to the rootdir)", default="")
-    _add_pipeline_options(parser)
-    add_tier_options(parser)
 
 
 def _add_pipeline_options(parser: pytest.Parser) -> None:
