@@ -35,6 +35,7 @@ class Header:
     warnings: tuple[str, ...]
     blame: str = ""  # the run's judge blame split in one line (rag_eval.judge.blame.summary_line)
     system: tuple[Field, ...] = ()  # what the system under test said about itself, one group
+    evidence: str = ""  # how many evidence candidates await review, and the command that lists them
 
     @property
     def run_line(self) -> tuple[Field, ...]:
@@ -97,7 +98,18 @@ def build_header(results: RunResults) -> Header:
         tuple(_warnings(results)),
         summary_line(optional[BLAME_KEY]),
         tuple(Field(str(k), fmt_scalar(v)) for k, v in system.items() if v not in (None, "", [], {})),
+        evidence_line(optional["evidence_pending"]),
     )
+
+
+def evidence_line(pending: Mapping[str, Any] | None) -> str:
+    """'3 evidence candidates await review (1 already decided) — python -m rag_eval evidence …';
+    empty when none await review, as the terminal says nothing then."""
+    if not pending or not pending["count"]:
+        return ""
+    count = int(pending["count"])
+    noun = "candidate awaits" if count == 1 else "candidates await"
+    return f"{count} evidence {noun} review ({pending['decided']} already decided) — {pending['command']}"
 
 
 # the run block's optional keys (rag_eval/results.schema.json: $defs/run), read once
@@ -109,6 +121,7 @@ OPTIONAL_RUN_KEYS: tuple[str, ...] = (
     "merged_from",
     BLAME_KEY,
     "baseline_refused",
+    "evidence_pending",
 )
 
 

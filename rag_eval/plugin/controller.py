@@ -58,6 +58,7 @@ class Controller:
         self.passed = True
         self.written: Written | None = None
         self.label_report: LabelReport | None = None  # with --rag-human-labels, at finish
+        self._evidence: dict[str, Any] | None = None  # run.evidence_pending, computed once at finish
         self.complete = True  # False: -x, --maxfail, Ctrl-C or SIGTERM stopped the loop
         self.write_error: str | None = None  # the results file could not be written: why
         # What the controller's warm-up build did (index_built, embeddings_computed, ...): under
@@ -244,6 +245,9 @@ class Controller:
         )
         self.gates = run_gates(thresholds, cases, self.label_report) if not sharded else []
         info = {**self._run_info(), "complete": complete}
+        pending = self.evidence_pending(cases)
+        if pending is not None:
+            info["evidence_pending"] = pending
         # the index was built (or loaded) by the controller: its build is part of run.system
         system = {k: str(v) for k, v in self.warm_build.items()} if self.warm_build and info.get("workers") else None
         done = conclude(
@@ -264,6 +268,26 @@ class Controller:
         if self.label_report is not None:
             return dataclasses.replace(done.results, labels=self.label_report.to_dict())
         return done.results
+
+    def evidence_pending(self, cases: list[CaseResult]) -> dict[str, Any] | None:
+        """``run.evidence_pending``: how many non-gold chunks the run showed await review, how many
+        were decided, the command that lists them (docs/golden-sets.md#keeping-gold-true); None for
+        a shard or a run whose session never started. Computed once: the terminal and the report agree."""
+        if self._evidence is not None:
+            return self._evidence
+        if self.run.config.shard is not None or not self.run.session_started():
+            return None
+        from rag_eval.authoring.evidence import awaiting_review
+
+        session = self.run.session()
+        items = {i.id: i for i in session.dataset.items}
+        found = awaiting_review([c.to_dict() for c in cases], items, session.lookup)
+        self._evidence = {
+            "count": len(found.candidates),
+            "decided": found.decided,
+            "command": f"python -m rag_eval evidence {self.run.config.results_path}",
+        }
+        return self._evidence
 
     def sorted_cases(self) -> list[CaseResult]:
         return sorted(self.cases.values(), key=lambda c: (c.tier, c.id))

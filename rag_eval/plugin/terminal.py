@@ -113,20 +113,13 @@ def gate_summary(config: pytest.Config, state: Controller) -> list[Line]:
 
 def _evidence_lines(state: Controller, cases: list[CaseResult]) -> list[Line]:
     """How many non-gold chunks this run showed await a person's review (docs/golden-sets.md#keeping-gold-true)."""
-    if state.run.config.shard is not None or not state.run.session_started():
+    pending = state.evidence_pending(cases)
+    if pending is None or not pending["count"]:
         return []
-    from rag_eval.authoring.evidence import awaiting_review
-
-    session = state.run.session()
-    items = {i.id: i for i in session.dataset.items}
-    found = awaiting_review([c.to_dict() for c in cases], items, session.lookup)
-    if not found.candidates:
-        return []
-    results = terminal(str(state.run.config.results_path))
     return [
         Line(
-            f"evidence: {len(found.candidates)} non-gold chunk(s) ranked above gold or in context await review "
-            f"({found.decided} already decided): python -m rag_eval evidence {results}"
+            f"evidence: {pending['count']} non-gold chunk(s) ranked above gold or in context await review "
+            f"({pending['decided']} already decided): {terminal(pending['command'])}"
         )
     ]
 

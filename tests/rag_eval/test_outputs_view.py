@@ -247,6 +247,27 @@ def test_a_tier_that_made_no_call_has_no_usage_row(results: dict[str, Any]) -> N
     assert "Token use and cost" not in render_html(typed(r))
 
 
+def test_the_header_says_how_many_evidence_candidates_await_review(results: dict[str, Any]) -> None:
+    r = copy.deepcopy(results)
+    command = "python -m rag_eval evidence reports/<b>eval</b>-results.json"
+    r["run"]["evidence_pending"] = {"count": 460, "decided": 3, "command": command}
+    h = build_view(typed(r)).header
+    assert h.evidence == f"460 evidence candidates await review (3 already decided) — {command}"
+    html = render_html(typed(r))
+    assert '<p class="summary" id="evidence-pending">460 evidence candidates await review' in html
+    assert "&lt;b&gt;eval&lt;/b&gt;-results.json" in html and "<b>eval</b>" not in html  # escaped
+    r["run"]["evidence_pending"] = {"count": 1, "decided": 0, "command": "python -m rag_eval evidence r.json"}
+    assert build_view(typed(r)).header.evidence.startswith("1 evidence candidate awaits review")
+
+
+def test_no_evidence_line_when_none_await_review_or_none_was_looked_for(results: dict[str, Any]) -> None:
+    r = copy.deepcopy(results)
+    assert "evidence_pending" not in r["run"] and build_view(typed(r)).header.evidence == ""
+    r["run"]["evidence_pending"] = {"count": 0, "decided": 2, "command": "python -m rag_eval evidence r.json"}
+    assert build_view(typed(r)).header.evidence == ""  # as the terminal: nothing rather than "0"
+    assert 'id="evidence-pending"' not in render_html(typed(r))
+
+
 # --------------------------------------------------------------------------- missing parts
 
 

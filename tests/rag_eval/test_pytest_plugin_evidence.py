@@ -51,6 +51,9 @@ def test_equivalent_evidence_becomes_an_alternative_and_the_next_run_counts_a_hi
     first.stdout.fnmatch_lines(
         ["evidence: 1 non-gold chunk(s) ranked above gold or in context await review (0 already*"]
     )
+    pending = json.loads(sandbox.results_path.read_text(encoding="utf-8"))["run"]["evidence_pending"]
+    assert (pending["count"], pending["decided"]) == (1, 0)  # the report's header line (outputs/header.py)
+    assert pending["command"] == f"python -m rag_eval evidence {sandbox.results_path}"
     before = sandbox.cases("retrieval")["q-seq"]
     assert before["metrics"]["hit@1"] == 0.0 and before["metrics"]["mrr"] == 1 / 2  # gold at rank 2
     results = sandbox.root / "reports" / "run-1.json"

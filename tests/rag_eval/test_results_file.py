@@ -229,3 +229,11 @@ def test_the_report_tests_synthetic_runs_are_valid_files() -> None:
     from tests.rag_eval._results_factory import make_results, with_baseline
 
     assert schema_problems(json.loads(json.dumps(with_baseline(make_results(60))))) == []
+
+
+def test_evidence_pending_is_a_non_negative_count_with_its_command(doc: dict[str, Any]) -> None:
+    doc["run"]["evidence_pending"] = {"count": 2, "decided": 0, "command": "python -m rag_eval evidence r.json"}
+    check_results(doc, "r.json")
+    doc["run"]["evidence_pending"]["count"] = -1
+    with pytest.raises(ResultsFileError, match="run.evidence_pending.count"):
+        check_results(doc, "r.json")
