@@ -53,11 +53,19 @@ _REGISTRY: dict[str, Writer[Any]] = {}
 
 
 def register(writer: Writer[Any]) -> Writer[Any]:
-    """Add a format (its name must be new)."""
-    if writer.name in _REGISTRY and _REGISTRY[writer.name] is not writer:
-        raise ValueError(f"output format {writer.name!r} is already registered ({_REGISTRY[writer.name]!r})")
+    """Add a format (its name must be new). The same writer class registering again (its
+    module imported anew, as pytester's in-process runs do after restoring ``sys.modules``)
+    replaces its earlier instance; another class under a taken name is refused."""
+    known = _REGISTRY.get(writer.name)
+    if known is not None and known is not writer and not _same_class(known, writer):
+        raise ValueError(f"output format {writer.name!r} is already registered ({known!r})")
     _REGISTRY[writer.name] = writer
     return writer
+
+
+def _same_class(a: object, b: object) -> bool:
+    ta, tb = type(a), type(b)
+    return (ta.__module__, ta.__qualname__) == (tb.__module__, tb.__qualname__)
 
 
 def get(name: str) -> Writer[Any]:

@@ -71,8 +71,14 @@ def test_a_new_format_is_one_registered_writer(results: RunResults, tmp_path: Pa
     try:
         out = writers.write("count", results, tmp_path / "count.txt")
         assert out.read_text() == f"{len(results.cases)} cases, {len(results.gates)} gates\n"
+        again = CountWriter()  # its module imported anew (pytester restores sys.modules): replaces
+        assert writers.register(again) is again and writers.get("count") is again
+
+        class OtherCount(CountWriter):  # another class under a taken name: refused
+            pass
+
         with pytest.raises(ValueError, match="already registered"):
-            writers.register(CountWriter())
+            writers.register(OtherCount())
     finally:
         writers._REGISTRY.pop("count")
     with pytest.raises(KeyError, match="unknown output format 'count'"):
