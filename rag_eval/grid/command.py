@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,6 @@ def main(args: argparse.Namespace, say: Callable[[str], None] = print) -> int:
 
 
 def _with_out(spec: GridSpec, out: Path) -> GridSpec:
-    from dataclasses import replace
-
     return replace(spec, out=out)
 
 

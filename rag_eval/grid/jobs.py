@@ -79,17 +79,19 @@ class Job:
             cmd += ["--rag-pipeline", self.spec.pipeline]
         if pipeline_config is not None:
             cmd += ["--rag-pipeline-config", str(pipeline_config)]
+        kind = kind_of(self.spec)
         for name, value in self.config.settings.items():
             if name == "top_k":
                 cmd += ["--rag-top-k", str(value)]
-            elif "." not in name and kind_of(self.spec) == "rag_app":
+            elif "." not in name and kind == "rag_app":
                 cmd += ["--rag-set", f"{name}={_cli_text(value)}"]
         return cmd
 
 
-def kind_of(spec: GridSpec) -> str:
-    """rag_app | python | http | dify: from [grid] pipeline, else the base configuration's."""
-    choice = spec.pipeline or str(_base_config(spec).get("pipeline", ""))
+def kind_of(spec: GridSpec, base: Mapping[str, Any] | None = None) -> str:
+    """rag_app | python | http | dify: from [grid] pipeline, else the base configuration's
+    (``base``: that configuration, when the caller has read it already)."""
+    choice = spec.pipeline or str((_base_config(spec) if base is None else base).get("pipeline", ""))
     return "python" if ":" in choice else choice
 
 
@@ -112,8 +114,8 @@ def pipeline_config(job: Job) -> dict[str, Any] | None:
     """The --rag-pipeline-config this job needs (None: none): the base file with the
     configuration's dotted settings set at their paths and, for a Python factory, its
     plain settings in ``[options]``; a relative ``id_map`` made absolute (the file moves)."""
-    kind = kind_of(job.spec)
     data = _base_config(job.spec)
+    kind = kind_of(job.spec, data)
     changed = False
     for name, value in job.config.settings.items():
         if name == "top_k":
