@@ -8,9 +8,11 @@ Generation", NeurIPS 2024 Datasets and Benchmarks, arXiv:2408.08067, Table 2.
   script (``data/meta_evaluation/meta_eval.py`` of its repository) computes from the shipped
   files; this project's search tool returned only the paper's opening, not the table, so these
   four pairs were not read off the printed table here.
-* RAGAS, TruLens, ARES and CRUD-RAG: their output files are not in the shipped copy, and the
-  paper's table could not be retrieved, so their figures are not given here (``None``: not
-  known, never 0). Read them in Table 2 of arXiv:2408.08067.
+* RAGAS, TruLens, ARES and CRUD-RAG: their output files are not in the shipped copy (the
+  stored snapshot of RAGChecker's repository at the shipped commit lists
+  ``baseline_*_llama3.json`` but holds no content for them, and the PyPI wheel ships no data),
+  and the paper's table could not be retrieved, so their figures are not given here (not known,
+  never 0). Read them in Table 2 of arXiv:2408.08067.
 
 ``tests/rag_eval/test_calibrate_meta_eval.py`` reproduces every figure given here from the
 shipped files to 0.01.
