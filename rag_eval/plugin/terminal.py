@@ -153,7 +153,8 @@ def _failing_lines(tier: str, cases: list[CaseResult]) -> list[str]:
     out = [f"  {tier} failing or erroring: {len(bad)} — by stage: {stages}"]
     for c in bad[:FAILING_SHOWN]:
         message = c.message if len(c.message) <= 240 else c.message[:239] + "…"
-        out.append(f"    {c.id} ({c.failed_stage or c.outcome}): {terminal(message, keep_newlines=False)}")
+        said = terminal(message, keep_newlines=False) if message.strip() else "(the tier gave no message)"
+        out.append(f"    {c.id} ({c.failed_stage or c.outcome}): {said}")
     if len(bad) > FAILING_SHOWN:
         out.append(f"    … and {len(bad) - FAILING_SHOWN} more (every case is in the report)")
     return out

@@ -30,3 +30,8 @@ def test_quiet_keeps_the_count_and_the_first_cause() -> None:
     assert quiet == loud[:3]
     assert quiet[0] == "retrieval: 3 error"
     assert quiet[2] == "    q0 (error): cause 0"
+
+
+def test_a_failing_case_without_a_message_says_so_instead_of_ending_in_a_colon() -> None:
+    case = CaseResult(id="q1", tier="qlen", outcome="fail", message="")
+    assert [line.text for line in _tier_lines([case], quiet=False)][2] == "    q1 (fail): (the tier gave no message)"
