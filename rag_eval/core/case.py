@@ -47,3 +47,9 @@ class CaseResult:
     @property
     def key(self) -> str:
         return f"{self.tier}::{self.id}"
+
+
+def case_key(case: Mapping[str, Any]) -> str:
+    """``tier::id``, the key of a case (a results file's case dict) across files, as
+    ``CaseResult.key``."""
+    return f"{case['tier']}::{case['id']}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rag_eval import tiers
 from rag_eval.core.case import CaseResult
@@ -37,6 +38,15 @@ class MetricValue:
             out.update(numerator=self.numerator, denominator=self.denominator)
         out.update(uncertainty.interval_fields(self.interval))
         return out
+
+
+def metric_of(results: Mapping[str, Any], name: str) -> MetricValue:
+    """Value, n and errors of a ``metrics`` key (e.g. 'retrieval.recall@5') of a results dict
+    (its ``metrics_n``, what ``MetricValue.to_dict`` wrote); value None when not measured."""
+    row = results["metrics_n"].get(name)
+    if row is None:
+        return MetricValue(None, 0)
+    return MetricValue(row["value"], row["n"], row["errors"])
 
 
 def metric_value(

@@ -21,10 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rag_eval import tiers
-from rag_eval.core.case import CaseResult
+from rag_eval.core.case import CaseResult, case_key
 from rag_eval.gates.aggregate import errors_for, lower_is_better, worst_value
 from rag_eval.gates.result import GateResult
-from rag_eval.results.file import case_key
 from rag_eval.stats.paired import Pairing, compare_pass_fail, holm, regression_test
 from rag_eval.stats.power import Detectable, mde_paired_binary, mde_paired_continuous
 

@@ -15,14 +15,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from rag_eval.core.case import case_key
 from rag_eval.gates import paired_gates
-from rag_eval.gates.aggregate import lower_is_better
+from rag_eval.gates.aggregate import lower_is_better, metric_of
 from rag_eval.gates.result import NO_NEW_FAILURES, GateResult
 from rag_eval.gates.result import REGRESSION_TIER as TIER
 from rag_eval.gates.thresholds import MaxDrop, Thresholds
+from rag_eval.gates.transitions import case_transitions
 from rag_eval.gates.uncertainty import DEFAULT_CONFIDENCE
-from rag_eval.results.baseline import case_transitions, metric_of
-from rag_eval.results.file import case_key
 
 # Means of the same cases can differ in the last bits (sum order); a drop of 1e-12 is
 # no regression, and ``max_drop = 0.0`` must not flap on it.

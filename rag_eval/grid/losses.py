@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rag_eval.core.case import case_key
 from rag_eval.grid.measures import retrieval_cases
-from rag_eval.results.file import case_key
 
 CAUSES = ("error", "not in the corpus", "cut by chunking", "filtered by threshold", "cut at context", "ranked low")
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from rag_eval.results.file import case_key
+from rag_eval.core.case import case_key
 
 FALSE_RETRIEVAL = "negative.any_above_threshold"
 

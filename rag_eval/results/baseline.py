@@ -4,7 +4,8 @@ A pull request's numbers mean little alone: "recall@5 = 0.78" passes or fails a 
 floor, but "recall@5 fell by 0.03 and these four cases stopped passing" is what a
 reviewer acts on. This module loads a stored results file as the baseline, refuses one
 measured on another dataset (its numbers are not comparable), and diffs the two runs:
-per-gate deltas and per-case transitions keyed by ``tier::id``.
+per-gate deltas and per-case transitions keyed by ``tier::id`` (``rag_eval.gates.transitions``,
+which the regression gates read too).
 
 Everything reads results dicts (``rag_eval.results.build.build_results``), never live objects.
 """
@@ -15,13 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rag_eval.gates.aggregate import MetricValue
-from rag_eval.results.file import ResultsFileError, ResultsVersionError, case_key, load_results, run_of
+from rag_eval.gates.aggregate import metric_of
+from rag_eval.gates.transitions import case_transitions, tiers_of
+from rag_eval.results.file import ResultsFileError, ResultsVersionError, load_results, run_of
 
 PARTIAL_VERDICTS: tuple[str, ...] = ("incomplete", "shard")
-FAILING: tuple[str, ...] = ("fail", "error")
-TRANSITIONS: tuple[str, ...] = ("pass_to_fail", "fail_to_pass", "stable_to_flaky", "new", "removed")
-ABSENT = "absent"  # ``was`` of a new case, ``now`` of a removed one
 FIX = "regenerate the baseline on main (a complete run on the same dataset) or run without --rag-baseline"
 
 
@@ -166,51 +165,6 @@ def baseline_value(baseline: Mapping[str, Any], gate: Mapping[str, Any]) -> tupl
     return None, 0
 
 
-def metric_of(results: Mapping[str, Any], name: str) -> MetricValue:
-    """Value, n and errors of a ``metrics`` key (e.g. 'retrieval.recall@5'); value None when not measured."""
-    row = results["metrics_n"].get(name)
-    if row is None:
-        return MetricValue(None, 0)
-    return MetricValue(row["value"], row["n"], row["errors"])
-
-
-def case_transitions(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Cases whose outcome changed, by ``tier::id``, each list sorted by key.
-
-    A skipped case (e.g. judge without credentials) neither passes nor fails: it makes
-    no pass/fail transition, but it is present (neither new nor removed). New and
-    removed cases are counted only within tiers both runs ran: a tier selected out now
-    (``-m retrieval``) or run for the first time is a difference of selection, said by
-    ``tier_differences``, not hundreds of removed or new cases.
-    """
-    now, was = _cases_by_key(current), _cases_by_key(baseline)
-    both = tiers_of(current) & tiers_of(baseline)
-    out: dict[str, list[dict[str, Any]]] = {name: [] for name in TRANSITIONS}
-    for key in sorted(now.keys() | was.keys()):
-        c, b = now.get(key), was.get(key)
-        if b is None:
-            assert c is not None  # every key comes from now or was
-            if c["tier"] in both:
-                out["new"].append(_transition(key, c, ABSENT, c["outcome"]))
-            continue
-        if c is None:
-            if b["tier"] in both:
-                out["removed"].append(_transition(key, b, b["outcome"], ABSENT, stage=False))
-            continue
-        if b["outcome"] == "pass" and c["outcome"] in FAILING:
-            out["pass_to_fail"].append(_transition(key, c, "pass", c["outcome"]))
-        elif b["outcome"] in FAILING and c["outcome"] == "pass":
-            out["fail_to_pass"].append(_transition(key, c, b["outcome"], "pass"))
-        b_class, c_class = _passk_class(b), _passk_class(c)
-        if b_class == "stable_pass" and c_class == "flaky":
-            out["stable_to_flaky"].append(_transition(key, c, b_class, c_class))
-    return out
-
-
-def tiers_of(results: Mapping[str, Any]) -> set[str]:
-    return {str(c["tier"]) for c in results["cases"]}
-
-
 def tier_differences(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """Tiers only one of the runs ran, with their case counts (not compared case by case)."""
     now, was = tiers_of(current), tiers_of(baseline)
@@ -235,23 +189,3 @@ def tier_notes(diff: Mapping[str, Any]) -> list[str]:
         for tier, n in rows.items() if isinstance(rows, Mapping) else ():
             out.append(f"tier {tier} {label} ({n} cases): not compared case by case")
     return out
-
-
-def _cases_by_key(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
-    return {case_key(c): c for c in results["cases"]}
-
-
-def _passk_class(case: Mapping[str, Any]) -> str | None:
-    return case["details"].get("class")
-
-
-def _transition(key: str, case: Mapping[str, Any], was: str, now: str, stage: bool = True) -> dict[str, Any]:
-    """``failed_stage`` is where the case fails now; a removed case has none."""
-    return {
-        "key": key,
-        "id": case["id"],
-        "tier": case["tier"],
-        "was": was,
-        "now": now,
-        "failed_stage": case.get("failed_stage") if stage else None,
-    }

@@ -286,8 +286,3 @@ def run_of(results: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def gates_of(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [g for g in results.get("gates") or () if isinstance(g, Mapping)]
-
-
-def case_key(case: Mapping[str, Any]) -> str:
-    """``tier::id``, the key of a case across files (as ``CaseResult.key``)."""
-    return f"{case['tier']}::{case['id']}"

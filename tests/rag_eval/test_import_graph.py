@@ -150,16 +150,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
 )
 
 # (importing module, imported unit) -> why it may import up a floor. Each one is debt:
-# the fix is moving the helper down, then deleting the line here.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("rag_eval.gates.regression", "rag_eval.results"): (
-        "compares a run with its baseline file through results.baseline (case_transitions, "
-        "metric_of) and results.file.case_key: those dict readers belong below gates"
-    ),
-    ("rag_eval.gates.paired_gates", "rag_eval.results"): (
-        "pairs a run's cases with a baseline's by results.file.case_key (one f-string): it belongs below gates"
-    ),
-}
+# the fix is moving the helper down, then deleting the line here. None today.
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _unit(module: str) -> str:
