@@ -80,13 +80,11 @@ class _Texts:
         self.docs: dict[str, str] = {}
         for res in results:
             for case in res.get("cases", []):
-                details = case.get("details") or {}
-                for ctx in details.get("context") or []:
-                    if isinstance(ctx, dict) and ctx.get("chunk_id") and ctx.get("text"):
-                        self.texts.setdefault(str(ctx["chunk_id"]), str(ctx["text"]))
-                for src in details.get("sources") or []:
-                    if isinstance(src, dict) and src.get("chunk_id") and src.get("doc_id"):
-                        self.docs.setdefault(str(src["chunk_id"]), str(src["doc_id"]))
+                for chunk_id, text, doc_id in tiers.of(str(case.get("tier"))).chunk_texts(case):
+                    if text is not None:
+                        self.texts.setdefault(chunk_id, text)
+                    if doc_id is not None:
+                        self.docs.setdefault(chunk_id, doc_id)
 
     def of(self, chunk_id: str) -> tuple[str, str] | None:
         """(doc id, quote) of a chunk, or None when no file holds its text."""
@@ -101,22 +99,9 @@ class _Texts:
 
 
 def _shown(case: Mapping[str, Any], gold: set[str]) -> list[tuple[str, str]]:
-    """(chunk id, why) of the non-gold chunks a case showed: ranked above gold, or in context."""
-    details = case.get("details") or {}
-    out: list[tuple[str, str]] = []
-    final = details.get("final_stage")
-    hits = (details.get("stages") or {}).get(final) or [] if final else []
-    if hits:
-        ids = [str(h[0]) for h in hits]
-        first = next((n for n, cid in enumerate(ids) if cid in gold), None)
-        above = ids[: first if first is not None else ABOVE_GOLD_KEPT][:ABOVE_GOLD_KEPT]
-        at = f"gold first at rank {first + 1}" if first is not None else f"no gold in the top {len(ids)}"
-        out += [(cid, f"rank {n} in {final} ({at})") for n, cid in enumerate(above, 1)]
-    for n, ctx in enumerate(details.get("context") or [], 1):
-        cid = str(ctx.get("chunk_id", "")) if isinstance(ctx, dict) else ""
-        if cid and cid not in gold:
-            out.append((cid, f"in the {case.get('tier')} context as [{n}]"))
-    return out
+    """(chunk id, why) of the non-gold chunks a case showed, as its tier says: ranked above
+    gold (the retrieval tier), or in the generator's context (the deterministic tier)."""
+    return tiers.of(str(case.get("tier"))).shown_chunks(case, gold, ABOVE_GOLD_KEPT)
 
 
 def awaiting_review(cases: Sequence[Mapping[str, Any]], items: Mapping[str, GoldenItem], lookup: ChunkLookup) -> Found:

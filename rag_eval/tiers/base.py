@@ -203,6 +203,18 @@ class Tier:
         the evidence review; None: this tier does not resolve gold."""
         return None
 
+    def shown_chunks(self, case: Mapping[str, Any], gold: set[str], kept: int) -> list[tuple[str, str]]:
+        """(chunk id, why) of the non-gold chunks ``case`` (a results-file case) put in front
+        of the system's user: the evidence review's candidates (at most ``kept`` of a ranked
+        list). None shown by default."""
+        return []
+
+    def chunk_texts(self, case: Mapping[str, Any]) -> list[tuple[str, str | None, str | None]]:
+        """(chunk id, text, document id) of the chunks whose text or document ``case``
+        recorded, either may be None: how the evidence review quotes a chunk the corpus
+        cannot. None recorded by default."""
+        return []
+
     def stage_of(self, key: str) -> str | None:
         """The system's stage a metric key of this tier names (retrieval's ``dense.recall@10``:
         ``dense``), checked against the system's stages at start-up; None: it names none."""

@@ -64,6 +64,27 @@ class DeterministicTier(Tier):
             if isinstance(c, Mapping)
         )
 
+    def shown_chunks(self, case: Mapping[str, Any], gold: set[str], kept: int) -> list[tuple[str, str]]:
+        """The non-gold chunks of the generator's context, as ``[n]`` of this tier's context."""
+        ids = [str(c.get("chunk_id", "")) if isinstance(c, Mapping) else "" for c in _recorded(case, "context")]
+        return [
+            (cid, f"in the {self.name} context as [{n}]") for n, cid in enumerate(ids, 1) if cid and cid not in gold
+        ]
+
+    def chunk_texts(self, case: Mapping[str, Any]) -> list[tuple[str, str | None, str | None]]:
+        """The context's texts and the sources' documents, as the case recorded them."""
+        texts: list[tuple[str, str | None, str | None]] = [
+            (str(c["chunk_id"]), str(c["text"]), None)
+            for c in _recorded(case, "context")
+            if isinstance(c, Mapping) and c.get("chunk_id") and c.get("text")
+        ]
+        docs: list[tuple[str, str | None, str | None]] = [
+            (str(s["chunk_id"]), None, str(s["doc_id"]))
+            for s in _recorded(case, "sources")
+            if isinstance(s, Mapping) and s.get("chunk_id") and s.get("doc_id")
+        ]
+        return texts + docs
+
     def options(self, config: EvalConfig) -> DeterministicCaseConfig:
         return DeterministicCaseConfig(skip_checks=tuple(case_options(config, self.name).get("skip_checks", ())))
 
@@ -84,3 +105,9 @@ class DeterministicTier(Tier):
 
 
 DETERMINISTIC = DeterministicTier()
+
+
+def _recorded(case: Mapping[str, Any], key: str) -> list[Any]:
+    """A list the case's details hold under ``key`` (a results-file case; [] when absent)."""
+    value = (case.get("details") or {}).get(key)
+    return value if isinstance(value, list) else []

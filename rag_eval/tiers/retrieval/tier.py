@@ -96,6 +96,17 @@ class RetrievalTier(Tier):
         gold = (case.get("details") or {}).get("gold") or {}
         return {str(c) for level in ("chunks", "parents") for group in gold.get(level) or [] for c in group}
 
+    def shown_chunks(self, case: Mapping[str, Any], gold: set[str], kept: int) -> list[tuple[str, str]]:
+        """The final stage's chunks ranked above the first gold one (at most ``kept``)."""
+        details = case.get("details") or {}
+        final = details.get("final_stage")
+        hits = (details.get("stages") or {}).get(final) or [] if final else []
+        ids = [str(h[0]) for h in hits]
+        first = next((n for n, cid in enumerate(ids) if cid in gold), None)
+        above = ids[: first if first is not None else kept][:kept]
+        at = f"gold first at rank {first + 1}" if first is not None else f"no gold in the top {len(ids)}"
+        return [(cid, f"rank {n} in {final} ({at})") for n, cid in enumerate(above, 1)]
+
     def stage_of(self, key: str) -> str | None:
         return retrieval_stage_of(key)
 
