@@ -22,8 +22,8 @@ import numpy as np
 from rag_eval.gates.regression import max_drop, no_new_failures
 from rag_eval.gates.thresholds import MaxDrop
 from rag_eval.stats.bootstrap import bootstrap_mean
+from rag_eval.stats.closed_form import wilson
 from rag_eval.stats.floors import RULES, decide_floor
-from rag_eval.stats.intervals import wilson
 from rag_eval.stats.paired import compare_pass_fail, drops, holm, regression_test
 from rag_eval.stats.power import mde_paired_binary, mde_paired_continuous
 

@@ -5,7 +5,7 @@ in ``--rank-noise`` = 15 % of questions the top hit trades places with another o
 10, chosen by a seed) is compared with itself — same code, another seed — and with a
 version with a real 5-point drop in recall@5. Per decision rule: the false-alarm rate
 (unchanged system fails) and the power (the drop is caught), each with its Wilson 95 %
-interval over the repetitions (``rag_eval.stats.intervals.wilson``).
+interval over the repetitions (``rag_eval.stats.closed_form.wilson``).
 
 Rules (bench/_noise_rules.py): today's ``no_new_failures`` and ``max_drop = 0.01`` on
 recall@5 and MRR (``rag_eval.gates.regression``, called on the two results dicts); the paired
@@ -80,7 +80,7 @@ from rag_eval.dataset import find_paths  # noqa: E402
 from rag_eval.gates.thresholds import load_thresholds  # noqa: E402
 from rag_eval.results.build import build_results  # noqa: E402
 from rag_eval.session import EvalConfig, EvalSession  # noqa: E402
-from rag_eval.stats.intervals import wilson  # noqa: E402
+from rag_eval.stats.closed_form import wilson  # noqa: E402
 
 NAME = "gate_noise"
 SQUAD = DATASETS / "squad11_public"

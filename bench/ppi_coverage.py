@@ -25,8 +25,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import md_table, run_header, write_results  # noqa: E402
+from rag_eval.stats.closed_form import wilson  # noqa: E402
 from rag_eval.stats.distributions import two_sided_z  # noqa: E402
-from rag_eval.stats.intervals import wilson  # noqa: E402
 from rag_eval.stats.ppi import ppi_rows  # noqa: E402
 from tests.support.ppi_sim import simulate  # noqa: E402
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from rag_eval.core.case import CaseResult
 from rag_eval.stats.bootstrap import bootstrap_mean, bootstrap_ratio
+from rag_eval.stats.closed_form import wilson
 from rag_eval.stats.interval import Interval, no_interval
-from rag_eval.stats.intervals import wilson
 from rag_eval.tiers.pooled import ContributionOf
 from rag_eval.tiers.pooled import units as pooled_units
 

@@ -39,8 +39,8 @@ from rag_eval.stats.agreement import (
     spearman,
 )
 from rag_eval.stats.bootstrap import bootstrap_mean
+from rag_eval.stats.closed_form import t_interval, wilson
 from rag_eval.stats.interval import Interval, no_interval
-from rag_eval.stats.intervals import t_interval, wilson
 from rag_eval.stats.ppi import ppi_mean
 
 

@@ -1,6 +1,6 @@
 """Claim-level diagnosis: whose fault a bad answer is (RAGChecker's definitions).
 
-Four entailment checks per case (METRICS.md, "Claim level"), each entry ``True``
+Four entailment checks per case (METRICS.md of the project's steering docs, "Claim level"), each entry ``True``
 (entailed), ``False`` (not entailed: neutral or contradicted) or ``None`` (the judge
 could not decide: ``unknown``, never folded into ``False``):
 

@@ -1,7 +1,7 @@
 """Repeated-trial metrics: pass@k, pass^k, a Wilson interval and flakiness classes.
 
-A case is run n times independently and c of those trials pass (METRICS.md, "Repeated
-trials"). Two questions have different answers:
+A case is run n times independently and c of those trials pass (METRICS.md of the
+project's steering docs, "Repeated trials"). Two questions have different answers:
 
 - pass@k = 1 − C(n−c, k)/C(n, k) (Chen et al. 2021): the chance that at least one of k
   trials drawn without replacement passes — "can the system do it at all?".
@@ -13,7 +13,7 @@ binomials overflow floats for large n; pass^k uses exact integer ``math.comb`` b
 ratio of two exact ints is correctly rounded. The per-case pass rate c/n is reported with a
 Wilson score interval, which (unlike the normal approximation) stays inside [0, 1] and is
 sensible at c = 0 and c = n — it shows how much a given n actually buys. The interval is
-``rag_eval.stats.intervals.wilson_interval``, the one Wilson of the package.
+``rag_eval.stats.closed_form.wilson_interval``, the one Wilson of the package.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Literal
 
 import numpy as np
 
-from rag_eval.stats.intervals import wilson_interval
+from rag_eval.stats.closed_form import wilson_interval
 
 TrialClass = Literal["stable_pass", "flaky", "stable_fail"]
 

@@ -49,7 +49,7 @@ def dedupe(ranked: Iterable[str]) -> list[str]:
 def order_hits(items: Iterable[tuple[str, float]]) -> list[str]:
     """Ids ordered by score descending, ties broken by id ascending, duplicates collapsed.
 
-    This is the project's reproducible order (METRICS.md). Duplicates keep their
+    This is the project's reproducible order (METRICS.md of the steering docs). Duplicates keep their
     best-ranked occurrence, i.e. the highest score.
 
     trec_eval (and pytrec_eval) break ties the other way: by docno *descending*

@@ -1,11 +1,11 @@
 """Statistics for gates: intervals, floor rules, paired tests, power, PPI and agreement.
 
 Pure functions on numpy (no pytest, no scipy), one concern per module, formulas in the
-docstrings and the project's statistics notes (STATISTICS.md) as the definition:
+docstrings and STATISTICS.md of the project's steering docs as the definition:
 
 - ``distributions``: normal and Student-t quantiles;
 - ``interval``: the ``Interval`` record (estimate, se, bounds, or the reason there are none);
-- ``intervals``: Wilson and t intervals; ``bootstrap``: content-seeded bootstrap of a mean
+- ``closed_form``: the closed-form intervals, Wilson and t; ``bootstrap``: content-seeded bootstrap of a mean
   over whole units and of a pooled ratio;
 - ``floors``: estimate / clearly_below / clearly_above, each with its sentence;
 - ``paired``: McNemar, paired bootstrap, sign-flip test, tolerance form, Holm–Bonferroni;

@@ -1,8 +1,8 @@
 """Percentile bootstrap over units, seeded from the content: a mean of units and a pooled ratio.
 
 The unit of resampling is the golden item or the dialogue; what is inside a unit (a case's
-passk trials, a dialogue's turns) travels with it (STATISTICS.md, "Units and
-clustering"). The generator is seeded from a SHA-256 of the sorted unit ids and their
+passk trials, a dialogue's turns) travels with it (STATISTICS.md of the project's steering docs, "Units
+and clustering"). The generator is seeded from a SHA-256 of the sorted unit ids and their
 values, so identical inputs give an identical interval on every machine and every run,
 and any change in the data changes the draw.
 
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from rag_eval.stats.closed_form import spread_reason
 from rag_eval.stats.distributions import check_confidence
 from rag_eval.stats.interval import Interval, no_interval
-from rag_eval.stats.intervals import spread_reason
 
 MIN_RESAMPLES = 2000
 # Rows of the (B, n) index matrix drawn at once: bounds memory at ~16 MB whatever n is.

@@ -5,7 +5,7 @@ Either is ``None`` when a side is constant (no variation to correlate), never 0.
 
 The bootstrap resamples *units*, each carrying all its pairs: in a meta-evaluation an
 instance's one judge score is paired with each of its annotators' labels, and those pairs
-are not independent, so the instance is what is drawn (STATISTICS.md,
+are not independent, so the instance is what is drawn (STATISTICS.md of the project's steering docs,
 "Units and clustering"). Seeded from the content (``bootstrap.content_digest``), so the same
 pairs give the same interval on every machine.
 """

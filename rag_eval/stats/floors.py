@@ -1,6 +1,6 @@
 """Decision rules for a floor given a value with its interval: estimate, clearly_below, clearly_above.
 
-For a ``min = m`` floor and interval [lo, hi] (STATISTICS.md, "Floors"):
+For a ``min = m`` floor and interval [lo, hi] (STATISTICS.md of the project's steering docs, "Floors"):
 - ``estimate``: pass iff value ≥ m (the point estimate decides, as before intervals);
 - ``clearly_below`` (lenient): fail iff hi < m — a noisy metric fails only when the whole
   interval is on the wrong side;

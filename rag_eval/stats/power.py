@@ -1,6 +1,6 @@
 """What a paired gate can see: items needed for a drop, and the smallest drop seen at n.
 
-One-sided level α (z₁₋α) and power 1 − β (z₁₋β), STATISTICS.md "power":
+One-sided level α (z₁₋α) and power 1 − β (z₁₋β), STATISTICS.md of the project's steering docs, "power":
 - paired binary, discordance q = (b + c)/n, true drop δ:
   n ≈ ((z₁₋α·√q + z₁₋β·√(q − δ²)) / δ)²   (Connor 1987), or the simpler
   n ≈ ((z₁₋α + z₁₋β)·√(q − δ²) / δ)²;

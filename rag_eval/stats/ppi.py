@@ -27,9 +27,9 @@ from typing import Any, Union
 
 import numpy as np
 
+from rag_eval.stats.closed_form import spread_reason
 from rag_eval.stats.distributions import check_confidence, two_sided_z
 from rag_eval.stats.interval import Interval, no_interval
-from rag_eval.stats.intervals import spread_reason
 
 Values = Union[Sequence[float], "np.ndarray[Any, Any]"]
 

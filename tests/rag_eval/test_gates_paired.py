@@ -17,7 +17,7 @@ from rag_eval.gates.thresholds import Gate, ThresholdsError, parse_thresholds
 from rag_eval.results.file import check_results
 from rag_eval.results.model import RunResults
 from rag_eval.stats.bootstrap import bootstrap_mean
-from rag_eval.stats.intervals import wilson
+from rag_eval.stats.closed_form import wilson
 from rag_eval.stats.paired import holm, mcnemar_exact
 from tests.rag_eval._results import case, results
 

@@ -13,7 +13,7 @@ import pytest
 
 from rag_eval.labels.compare import LabelReport, compare_labels
 from rag_eval.labels.model import Label
-from rag_eval.stats.intervals import wilson
+from rag_eval.stats.closed_form import wilson
 
 JUDGE = {"c1": 1.0, "c2": 1.0, "c3": 0.0, "c4": 1.0, "c5": 0.0, "c6": 1.0, "c7": 1.0, "c8": 0.0}
 Z95 = 1.959963984540054

@@ -10,7 +10,7 @@ import pytest
 
 from rag_eval.stats import bootstrap
 from rag_eval.stats.bootstrap import bootstrap_mean, bootstrap_ratio, content_seed, ratio_delta_se, unit_means
-from rag_eval.stats.intervals import t_interval
+from rag_eval.stats.closed_form import t_interval
 
 
 def _recall_like(n: int, seed: int) -> dict[str, float]:
@@ -50,7 +50,7 @@ def _gaps(units: dict[str, float]) -> tuple[float, float]:
 
 @pytest.mark.parametrize("units", [_judge_like(83, 83), _recall_like(300, 300)], ids=["judge-83", "recall-300"])
 def test_t_interval_agrees_with_bootstrap_within_0_005(units: dict[str, float]) -> None:
-    # Where the t interval is "exact enough" (STATISTICS.md): symmetric scores at the demo's n = 83,
+    # Where the t interval is "exact enough" (the steering docs' STATISTICS.md): symmetric scores at the demo's n = 83,
     # and skewed recall-like values at n = 300: both bounds within 0.005 of the bootstrap's.
     low_gap, high_gap = _gaps(units)
     assert low_gap <= 0.005 and high_gap <= 0.005

@@ -1,5 +1,5 @@
-"""Power and minimum detectable drop (rag_eval.stats.power): the STATISTICS.md worked example, the
-inverses, and a simulation that the MDE is detected about 80 % of the time."""
+"""Power and minimum detectable drop (rag_eval.stats.power): the worked example of the
+steering docs' STATISTICS.md, the inverses, and a simulation that the MDE is detected about 80 % of the time."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ MC_SD = math.sqrt(0.95 * 0.05 / R)  # ≈ 0.004: the simulation's own noise on a
 @pytest.mark.parametrize("kind", ["binary", "continuous"])
 def test_coverage_against_the_generating_mean(kind: str) -> None:
     # Judges of tests/support/ppi_sim.py. Coverage is measured against the GENERATING mean (0.7, or 5/7 for Beta(5, 2)), not the drawn
-    # cases' own mean, which would show ~98 % (STATISTICS.md). The band 0.94–0.96 is widened by
+    # cases' own mean, which would show ~98 % (the steering docs' STATISTICS.md). The band 0.94–0.96 is widened by
     # 2.5 × the simulation's sd (0.004 at R = 3,000). bench/ppi_coverage.py measures it with 20,000
     # data sets: every row is in 0.944–0.951 except PPI++ with the biased binary judge, 0.935
     # [0.931, 0.938] — a known small-sample shortfall (BENCHMARKS.md) this band admits.

@@ -5,7 +5,7 @@ binary: Y ~ Bernoulli(0.7); judges flip Y on 5 %, 10 %, 20 % of cases, and a bia
 turns 40 % of the people's 0s into 1s (it says "faithful" too often).
 continuous: Y ~ Beta(5, 2) (mean 5/7); judges add N(0, sd) noise with sd 0.05, 0.10, 0.20,
 and a biased judge adds 0.1 + N(0, 0.1).
-The generating mean is returned: coverage is measured against it (STATISTICS.md).
+The generating mean is returned: coverage is measured against it (the steering docs' STATISTICS.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The passk tier over a run: PASS@k and PASS^k over the dialogues its dialogue cases replayed
-(METRICS.md), the results file's ``dialogue_rates.passk`` table."""
+(METRICS.md of the project's steering docs), the results file's ``dialogue_rates.passk`` table."""
 
 from __future__ import annotations
 

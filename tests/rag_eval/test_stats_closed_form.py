@@ -1,4 +1,4 @@
-"""Wilson and t intervals (rag_eval.stats.intervals) and the quantiles under them, against
+"""Wilson and t intervals (rag_eval.stats.closed_form) and the quantiles under them, against
 statsmodels / scipy and hand arithmetic; an interval that cannot be computed says why."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from scipy import stats as sps
 from statsmodels.stats.proportion import proportion_confint
 
 from rag_eval.metrics import passk
-from rag_eval.stats import intervals
+from rag_eval.stats import closed_form
+from rag_eval.stats.closed_form import t_interval, wilson
 from rag_eval.stats.distributions import normal_quantile, t_cdf, t_quantile, two_sided_z
 from rag_eval.stats.interval import Interval, fmt_interval
-from rag_eval.stats.intervals import t_interval, wilson
 
 
 def test_passk_uses_the_one_wilson() -> None:
-    assert passk.wilson_interval is intervals.wilson_interval
+    assert passk.wilson_interval is closed_form.wilson_interval
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 4, 5, 9, 10, 29, 82, 149, 200, 201, 1000, 100_000])

@@ -3,7 +3,7 @@
 Proportions (pass_rate, error_rate, hit@k, a check's pass rate) get the Wilson score
 interval, which stays inside [0, 1] and is honest at k = 0 and k = n. Means of per-unit
 values get the t interval where it agrees with the bootstrap (``bootstrap.py``); the tests
-show where it does. Formulas in each docstring (STATISTICS.md).
+show where it does. Formulas in each docstring (STATISTICS.md of the project's steering docs).
 """
 
 from __future__ import annotations
