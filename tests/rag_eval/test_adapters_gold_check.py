@@ -13,7 +13,7 @@ from rag_eval.adapters.gold_check import GoldCheck, gold_ids, system_ids, unheld
 from rag_eval.core.case import CaseResult
 from rag_eval.golden.load import parse_item
 from rag_eval.golden.model import GoldenItem
-from rag_eval.results.build import gold_warnings
+from rag_eval.tiers.retrieval.gold_warnings import gold_warnings
 
 pytest_plugins = ["pytester"]
 

@@ -22,6 +22,7 @@ from rag_eval.tiers.retrieval.case import (
     retrieval_lower_is_better,
 )
 from rag_eval.tiers.retrieval.details import RetrievalDetails
+from rag_eval.tiers.retrieval.gold_warnings import gold_warnings
 
 if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
@@ -109,6 +110,10 @@ class RetrievalTier(Tier):
 
     def stage_of(self, key: str) -> str | None:
         return retrieval_stage_of(key)
+
+    def warnings(self, cases: Sequence[CaseResult]) -> list[str]:
+        """Gold the run could not have found (not indexed, or returned by no case)."""
+        return gold_warnings([c for c in cases if c.tier == self.name])
 
     def counts_error(self, case: CaseResult, key: str) -> bool:
         """A negative would have measured only negative.*, an answerable item everything else."""
