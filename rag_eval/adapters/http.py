@@ -34,7 +34,7 @@ from rag_eval.adapters.http_config import OWN_KEYS, Endpoint, HttpConfig, InfoSo
 from rag_eval.core.contract import Answer, ContractError, Retrieval, RetrievedItem, stage_timings
 from rag_eval.core.dialogue import DialogueTurn, as_dialogue_turn
 from rag_eval.core.errors import ServiceError
-from rag_eval.llm.breaker import CircuitBreaker
+from rag_eval.llm.policy import CircuitBreaker
 from rag_eval.llm.retry import CallFailed, Retrier, failure_from_exception, failure_from_status
 
 log = logging.getLogger(__name__)

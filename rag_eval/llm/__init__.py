@@ -31,7 +31,7 @@ rejects is returned with ``rejected`` set and never cached.
 * :mod:`~rag_eval.llm.guard` -- keeps the openai SDK's retries inside the policy, with
   wall-clock timeouts;
 * :mod:`~rag_eval.llm.client` -- :class:`LLMClient`, the call itself, with redaction;
-* :mod:`~rag_eval.llm.cache`, :mod:`~rag_eval.llm.ledger`, :mod:`~rag_eval.llm.budget`,
+* :mod:`~rag_eval.llm.budget`,
   :mod:`~rag_eval.llm.usage`, :mod:`~rag_eval.llm.cached` -- the response cache, run-wide
   spending, the spending budget (reserved before a call, settled on its reply),
   accounting and the cached client;
@@ -40,9 +40,8 @@ rejects is returned with ``rejected`` set and never cached.
 Importing this package does not import the openai SDK (about 1 s): ``client`` does.
 """
 
-from rag_eval.llm.breaker import CircuitBreaker
 from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse, ErrorKind, Usage
-from rag_eval.llm.policy import CallPolicy
+from rag_eval.llm.policy import CallPolicy, CircuitBreaker
 
 __all__ = ["CallPolicy", "ChatError", "ChatRequest", "ChatResponse", "CircuitBreaker", "Endpoint", "ErrorKind", "Usage"]

@@ -1,37 +1,76 @@
 """The cached client's spending budget: admit a call as a serial run would, settle it on the reply.
 
-A serial run sends a call while the spend so far is under the budget (``budget_usd``,
-``budget_tokens``; at or over it: ``JudgeCallError(kind="budget")``, while cached answers
-are still served). Without a ledger the spending is this process's own (per xdist
-worker); with one (:mod:`rag_eval.llm.ledger`) it is summed run-wide, and the check before
-each call lets N workers each start one call when the budget is nearly used up: the
-overshoot is at most one call per worker.
-
-Threads of one process reserve each call's most possible cost before it is sent
-(:func:`most_tokens`: its prompt at one token per UTF-8 byte, its completion at
-``max_tokens``) and settle it on the reply: a call is sent at once while the spend plus
-every reservation is under the budget (a serial run would send it too), raises
-``budget`` when the settled spend alone reached it, and otherwise waits for the calls in
-flight to settle and decides on what they really cost. So concurrency sends no call that
-a serial run, in the same order, would not. A call's record counts as spent *before* its
-reservation is released, so no thread sees a moment where a call counts for nothing.
+A call is sent while the spend so far is under ``budget_usd`` / ``budget_tokens`` (at or
+over: :class:`BudgetReached`; cached answers are still served). The spend is this
+process's own, or with a ``ledger_dir`` (one per run, shared by the xdist workers) summed
+run-wide in :class:`Ledger`; then N workers may each start one call when the budget is
+nearly used up. Threads of one process reserve a call's most possible cost before it is
+sent (:func:`most_tokens`) and settle it on the reply: a call goes at once while spend plus
+every reservation is under the budget, else it waits for the calls in flight and decides on
+what they cost. So concurrency sends no call that a serial run, in the same order, would
+not. A call's record counts as spent *before* its reservation is released.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-from rag_eval.llm.ledger import Ledger
 from rag_eval.llm.messages import ChatRequest, Usage
 from rag_eval.llm.usage import CallRecord, cost_of
 
 Reserved = tuple[float, int]  # (USD, tokens) held for one call in flight
 NOTHING: Reserved = (0.0, 0)
+LEDGER_FILE = "judge-ledger.json"
 
 
 class BudgetReached(Exception):
     """No new call: the message says which budget and how much was spent."""
+
+
+class Ledger:
+    """Run-wide spending ``{"cost_usd", "tokens"}`` in a JSON file shared by processes:
+    updates hold an exclusive ``flock`` on a side lock file and replace the file atomically
+    (write temp + ``os.replace``), so readers never see half a file."""
+
+    def __init__(self, ledger_dir: Path) -> None:
+        self.dir = Path(ledger_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / LEDGER_FILE
+        self._lock_path = self.dir / (LEDGER_FILE + ".lock")
+
+    def _read(self) -> tuple[float, int]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return 0.0, 0
+        except (OSError, ValueError) as exc:
+            raise OSError(f"{self.path}: unreadable judge ledger ({exc}); delete it to reset spending") from exc
+        return float(data.get("cost_usd", 0.0)), int(data.get("tokens", 0))
+
+    def _locked(self, add: Reserved | None) -> tuple[float, int]:
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            cost, tokens = self._read()
+            if add is not None:
+                cost, tokens = cost + add[0], tokens + add[1]
+                tmp = self.path.with_name(f"{LEDGER_FILE}.{os.getpid()}.{threading.get_ident()}.tmp")
+                tmp.write_text(json.dumps({"cost_usd": cost, "tokens": tokens}), encoding="utf-8")
+                os.replace(tmp, self.path)
+            return cost, tokens
+        finally:
+            os.close(fd)  # releases the flock
+
+    def spent(self) -> tuple[float, int]:
+        return self._locked(None)
+
+    def add(self, cost: float, tokens: int) -> None:
+        self._locked((cost, tokens))
 
 
 class Budget:
@@ -107,9 +146,9 @@ class Budget:
 
 
 def most_tokens(req: ChatRequest, largest_completion: int = 0) -> tuple[int, int]:
-    """(prompt, completion) tokens a request can cost at most: every token of a byte-level
-    tokenizer is at least one byte, so the prompt is at most its UTF-8 bytes plus 8 per
-    message for the chat template; the completion at most ``max_tokens`` (without one, the
-    longest reply so far: an estimate, said so in docs/judge.md)."""
+    """(prompt, completion) tokens a request can cost at most: a byte-level tokenizer's
+    token is at least one byte, so the prompt is at most its UTF-8 bytes plus 8 per message
+    for the chat template; the completion at most ``max_tokens`` (without one, the longest
+    reply so far: an estimate, said so in docs/judge.md)."""
     prompt = sum(len(m["content"].encode("utf-8")) + len(m["role"]) + 8 for m in req.messages)
     return prompt, req.max_tokens if req.max_tokens is not None else largest_completion

@@ -34,11 +34,10 @@ from typing import Any
 import httpx
 import openai
 
-from rag_eval.llm.breaker import CircuitBreaker
 from rag_eval.llm.endpoint import Endpoint
 from rag_eval.llm.guard import CallState, GuardedTransport, Stop
 from rag_eval.llm.messages import TRANSPORT_KINDS, ChatError, ChatRequest, ChatResponse, ErrorKind, Usage
-from rag_eval.llm.policy import CallPolicy, backoff, status_kind
+from rag_eval.llm.policy import CallPolicy, CircuitBreaker, backoff, status_kind
 from rag_eval.util.redact import Redactor
 
 log = logging.getLogger(__name__)

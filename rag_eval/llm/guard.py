@@ -44,10 +44,17 @@ import httpcore
 import httpx
 import openai
 
-from rag_eval.llm.breaker import CircuitBreaker
-from rag_eval.llm.limiter import RateLimited, RateLimiter
 from rag_eval.llm.messages import TRANSPORT_KINDS
-from rag_eval.llm.policy import CallPolicy, is_refused, retry_after, root_cause, status_kind
+from rag_eval.llm.policy import (
+    CallPolicy,
+    CircuitBreaker,
+    RateLimited,
+    RateLimiter,
+    is_refused,
+    retry_after,
+    root_cause,
+    status_kind,
+)
 
 
 @dataclass

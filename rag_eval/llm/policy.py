@@ -1,35 +1,24 @@
-"""How long to wait, how often to retry, when to stop: one policy for every endpoint.
+"""What the openai SDK lacks: one policy per endpoint (what is retried, timeouts, the
+total time budget), its circuit breaker and its rate limiter shared by every thread.
 
-The judge (through the openai SDK, whose own retry loop does the retrying) and the HTTP
-adapter (through :mod:`rag_eval.llm.retry`) read the same :class:`CallPolicy`, classify
-failures with the same functions and name the same kind of setting in their messages:
-
-==============================================  =====================================
-retried (up to ``max_retries`` times)           not retried
-==============================================  =====================================
-429 rate limit, 408, 409, 5xx                   429 with code ``insufficient_quota``
-timeouts, dropped / reset connections           connection refused (nothing listens)
-                                                other 4xx (bad key, bad model, ...)
-                                                any status whose body names the
-                                                ``response_format`` that was sent
-==============================================  =====================================
-
-``timeout`` bounds one attempt; ``total_budget_s`` bounds a whole call including the
-waits between attempts (an attempt never gets more time than is left; a wait that would
-overrun ends the call). ``breaker_after`` consecutive transport failures open the
-endpoint's circuit breaker (:mod:`rag_eval.llm.breaker`).
+The judge (through the SDK's retry loop, kept inside the policy by
+:mod:`rag_eval.llm.guard`) and the HTTP adapter (:mod:`rag_eval.llm.retry`) classify
+failures with the same functions; docs/judge.md has the table of what is retried.
+``timeout`` bounds one attempt, ``budget`` a whole call including the waits (an attempt
+never gets more time than is left; a wait that would overrun ends the call).
 """
 
 from __future__ import annotations
 
 import email.utils
 import math
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from rag_eval.core.errors import ConfigError
-from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
 
 RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
 QUOTA_CODE = "insufficient_quota"
@@ -45,6 +34,9 @@ NOT_FORMAT_HINTS: tuple[str, ...] = (
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_BREAKER = 5
+DEFAULT_CONCURRENCY = 4  # requests in flight per endpoint and process; 1 = one at a time
+DEFAULT_PAUSE_S = 1.0  # a 429 without Retry-After holds every thread this long
+_MIN_SPACING_S = 0.001
 BUDGET_SLACK_S = 30.0  # room for the waits between attempts in the default total budget
 
 
@@ -58,9 +50,7 @@ class CallPolicy:
     total_budget_s: float | None = None  # None: every attempt its full timeout plus BUDGET_SLACK_S
     breaker_after: int = DEFAULT_BREAKER  # 0 = no breaker
     max_retry_after: float = 30.0  # a server's Retry-After is honoured up to this
-    concurrency: int = (
-        DEFAULT_CONCURRENCY  # requests in flight per endpoint and process (rag_eval.llm.limiter); 1 = one at a time
-    )
+    concurrency: int = DEFAULT_CONCURRENCY
     timeout_setting: str = "timeout"
     retries_setting: str = "max_retries"
     breaker_setting: str = "breaker"
@@ -232,3 +222,96 @@ def _chain(exc: BaseException) -> list[BaseException]:
         out.append(cur)
         cur = cur.__cause__ or cur.__context__
     return out
+
+
+class CircuitBreaker:
+    """After ``threshold`` consecutive transport failures (timeout, refused or dropped
+    connection, reset mid-reply, 5xx, time budget, a whole call of replies that are no
+    chat completion) every later call fails at once; any answer resets the count. One per
+    endpoint and process (under ``pytest -n N`` each worker finds out on its own)."""
+
+    def __init__(self, threshold: int, *, name: str, setting: str = "") -> None:
+        self.threshold, self.name, self.setting = threshold, name, setting  # threshold 0 = never opens
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._last = ""
+
+    @property
+    def open(self) -> bool:
+        with self._lock:
+            return self.threshold > 0 and self._failures >= self.threshold
+
+    def message(self) -> str:
+        """Why calls are no longer sent (the last failure, redacted by the caller)."""
+        with self._lock:
+            n, last = self._failures, self._last
+        how = f" (set {self.setting} to change the threshold, 0 = never)" if self.setting else ""
+        return (
+            f"{self.name} gave up after {n} consecutive failed attempts (timeouts or transport failures); no further call is sent in this "  # noqa: E501
+            f"process{how}. Last failure: {last}"
+        )
+
+    def record(self, *, transport_failure: bool, detail: str = "") -> None:
+        with self._lock:
+            if transport_failure:
+                self._failures += 1
+                self._last = detail
+            else:
+                self._failures = 0
+
+
+class RateLimited(Exception):
+    """The limiter would make the caller wait past its deadline."""
+
+
+class RateLimiter:
+    """One per endpoint, shared by every thread: at most ``concurrency`` requests in
+    flight; after a 429 *every* thread waits until ``Retry-After`` (or
+    :data:`DEFAULT_PAUSE_S`) has passed, then goes one at a time that far apart, each
+    answer that is not a 429 halving the spacing; never waits past the call's deadline."""
+
+    def __init__(
+        self,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        self.concurrency = concurrency
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._lock = threading.Lock()
+        self._clock, self._sleep = clock, sleep
+        self._not_before = 0.0
+        self._spacing = 0.0
+
+    def hold(self, seconds: float | None) -> None:
+        """The server said 429: nobody sends for ``seconds``, then one at a time."""
+        wait = DEFAULT_PAUSE_S if seconds is None else max(seconds, _MIN_SPACING_S)
+        with self._lock:
+            self._not_before = max(self._not_before, self._clock() + wait)
+            self._spacing = max(self._spacing, wait)
+
+    def passed(self) -> None:
+        """An answer that was not a 429: the spacing halves."""
+        with self._lock:
+            self._spacing = self._spacing / 2 if self._spacing / 2 >= _MIN_SPACING_S else 0.0
+
+    @contextmanager
+    def slot(self, deadline: float) -> Iterator[None]:
+        """A place to send one request; ``RateLimited`` past ``deadline``."""
+        if not self._slots.acquire(timeout=max(0.0, deadline - self._clock())):
+            raise RateLimited(f"all {self.concurrency} request slots stayed busy until the time budget ran out")
+        try:
+            with self._lock:
+                now = self._clock()
+                turn = max(now, self._not_before)
+                if turn >= deadline:
+                    raise RateLimited(f"the server asked to wait {turn - now:.1f}s more, past the time budget")
+                self._not_before = turn + self._spacing if self._spacing else self._not_before
+            if turn > now:
+                self._sleep(turn - now)
+            yield
+        finally:
+            self._slots.release()

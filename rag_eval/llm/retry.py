@@ -19,9 +19,8 @@ from typing import TypeVar
 import httpx
 import tenacity
 
-from rag_eval.llm.breaker import CircuitBreaker
 from rag_eval.llm.messages import TRANSPORT_KINDS
-from rag_eval.llm.policy import CallPolicy, backoff, is_refused, retry_after, root_cause, status_kind
+from rag_eval.llm.policy import CallPolicy, CircuitBreaker, backoff, is_refused, retry_after, root_cause, status_kind
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -22,7 +22,7 @@ from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_threshol
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.labels.load import LabelsError, load_labels
 from rag_eval.labels.model import Label
-from rag_eval.llm.limiter import DEFAULT_CONCURRENCY
+from rag_eval.llm.policy import DEFAULT_CONCURRENCY
 from rag_eval.results.finalize import MISMATCH_MODES, Mismatch
 from rag_eval.session import EvalConfig
 from rag_eval.util.person_files import FileGuardError, refuse_overlap

@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from rag_eval.llm.cache import CACHE_FILE
-from rag_eval.llm.cached import CachedChatClient, JudgeCallError
+from rag_eval.llm.cached import CACHE_FILE, CachedChatClient, JudgeCallError
 from rag_eval.llm.messages import ChatRequest
 from rag_eval.llm.usage import CallRecord, iter_records, totals_by_tier
 from tests.support.llm_client import judge_llm

@@ -221,7 +221,7 @@ def test_a_broken_row_in_the_cache_is_replaced_not_replayed(
         NativeJudge(old, "judge-m").judge(ITEM)
     # a row written by an older version that cached what it got
     req_body = bodies(openai_server)[0]
-    from rag_eval.llm.cache import request_key
+    from rag_eval.llm.cached import request_key
     from rag_eval.llm.messages import ChatRequest
 
     key = request_key(

@@ -16,9 +16,8 @@ from rag_eval.core.errors import ConfigError
 from rag_eval.llm.cached import CachedChatClient, JudgeCallError
 from rag_eval.llm.client import LLMClient
 from rag_eval.llm.endpoint import Endpoint
-from rag_eval.llm.limiter import DEFAULT_PAUSE_S, RateLimited, RateLimiter
 from rag_eval.llm.messages import ChatError, ChatRequest
-from rag_eval.llm.policy import CallPolicy
+from rag_eval.llm.policy import DEFAULT_PAUSE_S, CallPolicy, RateLimited, RateLimiter
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, Step, one_request_per, status
 
 THREADS, CALLS = 8, 24
