@@ -1,23 +1,14 @@
-"""The one client for OpenAI-compatible chat endpoints inside rag_eval.
+"""The one client for OpenAI-compatible chat endpoints inside rag_eval: :class:`LLMClient`.
 
-The judge, the deepeval engine and a future student simulator all call
-:meth:`LLMClient.complete`. Retries and per-attempt timeouts are the openai SDK's
-(``max_retries``, ``timeout``); :mod:`rag_eval.llm.guard` keeps them inside the call's
-total time budget and the endpoint's circuit breaker (:mod:`rag_eval.llm.policy` has
-the table of what is retried).
-
-A 200 reply that is not a chat completion with text (invalid JSON, empty ``choices``,
-no content, blank text) is retried like a transport fault within the same attempt count,
-because fault-injecting proxies and overloaded servers produce them; after the last
-attempt it raises :class:`ChatError` (``malformed``). A reply with text that the caller's
-``accept`` check rejects (e.g. a judge verdict that cites a chunk the answer does not) is
-never asked again identically -- the server (at temperature 0, or a cache in front of
-it) would give the same text: it is returned at once with :attr:`ChatResponse.rejected`
-set, so the caller can send its repair (a different request) -- and must not cache it.
-
-Every text that leaves this client -- the reply, error messages, log lines -- went
-through the run's :class:`~rag_eval.util.redact.Redactor` (the endpoint's own key is always
-one of its secrets).
+Retries and per-attempt timeouts are the openai SDK's; :mod:`rag_eval.llm.guard` keeps
+them inside the call's time budget, the breaker and the shared rate limiter. A 200 reply
+that is no chat completion with text (invalid JSON, empty ``choices``, no or blank
+content) is asked again within the same attempt count, then ``malformed``. A reply with
+text that the caller's ``accept`` rejects is never asked again identically (the server
+at temperature 0, or a cache in front of it, gives the same text): it is returned at
+once with :attr:`ChatResponse.rejected` set, for the caller's repair, and never cached.
+Every text that leaves the client went through the run's redactor (the endpoint's key
+is always one of its secrets).
 """
 
 from __future__ import annotations
@@ -274,16 +265,8 @@ class LLMClient:
         )
         if kind == "breaker":
             text = f"chat completion at {self.address} (model {req.model!r}) not sent: {detail}"
-        retryable = kind in ("rate_limit", "server", "timeout", "connection")
         return ChatError(
-            self.redactor.text(text),
-            kind=kind,
-            attempts=attempts,
-            address=self.address,
-            status_code=code,
-            retryable=retryable,
-            requests=requests,
-            usage=usage or Usage(0, 0, reported=False),
+            self.redactor.text(text), kind=kind, attempts=attempts, status_code=code, requests=requests, usage=usage
         )
 
     def fix(self, kind: str) -> str:

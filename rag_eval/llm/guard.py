@@ -1,32 +1,22 @@
-"""The openai SDK retries; this transport keeps its retries inside the policy.
+"""The openai SDK retries; :class:`GuardedTransport`, which every attempt passes, keeps
+those retries inside the policy. It
 
-The SDK's own loop does the retrying (backoff with jitter, ``Retry-After`` in seconds,
-milliseconds or as an HTTP date). What it cannot do is stop early, so every attempt
-passes :class:`GuardedTransport`, which
-
-* refuses to send when the endpoint's circuit breaker is open or the call's total time
-  budget is used up, and gives each attempt only the time that is left;
-* stops at once when nothing listens (connection refused);
-* tells the SDK not to retry (``x-should-retry: false``, which the SDK obeys) a 429
+* refuses to send when the breaker is open or the call's time budget is used up, and
+  gives each attempt only the time that is left; stops at once when nothing listens;
+* tells the SDK not to retry (``x-should-retry: false``, which it obeys) a 429
   ``insufficient_quota``, a status whose body names the ``response_format`` that was
-  sent (llama-cpp-python answers an unknown format with HTTP 500), or a ``Retry-After``
-  that would overrun the budget; a longer ``Retry-After`` than ``max_retry_after`` is
-  cut to it;
-* passes the endpoint's shared :class:`~rag_eval.llm.limiter.RateLimiter` (at most
-  ``concurrency`` requests in flight; a 429 holds every thread);
-* counts the attempts of the current call (and those that reached the server);
-* reads each reply's body inside the attempt, so a connection reset mid-body is a
-  transport failure that feeds the breaker, like a timeout;
-* makes the per-attempt timeout and the call's budget *wall-clock* bounds: httpx's
-  timeouts are per socket read, so a server that sends one byte every 0.5 s would never
-  time out. Every socket read and write of an attempt gets only the time left until the
-  attempt's deadline (``min(attempt start + timeout, call deadline)``), through the
-  network backend (:class:`DeadlineBackend`) of httpcore's connection pool, given to it
-  through its public ``network_backend`` parameter (:class:`DeadlineTransport`); a
-  transport passed in is bounded per body chunk instead.
+  sent, or a ``Retry-After`` that would overrun the budget (one over ``max_retry_after``
+  is cut to it);
+* passes the endpoint's shared :class:`~rag_eval.llm.policy.RateLimiter` (a 429 holds
+  every thread) and counts the call's attempts (and those that reached the server);
+* reads each body inside the attempt (a reset mid-body feeds the breaker, like a timeout);
+* makes the timeouts *wall-clock* bounds (httpx's are per socket read, so a server
+  dripping one byte at a time would never time out): every socket read and write gets
+  only the time left until the attempt's deadline, through httpcore's public
+  ``network_backend`` parameter (:class:`DeadlineBackend`, :class:`DeadlineTransport`);
+  a transport passed in is bounded per body chunk instead.
 
-Stopping is done by raising :class:`Stop`, an ``openai.OpenAIError``: the SDK passes
-those through without retrying or wrapping them.
+Stopping raises :class:`Stop`, an ``openai.OpenAIError`` the SDK passes through unretried.
 """
 
 from __future__ import annotations
@@ -34,7 +24,7 @@ from __future__ import annotations
 import contextvars
 import ssl
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -50,11 +40,10 @@ from rag_eval.llm.policy import (
     CircuitBreaker,
     RateLimited,
     RateLimiter,
-    is_refused,
     retry_after,
-    root_cause,
     status_kind,
 )
+from rag_eval.llm.retry import failure_from_exception
 
 
 @dataclass
@@ -68,7 +57,6 @@ class CallState:
     last_timeout: float = 0.0
     last_failure: str = ""
     no_retry: str = ""  # why the transport told the SDK not to retry
-    kind: str = ""  # the kind the transport decided, when it decided one
 
 
 class Stop(openai.OpenAIError):
@@ -76,8 +64,7 @@ class Stop(openai.OpenAIError):
 
     def __init__(self, kind: str, detail: str) -> None:
         super().__init__(detail)
-        self.kind = kind
-        self.detail = detail
+        self.kind, self.detail = kind, detail
 
 
 _STATE: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("rag_eval_llm_call", default=None)
@@ -89,14 +76,10 @@ class GuardedTransport(httpx.BaseTransport):
         policy: CallPolicy,
         breaker: CircuitBreaker,
         inner: httpx.BaseTransport | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        limiter: RateLimiter | None = None,
     ) -> None:
-        self.policy = policy
-        self.breaker = breaker
+        self.policy, self.breaker, self.clock = policy, breaker, time.monotonic
         self.inner = inner or DeadlineTransport()
-        self.clock = clock
-        self.limiter = limiter or RateLimiter(policy.concurrency, clock=clock)
+        self.limiter = RateLimiter(policy.concurrency)
 
     @contextmanager
     def call(self) -> Iterator[CallState]:
@@ -138,21 +121,15 @@ class GuardedTransport(httpx.BaseTransport):
         state.attempt_deadline = time.monotonic() + timeout
         try:
             response = self._read(request, self.inner.handle_request(request), state)
-        except httpx.TimeoutException as exc:
-            if not isinstance(exc, httpx.ConnectTimeout):
-                state.reached += 1
-            state.last_failure = f"no response within the {timeout:g}s timeout"
-            # every timed-out attempt counts: a black-holed endpoint opens the breaker after
-            # N attempts (N x timeout), not after N calls of several attempts each
-            self.breaker.record(transport_failure=True, detail=state.last_failure)
-            raise
         except httpx.HTTPError as exc:
-            if is_refused(exc):
-                raise Stop("refused", f"connection refused ({root_cause(exc)})") from exc
-            if not isinstance(exc, httpx.ConnectError):
-                state.reached += 1
-            state.last_failure = f"connection failed ({root_cause(exc)})"
-            self.breaker.record(transport_failure=True, detail=state.last_failure)
+            failure = failure_from_exception(exc, timeout)
+            if failure.kind == "refused":
+                raise Stop("refused", failure.detail) from exc
+            state.reached += not isinstance(exc, (httpx.ConnectTimeout, httpx.ConnectError))
+            state.last_failure = failure.detail
+            # every failed attempt counts: a black-holed endpoint opens the breaker after
+            # N attempts (N x timeout), not after N calls of several attempts each
+            self.breaker.record(transport_failure=True, detail=failure.detail)
             raise
         state.reached += 1
         if response.status_code >= 400:
@@ -188,7 +165,6 @@ class GuardedTransport(httpx.BaseTransport):
         body = response.text
         sent_format = b'"response_format"' in (request.content or b"")
         kind, retryable = status_kind(response.status_code, body, sent_format=sent_format)
-        state.kind = kind
         state.last_failure = f"HTTP {response.status_code}"
         if kind in TRANSPORT_KINDS:  # a 5xx attempt counts toward the breaker like a timeout
             self.breaker.record(transport_failure=True, detail=state.last_failure)

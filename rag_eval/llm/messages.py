@@ -1,14 +1,9 @@
-"""What goes into and comes out of one chat call: request, response, usage, error.
-
-A frozen :class:`ChatRequest` in (with a stable :meth:`~ChatRequest.body` that a cache
-can key on), a :class:`ChatResponse` out (text, usage, finish reason, attempts,
-seconds), or a :class:`ChatError` whose ``kind`` says why and whether waiting can help.
-"""
+"""What goes into and comes out of one chat call: a frozen :class:`ChatRequest` (whose
+:meth:`~ChatRequest.body` a cache keys on), a :class:`ChatResponse`, or a :class:`ChatError`
+whose ``kind`` says why."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -100,11 +95,6 @@ class ChatRequest:
         out.update(self.extra)
         return out
 
-    def cache_key(self) -> str:
-        """SHA-256 of the canonical body: equal requests give equal keys across runs."""
-        canon = json.dumps(self.body(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(canon.encode("utf-8")).hexdigest()
-
 
 @dataclass(frozen=True)
 class ChatResponse:
@@ -127,12 +117,9 @@ class ChatResponse:
 
 
 class ChatError(ServiceError):
-    """A chat call failed. ``kind`` says why, ``attempts`` how many requests were sent.
-
-    ``retryable`` tells a caller with its own plan (the judge) whether trying again later
-    can help. The message is redacted and names the setting that applies. ``requests``
-    and ``usage`` are what the failed call spent (attempts that reached the server).
-    """
+    """A chat call failed (message redacted, naming the setting that applies). ``kind``
+    says why, ``attempts`` how many were made; ``requests`` and ``usage`` are what the
+    failed call spent (attempts that reached the server)."""
 
     def __init__(
         self,
@@ -140,22 +127,11 @@ class ChatError(ServiceError):
         *,
         kind: ErrorKind,
         attempts: int,
-        address: str,
         status_code: int | None = None,
-        retryable: bool = False,
         requests: int = 0,
         usage: Usage | None = None,
     ) -> None:
         super().__init__(message)
-        self.requests = requests
-        self.usage = usage or Usage(0, 0, reported=False)
         self.kind: ErrorKind = kind
-        self.attempts = attempts
-        self.address = address
-        self.status_code = status_code
-        self.retryable = retryable
-
-    @property
-    def transport(self) -> bool:
-        """True when the failure says the endpoint is dead or unreachable."""
-        return self.kind in TRANSPORT_KINDS
+        self.attempts, self.status_code, self.requests = attempts, status_code, requests
+        self.usage = usage or Usage(0, 0, reported=False)

@@ -24,19 +24,14 @@ RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 429})  # plus every 5xx
 QUOTA_CODE = "insufficient_quota"
 FORMAT_HINTS: tuple[str, ...] = ("response_format", "json_schema", "json_object")
 # A 400 about the prompt, not the format: falling back to another format cannot help.
-NOT_FORMAT_HINTS: tuple[str, ...] = (
-    "context length",
-    "context_length",
-    "maximum context",
-    "too many tokens",
-    "too long",
-)
+NOT_FORMAT_HINTS = ("context length", "context_length", "maximum context", "too many tokens", "too long")
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_MAX_RETRIES = 3
 DEFAULT_BREAKER = 5
 DEFAULT_CONCURRENCY = 4  # requests in flight per endpoint and process; 1 = one at a time
 DEFAULT_PAUSE_S = 1.0  # a 429 without Retry-After holds every thread this long
 _MIN_SPACING_S = 0.001
+_CONCURRENCY_HELP = "an integer >= 1 (requests in flight; 1 = one at a time), e.g. 4"
 BUDGET_SLACK_S = 30.0  # room for the waits between attempts in the default total budget
 
 
@@ -94,35 +89,16 @@ class CallPolicy:
         """``{prefix}_TIMEOUT`` (seconds per attempt), ``{prefix}_MAX_RETRIES``,
         ``{prefix}_BREAKER``, ``{prefix}_CONCURRENCY``; a bad value is a ``ConfigError``
         naming the variable."""
-        names = (f"{prefix}_TIMEOUT", f"{prefix}_MAX_RETRIES", f"{prefix}_BREAKER", f"{prefix}_CONCURRENCY")
+        t, r, b, c = (f"{prefix}_{n}" for n in ("TIMEOUT", "MAX_RETRIES", "BREAKER", "CONCURRENCY"))
+        breaker_help = "an integer >= 0 (consecutive failures before the endpoint is given up; 0 = never), e.g. 5"
         return cls(
-            timeout=env_number(
-                env, names[0], timeout, "a number of seconds > 0, e.g. 30", float, minimum=0.0, exclusive=True
-            ),
-            max_retries=int(env_number(env, names[1], max_retries, "an integer >= 0, e.g. 3", int, minimum=0)),
-            breaker_after=int(
-                env_number(
-                    env,
-                    names[2],
-                    breaker_after,
-                    "an integer >= 0 (consecutive failures before the endpoint is given up; 0 = never), e.g. 5",
-                    int,
-                    minimum=0,
-                )
-            ),
-            concurrency=int(
-                env_number(
-                    env,
-                    names[3],
-                    concurrency or DEFAULT_CONCURRENCY,
-                    "an integer >= 1 (requests in flight; 1 = one at a time), e.g. 4",
-                    int,
-                    minimum=1,
-                )
-            ),
-            timeout_setting=names[0],
-            retries_setting=names[1],
-            breaker_setting=names[2],
+            timeout=env_number(env, t, timeout, "a number of seconds > 0, e.g. 30", float, minimum=0.0, exclusive=True),
+            max_retries=int(env_number(env, r, max_retries, "an integer >= 0, e.g. 3", int, minimum=0)),
+            breaker_after=int(env_number(env, b, breaker_after, breaker_help, int, minimum=0)),
+            concurrency=int(env_number(env, c, concurrency or DEFAULT_CONCURRENCY, _CONCURRENCY_HELP, int, minimum=1)),
+            timeout_setting=t,
+            retries_setting=r,
+            breaker_setting=b,
         )
 
 

@@ -1,11 +1,8 @@
-"""Retries for endpoints that are not spoken to through the openai SDK (the HTTP adapter).
-
-Same :class:`~rag_eval.llm.policy.CallPolicy` and :class:`~rag_eval.llm.breaker.CircuitBreaker`
-as the LLM client, same classification: an attempt either returns or raises
-:class:`AttemptFailed`; :meth:`Retrier.run` retries it with tenacity's loop, waiting
-``Retry-After`` when given (capped), else exponential backoff with jitter, keeps within
-the total time budget and feeds the breaker, and raises :class:`CallFailed` when the call
-is over.
+"""Retries for endpoints not spoken to through the openai SDK (the HTTP adapter): the same
+:class:`~rag_eval.llm.policy.CallPolicy`, breaker and classification as the LLM client, on
+tenacity's loop. An attempt returns or raises :class:`AttemptFailed`; :meth:`Retrier.run`
+waits ``Retry-After`` (capped) or backs off with jitter, keeps within the time budget,
+feeds the breaker and raises :class:`CallFailed` when the call is over.
 """
 
 from __future__ import annotations

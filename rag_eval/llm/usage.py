@@ -1,25 +1,10 @@
 """Accounting of model calls: one :class:`CallRecord` per call, summed per case and tier.
 
-A record names the tier, the case and the trial that made the call, so a case's usage
-sums exactly its own calls (a passk trial's judge calls are never a judge case's). It is
-JSON-serialisable so pytest-xdist workers can ship records to the controller.
-
-What counts (issue 20.6): every attempt that reached the server is a call with its
-tokens, retries and repairs included. A record's ``attempts`` is the number of requests
-the call sent that reached the server, its tokens are summed over them.
-:func:`summarize` reports
-
-* ``calls`` -- requests that reached the server, plus answers served from the cache;
-* ``first_attempts`` / ``repairs`` / ``retries`` -- the requests split into each call's
-  first attempt, the first attempt of a *repair* (a follow-up a case sends after a reply
-  it could not use: the judge's repair message, its retry at a larger ``max_tokens``,
-  the hint judge's repair) and the transport retries after either (same request again);
-* ``cached_calls`` -- answers from the cache (no tokens, no cost: the totals say what
-  *this run* spent);
-* ``errors`` -- calls that gave no usable answer: a failure (timeout, breaker, malformed
-  reply, ...) or a reply the caller's check rejected after every attempt;
-* ``calls_without_usage`` -- calls whose server sent no token counts (0 means unknown
-  there, not free); ``unpriced_calls`` -- calls of a model with no price.
+A record names the tier, case and trial that made the call, so a case's usage sums
+exactly its own calls; it is JSON-serialisable so xdist workers can ship records to the
+controller. Every attempt that reached the server counts, with its tokens (docs/judge.md,
+"Cost", says how :func:`summarize` splits them: first attempts, repairs, retries, cached
+calls, errors, calls without usage, unpriced calls).
 """
 
 from __future__ import annotations
@@ -35,14 +20,9 @@ REJECTED = "rejected"  # the error of a call whose reply the caller's check refu
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One call as accounting sees it.
-
-    ``cached`` calls have zero tokens and cost (nothing was spent in this run).
-    ``priced`` is False when the model has no price: its ``cost`` is 0 but unknown, not
-    free. ``error`` is the failure kind of a call that gave no usable answer.
-    ``usage_reported`` is False when the server sent no token counts. ``attempts``:
-    requests that reached the server.
-    """
+    """One call: ``cached`` ones cost nothing in this run; ``priced`` False means the cost
+    is unknown, not free; ``error`` is the failure kind of a call with no usable answer;
+    ``attempts`` are the requests that reached the server."""
 
     case_id: str
     tier: str
