@@ -14,6 +14,7 @@ could detect (80 % power, from its paired differences).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from rag_eval.grid.measures import (
     retrieval_cases,
     stage_ms,
     stage_names,
+    stored,
     tokens,
 )
 from rag_eval.grid.spec import Configuration
@@ -51,6 +53,11 @@ class Run:
     path: Path
     results: Mapping[str, Any]
 
+    @functools.cached_property
+    def cases(self) -> list[Mapping[str, Any]]:
+        """The run's retrieval cases (``measures.retrieval_cases``), derived once per run."""
+        return retrieval_cases(self.results)
+
 
 def metric_keys(k: int) -> list[tuple[str, bool]]:
     """The tested metrics (name, higher is better), final stage."""
@@ -63,22 +70,22 @@ def metric_keys(k: int) -> list[tuple[str, bool]]:
     ]
 
 
-def values(results: Mapping[str, Any], metric: str, k: int) -> dict[str, float]:
+def values(run: Run, metric: str, k: int) -> dict[str, float]:
     """Per-case values of a tested metric: the gate's own ``per_case`` where the gate has
     the metric (errored cases at their worst value), the irrelevant share computed here."""
     if metric == f"retrieval.irrelevant@{k}":
-        stages = stage_names(results)
-        return irrelevant_share(results, stages[-1], k) if stages else {}
-    return per_case(results, metric)
+        stages = stage_names(run.cases)
+        return irrelevant_share(run.cases, stages[-1], k) if stages else {}
+    return per_case(run.results, metric)
 
 
 def _estimate(results: Mapping[str, Any], key: str, units: Mapping[str, float]) -> dict[str, Any]:
     """value, n and interval: the gate's own (metrics_n) where it has the metric, else a
     bootstrap over cases; no cases: value None and a note."""
-    stored = (results.get("metrics_n") or {}).get(key)
-    if isinstance(stored, Mapping) and stored.get("value") is not None:
-        out = {"value": stored["value"], "n": stored.get("n"), "ci": stored.get("ci")}
-        return out if out["ci"] is not None else {**out, "ci_note": stored.get("ci_note")}
+    row = stored(results, key)
+    if row is not None:
+        out = {"value": row["value"], "n": row.get("n"), "ci": row.get("ci")}
+        return out if out["ci"] is not None else {**out, "ci_note": row.get("ci_note")}
     if not units:
         return {"value": None, "n": 0, "ci": None, "ci_note": "no case measured it"}
     est = bootstrap_mean(dict(units), CONFIDENCE)
@@ -86,25 +93,26 @@ def _estimate(results: Mapping[str, Any], key: str, units: Mapping[str, float]) 
     return {"value": est.estimate, "n": est.n, "ci": ci, **({} if ci else {"ci_note": est.reason})}
 
 
-def stage_rows(results: Mapping[str, Any], k: int) -> list[dict[str, Any]]:
+def stage_rows(run: Run, k: int) -> list[dict[str, Any]]:
+    results, cases = run.results, run.cases
     rows = []
-    for stage in stage_names(results):
-        recall = case_metric(results, f"{stage}.recall@{k}")
-        precision = case_metric(results, f"{stage}.precision@{k}")
+    for stage in stage_names(cases):
+        recall = case_metric(cases, f"{stage}.recall@{k}")
+        precision = case_metric(cases, f"{stage}.precision@{k}")
         rows.append(
             {
                 "stage": stage,
                 "recall": _estimate(results, f"retrieval.{stage}.recall@{k}", recall),
                 "precision": _estimate(results, f"retrieval.{stage}.precision@{k}", precision),
-                "irrelevant": _estimate(results, "", irrelevant_share(results, stage, k)),
+                "irrelevant": _estimate(results, "", irrelevant_share(cases, stage, k)),
             }
         )
     return rows
 
 
-def latency(results: Mapping[str, Any]) -> dict[str, Any]:
-    per_stage = {s: percentiles(v) for s, v in stage_ms(results).items()}
-    out: dict[str, Any] = {"case_ms": percentiles(case_ms(results)), "stage_ms": per_stage}
+def latency(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    per_stage = {s: percentiles(v) for s, v in stage_ms(cases).items()}
+    out: dict[str, Any] = {"case_ms": percentiles(case_ms(cases)), "stage_ms": per_stage}
     if not per_stage:
         out["stage_ms_note"] = "the system reports no per-stage timings: per-stage latency is absent, not 0"
     return out
@@ -113,18 +121,18 @@ def latency(results: Mapping[str, Any]) -> dict[str, Any]:
 def entry(run: Run, k: int) -> dict[str, Any]:
     r = run.results
     system = (r.get("run") or {}).get("system") or {}
-    negatives = case_metric(r, FALSE_RETRIEVAL, negative=True)
+    negatives = case_metric(run.cases, FALSE_RETRIEVAL, negative=True)
     return {
         **run.config.to_dict(),
         "results": str(run.path),
         "verdict": r.get("verdict"),
-        "cases": len(retrieval_cases(r)),
-        "errors": sum(1 for c in retrieval_cases(r) if c.get("outcome") == "error"),
+        "cases": len(run.cases),
+        "errors": sum(1 for c in run.cases if c.get("outcome") == "error"),
         "warnings": list((r.get("run") or {}).get("warnings") or []),
         "index_built": system.get("index_built"),
-        "stages": stage_rows(r, k),
+        "stages": stage_rows(run, k),
         "false_retrieval": _estimate(r, f"retrieval.{FALSE_RETRIEVAL}", negatives),
-        "latency": latency(r),
+        "latency": latency(run.cases),
         "tokens": tokens(r),
     }
 
@@ -161,7 +169,7 @@ def tests(reference: Run, others: Sequence[Run], k: int) -> tuple[list[dict[str,
     rows = []
     for run in others:
         for metric, higher in metric_keys(k):
-            a, b = values(reference.results, metric, k), values(run.results, metric, k)
+            a, b = values(reference, metric, k), values(run, metric, k)
             rows.append({"configuration": run.config.name, "metric": metric, **paired(a, b, higher)})
     key = [f"{r['configuration']} :: {r['metric']}" for r in rows]
     if not rows:
@@ -197,7 +205,7 @@ def compare(
     entries = [entry(r, k) for r in runs]
     others = [r for r in runs if ref is None or r.config.name != ref.config.name]
     rows, holm_info = tests(ref, others, k) if ref is not None else ([], {"m": 0, "alpha": ALPHA})
-    lost = {r.config.name: losses(ref.results, r.results) for r in others} if ref is not None else {}
+    lost = {r.config.name: losses(ref.cases, r.cases) for r in others} if ref is not None else {}
     return {
         "version": COMPARISON_VERSION,
         "kind": "rag_eval.grid.comparison",

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_eval.core.case import case_key
-from rag_eval.grid.measures import retrieval_cases
+from rag_eval.grid.measures import Cases
 
 CAUSES = ("error", "not in the corpus", "cut by chunking", "filtered by threshold", "cut at context", "ranked low")
 
@@ -37,11 +37,12 @@ class Loss:
         return {"case": self.case, "stage": self.stage, "cause": self.cause, "message": self.message}
 
 
-def losses(reference: Mapping[str, Any], other: Mapping[str, Any]) -> list[Loss]:
-    """Cases that pass in ``reference`` and fail or error in ``other``, in case order."""
-    kept = {case_key(c): c for c in retrieval_cases(reference) if c.get("outcome") == "pass"}
+def losses(reference: Cases, other: Cases) -> list[Loss]:
+    """Retrieval cases (``measures.retrieval_cases``) that pass in ``reference`` and fail
+    or error in ``other``, in case order."""
+    kept = {case_key(c): c for c in reference if c.get("outcome") == "pass"}
     out = []
-    for b in retrieval_cases(other):
+    for b in other:
         a = kept.get(case_key(b))
         if a is None or b.get("outcome") == "pass":
             continue

@@ -1,14 +1,15 @@
 """What the comparison reads out of one configuration's results file, per case.
 
-Pure functions over a results dict (``load_results``' validated shape). Retrieval cases
-only: positive cases (with gold) for recall, precision and the irrelevant share; negative
+Pure functions over a results dict (``load_results``' validated shape) or over its
+retrieval cases (``retrieval_cases``, derived once per run: ``comparison.Run.cases``).
+Positive cases (with gold) for recall, precision and the irrelevant share; negative
 cases (no gold) for the false-retrieval rate. A value that a case cannot give (an errored
 case without ranked lists, an empty top-K) is absent from its mapping, never 0.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,14 @@ import numpy as np
 from rag_eval.core.case import case_key
 
 FALSE_RETRIEVAL = "negative.any_above_threshold"
+Cases = Sequence[Mapping[str, Any]]  # one run's retrieval cases, as ``retrieval_cases`` returns them
+
+
+def stored(results: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    """The gate's own row of ``key`` (``metrics_n``: value, n, ci or ci_note) when it has a
+    value; None when the gate did not measure it (the caller computes it from the cases)."""
+    row = (results.get("metrics_n") or {}).get(key)
+    return row if isinstance(row, Mapping) and row.get("value") is not None else None
 
 
 def ranked_tier(results: Mapping[str, Any]) -> str | None:
@@ -28,14 +37,15 @@ def ranked_tier(results: Mapping[str, Any]) -> str | None:
 
 
 def retrieval_cases(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """That tier's cases (errored ones included: they count), skipped ones left out."""
+    """That tier's cases (errored ones included: they count), skipped ones left out: what
+    every reader below takes, derived once per run."""
     tier = ranked_tier(results)
     return [c for c in results.get("cases", []) if c.get("tier") == tier and c.get("outcome") != "skip"]
 
 
-def stage_names(results: Mapping[str, Any]) -> list[str]:
+def stage_names(cases: Cases) -> list[str]:
     """The system's stages in its own order (levels flattened), from the first case that has them."""
-    for c in retrieval_cases(results):
+    for c in cases:
         levels = (c.get("details") or {}).get("stage_levels")
         if levels:
             return [s for level in levels for s in level]
@@ -47,10 +57,10 @@ def gold_chunks(case: Mapping[str, Any]) -> set[str]:
     return {cid for requirement in gold.get("chunks") or [] for cid in requirement}
 
 
-def case_metric(results: Mapping[str, Any], key: str, negative: bool = False) -> dict[str, float]:
+def case_metric(cases: Cases, key: str, negative: bool = False) -> dict[str, float]:
     """``key`` of each retrieval case that measured it (positives, or negatives with ``negative``)."""
     out: dict[str, float] = {}
-    for c in retrieval_cases(results):
+    for c in cases:
         if bool(c.get("negative")) != negative:
             continue
         value = (c.get("metrics") or {}).get(key)
@@ -59,12 +69,12 @@ def case_metric(results: Mapping[str, Any], key: str, negative: bool = False) ->
     return out
 
 
-def irrelevant_share(results: Mapping[str, Any], stage: str, k: int) -> dict[str, float]:
+def irrelevant_share(cases: Cases, stage: str, k: int) -> dict[str, float]:
     """Per positive case: of the first ``k`` items ``stage`` returned, the share that is not gold.
 
     = |top_k \\ gold| / |top_k|, over the items that came back (absent when none did)."""
     out: dict[str, float] = {}
-    for c in retrieval_cases(results):
+    for c in cases:
         if c.get("negative"):
             continue
         ranked = ((c.get("details") or {}).get("stages") or {}).get(stage)
@@ -76,15 +86,15 @@ def irrelevant_share(results: Mapping[str, Any], stage: str, k: int) -> dict[str
     return out
 
 
-def case_ms(results: Mapping[str, Any]) -> list[float]:
+def case_ms(cases: Cases) -> list[float]:
     """Each retrieval case's wall time as the gate measured it, in milliseconds."""
-    return [float(c["duration"]) * 1000.0 for c in retrieval_cases(results) if c.get("duration") is not None]
+    return [float(c["duration"]) * 1000.0 for c in cases if c.get("duration") is not None]
 
 
-def stage_ms(results: Mapping[str, Any]) -> dict[str, list[float]]:
+def stage_ms(cases: Cases) -> dict[str, list[float]]:
     """Per stage, the times the system reported (``details.stage_ms``); empty when it reports none."""
     out: dict[str, list[float]] = {}
-    for c in retrieval_cases(results):
+    for c in cases:
         for stage, ms in ((c.get("details") or {}).get("stage_ms") or {}).items():
             if ms is not None:
                 out.setdefault(stage, []).append(float(ms))

@@ -15,6 +15,7 @@ from typing import Any
 from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.gates.paired_gates import per_case
 from rag_eval.grid.comparison import Run
+from rag_eval.grid.measures import stored
 from rag_eval.grid.spec import GridError
 
 OPTIMISM = (
@@ -25,9 +26,9 @@ OPTIMISM = (
 
 def value(results: Mapping[str, Any], metric: str) -> float | None:
     """The run-level value of ``metric`` (``retrieval.recall@5``): the gate's own where stored."""
-    stored = (results.get("metrics_n") or {}).get(metric)
-    if isinstance(stored, Mapping) and stored.get("value") is not None:
-        return float(stored["value"])
+    row = stored(results, metric)
+    if row is not None:
+        return float(row["value"])
     cases = per_case(results, metric)
     return sum(cases.values()) / len(cases) if cases else None
 
