@@ -78,7 +78,6 @@ def make_generator(
         config = EndpointConfig.from_env(GENERATOR_ENV_PREFIX, environ).require()
         timeout = _env_number(environ, TIMEOUT_VAR, settings.request_timeout, float, "a number of seconds > 0, e.g. 30")
         retries = int(_env_number(environ, MAX_RETRIES_VAR, GENERATOR_MAX_RETRIES, int, "an integer >= 0, e.g. 3"))
-        # total budget: every attempt its full timeout, plus room for the backoff sleeps
         client = ChatClient(
             config,
             timeout=timeout,

@@ -1,4 +1,4 @@
-"""A generator that asks an OpenAI-compatible chat model, through :class:`ChatClient`."""
+"""A generator that asks an OpenAI-compatible chat model (through :class:`rag_app.llm.ChatClient`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from rag_app.generation.prompt import build_messages
 from rag_app.generation.sources import REFUSAL_TEXT
-from rag_app.llm import ChatClient, ChatRequest
+from rag_app.llm import ChatClient
 from rag_app.types import Chunk, Usage
 
 log = logging.getLogger(__name__)
@@ -18,7 +18,7 @@ class OpenAIGenerator:
 
     Temperature is low (``Settings.temperature``, 0.1 by default) but the answer is still
     not guaranteed to repeat, so ``deterministic`` is False and the evaluation may run
-    repeated trials. Errors of the client (:class:`~rag_app.llm.ChatError`) propagate:
+    repeated trials. Errors of the client (:class:`~rag_app.llm_errors.ChatError`) propagate:
     a failed answer must fail loudly, not turn into a fake refusal.
     """
 
@@ -41,33 +41,17 @@ class OpenAIGenerator:
     def __repr__(self) -> str:
         return f"OpenAIGenerator(model={self.model!r}, temperature={self.temperature}, client={self.client!r})"
 
-    def request(
-        self, question: str, context: Sequence[Chunk], history: Sequence[Mapping[str, str]] = ()
-    ) -> ChatRequest:
-        """The exact request ``generate`` sends (also handy for caching and debugging)."""
-        return ChatRequest(
-            model=self.model,
-            messages=build_messages(question, context, history),
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-        )
-
     def generate(
         self, question: str, context: Sequence[Chunk], history: Sequence[dict[str, str]] = ()
     ) -> tuple[str, Usage]:
         if not context:
             # Nothing to answer from: the rules say refuse, so no need to pay for a call.
             return REFUSAL_TEXT, Usage()
-        resp = self.client.complete(self.request(question, context, history))
-        if resp.finish_reason == "length":
-            log.warning("answer from %s was cut at max_tokens=%d; raise max_answer_tokens", self.name, self.max_tokens)
-        return resp.content.strip(), resp.usage
+        return self.complete(build_messages(question, context, history))
 
     def complete(self, messages: Sequence[Mapping[str, str]]) -> tuple[str, Usage]:
-        """One call with ready-made messages (the tutor's turn, rag_app/generation/tutor_prompt.py)."""
-        resp = self.client.complete(
-            ChatRequest(model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens)
-        )
+        """One call with ready-made messages (also the tutor's turn, rag_app/generation/tutor_prompt.py)."""
+        resp = self.client.complete(self.model, messages, temperature=self.temperature, max_tokens=self.max_tokens)
         if resp.finish_reason == "length":
             log.warning("reply from %s was cut at max_tokens=%d; raise max_answer_tokens", self.name, self.max_tokens)
         return resp.content.strip(), resp.usage

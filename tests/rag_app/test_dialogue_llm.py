@@ -33,7 +33,7 @@ def tutor(server: ScriptedOpenAIServer, tmp_path_factory: pytest.TempPathFactory
         "RAG_GENERATOR_API_KEY": "sk-tutor-test-77",
         "RAG_GENERATOR_MODEL": "m",
     }
-    client = ChatClient(EndpointConfig.from_env("RAG_GENERATOR", env), 5.0, 0, 10.0)
+    client = ChatClient(EndpointConfig.from_env("RAG_GENERATOR", env), 5.0, 0)
     cache = Path(tmp_path_factory.getbasetemp()) / "dialogue-llm-cache"  # shared by the tests: built once
     return RagPipeline(demo_settings(cache), generator=OpenAIGenerator(client, "m", max_tokens=200))
 

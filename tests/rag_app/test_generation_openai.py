@@ -32,7 +32,7 @@ def _env(base_url: str) -> dict[str, str]:
 
 
 def _generator(base_url: str, temperature: float = 0.1) -> OpenAIGenerator:
-    client = ChatClient(EndpointConfig.from_env("RAG_GENERATOR", _env(base_url)), 5.0, 0, 10.0)
+    client = ChatClient(EndpointConfig.from_env("RAG_GENERATOR", _env(base_url)), 5.0, 0)
     assert client.timeout_setting == "RAG_GENERATOR_TIMEOUT"
     return OpenAIGenerator(client, "gpt-4o-mini", temperature=temperature, max_tokens=321)
 
@@ -163,7 +163,7 @@ def test_a_non_json_200_echoing_the_key_after_padding_leaks_nothing(server: Scri
 
     long_key = KEY + "-padded-to-be-distinctive"
     env = {**_env(server.base_url), "RAG_GENERATOR_API_KEY": long_key}
-    gen = OpenAIGenerator(ChatClient(EndpointConfig.from_env("RAG_GENERATOR", env), 5.0, 0, 10.0), "gpt-4o-mini")
+    gen = OpenAIGenerator(ChatClient(EndpointConfig.from_env("RAG_GENERATOR", env), 5.0, 0), "gpt-4o-mini")
     server.enqueue(raw(("x" * 100 + f" key={long_key} " + "y" * 100).encode()))
 
     with pytest.raises(ChatError) as info:
