@@ -6,22 +6,11 @@ endpoint. The tier that runs it on cases is ``rag_eval.tiers.judge`` (its runner
 engine's calls go through ``rag_eval.llm`` (``llm.cached``: a disk cache, token/cost
 accounting and a budget around :class:`rag_eval.llm.client.LLMClient`), so every judge
 engine gets those for free and in one place.
+
+The native judge's metrics are declared once each (``registry``: the verdict field, its
+prompt part and schema, the metric's value and direction; the built-in ones: ``fields``).
 """
 
-from rag_eval.metrics.claims import KEYS as CLAIM_METRICS
-
-# Metric names the judge tier produces; kept here (no heavy imports) so that
-# thresholds.toml can be validated without loading the judge clients. The claim-level
-# ones (retriever / generator diagnosis) come from rag_eval.metrics.claims.
-NATIVE_METRICS: tuple[str, ...] = (
-    "faithfulness",
-    "unknown_share",
-    "coverage",
-    "relevance",
-    "factual_f1",
-    "citation_faithfulness",
-    *CLAIM_METRICS,
-)
 # deepeval's metrics the engine can run; the default leaves out GEval (it needs criteria).
 DEEPEVAL_ENGINE_METRICS: tuple[str, ...] = (
     "faithfulness",
@@ -32,4 +21,12 @@ DEEPEVAL_ENGINE_METRICS: tuple[str, ...] = (
 )
 DEEPEVAL_DEFAULT_METRICS: tuple[str, ...] = DEEPEVAL_ENGINE_METRICS[:4]
 DEEPEVAL_METRICS: tuple[str, ...] = tuple(f"deepeval.{m}" for m in DEEPEVAL_ENGINE_METRICS)
-JUDGE_METRICS: tuple[str, ...] = NATIVE_METRICS + DEEPEVAL_METRICS
+
+
+def judge_metric_names() -> tuple[str, ...]:
+    """The metric names the judge tier produces: the registered native ones
+    (``rag_eval.judge.registry``, the built-in and any registered since) and deepeval's.
+    Light (no judge client is imported), so thresholds.toml is checked without one."""
+    from rag_eval.judge.registry import metric_names
+
+    return metric_names() + DEEPEVAL_METRICS

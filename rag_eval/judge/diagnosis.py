@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from rag_eval.metrics.claims import ClaimChecks, Tri
 
 if TYPE_CHECKING:
-    from rag_eval.judge.schema import Judgement
+    from rag_eval.judge.registry import Judgement
 
 TRI_VERDICTS: tuple[str, ...] = ("yes", "no", "unknown")
 _TRI: Mapping[str, Tri] = {"yes": True, "no": False, "unknown": None}

@@ -47,10 +47,11 @@ an unchanged suite makes zero judge calls after repairs as well.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rag_eval.judge.config import MAX_TOKENS_VAR
+from rag_eval.judge.fields import Claims
 from rag_eval.judge.prompt import build_messages, repair_messages
 from rag_eval.judge.schema import (
     MAX_GRAMMAR_ITEMS,
@@ -266,7 +267,7 @@ class _Call:
         extra, errors = self._more(resp.content, seen)
         if errors:
             return first, 0, f"{n} claims (the cap): the second call's claims were invalid, kept {n}: {errors[0]}"
-        more = replace(first, claims=first.claims + tuple(extra))
+        more = first.with_value("claims", Claims(first.claims + tuple(extra), first.duplicate_claims))
         return more, len(extra), f"{n} claims (the cap): a second call added {len(extra)}"
 
     def _more(self, text: str, seen: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:

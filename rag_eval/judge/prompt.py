@@ -30,6 +30,8 @@ import unicodedata
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from rag_eval.judge.registry import prompt_fields
+
 if TYPE_CHECKING:
     from rag_eval.judge.native import JudgeInput
 
@@ -93,14 +95,10 @@ def block(name: str, body: str) -> str:
 
 
 def system_message(has_reference: bool, schema: Mapping[str, Any]) -> str:
-    """Task, verdict definitions (METRICS.md, Generation), the injection rule, the output schema."""
-    correctness = (
-        "\n5. correctness: split the ANSWER and the REFERENCE into atomic claims. tp = claims in both; "
-        "fp = claims only in the answer; fn = claims only in the reference. Lists of short claim strings."
-        if has_reference
-        else ""
-    )
-    n_cit = 6 if has_reference else 5
+    """Task, the injection rule, one numbered instruction per verdict field (the registry's
+    prompt parts, METRICS.md, Generation; ``registry.prompt_fields``), the output schema."""
+    asked = prompt_fields(has_reference)
+    parts = "\n".join(f"{i}. {f.prompt}" for i, f in enumerate(asked, 1))
     return f"""You are a strict evaluator of answers produced by a retrieval-augmented tutor.
 You judge; you never answer the question yourself. Every verdict is categorical; never use numeric scores.
 
@@ -108,24 +106,8 @@ You judge; you never answer the question yourself. Every verdict is categorical;
 
 Judge the ANSWER only against the CONTEXT chunks shown (the context the generator actually saw), not against your own knowledge.
 
-1. claims: split the ANSWER into atomic factual claims (one checkable statement each). For each claim:
-   "verdict": "yes" = supported by the CONTEXT; "no" = contradicted by the CONTEXT or not in it;
-   "unknown" = cannot be decided from the CONTEXT (e.g. too vague to check).
-   "chunks": the numbers n of every CONTEXT chunk [n] that on its own entails the claim; [] if none does.
-   "reference": "yes" = the KEY FACTS or the REFERENCE entail the claim; "no" = they contradict it or do not
-   state it; "unknown" = cannot be decided.
-2. key_facts: judge every numbered KEY FACT exactly once, giving its number as "index" and its text as "fact":
-   "verdict": "covered" = the answer states it; "partially_covered" = the answer states part of it or states it
-   imprecisely; "not_covered" = absent or contradicted.
-   "context": "yes" = some CONTEXT chunk entails the key fact; "no" = none does; "unknown" = cannot be decided.
-   "chunks": the numbers n of every CONTEXT chunk [n] that entails the key fact; [] if none does.
-   If there are no key facts, return an empty list.
-3. relevance: does the ANSWER address the QUESTION? "relevant" = fully; "partially_relevant" = only partly
-   or with much off-topic content; "not_relevant" = does not address it.
-4. citations: for every inline marker [n] in the ANSWER, one entry: "marker" = n, "sentence" = the sentence
-   the marker is attached to, "supported" = true only if context chunk [n] supports that sentence.
-   If the answer has no markers, return an empty list.{correctness}
-{n_cit}. Give a short "reason" for every verdict.
+{parts}
+{len(asked) + 1}. Give a short "reason" for every verdict.
 
 Reply with ONE JSON object only, no prose and no code fences, matching this JSON schema:
 {json.dumps(schema, ensure_ascii=False, separators=(",", ":"))}"""  # noqa: E501

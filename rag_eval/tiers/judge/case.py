@@ -13,15 +13,16 @@ from dataclasses import dataclass, field, replace
 from rag_eval.core.case import CaseResult
 from rag_eval.core.records import AnswerRecord
 from rag_eval.golden.model import GoldenItem
-from rag_eval.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
+from rag_eval.judge import registry
 from rag_eval.tiers.base import LOWER_RATE_KEYS, limit_problem
 from rag_eval.tiers.judge.details import JudgeDetails
 
 
 def judge_lower_is_better(key: str) -> bool:
-    """A judge metric where lower is better: unknown_share and, of the claim-level metrics,
-    hallucination and the two noise sensitivities (``rag_eval.metrics.claims``)."""
-    return key in LOWER_RATE_KEYS or key == "unknown_share" or CLAIMS_LOWER_IS_BETTER.get(key, False)
+    """A judge metric where lower is better, as registered (``rag_eval.judge.registry``:
+    unknown_share and, of the claim-level metrics, hallucination and the two noise
+    sensitivities), or a lower-is-better rate key."""
+    return key in LOWER_RATE_KEYS or registry.lower_is_better(key)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from rag_eval.core.case import CaseResult
 from rag_eval.core.errors import ConfigError
-from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS, JUDGE_METRICS, blame
+from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS, DEEPEVAL_ENGINE_METRICS, blame, judge_metric_names, registry
 from rag_eval.tiers.base import (
     RATE_KEYS,
     Item,
@@ -46,20 +47,24 @@ class JudgeTier(Tier):
     details_type = JudgeDetails
     option_help = "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)"
     marker = "judge tier: LLM-as-judge metrics (needs a configured judge endpoint)"
-    valid_names = f"{', '.join(JUDGE_METRICS + RATE_KEYS)}"
     progress = True  # one model call per case
     judged = True
     judges_answers = True
     run_keys = (blame.RUN_KEY,)
 
     def schema_fragment(self) -> Mapping[str, Any]:
-        return package_fragment(str(Path(__file__).parent))
+        """``schema.json`` with each registered verdict field's part of ``judgeVerdict``."""
+        return verdict_fragment(package_fragment(str(Path(__file__).parent)))
 
     def applies(self, item: Item) -> bool:
         return super().applies(item) and not getattr(item, "is_negative", False)
 
+    @property
+    def valid_names(self) -> str:  # the registry's metrics now, with any registered after import
+        return ", ".join(judge_metric_names() + RATE_KEYS)
+
     def metric_ok(self, key: str) -> bool:
-        return key in RATE_KEYS or key in JUDGE_METRICS
+        return key in RATE_KEYS or key in judge_metric_names()
 
     def lower_is_better(self, key: str) -> bool:
         return judge_lower_is_better(key)
@@ -145,6 +150,16 @@ class JudgeTier(Tier):
         golden = as_golden(item)
         chat = session.chat(golden)
         return session.with_system(self.runner(session).run(golden, chat, session.tier_options(self)))
+
+
+def verdict_fragment(fragment: Mapping[str, Any]) -> dict[str, Any]:
+    """``fragment`` (the folder's schema.json) with the registered verdict fields' details
+    (``VerdictField.results_schema``) among ``judgeVerdict``'s properties."""
+    out = copy.deepcopy(dict(fragment))
+    props = out["$defs"]["judgeVerdict"]["properties"]
+    for f in registry.fields():
+        props.update(copy.deepcopy(dict(f.results_schema)))
+    return out
 
 
 def self_judging(cases: Sequence[CaseResult]) -> list[str]:

@@ -14,7 +14,7 @@ from rag_eval.core.case import CaseResult
 from rag_eval.core.errors import ConfigError
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.model import GoldenItem
-from rag_eval.judge import JUDGE_METRICS
+from rag_eval.judge import judge_metric_names
 from rag_eval.tiers.base import (
     RATE_KEYS,
     CaseOption,
@@ -98,9 +98,11 @@ class PasskTier(Tier):
         CaseOption("n", "int", (), DEFAULT_N),
         CaseOption("k", "int", (), DEFAULT_K),
     )
-    valid_names = (
-        f"pass@<k>, pass^<k>, {', '.join(PASSK_KEYS + RATE_KEYS)}; as [passk.case] floors: {', '.join(JUDGE_METRICS)}"
-    )
+
+    @property
+    def valid_names(self) -> str:  # the judge's registered metrics now, with any registered after import
+        floors = ", ".join(judge_metric_names())
+        return f"pass@<k>, pass^<k>, {', '.join(PASSK_KEYS + RATE_KEYS)}; as [passk.case] floors: {floors}"
 
     def schema_fragment(self) -> Mapping[str, Any]:
         return package_fragment(str(Path(__file__).parent))
@@ -110,7 +112,7 @@ class PasskTier(Tier):
         name, at, k = key.partition("@") if "@" in key else key.partition("^")
         if at and name == "pass" and k.isdigit() and int(k) >= 1:
             return True
-        return key in RATE_KEYS or key in PASSK_KEYS or key in JUDGE_METRICS
+        return key in RATE_KEYS or key in PASSK_KEYS or key in judge_metric_names()
 
     def read_details(self, case: CaseResult) -> PasskDetails | DialoguePasskDetails | None:
         """A golden item's trials (``PasskDetails``) or a dialogue item's replays (``DialoguePasskDetails``)."""
