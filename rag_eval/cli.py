@@ -83,7 +83,8 @@ def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--gold",
         choices=GOLD_MODES,
         default=None,
-        help="how gold meets the system's ids, as gold = ... of the pipeline configuration (default: that file's, else corpus); "  # noqa: E501
+        help="how gold meets the system's ids, as gold = ... of the pipeline configuration "
+        "(default: that file's, else corpus); "
         "ids/text: chunk ids are the system's own and are not looked up in a local index",
     )
     p_val.add_argument(

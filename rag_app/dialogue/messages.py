@@ -60,9 +60,16 @@ def _condition_question(ask: ConditionAsk, lang: Language) -> str:
     if lang == "en":
         return {
             "interval": "On which interval is x taken (which interval does the problem give)?",
-            "range": f"What is the range of {ask.detail or 'x'} the problem gives (a condition like {ask.detail or 'x'}>...)?",  # noqa: E501
+            "range": (
+                f"What is the range of {ask.detail or 'x'} the problem gives "
+                f"(a condition like {ask.detail or 'x'}>...)?"
+            ),
             "point": "At which point (or through which point) is the tangent taken?",
-            "angle": f"Does the problem give another angle, and which angle is it{f' (is angle {ask.detail} given)' if ask.detail else ''}?",  # noqa: E501
+            "angle": (
+                "Does the problem give another angle, and which angle is it"
+                + (f" (is angle {ask.detail} given)" if ask.detail else "")
+                + "?"
+            ),
             "probability": "Which probabilities are given for each event?",
         }[ask.kind]
     return {
@@ -143,7 +150,8 @@ def limits_message(missing: Sequence[str], lang: Language, *, still_missing: boo
         return tag("state_limits", lang) + (
             f"问了几轮，还缺：{listed}。没有这些我没法针对你的题目讲解；找到原题后再来问我，或者先请老师确认。"
             if lang == "zh"
-            else f"After several questions I still do not have: {listed}. Without it I cannot guide you on this problem; "  # noqa: E501
+            else f"After several questions I still do not have: {listed}. "
+            "Without it I cannot guide you on this problem; "
             "come back with the problem, or check with your teacher."
         )
     terms = [t for t in missing if t][:4]
@@ -155,8 +163,8 @@ def limits_message(missing: Sequence[str], lang: Language, *, still_missing: boo
         )
     what = f"The material does not cover {', '.join(terms)}" if terms else "No relevant material was found"
     return (
-        tag("state_limits", lang)
-        + f"{what}; I can only teach from the material, so I cannot answer this. Ask about a topic the material covers, or ask your teacher."  # noqa: E501
+        tag("state_limits", lang) + f"{what}; I can only teach from the material, so I cannot answer this. "
+        "Ask about a topic the material covers, or ask your teacher."
     )
 
 

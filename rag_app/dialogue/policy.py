@@ -159,7 +159,8 @@ class TutorPolicy:
                     limits_message(missing, lang, still_missing=True),
                     plan.intent,
                     missing=missing,
-                    reason=f"{conv.clarify_rounds} clarifying rounds (limit {self.limit}); still missing: {', '.join(plan.slots)}",  # noqa: E501
+                    reason=f"{conv.clarify_rounds} clarifying rounds (limit {self.limit}); "
+                    f"still missing: {', '.join(plan.slots)}",
                 )
             listed = (
                 plan.candidates if plan.number is not None else plan.candidates[:MAX_LISTED]

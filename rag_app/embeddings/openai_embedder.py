@@ -228,13 +228,15 @@ class OpenAIEmbedder:
                 return f"HTTP {code}: {message}; check {self.config.api_key_var or ENV_PREFIX + '_API_KEY'}", False
             if code == 404:
                 return (
-                    f"HTTP 404: {message}; check the model name ({self.config.model_var or ENV_PREFIX + '_MODEL'}) and that "  # noqa: E501
+                    f"HTTP 404: {message}; "
+                    f"check the model name ({self.config.model_var or ENV_PREFIX + '_MODEL'}) and that "
                     f"{self.config.base_url_var or ENV_PREFIX + '_BASE_URL'} ends in /v1",
                     False,
                 )
             if code == 400 and (self.modality.field and self.modality.field in message):
                 return (
-                    f"HTTP 400: {message}; the server refuses the {self.modality.field!r} field: unset embedding_input_type_field",  # noqa: E501
+                    f"HTTP 400: {message}; the server refuses the {self.modality.field!r} field: "
+                    "unset embedding_input_type_field",
                     False,
                 )
             return f"HTTP {code}: {message}", False

@@ -37,7 +37,10 @@ MIN_EQUATION_CHARS = 6
 
 BLOCKED_TEXT = {
     "zh": "这一步的结果我不能直接告诉你。先按前面的提示自己算一算，把你的过程发给我，我帮你看哪里需要调整。",
-    "en": "I can't give you the result of this step. Work it out with the hints so far and send me your steps; I'll help you check them.",  # noqa: E501
+    "en": (
+        "I can't give you the result of this step. "
+        "Work it out with the hints so far and send me your steps; I'll help you check them."
+    ),
 }
 
 

@@ -41,6 +41,7 @@ INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u20
 _DELIMITER = re.compile(r"<\s*(/?)\s*material\s*>", re.IGNORECASE)
 _HEADER = re.compile(r"^(\s*)\[(\d+)\]")
 
+# One line per rule as the model reads it: wrapping a long line would change the prompt (hence the noqa).
 SYSTEM_PROMPT = f"""你是一位耐心的高中数学辅导老师，只依据下面提供的编号资料回答学生的问题。
 You are a patient tutor. Answer only from the numbered material you are given.
 
@@ -100,7 +101,8 @@ def _label_part(text: str) -> str:
 
 def user_message(question: str, context: Sequence[Chunk]) -> str:
     """The final user turn: the delimited material, then the question."""
-    return f"资料 / Material:\n{MATERIAL_OPEN}\n{format_context(context)}\n{MATERIAL_CLOSE}\n\n问题 / Question: {question.strip()}"  # noqa: E501
+    material = f"资料 / Material:\n{MATERIAL_OPEN}\n{format_context(context)}\n{MATERIAL_CLOSE}"
+    return f"{material}\n\n问题 / Question: {question.strip()}"
 
 
 def build_messages(

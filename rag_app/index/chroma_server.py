@@ -153,7 +153,10 @@ class ChromaServer:
 
     def __repr__(self) -> str:
         token = f"<set via {TOKEN_ENV}>" if self.token else "<unset>"
-        return f"ChromaServer(url={self.url!r}, token={token}, token_header={self.token_header!r}, timeout={self.timeout:g})"  # noqa: E501
+        return (
+            f"ChromaServer(url={self.url!r}, token={token}, token_header={self.token_header!r}, "
+            f"timeout={self.timeout:g})"
+        )
 
     __str__ = __repr__
 

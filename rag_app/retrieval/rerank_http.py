@@ -68,7 +68,8 @@ class HttpReranker:
         """
         if flavour not in FLAVOURS:
             raise ConfigError(
-                f"unknown reranker flavour {flavour!r} (set in {FLAVOUR_VARIABLE}); valid flavours: {', '.join(FLAVOURS)}"  # noqa: E501
+                f"unknown reranker flavour {flavour!r} (set in {FLAVOUR_VARIABLE}); "
+                f"valid flavours: {', '.join(FLAVOURS)}"
             )
         if not base_url:
             raise ConfigError(f"the http reranker needs a base URL; set {ENV_PREFIX}_BASE_URL")
@@ -170,7 +171,8 @@ class HttpReranker:
         if resp.status_code >= 400:
             raise RerankError(
                 self._redact(
-                    f"{where} answered HTTP {resp.status_code}: {self._snippet(resp.text)}{_status_hint(resp.status_code)}"  # noqa: E501
+                    f"{where} answered HTTP {resp.status_code}: "
+                    f"{self._snippet(resp.text)}{_status_hint(resp.status_code)}"
                 )
             )
         try:
@@ -178,7 +180,8 @@ class HttpReranker:
         except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
             raise RerankError(
                 self._redact(
-                    f"{where} answered HTTP {resp.status_code} with a body that is not JSON: {self._snippet(resp.text)!r}"  # noqa: E501
+                    f"{where} answered HTTP {resp.status_code} with a body that is not JSON: "
+                    f"{self._snippet(resp.text)!r}"
                 )
             ) from None
 
@@ -210,7 +213,8 @@ class HttpReranker:
             raw = item.get("relevance_score", item.get("score"))
             if not isinstance(raw, (int, float)) or isinstance(raw, bool) or not math.isfinite(raw):
                 raise RerankError(
-                    f"{where}: result #{pos} (index {index}) has no finite 'relevance_score' or 'score' (got {self._snippet(repr(raw))})"  # noqa: E501
+                    f"{where}: result #{pos} (index {index}) has no finite 'relevance_score' or 'score' "
+                    f"(got {self._snippet(repr(raw))})"
                 )
             scores[index] = float(raw)
         return scores

@@ -69,7 +69,10 @@ def builtin_error_gates(thresholds: Thresholds | None, ran: set[str]) -> list[Ga
     if thresholds.ungated == "pass":
         return []
     gated = {g.tier for g in thresholds.gates if not g.tags}
-    where = f'{thresholds.path}: built-in gate, the file has no gate for this tier ([defaults] ungated = "pass" to allow it)'  # noqa: E501
+    where = (
+        f"{thresholds.path}: built-in gate, the file has no gate for this tier "
+        '([defaults] ungated = "pass" to allow it)'
+    )
     return [Gate(t, "error_rate", "max", 0.0, 1, {}, where) for t in sorted(ran - gated)]
 
 

@@ -243,7 +243,8 @@ def _tier_line(g: GateResult) -> str:
     shown_ci = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else ""
     rule = g.evidence.get("decide", "estimate")
     decided = f" — {rule}: {g.evidence['decision']}" if rule != "estimate" and g.evidence.get("decision") else ""
-    return f"{verdict} {g.metric} = {value}{shown_ci} (need {sign} {g.threshold or 0.0:g}; n={g.n}{err}){why}{decided}{tail}"  # noqa: E501
+    need = f"(need {sign} {g.threshold or 0.0:g}; n={g.n}{err})"
+    return f"{verdict} {g.metric} = {value}{shown_ci} {need}{why}{decided}{tail}"
 
 
 def _regression_line(g: GateResult) -> str:

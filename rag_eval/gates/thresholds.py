@@ -60,7 +60,8 @@ JUDGE_ONLY = "judge"  # the estimate from the judge's values alone (estimate = "
 ESTIMATES: tuple[str, ...] = (JUDGE_ONLY, "labels", "ppi")
 # [defaults] unmeasured: what a tier whose selected cases were all skipped (none measured) does to the gate.
 UNMEASURED_MODES: tuple[str, ...] = ("fail", "pass")
-# [defaults] ungated: what an error in a tier that ran but has no gate in the file does ("fail": built-in error_rate = 0).  # noqa: E501
+# [defaults] ungated: what an error in a tier that ran but has no gate in the file does
+# ("fail": built-in error_rate = 0).
 UNGATED_MODES: tuple[str, ...] = ("fail", "pass")
 
 
@@ -457,7 +458,8 @@ def _check_regression_metric(key: str, path: str) -> None:
     if tier not in tiers.names():
         raise ThresholdsError(
             f"{path}: unknown key {key!r} in [regression]; valid: no_new_failures, or <tier>.<metric> as the "
-            f"results file's metrics name it (e.g. 'retrieval.recall@5') with tier in {', '.join(sorted(tiers.names()))}"  # noqa: E501
+            "results file's metrics name it (e.g. 'retrieval.recall@5') "
+            f"with tier in {', '.join(sorted(tiers.names()))}"
         )
     if metric in NOT_IN_RESULTS or not tiers.get(tier).metric_ok(metric):
         not_here = f" except {', '.join(NOT_IN_RESULTS)}" if metric in NOT_IN_RESULTS else ""

@@ -140,7 +140,8 @@ def _json(line: str, where: str, errors: list[str]) -> Any:
         errors.append(f"{where}: not valid JSON ({reason} at column {exc.colno})")
     except RecursionError:
         errors.append(
-            f"{where}: nested too deeply to read (arrays or objects inside each other thousands of times); an item needs a few levels"  # noqa: E501
+            f"{where}: nested too deeply to read (arrays or objects inside each other thousands of times); "
+            "an item needs a few levels"
         )
     return _UNREAD
 

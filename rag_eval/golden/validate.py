@@ -107,7 +107,8 @@ def check_key_facts(
             if len(shared) / len(terms) < KEY_FACT_MIN_SHARED:
                 problems.append(
                     f"{_where(item)}: key fact {fact.fact!r} shares {len(shared)}/{len(terms)} key terms with its "
-                    f"source {fact.source.label} (need {KEY_FACT_MIN_SHARED:.0%}); point it at the passage that states it"  # noqa: E501
+                    f"source {fact.source.label} (need {KEY_FACT_MIN_SHARED:.0%}); "
+                    "point it at the passage that states it"
                 )
     return problems
 

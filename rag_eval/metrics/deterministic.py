@@ -203,7 +203,8 @@ def _check_phrases(phrases: Sequence[str], where: str, norm: Callable[[str], str
     for i, phrase in enumerate(phrases):
         if not norm(phrase):
             raise ValueError(
-                f"{where}: phrase #{i} ({phrase!r}) is empty after normalisation and matches anything; remove it from the golden item"  # noqa: E501
+                f"{where}: phrase #{i} ({phrase!r}) is empty after normalisation and matches anything; "
+                "remove it from the golden item"
             )
 
 
@@ -330,7 +331,8 @@ def numbers_grounded(answer: str, context_texts: Sequence[str]) -> CheckResult:
             "numbers_grounded",
             False,
             f"numbers not in the context: {', '.join(missing)} "
-            f"(the answer has {_plural(len(found), 'number')}; the context has {_plural(len(known), 'distinct value')})",  # noqa: E501
+            f"(the answer has {_plural(len(found), 'number')}; "
+            f"the context has {_plural(len(known), 'distinct value')})",
         )
     return CheckResult(
         "numbers_grounded", True, f"all {_plural(len(found), 'number')} of the answer occur in the context"

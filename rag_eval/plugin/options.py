@@ -55,7 +55,8 @@ def _add_output_options(parser: pytest.Parser) -> None:
         "--rag-baseline-mismatch",
         choices=MISMATCH_MODES,
         default="error",
-        help="a baseline of another dataset: error (default) stops the run; warn runs without the comparison and says why",  # noqa: E501
+        help="a baseline of another dataset: error (default) stops the run; "
+        "warn runs without the comparison and says why",
     )
 
 
@@ -74,7 +75,8 @@ def _add_input_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("rag_eval", "RAG evaluation gate")
     group.addoption(
         "--rag-dataset",
-        help="folder with a golden set (golden.jsonl or qa.jsonl) and optionally a corpus (corpus/, corpus.jsonl or *.md)",  # noqa: E501
+        help="folder with a golden set (golden.jsonl or qa.jsonl) "
+        "and optionally a corpus (corpus/, corpus.jsonl or *.md)",
     )
     group.addoption("--rag-golden-set", help="golden set JSONL (default: golden.jsonl or qa.jsonl in --rag-dataset)")
     group.addoption(
@@ -203,7 +205,8 @@ def _add_pipeline_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rag-pipeline",
         default=None,
-        help="the system under test (no default): rag_app (in process), http, dify, or package.module:factory for your own object",  # noqa: E501
+        help="the system under test (no default): rag_app (in process), http, dify, "
+        "or package.module:factory for your own object",
     )
     group.addoption(
         "--rag-pipeline-config",

@@ -39,7 +39,8 @@ def load_baseline(path: Path) -> dict[str, Any]:
     if not path.is_file():
         raise BaselineError(
             f"{path}: baseline results file not found; pass --rag-baseline the results JSON of a complete run "
-            "on the base branch (what --rag-results wrote there, e.g. a CI artifact of main), or run without --rag-baseline"  # noqa: E501
+            "on the base branch (what --rag-results wrote there, e.g. a CI artifact of main), "
+            "or run without --rag-baseline"
         )
     try:
         doc = load_results(path)

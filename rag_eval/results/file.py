@@ -224,7 +224,8 @@ def _reason(error: Any) -> str:
     an enum lists every allowed value."""
     options = getattr(error.kind, "options", None)
     if type(error.kind).__name__ == "Enum" and isinstance(options, list):
-        return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of {', '.join(json.dumps(o) for o in options)}"  # noqa: E501
+        allowed = ", ".join(json.dumps(o) for o in options)
+        return f"{json.dumps(error.instance, ensure_ascii=False)[:80]} is not one of {allowed}"
     bound = _BOUNDS.get(type(error.kind).__name__)
     limit = getattr(error.kind, "limit", None)
     if bound is not None and isinstance(error.instance, (int, float)) and limit is not None:

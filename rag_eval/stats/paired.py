@@ -234,8 +234,8 @@ def regression_test(
     )
     verdict = "significantly more than" if failed else "not significantly more than"
     sentence = (
-        f"{shown}, n={len(pairing.ids)}, p={p:.3g} ({used.replace('_', '-')}): {verdict} {max_drop:g} at alpha={alpha:g} → "  # noqa: E501
-        + ("fail" if failed else "pass")
+        f"{shown}, n={len(pairing.ids)}, p={p:.3g} ({used.replace('_', '-')}): "
+        f"{verdict} {max_drop:g} at alpha={alpha:g} → " + ("fail" if failed else "pass")
     )
     return RegressionTest(boot, p, used, failed, pairing, sentence)
 

@@ -68,7 +68,8 @@ def ppi_rows(y: Values, yhat: Values, yhat_unlabelled: Values, lam: float | None
     ya, ha, ua = _rows(y), _rows(yhat), _rows(yhat_unlabelled)
     if ya.shape != ha.shape:
         raise ValueError(
-            f"ppi: {ya.shape[-1]} human labels but {ha.shape[-1]} judge scores on the labelled units; pair them one to one"  # noqa: E501
+            f"ppi: {ya.shape[-1]} human labels but {ha.shape[-1]} judge scores on the labelled units; "
+            "pair them one to one"
         )
     n, big_n = ya.shape[1], ua.shape[1]
     if n < 1 or big_n < 1:

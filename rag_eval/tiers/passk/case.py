@@ -51,7 +51,8 @@ def passk_case(
     message = ""
     if summary.c < summary.n:
         runs = f" (deterministic generator: 1 trial stands for {n})" if deterministic else ""
-        message = f"{summary.c}/{summary.n} trials passed{runs} ({summary.cls.replace('_', ' ')}); pass^{k} = {summary.pass_hat_k:.3f}"  # noqa: E501
+        cls = summary.cls.replace("_", " ")
+        message = f"{summary.c}/{summary.n} trials passed{runs} ({cls}); pass^{k} = {summary.pass_hat_k:.3f}"
         if failing:
             message += f"; failing stage: {failing.most_common(1)[0][0]}"
     return CaseResult(
