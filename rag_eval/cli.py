@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rag_eval.adapters.gold import GOLD_MODES
 from rag_eval.authoring import cli as authoring
@@ -27,6 +27,7 @@ from rag_eval.tiers import golden_applies
 from rag_eval.util.escape import terminal
 
 if TYPE_CHECKING:  # the merge command imports these lazily, to keep startup fast
+    from rag_eval.adapters import PipelineSpec
     from rag_eval.gates.result import GateResult
 
 
@@ -214,8 +215,8 @@ def _dataset_command(args: argparse.Namespace) -> int:
         if args.command == "corpus-hash":
             return _corpus_hash(args)
         gaps = Gaps(args.dimension, args.min, args.fail_under) if args.coverage else None
-        gold = _gold_mode(args.gold, args.pipeline_config)
-        code = _validate(args.dataset, args.golden_set, args.coverage, gold, gaps, args.allow_outside_dataset)
+        spec = _validate_spec(args.gold, args.pipeline_config)
+        code = _validate(args.dataset, args.golden_set, args.coverage, spec, gaps, args.allow_outside_dataset)
         if args.pipeline:
             return max(code, _validate_held(args.dataset, args.golden_set, args.pipeline, args.pipeline_config))
         return code
@@ -225,13 +226,14 @@ def _dataset_command(args: argparse.Namespace) -> int:
 
 
 def _corpus_hash(args: argparse.Namespace) -> int:
-    from rag_eval.adapters import PipelineSpec, SystemContext, corpus_reader
+    from rag_eval.adapters import SystemContext, corpus_reader
     from rag_eval.corpus import corpus_hash
 
     paths = find_paths(args.dataset, allow_outside=args.allow_outside_dataset)
     if paths.corpus is None:
         raise GoldenSetError(f"--rag-dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
-    read = corpus_reader(PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus))
+    # as a gold = "corpus" run reads it (the corpus_sha256 golden items record)
+    read = corpus_reader(_validate_spec("corpus", None), SystemContext(corpus=paths.corpus))
     print(corpus_hash(read(paths.corpus)))
     return 0
 
@@ -281,21 +283,31 @@ def default_inputs(
     return (str(root / ds) if ds else None), (str(root / gs) if gs else None)
 
 
-def _gold_mode(gold: str | None, pipeline_config: str | None) -> str:
-    if gold is not None:
-        return gold
-    if not pipeline_config:
-        return "corpus"
+def _validate_spec(gold: str | None, pipeline_config: str | None) -> PipelineSpec:
+    """The system whose reading and chunking of the corpus ``validate`` checks gold against:
+    the configuration file's ``pipeline`` and ``gold`` (only those keys: validating a golden
+    set must not import or call the system), ``--gold`` over the file's; with no file, the
+    kind that reads ``--gold``'s mode (default corpus) as its own."""
     import tomllib
 
-    # Only the gold key: validating a golden set must not import or call the system.
-    try:
-        value = tomllib.loads(Path(pipeline_config).read_text(encoding="utf-8")).get("gold", "corpus")
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise RagEvalError(f"--rag-pipeline-config {pipeline_config}: cannot read it ({exc})") from None
-    if value not in GOLD_MODES:
-        raise RagEvalError(f"{pipeline_config}: gold = {value!r}; valid: {', '.join(GOLD_MODES)}")
-    return str(value)
+    from rag_eval.adapters import PipelineSpec, kinds
+
+    data: dict[str, Any] = {}
+    if pipeline_config:
+        try:
+            data = tomllib.loads(Path(pipeline_config).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise RagEvalError(f"--rag-pipeline-config {pipeline_config}: cannot read it ({exc})") from None
+    choice = str(data.get("pipeline") or "")
+    kind = kinds.get("python" if ":" in choice else choice) if choice else None
+    mode = str(gold or data.get("gold") or (kind.default_gold if kind else "corpus"))
+    if kind is None:
+        kind = kinds.get(kinds.native_kind(mode) or "")
+    if kind is None or mode not in kind.gold_modes:
+        offered = ", ".join(kind.gold_modes) if kind else ", ".join(GOLD_MODES)
+        where = f"{pipeline_config}: gold = {mode!r}" if pipeline_config and not gold else f"--gold {mode}"
+        raise RagEvalError(f"{where} is not offered by pipeline {choice or '(none named)'!r}; valid: {offered}")
+    return PipelineSpec(kind.name, gold=mode)
 
 
 @dataclass(frozen=True)
@@ -311,20 +323,19 @@ def _validate(
     dataset: str | None,
     golden: str | None,
     coverage: bool,
-    gold: str = "corpus",
+    spec: PipelineSpec,
     gaps: Gaps | None = None,
     allow_outside: bool = False,
 ) -> int:
-    from rag_eval.adapters import PipelineSpec, corpus_chunker
+    from rag_eval.adapters import corpus_chunker
     from rag_eval.golden.resolve import ChunkLookup
     from rag_eval.session import EvalConfig, EvalSession
     from rag_eval.util.text import terms
 
     paths = find_paths(dataset, golden, allow_outside=allow_outside)
-    # ids/text gold: the framework reads the corpus (no rag_app chunking, no rag_app install needed)
-    session = EvalSession(
-        EvalConfig(paths, pipeline=PipelineSpec("rag_app" if gold == "corpus" else "python", gold=gold))
-    )
+    # ids/text gold with no system named: the framework reads the corpus (no system installed or chunking)
+    session = EvalSession(EvalConfig(paths, pipeline=spec))
+    gold = spec.gold
     items = list(session.dataset.items)  # schema, unique ids, corpus hash
     if paths.corpus is None:
         print("gold exists, key facts traceable, no document in both splits: skipped (no corpus in the dataset)")

@@ -19,9 +19,13 @@ from rag_eval.core.errors import ConfigError
 from rag_eval.core.records import Document
 from rag_eval.golden.load import GoldenSetError, read_items
 
-# The format tag of the hash golden items record (corpus.sha256); its original name is
-# kept so that golden sets written before the framework stood alone stay valid.
-_HASH_VERSION = b"rag_app.corpus_hash.v1"
+# The format tag hashed first into every corpus hash (golden items' corpus.sha256, dataset
+# manifests, run.corpus_hash and the dataset fingerprint built on it). These bytes are a
+# frozen format identifier, not a reference to any system: they were written when the demo
+# system and the framework shared this format, and changing one byte would invalidate every
+# golden set, manifest and baseline already pinned. A new hash format gets a new tag (v2)
+# and keeps accepting this one.
+CORPUS_HASH_FORMAT_V1 = b"rag_app.corpus_hash.v1"
 _EXAMPLE = '{"doc_id": "d1", "title": "...", "text": "..."}'
 
 
@@ -95,7 +99,7 @@ def corpus_hash(docs: Iterable[Document]) -> str:
     """sha256 over ``(doc_id, title, text)`` of every document, order-free and unambiguous
     (each field written as an 8-byte length then its UTF-8 bytes)."""
     h = hashlib.sha256()
-    _put(h, _HASH_VERSION)
+    _put(h, CORPUS_HASH_FORMAT_V1)
     ordered: Sequence[Document] = sorted(docs, key=lambda d: (d.doc_id, d.title, d.text))
     h.update(len(ordered).to_bytes(8, "big"))
     for doc in ordered:

@@ -117,7 +117,8 @@ class EvalSession:
     @cached_property
     def gold_space(self) -> GoldSpace:
         """Gold and system output in one id space (see rag_eval.adapters.gold). In corpus
-        mode built from the dataset corpus as rag_app chunks it: no index, no system call."""
+        mode built from the dataset corpus as the system chunks it (its kind's CorpusView):
+        no index, no system call."""
         spec = self.config.pipeline
         docs = self.dataset.documents
         chunker = corpus_chunker(spec, self.context)
@@ -378,15 +379,14 @@ def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
     return dataclasses.replace(case, details={**case.details, "system": short})
 
 
-#: always present in ``details.system`` (null when the system does not say)
+#: always present in ``details.system`` (null when the system does not say): the keys the
+#: framework's own layers write (the spec's adapter and gold, an endpoint, the answers'
+#: generator, a description that could not be read); every other key is the adapter's
+#: ``describe()``, as it reports it
 SYSTEM_KEYS: tuple[str, ...] = (
     "adapter",
     "endpoint",
     "gold",
-    "index_fingerprint",
-    "vector_store",
-    "embedder",
-    "reranker",
     "generator",
     "info_error",  # the HTTP adapter could not read the service's description: say so in run.system
 )

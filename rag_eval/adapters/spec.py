@@ -2,7 +2,7 @@ r"""Which system the gate evaluates: ``--rag-pipeline`` / ``rag_eval_pipeline`` 
 optional ``--rag-pipeline-config`` TOML file, read and checked once at start-up.
 
     pipeline = "http"            # rag_app | http | dify | "package.module:factory" (no default)
-    gold = "corpus"              # corpus | ids | text (see rag_eval.adapters.gold)
+    gold = "corpus"              # a mode the kind offers, default its own (rag_eval.adapters.kinds)
     id_map = "ids.csv"           # service id -> gold chunk_id / doc_id, relative to this file
     stages = [["dense", "sparse"], "hybrid", "final"]   # the system's stages (rag_eval.core.stages)
     final_stage = "final"        # which list the answer sees (default: the last stage)
@@ -30,32 +30,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag_eval.adapters import builtin as _builtin  # noqa: F401 - registers the built-in kinds
+from rag_eval.adapters import kinds
 from rag_eval.adapters.errors import AdapterConfigError
-from rag_eval.adapters.gold import GOLD_MODES, IdMapEntry, load_id_map
+from rag_eval.adapters.gold import IdMapEntry, load_id_map
 from rag_eval.adapters.http_config import HttpConfig
 from rag_eval.citations import DEFAULT_PATTERN, CitationFormat
 from rag_eval.core.errors import ConfigError
 from rag_eval.core.stages import StageSpec, parse_stages
 from rag_eval.util.utf8 import NotUtf8Error, read_text
 
-BUILTIN: tuple[str, ...] = ("rag_app", "http", "dify")
-COMMON_KEYS: tuple[str, ...] = ("pipeline", "gold", "id_map", "citation_pattern", "text_max_item_chars")
-STAGE_KEYS: tuple[str, ...] = ("stages", "final_stage", "thresholded_stage")
-KEYS_BY_KIND: dict[str, tuple[str, ...]] = {
-    "rag_app": COMMON_KEYS,  # rag_app declares its own stages
-    "python": (*COMMON_KEYS, *STAGE_KEYS, "options", "framework"),
-    "http": (*COMMON_KEYS, *STAGE_KEYS, "http", "retrieve", "chat", "info", "dialogue"),
-    "dify": (*COMMON_KEYS, *STAGE_KEYS, "dify"),
-}
-DEFAULT_GOLD: dict[str, str] = {"rag_app": "corpus", "python": "ids", "http": "ids", "dify": "ids"}
-
 
 @dataclass(frozen=True)
 class PipelineSpec:
     """A checked pipeline choice; ``describe`` is safe to write into results."""
 
-    kind: str  # rag_app | python | http | dify
-    gold: str = "corpus"
+    kind: str  # a registered kind (rag_eval.adapters.kinds): rag_app | python | http | dify | ...
+    gold: str = ""  # "": the kind's default gold mode
     config_path: Path | None = None
     target: str = ""  # python: "package.module:factory"
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -66,6 +57,11 @@ class PipelineSpec:
     stages: StageSpec | None = None  # declared in the file; else the system's own, else inferred
     citations: CitationFormat = CitationFormat()
     text_max_item_chars: int = 2000
+
+    def __post_init__(self) -> None:
+        kind = kinds.get(self.kind)
+        if not self.gold and kind is not None:
+            object.__setattr__(self, "gold", kind.default_gold)
 
     @property
     def where(self) -> str:
@@ -112,23 +108,21 @@ def load_spec(
         raise AdapterConfigError(
             "no system under test: name it with --rag-pipeline, the ini key rag_eval_pipeline (e.g. "
             'rag_eval_pipeline = "rag_app" in [tool.pytest.ini_options]) or pipeline = ... in --rag-pipeline-config; '
-            f"valid: {', '.join(BUILTIN)}, or 'package.module:factory' for your own Python object"
+            f"valid: {', '.join(kinds.named())}, or 'package.module:factory' for your own Python object"
         )
-    kind = "python" if ":" in choice else choice
-    if kind not in KEYS_BY_KIND:
+    kind = kinds.get("python" if ":" in choice else choice)
+    if kind is None or (":" not in choice and not kind.by_name):
         raise AdapterConfigError(
             f"pipeline {choice!r} (from {'--rag-pipeline' if pipeline else source}) is unknown; valid: "
-            f"{', '.join(BUILTIN)}, or 'package.module:factory' for your own Python object"
+            f"{', '.join(kinds.named())}, or 'package.module:factory' for your own Python object"
         )
-    unknown = sorted(set(data) - set(KEYS_BY_KIND[kind]))
+    unknown = sorted(set(data) - set(kind.keys))
     if unknown:
         raise AdapterConfigError(
             f"{source}: key(s) {', '.join(map(repr, unknown))} do not apply to pipeline {choice!r}; "
-            f"valid here: {', '.join(KEYS_BY_KIND[kind])}"
+            f"valid here: {', '.join(kind.keys)}"
         )
-    gold = str(data.get("gold", DEFAULT_GOLD[kind]))
-    if gold not in GOLD_MODES:
-        raise AdapterConfigError(f"{source}: gold = {gold!r}; valid: {', '.join(GOLD_MODES)}")
+    gold = _gold(kind, data, source, choice)
     id_map: dict[str, IdMapEntry] = {}
     if data.get("id_map"):
         map_path = Path(str(data["id_map"]))
@@ -136,32 +130,25 @@ def load_spec(
             map_path = path.parent / map_path
         id_map = load_id_map(map_path)
     common = _common(data, source)
-    spec = PipelineSpec(kind, gold, path, id_map=id_map, **common)
-    if kind == "python":
-        from rag_eval.adapters.python import load_factory
+    own = kind.parse(choice, data, source, path, env) if kind.parse is not None else {}
+    return PipelineSpec(kind.name, gold, path, id_map=id_map, **common, **own)
 
-        options = data.get("options", {})
-        framework = data.get("framework", {})
-        for key, table in (("options", options), ("framework", framework)):
-            if not isinstance(table, Mapping):
-                raise AdapterConfigError(f"{source}: [{key}] must be a table")
-        load_factory(choice, source)
-        return PipelineSpec(kind, gold, path, choice, dict(options), dict(framework), id_map, **common)
-    if kind == "http":
-        if path is None:
-            raise AdapterConfigError(
-                "--rag-pipeline http needs --rag-pipeline-config FILE.toml with a [retrieve] url and field paths "
-                "(see examples/rag_app_http.toml and docs/adapters.md)"
-            )
-        return PipelineSpec(kind, gold, path, id_map=id_map, http=HttpConfig.parse(data, source, env), **common)
-    if kind == "dify":
-        from rag_eval.adapters.dify import dify_config
 
-        table = data.get("dify", {})
-        if not isinstance(table, Mapping):
-            raise AdapterConfigError(f"{source}: [dify] must be a table")
-        return PipelineSpec(kind, gold, path, id_map=id_map, http=dify_config(table, source, env), **common)
-    return spec
+def _gold(kind: kinds.AdapterKind, data: Mapping[str, Any], source: str, choice: str) -> str:
+    """The file's ``gold``, else the kind's default; one the kind does not offer is refused."""
+    gold = str(data.get("gold", kind.default_gold))
+    if gold not in kind.gold_modes:
+        why = (
+            " (gold located in the local corpus needs the corpus chunked as the system chunks it, and this "
+            "adapter cannot do that)"
+            if gold == "corpus"
+            else ""
+        )
+        raise AdapterConfigError(
+            f"{source}: gold = {gold!r} is not offered by pipeline {choice!r}{why}; "
+            f"valid here: {', '.join(kind.gold_modes)}"
+        )
+    return gold
 
 
 def _common(data: Mapping[str, Any], source: str) -> dict[str, Any]:

@@ -214,8 +214,9 @@ def evidence_command(args: argparse.Namespace) -> int:
     docs: tuple[Document, ...] = ()
     chunks: list[Chunk] = []
     if dataset and Path(dataset).is_dir():
-        if (run.get("system") or {}).get("gold") == "corpus":
-            docs, chunks = _corpus_chunks(Path(dataset))
+        system = run.get("system") or {}
+        if system.get("gold") == "corpus":
+            docs, chunks = _corpus_chunks(Path(dataset), system.get("adapter"))
         else:
             try:
                 docs, _ = corpus_documents(None, dataset)
@@ -247,15 +248,18 @@ def evidence_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _corpus_chunks(dataset: Path) -> tuple[tuple[Document, ...], list[Chunk]]:
-    """The dataset's documents and chunks as a ``gold = "corpus"`` run reads and chunks them (rag_app's)."""
-    from rag_eval.adapters import PipelineSpec, SystemContext, corpus_chunker, corpus_reader
+def _corpus_chunks(dataset: Path, adapter: object) -> tuple[tuple[Document, ...], list[Chunk]]:
+    """The dataset's documents and chunks as the run's ``gold = "corpus"`` adapter read and
+    chunked them (its kind from run.system.adapter; else the kind whose own mode corpus is)."""
+    from rag_eval.adapters import PipelineSpec, SystemContext, corpus_chunker, corpus_reader, kinds
     from rag_eval.dataset import find_paths
 
     paths = find_paths(dataset)
     if paths.corpus is None:
         return (), []
-    spec, context = PipelineSpec("rag_app"), SystemContext(corpus=paths.corpus)
+    kind = kinds.get(adapter) if isinstance(adapter, str) else None
+    name = kind.name if kind is not None and "corpus" in kind.gold_modes else kinds.native_kind("corpus")
+    spec, context = PipelineSpec(name or "", gold="corpus"), SystemContext(corpus=paths.corpus)
     docs = corpus_reader(spec, context)(paths.corpus)
     chunker = corpus_chunker(spec, context)
     return docs, (list(chunker(docs)) if chunker else [])

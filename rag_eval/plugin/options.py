@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rag_eval import tiers
-from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec
+from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec, settings_check
 from rag_eval.core.errors import ConfigError
 from rag_eval.dataset import GOLDEN_NAMES, DatasetPaths
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -589,8 +589,8 @@ def _checked_tags(config: pytest.Config) -> tuple[str, ...]:
 
 
 def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
-    """``--rag-set NAME=VALUE``: rag_app settings, checked by its adapter; refused for any
-    other pipeline, where they would do nothing (``--rag-top-k`` is EvalConfig.top_k)."""
+    """``--rag-set NAME=VALUE``: the system's settings, checked by its adapter; refused for a
+    pipeline whose adapter takes none, where they would do nothing (``--rag-top-k`` is EvalConfig.top_k)."""
     out: dict[str, Any] = {}
     where: dict[str, str] = {}
     for item in config.getoption("rag_set"):
@@ -601,15 +601,15 @@ def _overrides(config: pytest.Config, spec: PipelineSpec) -> dict[str, Any]:
         where[name.strip()] = f"--rag-set {item}"
     if not out:
         return out
-    if spec.kind != "rag_app" and spec.gold != "corpus":  # corpus gold is chunked by rag_app's settings
+    check = settings_check(spec)
+    if check is None:
         raise pytest.UsageError(
-            f"{', '.join(where.values())}: these change rag_app's settings, but the pipeline is {spec.where}; "
+            f"{', '.join(where.values())}: no setting of {spec.where} can be changed from the command line "
+            "(--rag-set changes the settings of a system whose adapter reads them, such as rag_app); "
             "configure your own system in its own code or in [options] of the pipeline configuration"
         )
-    from rag_eval.adapters.rag_app import check_overrides
-
     try:
-        check_overrides(out, where)
+        check(out, where)
     except ConfigError as exc:
         raise pytest.UsageError(str(exc)) from None
     return out

@@ -40,8 +40,6 @@ SAME_RUN_FIELDS: tuple[str, ...] = (
     "commit",
     "dirty",
 )
-# run.system fields: what each shard's cases reported about the system under test.
-SAME_SYSTEM_FIELDS: tuple[str, ...] = ("index_fingerprint", "embedder", "reranker", "generator")
 # Recomputed by build_run_results from the merged cases, never copied from a shard.
 DERIVED_RUN_FIELDS: tuple[str, ...] = ("system", "outcomes", "usage", "warnings")
 FIX = "merge the files of one `pytest --rag-shard I/N` run (same commit, dataset, options and thresholds)"
@@ -232,10 +230,19 @@ def _check_same_run(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> 
             if run.get(key) != first.get(key):
                 raise MergeError(_differ(f"run.{key}", first_name, first.get(key), name, run.get(key)))
         a, b = first.get("system") or {}, run.get("system") or {}
-        for key in SAME_SYSTEM_FIELDS:
-            # A shard whose cases never touched a component (none reported it) cannot disagree on it.
-            if a.get(key) is not None and b.get(key) is not None and a[key] != b[key]:
+        for key in same_system_keys(a, b):
+            if a[key] != b[key]:
                 raise MergeError(_differ(f"run.system.{key}", first_name, a[key], name, b[key]))
+
+
+def same_system_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+    """The run.system keys two shards must agree on: every key both report (a shard whose
+    cases never touched a component cannot disagree on it), except the per-process state
+    the adapter kinds declare (where an index lives, what building it did)."""
+    from rag_eval.adapters import kinds
+
+    state = kinds.state_keys()
+    return [k for k in a if k in b and a[k] is not None and b[k] is not None and k not in state]
 
 
 def _differ(field: str, name_a: str, a: Any, name_b: str, b: Any) -> str:

@@ -267,7 +267,10 @@ GOOD = '[retrieve]\nurl = "http://127.0.0.1:9/api"\n[retrieve.fields]\nids = "it
         (GOOD + 'texts = "items[].sub[].t"\n', "has more [] than ids"),
         (GOOD.replace("http://127.0.0.1:9/api", "ftp://h/x"), "not an http(s) URL"),
         ('pipeline = "http"\nwhat = 1\n' + GOOD, "key(s) 'what' do not apply to pipeline 'http'"),
-        ("gold = 'chunks'\n" + GOOD, "gold = 'chunks'; valid: corpus, ids, text"),
+        (
+            "gold = 'chunks'\n" + GOOD,
+            "gold = 'chunks' is not offered by pipeline 'http'; valid here: ids, text, corpus",
+        ),
         (
             '[retrieve]\nurl = "http://h/x"\nbody = { q = "fixed" }\n[retrieve.fields]\nids = "a[].id"\n',
             "never sends the question",

@@ -104,3 +104,34 @@ def test_validate_with_a_pipeline_looks_gold_up_in_the_system_and_names_what_it_
     out = capsys.readouterr().out
     assert "gold chunk id 'derivatives#9' (items q7) is not indexed by the system" in out
     assert "1 problem(s)" in out and not any(g["evidence"][0]["chunk_id"] in out for g in GOLDEN)
+
+
+def test_corpus_hash_keeps_the_frozen_format_so_pinned_golden_sets_stay_valid(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every golden item records the hash of the corpus it was written against; the shipped
+    demo's items were pinned before the hash's format tag got a neutral name in
+    rag_eval.corpus (CORPUS_HASH_FORMAT_V1), and the command still prints that hash."""
+    from rag_eval.golden.load import load_golden_set
+
+    demo = Path(__file__).resolve().parents[2] / "golden_sets" / "demo_maths"
+    pinned = {item.corpus_sha256 for item in load_golden_set(demo / "golden.jsonl")}
+    assert main(["corpus-hash", "--rag-dataset", str(demo)]) == 0
+    assert pinned == {capsys.readouterr().out.strip()}
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ('pipeline = "dify"\ngold = "corpus"\n', "gold = 'corpus' is not offered by pipeline 'dify'; valid: ids, text"),
+        ('pipeline = "http"\n', "gold = 'ids': chunk ids are the system's own"),  # http's own default, not corpus
+    ],
+)
+def test_validate_takes_the_gold_mode_the_configured_kind_offers(
+    user_repo: Path, capsys: pytest.CaptureFixture[str], config: str, message: str
+) -> None:
+    path = user_repo / "p.toml"
+    path.write_text(config, encoding="utf-8")
+    main(["validate", "--rag-dataset", "evals", "--rag-pipeline-config", str(path)])
+    captured = capsys.readouterr()
+    assert message in captured.out + captured.err
