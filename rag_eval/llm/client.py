@@ -55,7 +55,6 @@ class LLMClient:
         policy: CallPolicy | None = None,
         *,
         redactor: Redactor | None = None,
-        breaker: CircuitBreaker | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
@@ -63,7 +62,7 @@ class LLMClient:
         endpoint.require()
         self.endpoint = endpoint
         self.policy = policy or CallPolicy()
-        self.breaker = breaker or CircuitBreaker(
+        self.breaker = CircuitBreaker(
             self.policy.breaker_after,
             name=f"the {endpoint.prefix} endpoint at {endpoint.address}",
             setting=self.policy.breaker_setting,
@@ -208,16 +207,10 @@ class LLMClient:
             )
         # Every field that leaves the client is redacted, not only the text: a server can
         # echo the key in ``model`` or ``finish_reason`` as well.
+        model = self.redactor.text(str(data.get("model") or req.model))
+        finish = self.redactor.text(str(finish)) if finish is not None else None
         return Reply(
-            ChatResponse(
-                content=self.redactor.text(content),
-                usage=usage,
-                model=self.redactor.text(str(data.get("model") or req.model)),
-                finish_reason=self.redactor.text(str(finish)) if finish is not None else None,
-                attempts=0,
-                seconds=0.0,
-            ),
-            usage=usage,
+            ChatResponse(self.redactor.text(content), usage, model, finish, attempts=0, seconds=0.0), "", usage
         )
 
     def _usage(self, raw: Any) -> Usage:
@@ -258,6 +251,7 @@ class LLMClient:
         requests: int = 0,
         usage: Usage | None = None,
     ) -> ChatError:
+        """The call's error, redacted, with what to do about it (:meth:`fix`)."""
         fix = "; ".join(p for p in (hint, self.fix(kind)) if p)
         text = (
             f"chat completion at {self.address} (model {req.model!r}) failed after {attempts} "

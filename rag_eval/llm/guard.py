@@ -230,7 +230,9 @@ class _DeadlineStream(httpcore.NetworkStream):
 
 
 class DeadlineBackend(httpcore.NetworkBackend):
-    """httpcore's network backend whose streams never wait past the attempt's deadline."""
+    """httpcore's network backend whose streams never wait past the attempt's deadline
+    (TCP only: the pool is built without ``uds`` and without connection retries, so
+    httpcore never calls ``connect_unix_socket`` or ``sleep``)."""
 
     def __init__(self, inner: httpcore.NetworkBackend) -> None:
         self._inner = inner
@@ -244,14 +246,6 @@ class DeadlineBackend(httpcore.NetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.NetworkStream:
         return _DeadlineStream(self._inner.connect_tcp(host, port, _time_left(timeout), local_address, socket_options))
-
-    def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.NetworkStream:
-        return _DeadlineStream(self._inner.connect_unix_socket(path, _time_left(timeout), socket_options))
-
-    def sleep(self, seconds: float) -> None:
-        self._inner.sleep(seconds)
 
 
 class DeadlineTransport(httpx.BaseTransport):
