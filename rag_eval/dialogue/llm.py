@@ -5,8 +5,8 @@ Both go through the judge's machinery (``rag_eval.llm.cached.CachedChatClient`` 
 the run's ledger when a budget is set), the same timeouts, retries, circuit breaker and
 redaction. The student's endpoint is configured like the judge's, with its own prefix:
 ``RAG_SIMULATOR_BASE_URL`` / ``_MODEL`` / ``_API_KEY`` (URL and key fall back to
-``OPENAI_*``), ``RAG_SIMULATOR_TIMEOUT`` / ``_MAX_RETRIES`` / ``_BREAKER`` /
-``_MAX_TOKENS``.
+``OPENAI_*``), ``RAG_SIMULATOR_TIMEOUT`` / ``_MAX_RETRIES`` / ``_BREAKER`` / ``_CONCURRENCY`` (default: the
+run's ``--rag-concurrency``) / ``_MAX_TOKENS``.
 
 Every call is recorded under the case's tier (``dialogue`` or ``passk``), its id and
 the replay index as the trial, so replays never share a cache entry (each is an
@@ -38,9 +38,13 @@ STUDENT_MAX_TOKENS = 200
 HINT_MAX_TOKENS = 400
 
 
-def simulator_config(judge: JudgeConfig, env: Mapping[str, str] = os.environ) -> JudgeConfig:
+def simulator_config(
+    judge: JudgeConfig, env: Mapping[str, str] = os.environ, *, concurrency: int | None = None
+) -> JudgeConfig:
     """The student's endpoint and policy (``RAG_SIMULATOR_*``) with the judge's cache,
-    prices, budget and ``--rag-fresh``; a bad number is a ``ConfigError`` naming the variable."""
+    prices, budget and ``--rag-fresh``; a bad number is a ``ConfigError`` naming the variable.
+    ``concurrency``: requests in flight when ``RAG_SIMULATOR_CONCURRENCY`` is unset (the
+    run's ``--rag-concurrency``, as for the judge's endpoint)."""
     max_tokens = int(
         env_number(
             env, f"{SIMULATOR_PREFIX}_MAX_TOKENS", STUDENT_MAX_TOKENS, "an integer >= 16, e.g. 200", int, minimum=16
@@ -49,7 +53,7 @@ def simulator_config(judge: JudgeConfig, env: Mapping[str, str] = os.environ) ->
     return dataclasses.replace(
         judge,
         endpoint=Endpoint.from_env(SIMULATOR_PREFIX, env),
-        policy=CallPolicy.from_env(SIMULATOR_PREFIX, env),
+        policy=CallPolicy.from_env(SIMULATOR_PREFIX, env, concurrency=concurrency),
         max_tokens=max_tokens,
     )
 

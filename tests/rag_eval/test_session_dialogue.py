@@ -16,6 +16,7 @@ from rag_eval.dataset import DatasetPaths
 from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.session import EvalConfig, EvalSession
+from rag_eval.tiers.dialogue.tier import DIALOGUE
 from tests.rag_eval._dialogue_systems import DEMO, OracleTutor, demo_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, reply
 
@@ -23,7 +24,9 @@ ITEMS = {i.id: i for i in demo_items()}
 MISSING = ITEMS["dlg-missing-001"]  # clarify (interval), then two hints
 
 
-def session(tmp_path: Path, case: str = "", system: Any = None, judge: JudgeConfig | None = None) -> EvalSession:
+def session(
+    tmp_path: Path, case: str = "", system: Any = None, judge: JudgeConfig | None = None, concurrency: int = 1
+) -> EvalSession:
     thresholds = parse_thresholds({"dialogue": {"case": {"retrieval": "off", **json.loads(case or "{}")}}}, "t.toml")
     cfg = EvalConfig(
         paths=DatasetPaths(DEMO.parent, None, DEMO.parent / "golden.jsonl"),
@@ -31,6 +34,7 @@ def session(tmp_path: Path, case: str = "", system: Any = None, judge: JudgeConf
         project_root=tmp_path,
         judge=judge,
         pipeline=PipelineSpec("rag_app"),
+        concurrency=concurrency,
     )
     return EvalSession(cfg, lambda: system if system is not None else OracleTutor(list(ITEMS.values())))
 
@@ -64,6 +68,19 @@ def test_replays_never_share_a_cache_entry(tmp_path: Path, student_env: Scripted
     assert student_env.calls("chat") == 3 * 2  # k replays x 2 replies, nothing served from another replay's entry
     again = session(tmp_path, '{"simulator": "llm"}').run_case("passk", MISSING)  # a second run: all from the cache
     assert student_env.calls("chat") == 6 and again.details["usage"]["cached_calls"] == 6
+
+
+@pytest.mark.parametrize(("env", "expected"), [(None, 16), ("2", 2)], ids=["the-runs", "its-own"])
+def test_the_students_requests_in_flight_follow_the_run_unless_set(
+    tmp_path: Path, student_env: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch, env: str | None, expected: int
+) -> None:
+    """As the judge's endpoint: ``RAG_SIMULATOR_CONCURRENCY``, else the run's ``--rag-concurrency``."""
+    if env is None:
+        monkeypatch.delenv("RAG_SIMULATOR_CONCURRENCY", raising=False)
+    else:
+        monkeypatch.setenv("RAG_SIMULATOR_CONCURRENCY", env)
+    s = session(tmp_path, '{"simulator": "llm"}', concurrency=16)
+    assert DIALOGUE.student_client(s).client.policy.concurrency == expected
 
 
 def test_a_failing_student_model_is_an_error_never_a_pass(tmp_path: Path, student_env: ScriptedOpenAIServer) -> None:

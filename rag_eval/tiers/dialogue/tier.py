@@ -254,7 +254,7 @@ def _student_client(session: EvalSession) -> CachedChatClient:
     if base is None:
         root = session.config.project_root
         base = JudgeConfig.from_env(cache_dir=(root or Path(".")) / ".rag_cache" / "judge")
-    cfg = simulator_config(base)
+    cfg = simulator_config(base, concurrency=session.config.concurrency)
     missing = simulator_missing(cfg)
     if missing:
         raise ConfigError(f'[dialogue.case] simulator = "llm": {missing} (or set simulator = "scripted")')

@@ -1,0 +1,112 @@
+"""Dialogue cases run ahead of their tests (``--rag-concurrency``) through pytest, against
+the scripted OpenAI-compatible server over real HTTP: a case's whole conversation with
+the model (the LLM student's turns, the hint judge and its repair) runs on its thread
+ahead of its test, between the system's turns; calls per dialogue are exactly the scripted
+expectation at any concurrency (tests/support/dialogue_replies.py), the results equal a
+serial run's, a rerun on the warm cache asks again only the dialogues that ended without
+a verdict, and a tutor that does not declare ``concurrency`` is called one call at a time."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.rag_eval._dialogue_systems import DEMO, OracleTutor, demo_items
+from tests.rag_eval._plugin_sandbox import Sandbox
+from tests.support.counting_tutor import MOST_FILE
+from tests.support.dialogue_replies import bucket, calls_by_dialogue, expected_calls, responder, scripted_costs
+from tests.support.in_flight import InFlight, without
+from tests.support.openai_server import ScriptedOpenAIServer
+
+ITEMS = demo_items()
+OPENINGS = [i.opening for i in ITEMS]
+THRESHOLDS = '[dialogue.case]\nsimulator = "llm"\n'
+COSTS = scripted_costs(ITEMS, OracleTutor(ITEMS))
+
+
+@pytest.fixture
+def sandbox(sandbox: Sandbox, openai_server: ScriptedOpenAIServer, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
+    shutil.copy(DEMO, sandbox.dataset / "dialogues.jsonl")
+    sandbox.add_dialogue_tests()
+    sandbox.write_thresholds(THRESHOLDS)
+    for prefix, model in (("RAG_SIMULATOR", "student-model"), ("RAG_JUDGE", "judge-model")):
+        monkeypatch.setenv(f"{prefix}_BASE_URL", openai_server.base_url)
+        monkeypatch.setenv(f"{prefix}_MODEL", model)
+        monkeypatch.setenv(f"{prefix}_API_KEY", f"sk-{model}-secret")
+        monkeypatch.delenv(f"{prefix}_CONCURRENCY", raising=False)
+    monkeypatch.delenv("RAG_EVAL_CONCURRENCY", raising=False)
+    return sandbox
+
+
+def run(
+    sandbox: Sandbox,
+    server: ScriptedOpenAIServer,
+    level: int,
+    cache: Path,
+    system: str = "tests.support.counting_tutor:tutor",
+) -> dict[str, Any]:
+    """One ``-m dialogue`` run on a fresh scripted model; the cases, calls per dialogue, bodies,
+    the most calls held at once by each endpoint (student, hint judge) and by the system."""
+    server.reset()
+    gauges = {"student": InFlight(0.05), "judge": InFlight(0.05)}
+    server.set_default("chat", responder(OPENINGS, {k: g.hold for k, g in gauges.items()}))
+    pipeline = ["--rag-pipeline-config", system] if system.endswith(".toml") else ["--rag-pipeline", system]
+    result = sandbox.run(
+        "-m", "dialogue", *pipeline, "--rag-concurrency", str(level),
+        "--rag-judge-cache", str(cache),
+    )  # fmt: skip
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
+    requests = server.requests_of("chat")
+    return {
+        "cases": without(sandbox.cases("dialogue")),
+        "calls": calls_by_dialogue(requests, OPENINGS),
+        "bodies": Counter(json.dumps(r.json, sort_keys=True) for r in requests),
+        "most": {k: g.most for k, g in gauges.items()},
+        "system_most": int((sandbox.root / MOST_FILE).read_text()),
+    }
+
+
+def test_a_dialogues_whole_conversation_runs_ahead_with_the_serial_results_and_calls(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    serial = run(sandbox, openai_server, 1, tmp_path / "serial")
+    assert serial["calls"] == expected_calls(COSTS)  # per dialogue, exactly as scripted
+    assert serial["most"] == {"student": 1, "judge": 1} and serial["system_most"] == 1
+    kinds = Counter(bucket(i) for i in range(len(ITEMS)))
+    assert kinds["repaired"] and kinds["unrepairable"], kinds
+    cases = serial["cases"]
+    unrepairable = {ITEMS[i].id for i, c in enumerate(COSTS) if bucket(i) == "unrepairable" and c.judged}
+    assert unrepairable and {cid for cid, c in cases.items() if c["failed_stage"] == "hint"} == unrepairable
+    assert all("the hint judge failed: judge error" in cases[cid]["message"] for cid in unrepairable)
+
+    ahead = run(sandbox, openai_server, 8, tmp_path / "ahead")
+    assert ahead["calls"] == serial["calls"]
+    # the model's calls overlapped, never more than the setting on either endpoint (each its own limiter)
+    assert all(1 <= most <= 8 for most in ahead["most"].values()) and max(ahead["most"].values()) >= 2
+    assert ahead["system_most"] == 1  # the tutor says nothing: one call at a time all the same
+    # the one identical request sent twice is a blank student reply asked again (no text: a
+    # transport-level fault), once per repaired dialogue with a student reply
+    repeated = sum(n - 1 for n in ahead["bodies"].values())
+    assert repeated == sum(1 for i, c in enumerate(COSTS) if bucket(i) == "repaired" and c.student)
+    assert ahead["cases"] == cases  # the serial results, timings aside
+
+    rerun = run(sandbox, openai_server, 8, tmp_path / "ahead")
+    assert rerun["calls"] == [c.rerun(bucket(i)) for i, c in enumerate(COSTS)]  # only the unrepairable judged
+    assert {cid: c["outcome"] for cid, c in rerun["cases"].items()} == {cid: c["outcome"] for cid, c in cases.items()}
+
+
+def test_a_tutor_that_declares_concurrency_gets_that_many_calls_between_the_turns(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    config = sandbox.root / "tutor.toml"
+    config.write_text(
+        'pipeline = "tests.support.counting_tutor:tutor"\n[options]\nconcurrency = 4\nhold_s = 0.1\n', encoding="utf-8"
+    )
+    ahead = run(sandbox, openai_server, 8, tmp_path / "c", str(config))
+    assert ahead["calls"] == expected_calls(COSTS)
+    assert 2 <= ahead["system_most"] <= 4  # the dialogues' system turns overlapped, never past what it declared
