@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -130,6 +131,15 @@ def run_python_timed(
         tail = (proc.stdout[-4000:] + "\n" + proc.stderr[-3000:]).strip()
         raise SystemExit(f"{label}: exit code {proc.returncode}, expected one of {ok_codes}\n{tail}")
     return wall, cpu
+
+
+def user_repo(root: Path, files: Mapping[str, str]) -> None:
+    """A temporary user repository at ``root``: a copy of eval_tests/test_rag.py and
+    ``files`` (name -> text: pytest.ini, thresholds.toml, the system, ...)."""
+    root.mkdir(parents=True)
+    shutil.copy(REPO / "eval_tests" / "test_rag.py", root / "test_rag.py")
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
 
 
 def write_results(name: str, payload: dict[str, Any]) -> Path:

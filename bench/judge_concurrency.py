@@ -53,7 +53,8 @@ the most it held):
 Results compared across every run of one part: the results file with timings removed
 (the keys ``duration``, ``seconds``, ``latency_s``, ``elapsed_s`` at any depth, as in
 tests/rag_eval/test_pytest_plugin_concurrency.py) and with the ``run`` block's fields
-that describe the invocation rather than the outcome (``NORMALISE_RUN_KEYS``) removed,
+that describe the invocation rather than the outcome (``NORMALISE_RUN_KEYS``, and the
+command of ``evidence_pending``, which names the run's results file) removed,
 serialised with sorted keys: byte-identical or not, and which keys differed if not.
 
 Also measured once per part: ``--collect-only`` (pytest's start-up and collection, the
@@ -90,7 +91,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _judge_repairs  # noqa: E402
-from _common import REPO, load_average, md_table, ratio, read_jsonl, run_header, run_python_timed, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    REPO,
+    load_average,
+    md_table,
+    ratio,
+    read_jsonl,
+    run_header,
+    run_python_timed,
+    user_repo,
+    write_results,
+)
 from judge_cost import CORPUS, DEEPEVAL_METRICS, GOLDEN, build_items, native_reply  # noqa: E402
 
 from rag_eval.judge.native import JudgeInput  # noqa: E402
@@ -226,12 +237,8 @@ def context_items(case: Case) -> list[dict[str, Any]]:
 
 def write_repo(root: Path, cases: Sequence[Case], http_url: str) -> None:
     """The temporary user repository (module doc)."""
-    root.mkdir(parents=True)
-    (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
-    shutil.copy(REPO / "eval_tests" / "test_rag.py", root / "test_rag.py")
-    (root / "thresholds.toml").write_text(THRESHOLDS, encoding="utf-8")
-    (root / "bench_system.py").write_text(SYSTEM_PY, encoding="utf-8")
-    (root / "http.toml").write_text(HTTP_TOML.format(url=http_url), encoding="utf-8")
+    files = {"pytest.ini": PYTEST_INI, "thresholds.toml": THRESHOLDS, "bench_system.py": SYSTEM_PY}
+    user_repo(root, {**files, "http.toml": HTTP_TOML.format(url=http_url)})
     answers = {c.item.question: {"answer": c.item.answer, "context": context_items(c)} for c in cases}
     (root / "answers.json").write_text(json.dumps(answers, ensure_ascii=False), encoding="utf-8")
     ds = root / "ds"
@@ -335,6 +342,9 @@ def normalised(path: Path, keys: frozenset[str] = TIMING_KEYS) -> str:
     run = data.get("run")
     if isinstance(run, dict):
         data["run"] = {k: v for k, v in run.items() if k not in NORMALISE_RUN_KEYS}
+        pending = data["run"].get("evidence_pending")
+        if isinstance(pending, dict):  # its command names this run's results file
+            data["run"]["evidence_pending"] = {k: v for k, v in pending.items() if k != "command"}
     return json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1)
 
 

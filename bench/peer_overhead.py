@@ -62,7 +62,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, load_average, md_table, run_header, run_python_timed, write_results  # noqa: E402
+from _common import REPO, load_average, md_table, run_header, run_python_timed, user_repo, write_results  # noqa: E402
 
 from rag_eval.metrics.grouped import grouped_compute, grouped_compute_all  # noqa: E402
 
@@ -176,13 +176,16 @@ def build_cases(n: int, seed: int = 7) -> list[dict[str, Any]]:
 
 
 def write_repo(root: Path, cases: Sequence[dict[str, Any]]) -> None:
-    root.mkdir(parents=True)
-    (root / "pytest.ini").write_text(PYTEST_INI, encoding="utf-8")
-    shutil.copy(REPO / "eval_tests" / "test_rag.py", root / "test_rag.py")
-    (root / "thresholds.toml").write_text(THRESHOLDS, encoding="utf-8")
-    (root / "bench_system.py").write_text(SYSTEM_PY, encoding="utf-8")
-    (root / "test_de.py").write_text(DEEPEVAL_TEST, encoding="utf-8")
-    (root / "ragas_run.py").write_text(RAGAS_SCRIPT, encoding="utf-8")
+    user_repo(
+        root,
+        {
+            "pytest.ini": PYTEST_INI,
+            "thresholds.toml": THRESHOLDS,
+            "bench_system.py": SYSTEM_PY,
+            "test_de.py": DEEPEVAL_TEST,
+            "ragas_run.py": RAGAS_SCRIPT,
+        },
+    )
     (root / "cases.json").write_text(json.dumps(list(cases)), encoding="utf-8")
     ds = root / "ds"
     ds.mkdir()
