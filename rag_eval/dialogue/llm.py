@@ -1,8 +1,9 @@
 """The dialogue tier's model calls: the LLM student's wording and the hint-success judge.
 
 Both go through the judge's machinery (``rag_eval.llm.cached.CachedChatClient`` over
-``rag_eval.llm.client``): the same response cache, the same spending budget (run-wide through
-the run's ledger when a budget is set), the same timeouts, retries, circuit breaker and
+``rag_eval.llm.client``): the same response cache, the same spending budget (the student's
+client shares the judge's: one spend, one set of calls in flight; run-wide through the run's
+ledger when a budget is set), the same timeouts, retries, circuit breaker and
 redaction. The student's endpoint is configured like the judge's, with its own prefix:
 ``RAG_SIMULATOR_BASE_URL`` / ``_MODEL`` / ``_API_KEY`` (URL and key fall back to
 ``OPENAI_*``), ``RAG_SIMULATOR_TIMEOUT`` / ``_MAX_RETRIES`` / ``_BREAKER`` / ``_CONCURRENCY`` (default: the

@@ -84,7 +84,8 @@ class Budget:
         ledger: Ledger | None,
         local: Callable[[], tuple[float, int]],
     ) -> None:
-        self.usd, self.tokens, self.prices, self.ledger, self._local = usd, tokens, prices, ledger, local
+        self.usd, self.tokens, self.prices, self.ledger = usd, tokens, prices, ledger
+        self._locals = [local]  # the spend of each client of this process that shares the budget
         self._cond = threading.Condition()
         self._in_flight = NOTHING
         self._longest = 0  # the most completion tokens one reply had (a request without max_tokens)
@@ -93,9 +94,18 @@ class Budget:
     def active(self) -> bool:
         return self.usd is not None or self.tokens is not None
 
+    def counting(self, local: Callable[[], tuple[float, int]]) -> Budget:
+        """This budget, counting ``local`` (another client's spend) too: clients that share it
+        share one spend and one set of reservations (the LLM student beside the judge)."""
+        self._locals.append(local)
+        return self
+
     def spent(self) -> tuple[float, int]:
         """(USD, tokens) spent on real calls: run-wide with a ledger, else this process."""
-        return self.ledger.spent() if self.ledger is not None else self._local()
+        if self.ledger is not None:
+            return self.ledger.spent()
+        parts = [local() for local in self._locals]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
     def reserve(self, req: ChatRequest, case_id: str) -> Reserved:
         """Admit ``req`` (module doc) and hold its most possible cost; raise :class:`BudgetReached`."""

@@ -341,6 +341,11 @@ class CachedChatClient:
         """(USD, tokens) spent on real calls: run-wide with a ledger, else this process."""
         return self.budget.spent()
 
+    def share_budget(self, other: CachedChatClient) -> None:
+        """Spend against ``other``'s budget from now on (its limits, ledger and calls in
+        flight), which counts this client's calls too: one budget for a run's clients."""
+        self.budget = other.budget.counting(self._spent_here)
+
     def _spent_here(self) -> tuple[float, int]:
         live = [r for r in self.records if not r.cached]
         return sum(r.cost for r in live), sum(r.prompt_tokens + r.completion_tokens for r in live)

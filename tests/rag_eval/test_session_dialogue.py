@@ -17,6 +17,7 @@ from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.tiers.dialogue.tier import DIALOGUE
+from rag_eval.tiers.judge.tier import JUDGE
 from tests.rag_eval._dialogue_systems import DEMO, OracleTutor, demo_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, reply
 
@@ -81,6 +82,23 @@ def test_the_students_requests_in_flight_follow_the_run_unless_set(
         monkeypatch.setenv("RAG_SIMULATOR_CONCURRENCY", env)
     s = session(tmp_path, '{"simulator": "llm"}', concurrency=16)
     assert DIALOGUE.student_client(s).client.policy.concurrency == expected
+
+
+def test_the_student_and_the_judge_spend_one_budget(tmp_path: Path, student_env: ScriptedOpenAIServer) -> None:
+    """One budget for the two clients (its spend, its calls in flight): the student's calls
+    count for the judge's next call, once, and a budget reached mid-dialogue is an error."""
+    env = {"RAG_JUDGE_BASE_URL": student_env.base_url, "RAG_JUDGE_MODEL": "judge-model", "RAG_JUDGE_API_KEY": "sk-j"}
+    judge = JudgeConfig.from_env(env, cache_dir=tmp_path / "cache", budget_tokens=1000)
+    student_env.set_default(
+        "chat", lambda request: reply("嗯，区间是 [1,4]。", prompt_tokens=900, completion_tokens=200)
+    )
+    s = session(tmp_path, '{"simulator": "llm"}', judge=judge)
+    student, judge_client = DIALOGUE.student_client(s), JUDGE.runner(s).client
+    assert student.budget is judge_client.budget
+    case = s.run_case("dialogue", MISSING)  # the first reply spends 900 + 200 >= 1000: no second call
+    assert student_env.calls("chat") == 1
+    assert student.spent() == judge_client.spent() == (0.0, 900 + 200)  # counted once, for both
+    assert case.outcome == "error" and "budget_tokens 1000 reached: 1100 tokens spent" in case.message
 
 
 def test_a_failing_student_model_is_an_error_never_a_pass(tmp_path: Path, student_env: ScriptedOpenAIServer) -> None:

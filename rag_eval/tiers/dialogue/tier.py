@@ -258,7 +258,10 @@ def _student_client(session: EvalSession) -> CachedChatClient:
     missing = simulator_missing(cfg)
     if missing:
         raise ConfigError(f'[dialogue.case] simulator = "llm": {missing} (or set simulator = "scripted")')
-    return CachedChatClient.from_config(cfg, ledger_dir=session.config.judge_ledger, redactor=session.redactor)
+    client = CachedChatClient.from_config(cfg, ledger_dir=session.config.judge_ledger, redactor=session.redactor)
+    if JUDGE.ready(session):  # one budget for the student and the judge: one spend, one set of calls in flight
+        client.share_budget(JUDGE.runner(session).client)
+    return client
 
 
 class _Redacting:
