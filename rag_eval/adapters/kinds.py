@@ -76,6 +76,11 @@ class AdapterKind:
     def default_gold(self) -> str:
         return self.gold_modes[0]
 
+    @property
+    def settings(self) -> SettingsCheck | None:
+        """The ``--rag-set`` settings its own system takes, in every gold mode (None: none)."""
+        return self.corpus.settings if self.corpus is not None and self.corpus.own else None
+
 
 _KINDS: dict[str, AdapterKind] = {}
 
@@ -120,6 +125,12 @@ def native_kind(gold: str) -> str | None:
     default = next((k.name for k in _KINDS.values() if k.default_gold == gold), None)
     plain = (k.name for k in _KINDS.values() if gold in k.gold_modes and (k.corpus is None or not k.corpus.own))
     return default or next(plain, None)
+
+
+def takes_settings(name: str) -> bool:
+    """Whether the kind named ``name`` is a system whose settings ``--rag-set`` changes."""
+    kind = _KINDS.get(name)
+    return kind is not None and kind.settings is not None
 
 
 def state_keys() -> frozenset[str]:

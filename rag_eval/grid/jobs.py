@@ -83,7 +83,7 @@ class Job:
         for name, value in self.config.settings.items():
             if name == "top_k":
                 cmd += ["--rag-top-k", str(value)]
-            elif "." not in name and kind == "rag_app":
+            elif "." not in name and _takes_settings(kind):
                 cmd += ["--rag-set", f"{name}={_cli_text(value)}"]
         return cmd
 
@@ -93,6 +93,13 @@ def kind_of(spec: GridSpec, base: Mapping[str, Any] | None = None) -> str:
     (``base``: that configuration, when the caller has read it already)."""
     choice = spec.pipeline or str((_base_config(spec) if base is None else base).get("pipeline", ""))
     return "python" if ":" in choice else choice
+
+
+def _takes_settings(kind: str) -> bool:
+    """A plain setting goes to ``--rag-set`` for a kind whose system takes settings (rag_app)."""
+    from rag_eval.adapters import kinds
+
+    return kinds.takes_settings(kind)
 
 
 def _base_config(spec: GridSpec) -> dict[str, Any]:
@@ -126,7 +133,7 @@ def pipeline_config(job: Job) -> dict[str, Any] | None:
         elif kind == "python":
             data.setdefault("options", {})[name] = value
             changed = True
-        elif kind != "rag_app":
+        elif not _takes_settings(kind):
             raise GridError(
                 f"{job.spec.where}: [axes] {name}: a {kind} system takes its settings in the pipeline configuration; "
                 f"name the key's path there, e.g. retrieve.body.{name}"

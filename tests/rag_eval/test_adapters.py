@@ -38,6 +38,15 @@ def test_the_built_in_kinds_and_their_gold_modes() -> None:
     assert kinds.named() == ("rag_app", "http", "dify")  # python is chosen by "package.module:factory"
     # a command with no system reads corpus gold as rag_app chunks it, ids/text with the framework's reader
     assert [kinds.native_kind(m) for m in ("corpus", "ids", "text")] == ["rag_app", "python", "python"]
+    # --rag-set (and a grid's plain settings) change rag_app's own settings; http borrows them only for corpus gold
+    assert [kinds.takes_settings(k) for k in ("rag_app", "python", "http", "dify", "grpc")] == [
+        True,
+        False,
+        False,
+        False,
+        False,
+    ]
+    assert settings_check(PipelineSpec("http", "corpus")) is not None and settings_check(PipelineSpec("http")) is None
 
 
 def test_a_python_spec_is_built_by_its_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
