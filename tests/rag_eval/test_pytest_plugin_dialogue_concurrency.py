@@ -49,6 +49,7 @@ def run(
     level: int,
     cache: Path,
     system: str = "tests.support.counting_tutor:tutor",
+    *extra: str,
 ) -> dict[str, Any]:
     """One ``-m dialogue`` run on a fresh scripted model; the cases, calls per dialogue, bodies,
     the most calls held at once by each endpoint (student, hint judge) and by the system."""
@@ -58,7 +59,7 @@ def run(
     pipeline = ["--rag-pipeline-config", system] if system.endswith(".toml") else ["--rag-pipeline", system]
     result = sandbox.run(
         "-m", "dialogue", *pipeline, "--rag-concurrency", str(level),
-        "--rag-judge-cache", str(cache),
+        "--rag-judge-cache", str(cache), *extra,
     )  # fmt: skip
     assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), result.stdout.str()
     requests = server.requests_of("chat")
@@ -110,3 +111,19 @@ def test_a_tutor_that_declares_concurrency_gets_that_many_calls_between_the_turn
     ahead = run(sandbox, openai_server, 8, tmp_path / "c", str(config))
     assert ahead["calls"] == expected_calls(COSTS)
     assert 2 <= ahead["system_most"] <= 4  # the dialogues' system turns overlapped, never past what it declared
+
+
+def test_the_budget_holds_for_the_student_and_the_judge_together_with_calls_in_flight(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    budget = 3000
+    system = "tests.support.counting_tutor:tutor"
+    ahead = run(sandbox, openai_server, 8, tmp_path / "c", system, "--rag-judge-budget-tokens", str(budget))
+    cases = ahead["cases"].values()
+    usage = [c["details"].get("usage") or {} for c in cases]
+    spent = sum(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0) for u in usage)
+    # one budget for both clients: a call goes only while the spend plus every call in flight,
+    # the student's and the judge's, is under it, so only the last call sent may cross it, by
+    # at most the largest scripted call (the hint judge's: 600 + 30 tokens)
+    assert budget <= spent < budget + 600 + 30
+    assert any(c["outcome"] == "error" and f"budget_tokens {budget} reached" in c["message"] for c in cases)
