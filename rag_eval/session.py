@@ -362,14 +362,6 @@ def redacted(record: Record, redactor: Redactor) -> Record:
     return record if clean == data else type(record).from_dict(clean)
 
 
-INDEX_BUILD_KEYS = ("index_built", "embeddings_computed", "embeddings_cached")
-
-
-def index_build(info: Mapping[str, Any]) -> dict[str, Any]:
-    """What a process's index build did, where the system's description says it."""
-    return {k: info[k] for k in INDEX_BUILD_KEYS if k in info}
-
-
 def _with_system(case: CaseResult, info: Mapping[str, Any]) -> CaseResult:
     """The case with what the system says of itself under ``details.system``: every
     scalar of its description (nested mappings as dotted keys), so a baseline

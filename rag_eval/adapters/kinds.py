@@ -133,6 +133,13 @@ def takes_settings(name: str) -> bool:
     return kind is not None and kind.settings is not None
 
 
+def process_state(name: str, info: Mapping[str, Any]) -> dict[str, Any]:
+    """The per-process state in a description, as the kind named ``name`` declares it (under
+    xdist the controller's warm-up reports its own: rag_app's index build, not the workers' load)."""
+    kind = _KINDS.get(name)
+    return {k: info[k] for k in (kind.state_keys if kind is not None else ()) if k in info}
+
+
 def state_keys() -> frozenset[str]:
     """Every registered kind's per-process description keys (a merge cannot tell from a
     results file whose service a relayed description came from, so it ignores them all)."""

@@ -18,6 +18,7 @@ from typing import Any, cast
 import pytest
 
 from rag_eval import tiers
+from rag_eval.adapters import kinds
 from rag_eval.core.case import USER_PROPERTY, CaseResult
 from rag_eval.core.errors import RagEvalError
 from rag_eval.gates.gate import run_gates
@@ -35,7 +36,7 @@ from rag_eval.results.baseline import BaselineError
 from rag_eval.results.build import ResultsWriteError, file_sha256_or_none, git_commit, now_iso
 from rag_eval.results.finalize import Baseline, Outputs, Written, baseline_lines, conclude
 from rag_eval.results.model import RunResults
-from rag_eval.session import EvalConfig, index_build, run_redactor
+from rag_eval.session import EvalConfig, run_redactor
 from rag_eval.util.escape import terminal
 from rag_eval.util.heap import paused
 from rag_eval.util.redact import Redactor
@@ -193,7 +194,7 @@ class Controller:
             raise pytest.UsageError(f"rag-eval: the system could not start: {exc}") from None
         describe = getattr(system, "describe", None)
         if callable(describe):
-            self.warm_build = index_build(describe())
+            self.warm_build = kinds.process_state(self.run.session().config.pipeline.kind, describe())
 
     def finish(self, session: pytest.Session, complete: bool) -> None:
         """Aggregate, gate and write the outputs; a failed gate fails the session. The

@@ -47,6 +47,10 @@ def test_the_built_in_kinds_and_their_gold_modes() -> None:
         False,
     ]
     assert settings_check(PipelineSpec("http", "corpus")) is not None and settings_check(PipelineSpec("http")) is None
+    # the per-process state a kind declares, picked out of a description (a merge ignores it; the warm-up reports it)
+    info = {"embedder": "e5", "index_built": True, "vector_store": "chroma embedded:/x"}
+    assert kinds.process_state("rag_app", info) == {"vector_store": "chroma embedded:/x", "index_built": True}
+    assert kinds.process_state("python", info) == {} == kinds.process_state("grpc", info)
 
 
 def test_a_python_spec_is_built_by_its_builder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
