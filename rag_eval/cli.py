@@ -85,7 +85,7 @@ def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         choices=GOLD_MODES,
         default=None,
         help="how gold meets the system's ids, as gold = ... of the pipeline configuration "
-        "(default: that file's, else corpus); "
+        "(default: that file's gold, else the default of its pipeline's kind, else corpus); "
         "ids/text: chunk ids are the system's own and are not looked up in a local index",
     )
     p_val.add_argument(
