@@ -154,7 +154,10 @@ class HttpConfig:
     dialogue: Endpoint | None = None  # [dialogue]: items = the turn's retrieval, scalars = the DialogueTurn fields
 
     def __repr__(self) -> str:
-        return f"HttpConfig(source={self.source!r}, retrieve={self.retrieve.display_url!r}, headers={sorted(self.headers)})"  # noqa: E501
+        return (
+            f"HttpConfig(source={self.source!r}, retrieve={self.retrieve.display_url!r}, "
+            f"headers={sorted(self.headers)})"
+        )
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -232,7 +235,8 @@ class HttpConfig:
         if "retrieve" not in data:
             raise AdapterConfigError(
                 f"{source}: no [retrieve] table; the HTTP adapter needs at least\n"
-                '  [retrieve]\n  url = "http://127.0.0.1:8000/api/retrieve"\n  [retrieve.fields]\n  ids = "items[].chunk_id"'  # noqa: E501
+                '  [retrieve]\n  url = "http://127.0.0.1:8000/api/retrieve"\n'
+                '  [retrieve.fields]\n  ids = "items[].chunk_id"'
             )
         top_k = http.get("top_k")
         if top_k is not None and (not isinstance(top_k, int) or isinstance(top_k, bool) or top_k < 1):
@@ -338,7 +342,8 @@ def _dialogue(table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
     if "{turns}" not in json.dumps(body, ensure_ascii=False):
         raise AdapterConfigError(
             f'{where} body: the template never sends the conversation; put "{{turns}}" in it '
-            '(the list of {"role", "content"} turns so far; "{context}" is the learning context, "{question}" the last message)'  # noqa: E501
+            '(the list of {"role", "content"} turns so far; "{context}" '
+            'is the learning context, "{question}" the last message)'
         )
     accept = _accept_status(table, where)
     fields_table = table.get("fields", {})
@@ -347,7 +352,8 @@ def _dialogue(table: Any, source: str, env: Mapping[str, str]) -> Endpoint:
     for required in ("action", "message"):
         if required not in fields_table:
             raise AdapterConfigError(
-                f'{where}.fields: {required!r} is required: the path to the turn\'s {required}, e.g. {required} = "{required}"'  # noqa: E501
+                f"{where}.fields: {required!r} is required: the path to "
+                f'the turn\'s {required}, e.g. {required} = "{required}"'
             )
     scalars = {k: FieldPath.parse(fields_table[k], f"{where}.fields.{k}") for k in DIALOGUE_FIELDS if k in fields_table}
     for key, path in scalars.items():

@@ -97,7 +97,8 @@ def check_methods(obj: Any, target: str, where: str) -> tuple[bool, bool]:
         return False, False
     if not callable(chat) or not _accepts(chat, ("q", 5), bound):
         raise AdapterConfigError(
-            f"{where}: {target}.chat{_signature(chat)} cannot be called as chat(question, top_k); expected `{CHAT_SIGNATURE}`"  # noqa: E501
+            f"{where}: {target}.chat{_signature(chat)} cannot be called "
+            f"as chat(question, top_k); expected `{CHAT_SIGNATURE}`"
         )
     return True, _accepts(chat, ("q", 5, ()), bound)
 

@@ -128,7 +128,8 @@ def _clarification_limit(raw: Mapping[str, Any], where: str) -> int:
     limit = raw.get("clarification_limit", DEFAULT_CLARIFICATION_LIMIT)
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise DialogueSetError(
-            f"{where}: clarification_limit must be a positive integer (default {DEFAULT_CLARIFICATION_LIMIT}), got {limit!r}"  # noqa: E501
+            f"{where}: clarification_limit must be a positive integer "
+            f"(default {DEFAULT_CLARIFICATION_LIMIT}), got {limit!r}"
         )
     return limit
 
@@ -171,12 +172,14 @@ def _check_script(
     pushes = sum(t.action != "clarify" for t in turns[:-1])
     if pushes != len(follow_ups):
         raise DialogueSetError(
-            f"{where}: {len(follow_ups)} follow-up(s) for {pushes} answer/state_limits turn(s) that another turn follows; "  # noqa: E501
+            f"{where}: {len(follow_ups)} follow-up(s) for {pushes} "
+            "answer/state_limits turn(s) that another turn follows; "
             "give exactly one follow-up message per such turn, in order"
         )
     if not evidence and any(t.action == "answer" for t in turns):
         raise DialogueSetError(
-            f"{where}: no gold evidence but an expected 'answer' turn; add evidence, or expect 'state_limits' (no material)"  # noqa: E501
+            f"{where}: no gold evidence but an expected 'answer' turn; "
+            "add evidence, or expect 'state_limits' (no material)"
         )
 
 

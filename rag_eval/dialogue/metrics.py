@@ -171,7 +171,8 @@ def clarification_failure(transcripts: Sequence[Transcript], limit: int = DEFAUL
 
 
 def past_limit_rounds(transcripts: Sequence[Transcript], limit: int = DEFAULT_CLARIFICATION_LIMIT) -> Rate:
-    """Dialogues with a clarifying question after ``limit`` rounds ÷ dialogues in which the system clarified at least once."""  # noqa: E501
+    """Dialogues with a clarifying question after ``limit`` rounds ÷ dialogues in which the
+    system clarified at least once."""
     done, excluded = _finished(transcripts)
     asking = [t for t in done if t.clarifying_turns]
     return Rate(

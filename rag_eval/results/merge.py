@@ -132,7 +132,8 @@ def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     if not isinstance(shard, Mapping):
         raise MergeError(
             f"{name}: not a shard results file (verdict {results['verdict']!r}, no run.shard): merge takes the files "
-            "written by `pytest --rag-shard I/N`; an unsharded run is gated already (did the glob pick up a merged file?)"  # noqa: E501
+            "written by `pytest --rag-shard I/N`; an unsharded run "
+            "is gated already (did the glob pick up a merged file?)"
         )
     label = f"{shard['index']}/{shard['count']}"
     if run["complete"] is False or results["verdict"] == "incomplete":
@@ -142,7 +143,8 @@ def _shard_run(results: Mapping[str, Any], name: str) -> Mapping[str, Any]:
         )
     if results["verdict"] != "shard":
         raise MergeError(
-            f"{name}: verdict {results['verdict']!r}, a shard file says 'shard'; pass the files `pytest --rag-shard I/N` wrote"  # noqa: E501
+            f"{name}: verdict {results['verdict']!r}, a shard file says "
+            "'shard'; pass the files `pytest --rag-shard I/N` wrote"
         )
     return run
 
@@ -295,7 +297,8 @@ def _thresholds(
 def _load(path: str | Path, origin: str) -> Thresholds:
     if not Path(path).is_file():
         raise MergeError(
-            f"thresholds file {path} ({origin}) not found; run the merge from the shards' checkout or pass --rag-thresholds PATH"  # noqa: E501
+            f"thresholds file {path} ({origin}) not found; run the merge "
+            "from the shards' checkout or pass --rag-thresholds PATH"
         )
     try:
         return load_thresholds(path)
