@@ -31,7 +31,6 @@ from rag_eval.dataset import Dataset, DatasetPaths, load_dataset
 from rag_eval.gates.thresholds import Thresholds
 from rag_eval.golden.model import GoldenItem
 from rag_eval.golden.resolve import ChunkLookup, ResolvedGold
-from rag_eval.judge.config import JudgeConfig
 from rag_eval.tiers import Item, Tier
 from rag_eval.util.redact import Redactor, run_secrets
 
@@ -51,10 +50,6 @@ class EvalConfig:
     thresholds: Thresholds | None = None
     top_k: int | None = None
     project_root: Path | None = None
-    # The run's judge endpoint, shared by the tiers that call a judge (the judge tier, passk's
-    # judged trials, dialogue's hints and LLM student), and its spending ledger across workers.
-    judge: JudgeConfig | None = None
-    judge_ledger: Path | None = None
     # Each tier's command-line values (``Tier.read_options``) by tier name.
     tier_args: Mapping[str, Any] = field(default_factory=dict)
     case_timeout: float | None = None  # --rag-case-timeout: seconds one case may take (None: no limit)

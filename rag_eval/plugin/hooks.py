@@ -11,7 +11,6 @@ numbers of a serial run. The only package of rag_eval that imports pytest.
 
 from __future__ import annotations
 
-import shutil
 import signal
 import threading
 import weakref
@@ -133,12 +132,12 @@ def _sigterm_as_interrupt(config: pytest.Config) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist, on the controller: hand the run's ledger folder to each worker."""
+    """xdist, on the controller: hand each worker what the tiers give it (`Tier.worker_input`: the judge ledger)."""
     run = run_of(node.config)
     if run is None:
         return
-    ledger = run.config.eval.judge_ledger
-    node.workerinput["rag_eval_judge_ledger"] = str(ledger) if ledger else ""
+    for tier in tiers.all_tiers():
+        node.workerinput.update(tier.worker_input(run.config.eval))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -226,9 +225,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run = run_of(config)
     if run is None:
         return
-    ledger = run.config.eval.judge_ledger
-    if ledger is not None and not hasattr(config, "workerinput"):
-        shutil.rmtree(ledger, ignore_errors=True)  # the run's budget ledger: nothing to keep
+    if not hasattr(config, "workerinput"):  # the controller: what the tiers made for the run
+        for tier in tiers.all_tiers():
+            tier.close(run.config.eval)
     if run.controller is not None:
         write_summary(config, run.controller)
 

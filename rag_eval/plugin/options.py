@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,6 @@ from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec, setti
 from rag_eval.core.errors import ConfigError
 from rag_eval.dataset import GOLDEN_NAMES, DatasetPaths
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
-from rag_eval.judge.config import JudgeConfig
 from rag_eval.labels.load import LabelsError, load_labels
 from rag_eval.labels.model import Label
 from rag_eval.llm.policy import DEFAULT_CONCURRENCY
@@ -65,9 +64,8 @@ def add_options(parser: pytest.Parser) -> None:
     _add_output_options(parser)
     _add_input_options(parser)
     _add_case_options(parser)
-    _add_judge_options(parser)
+    add_tier_options(parser)  # each tier's group (the judge's: its endpoint, budgets, human labels)
     _add_pipeline_options(parser)
-    add_tier_options(parser)
 
 
 def _add_input_options(parser: pytest.Parser) -> None:
@@ -157,49 +155,6 @@ def _add_case_options(parser: pytest.Parser) -> None:
     parser.addini("rag_eval_concurrency", f"default --rag-concurrency (default {DEFAULT_CONCURRENCY})", default="")
 
 
-def _add_judge_options(parser: pytest.Parser) -> None:
-    """The judge tier: its engine, cache, prices, budgets and human labels."""
-    judge = parser.getgroup(
-        "rag_eval_judge", "RAG evaluation: judge tier (RAG_JUDGE_BASE_URL, RAG_JUDGE_MODEL, RAG_JUDGE_API_KEY)"
-    )
-    judge.addoption(
-        "--rag-judge-engine",
-        choices=("native", "deepeval"),
-        default="native",
-        help="native: one call per case (default); deepeval: deepeval's metrics on the same client",
-    )
-    judge.addoption(
-        "--rag-fresh", action="store_true", help="ignore the judge response cache (answers are still stored)"
-    )
-    judge.addoption(
-        "--rag-judge-cache",
-        default=None,
-        help="judge response cache folder (default .rag_cache/judge; keep it between CI runs)",
-    )
-    judge.addoption(
-        "--rag-judge-prices",
-        default=None,
-        metavar="TOML",
-        help='[prices."model"] prompt = USD per 1M tokens, completion = ...',
-    )
-    judge.addoption(
-        "--rag-judge-budget-usd", type=float, default=None, help="stop issuing judge calls once this is spent"
-    )
-    judge.addoption(
-        "--rag-judge-budget-tokens",
-        type=int,
-        default=None,
-        help="stop issuing judge calls once this many tokens are used",
-    )
-    judge.addoption(
-        "--rag-human-labels",
-        default=None,
-        metavar="PATH",
-        help="human labels (JSONL, docs/human-labels.md): judge-human agreement and corrected estimates",
-    )
-    parser.addini("rag_eval_human_labels", "default --rag-human-labels (relative to the rootdir)", default="")
-
-
 def _add_pipeline_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("rag_eval_pipeline", "RAG evaluation: the system under test (docs/adapters.md)")
     group.addoption(
@@ -270,9 +225,7 @@ def read_config(config: pytest.Config) -> RunConfig | None:
         settings_overrides=_overrides(config, spec),
         thresholds=_load_thresholds(config, root),
         project_root=root,
-        judge=_judge_config(config, root, concurrency),
-        judge_ledger=_judge_ledger(config),
-        tier_args=_tier_args(config),
+        tier_args=_tier_args(config, root, concurrency),
         pipeline=spec,
         case_timeout=_case_timeout(config),
         top_k=_positive(config, "top_k"),
@@ -434,25 +387,6 @@ def _rooted(root: Path, path: str) -> Path:
     return Path(os.path.normpath(root / path))
 
 
-def _judge_config(config: pytest.Config, root: Path, concurrency: int) -> JudgeConfig:
-    from rag_eval.judge.config import load_prices
-
-    cache = Path(config.getoption("rag_judge_cache") or root / ".rag_cache" / "judge")
-    try:
-        prices = load_prices(config.getoption("rag_judge_prices")) if config.getoption("rag_judge_prices") else None
-        return JudgeConfig.from_env(
-            cache_dir=cache,
-            fresh=config.getoption("rag_fresh"),
-            prices=prices,
-            budget_usd=config.getoption("rag_judge_budget_usd"),
-            budget_tokens=config.getoption("rag_judge_budget_tokens"),
-            engine=config.getoption("rag_judge_engine"),
-            concurrency=concurrency,
-        )
-    except (ConfigError, ValueError, OSError) as exc:
-        raise pytest.UsageError(f"judge configuration: {exc}") from None
-
-
 class _TierOptions:
     """What a tier's ``add_options`` gets (``tiers.base.Options``): its own help section, and
     the parser's ini keys."""
@@ -481,12 +415,34 @@ def add_tier_options(parser: pytest.Parser) -> None:
 _ADDED: weakref.WeakKeyDictionary[pytest.Parser, set[str]] = weakref.WeakKeyDictionary()  # tiers added per parser
 
 
-def _tier_args(config: pytest.Config) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _TierValues:
+    """What a tier's ``read_options`` gets (``tiers.base.OptionValues``)."""
+
+    config: pytest.Config
+    base: Path
+    concurrency: int
+
+    def getoption(self, name: str) -> Any:
+        return self.config.getoption(name)
+
+    def getini(self, name: str) -> Any:
+        return self.config.getini(name)
+
+    @property
+    def handed(self) -> Mapping[str, Any] | None:
+        """On an xdist worker, its ``workerinput`` (``hooks.pytest_configure_node``)."""
+        handed: Mapping[str, Any] | None = getattr(self.config, "workerinput", None)
+        return handed
+
+
+def _tier_args(config: pytest.Config, root: Path, concurrency: int) -> dict[str, Any]:
     """Each tier's command-line values (``Tier.read_options``), read and checked once."""
     out: dict[str, Any] = {}
+    values = _TierValues(config, root, concurrency)
     for tier in tiers.all_tiers():
         try:
-            value = tier.read_options(config)
+            value = tier.read_options(values)
         except ConfigError as exc:
             raise pytest.UsageError(str(exc)) from None
         if value is not None:
@@ -542,17 +498,6 @@ def _concurrency(config: pytest.Config) -> int:
             f"time, as before), e.g. {DEFAULT_CONCURRENCY}"
         )
     return value
-
-
-def _judge_ledger(config: pytest.Config) -> Path | None:
-    """One spending ledger for the whole run, so a judge budget holds across xdist workers."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None:
-        path = workerinput.get("rag_eval_judge_ledger")
-        return Path(path) if path else None
-    if config.getoption("rag_judge_budget_usd") is None and config.getoption("rag_judge_budget_tokens") is None:
-        return None
-    return Path(tempfile.mkdtemp(prefix="rag-eval-judge-ledger-"))
 
 
 def _load_thresholds(config: pytest.Config, root: Path) -> Thresholds | None:

@@ -44,11 +44,28 @@ class Options(Protocol):
 
 
 class OptionValues(Protocol):
-    """Where a tier reads them back (:meth:`Tier.read_options`): ``pytest.Config``."""
+    """Where a tier reads them back (:meth:`Tier.read_options`): ``pytest.Config``'s
+    ``getoption`` / ``getini``, and what the run's defaults rest on."""
 
     def getoption(self, name: str) -> Any: ...
 
     def getini(self, name: str) -> Any: ...
+
+    @property
+    def base(self) -> Path:
+        """What relative paths and default folders (``.rag_cache/``) are under: the project."""
+        ...
+
+    @property
+    def concurrency(self) -> int:
+        """Cases run ahead at once in this process (``--rag-concurrency``)."""
+        ...
+
+    @property
+    def handed(self) -> Mapping[str, Any] | None:
+        """On an xdist worker, what the controller handed it (:meth:`Tier.worker_input`);
+        None on the controller or without xdist."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -182,6 +199,15 @@ class Tier:
     def args(self, config: EvalConfig) -> Any:
         """What :meth:`read_options` returned for this run (None: no command line, e.g. a script)."""
         return config.tier_args.get(self.name)
+
+    def worker_input(self, config: EvalConfig) -> Mapping[str, str]:
+        """On the controller: what each xdist worker is handed, read back there as
+        :attr:`OptionValues.handed` (e.g. a folder the workers share). Here: nothing."""
+        return {}
+
+    def close(self, config: EvalConfig) -> None:
+        """On the controller, once the run is over: release what :meth:`read_options` made
+        (e.g. that folder). Here: nothing."""
 
     # --- running ------------------------------------------------------------------------
     def skip_reason(self, session: EvalSession, item: Item) -> str | None:

@@ -126,7 +126,8 @@ def test_warm_leaves_the_judge_runner_to_the_first_case_that_judges(tmp_path: Pa
     """A run whose selected tests never judge does not import the openai SDK (~1 s) for a
     configured judge; the first judging case builds the runner once, whatever the thread."""
     from rag_eval.judge.config import JudgeConfig
-    from rag_eval.tiers.judge.tier import JUDGE, JUDGE_RUNNER
+    from rag_eval.tiers.judge.endpoint import JudgeEndpoint
+    from rag_eval.tiers.judge.tier import JUDGE, JUDGE_RUNNER, JudgeArgs
 
     judge = JudgeConfig.from_env(
         {"RAG_JUDGE_BASE_URL": "http://127.0.0.1:9/v1", "RAG_JUDGE_MODEL": "m", "RAG_JUDGE_API_KEY": "k"},
@@ -135,7 +136,12 @@ def test_warm_leaves_the_judge_runner_to_the_first_case_that_judges(tmp_path: Pa
     golden = tmp_path / "golden.jsonl"
     golden.write_text('{"id": "q1", "question": "What is 1 + 1?", "expected_action": "answer"}\n', encoding="utf-8")
     paths = DatasetPaths(tmp_path, None, golden)
-    session = EvalSession(EvalConfig(paths, pipeline=PipelineSpec("python"), judge=judge), lambda: Counting())
+    session = EvalSession(
+        EvalConfig(
+            paths, pipeline=PipelineSpec("python"), tier_args={JUDGE.name: JudgeArgs(endpoint=JudgeEndpoint(judge))}
+        ),
+        lambda: Counting(),
+    )
     assert JUDGE.ready(session)
     session.warm()
     assert session.memoized(JUDGE_RUNNER) is None

@@ -17,7 +17,8 @@ from rag_eval.gates.thresholds import parse_thresholds
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.session import EvalConfig, EvalSession
 from rag_eval.tiers.dialogue.tier import DIALOGUE
-from rag_eval.tiers.judge.tier import JUDGE
+from rag_eval.tiers.judge.endpoint import JudgeEndpoint
+from rag_eval.tiers.judge.tier import JUDGE, JudgeArgs
 from tests.rag_eval._dialogue_systems import DEMO, OracleTutor, demo_items
 from tests.support.openai_server import Reply, ScriptedOpenAIServer, reply
 
@@ -33,7 +34,7 @@ def session(
         paths=DatasetPaths(DEMO.parent, None, DEMO.parent / "golden.jsonl"),
         thresholds=thresholds,
         project_root=tmp_path,
-        judge=judge,
+        tier_args={} if judge is None else {JUDGE.name: JudgeArgs(endpoint=JudgeEndpoint(judge))},
         pipeline=PipelineSpec("rag_app"),
         concurrency=concurrency,
     )

@@ -28,6 +28,7 @@ from rag_eval.golden.model import GoldenItem
 from rag_eval.judge import DEEPEVAL_DEFAULT_METRICS
 from rag_eval.judge.config import JudgeConfig
 from rag_eval.session import EvalConfig, EvalSession
+from rag_eval.tiers.judge.endpoint import JudgeEndpoint
 from rag_eval.tiers.judge.tier import JUDGE, JudgeArgs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,8 +71,9 @@ def demo_session(
             paths=find_paths(DEMO),
             settings_overrides=dict(overrides or {}),
             project_root=REPO,
-            judge=judge,
-            tier_args={"judge": JudgeArgs(deepeval_metrics)},
+            tier_args={
+                JUDGE.name: JudgeArgs(deepeval_metrics, endpoint=None if judge is None else JudgeEndpoint(judge))
+            },
             pipeline=PipelineSpec("rag_app"),
         )
     )

@@ -250,7 +250,7 @@ def _student_client(session: EvalSession) -> CachedChatClient:
     from rag_eval.judge.config import JudgeConfig
     from rag_eval.llm.cached import CachedChatClient  # the openai client only when an LLM student plays
 
-    base = session.config.judge
+    base = JUDGE.endpoint(session.config)
     if base is None:
         root = session.config.project_root
         base = JudgeConfig.from_env(cache_dir=(root or Path(".")) / ".rag_cache" / "judge")
@@ -258,7 +258,7 @@ def _student_client(session: EvalSession) -> CachedChatClient:
     missing = simulator_missing(cfg)
     if missing:
         raise ConfigError(f'[dialogue.case] simulator = "llm": {missing} (or set simulator = "scripted")')
-    client = CachedChatClient.from_config(cfg, ledger_dir=session.config.judge_ledger, redactor=session.redactor)
+    client = CachedChatClient.from_config(cfg, ledger_dir=JUDGE.ledger(session.config), redactor=session.redactor)
     if JUDGE.ready(session):  # one budget for the student and the judge: one spend, one set of calls in flight
         client.share_budget(JUDGE.runner(session).client)
     return client

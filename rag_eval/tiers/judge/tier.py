@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import copy
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +27,10 @@ from rag_eval.tiers.base import (
 from rag_eval.tiers.judge import labels
 from rag_eval.tiers.judge.case import JudgeCaseConfig, judge_lower_is_better
 from rag_eval.tiers.judge.details import JudgeDetails
+from rag_eval.tiers.judge.endpoint import LEDGER_KEY, JudgeEndpoint, add_endpoint_options, read_endpoint
 
 if TYPE_CHECKING:
+    from rag_eval.judge.config import JudgeConfig
     from rag_eval.session import EvalConfig, EvalSession
     from rag_eval.tiers.judge.runner import JudgeRunner
 
@@ -36,10 +39,12 @@ JUDGE_RUNNER = "judge.runner"  # the session memo of the process's one JudgeRunn
 
 @dataclass(frozen=True)
 class JudgeArgs:
-    """The judge engine's command-line choices (``--rag-deepeval-metrics``, ``--rag-geval-criteria``)."""
+    """The judge's command-line choices: its endpoint (``endpoint.py``: ``--rag-judge-*``) and the
+    deepeval engine's (``--rag-deepeval-metrics``, ``--rag-geval-criteria``)."""
 
     deepeval_metrics: tuple[str, ...] = DEEPEVAL_DEFAULT_METRICS
     geval_criteria: str | None = None
+    endpoint: JudgeEndpoint | None = None  # the run's judge (env + --rag-judge-*; None: not configured)
 
 
 class JudgeTier(Tier):
@@ -85,6 +90,15 @@ class JudgeTier(Tier):
 
     # --- command line ---------------------------------------------------------------------------
     def add_options(self, options: Options) -> None:
+        add_endpoint_options(options)
+        # read by the plugin (its labels: judge-human agreement and corrected estimates)
+        options.addoption(
+            "--rag-human-labels",
+            default=None,
+            metavar="PATH",
+            help="human labels (JSONL, docs/human-labels.md): judge-human agreement and corrected estimates",
+        )
+        options.addini("rag_eval_human_labels", "default --rag-human-labels (relative to the rootdir)", default="")
         options.addoption(
             "--rag-deepeval-metrics",
             default=",".join(DEEPEVAL_DEFAULT_METRICS),
@@ -102,7 +116,27 @@ class JudgeTier(Tier):
         if unknown or not names:
             valid = ", ".join(DEEPEVAL_ENGINE_METRICS)
             raise ConfigError(f"--rag-deepeval-metrics: unknown {unknown or 'empty list'}; valid: {valid}")
-        return JudgeArgs(names, values.getoption("rag_geval_criteria"))
+        return JudgeArgs(names, values.getoption("rag_geval_criteria"), read_endpoint(values))
+
+    # --- the judge of a run (this tier, passk's judged trials, dialogue's hints and LLM student) ---
+    def endpoint(self, config: EvalConfig) -> JudgeConfig | None:
+        """The run's judge endpoint; None without a command line (e.g. a script)."""
+        args = self.args(config)
+        return None if args is None or args.endpoint is None else args.endpoint.config
+
+    def ledger(self, config: EvalConfig) -> Path | None:
+        """The run's spending ledger folder, shared by the xdist workers (None without a budget)."""
+        args = self.args(config)
+        return None if args is None or args.endpoint is None else args.endpoint.ledger
+
+    def worker_input(self, config: EvalConfig) -> Mapping[str, str]:
+        ledger = self.ledger(config)
+        return {LEDGER_KEY: str(ledger) if ledger else ""}
+
+    def close(self, config: EvalConfig) -> None:
+        ledger = self.ledger(config)
+        if ledger is not None:
+            shutil.rmtree(ledger, ignore_errors=True)  # the run's budget ledger: nothing to keep
 
     def options(self, config: EvalConfig) -> JudgeCaseConfig:
         return JudgeCaseConfig(floors(config, self.name))
@@ -110,16 +144,16 @@ class JudgeTier(Tier):
     def skip_reason(self, session: EvalSession, item: Item) -> str | None:
         return self.missing_reason(session)
 
-    # --- the judge of a session (this tier, passk's judged trials, dialogue's hints) -------
     def missing_reason(self, session: EvalSession) -> str | None:
         """Why the judge cannot run on this session (one sentence naming what to set), or None."""
-        if session.config.judge is None:
+        judge = self.endpoint(session.config)
+        if judge is None:
             return "judge not configured"
-        return session.answer_skip_reason() or session.config.judge.missing_reason()
+        return session.answer_skip_reason() or judge.missing_reason()
 
     def ready(self, session: EvalSession) -> bool:
         """Whether the judge is configured (dialogue hints are judged then)."""
-        judge = session.config.judge
+        judge = self.endpoint(session.config)
         return judge is not None and judge.missing_reason() is None
 
     def runner(self, session: EvalSession) -> JudgeRunner:
@@ -177,9 +211,10 @@ def _runner(session: EvalSession) -> JudgeRunner:
     from rag_eval.tiers.judge.runner import JudgeRunner  # the openai client only when judging
 
     config = session.config
-    assert config.judge is not None
+    judge = JUDGE.endpoint(config)
+    assert judge is not None  # missing_reason: no case judges without one
     args = JUDGE.args(config) or JudgeArgs()
-    return JudgeRunner(config.judge, config.judge_ledger, args.geval_criteria, args.deepeval_metrics)
+    return JudgeRunner(judge, JUDGE.ledger(config), args.geval_criteria, args.deepeval_metrics)
 
 
 JUDGE = JudgeTier()
