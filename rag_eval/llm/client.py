@@ -76,7 +76,8 @@ class LLMClient:
             base_url=endpoint.base_url,
             max_retries=self.policy.max_retries,
             # An httpx (not httpx2) client: the SDK accepts both, and the guard is one httpx
-            # transport for every SDK version the project allows (openai>=1.40).
+            # transport for every SDK version the project allows (openai>=2.31: from 2.31 the
+            # SDK lets the guard's Stop through its retry loop instead of retrying it).
             timeout=self.policy.timeout,
             http_client=httpx.Client(transport=self._guard),  # type: ignore[arg-type]
         )
