@@ -248,3 +248,31 @@ def test_the_judge_tier_reports_its_progress_also_under_xdist(
     quiet = sandbox.run("-q", "-m", "judge", *workers, "--rag-judge-cache", str(tmp_path / "cache"))
     assert quiet.ret == pytest.ExitCode.OK
     assert not [line for line in quiet.stdout.lines if re.match(r"judge: \d+/\d+ cases", line)]
+
+
+def test_under_xdist_one_budget_holds_across_the_workers(
+    sandbox: Sandbox, judge_env: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    """The judge tier makes one spending ledger on the controller and hands it to each worker
+    (``Tier.worker_input``): 2 workers share one budget instead of each spending it alone."""
+    sandbox.write_thresholds("[judge]\nerror_rate = { max = 0.0 }\n")
+    cost, budget, workers = 800 + 200, 2500, 2  # tokens of one call (judge_replies), the budget
+    result = sandbox.run(
+        "-m",
+        "judge",
+        "-n",
+        str(workers),
+        "--rag-judge-cache",
+        str(tmp_path / "c"),
+        "--rag-judge-budget-tokens",
+        str(budget),
+        "--rag-concurrency",
+        "1",  # one call at a time per worker: at most one in flight elsewhere
+    )
+    calls = judge_env.calls("chat")
+    # Calls go out while the run's spend is under the budget: 3 calls (0, 1000, 2000 spent
+    # before each) with one process, plus at most one call in flight on the other worker;
+    # each worker with a budget of its own would make 3 of its >= 3 cases (6 calls).
+    assert 1 <= calls <= budget // cost + 1 + (workers - 1), result.stdout.str()
+    outcomes = [c["outcome"] for c in sandbox.cases("judge").values()]
+    assert outcomes.count("pass") == calls and outcomes.count("skip") == N_POS - calls  # not run: never a pass
