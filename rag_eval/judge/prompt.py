@@ -99,6 +99,8 @@ def system_message(has_reference: bool, schema: Mapping[str, Any]) -> str:
     prompt parts, METRICS.md, Generation; ``registry.prompt_fields``), the output schema."""
     asked = prompt_fields(has_reference)
     parts = "\n".join(f"{i}. {f.prompt}" for i, f in enumerate(asked, 1))
+    # The prompt's lines are sent as written (one long line stays one line): wrapping them
+    # would change the text, and with it every cached verdict's key (and calibrate's prompt_version).
     return f"""You are a strict evaluator of answers produced by a retrieval-augmented tutor.
 You judge; you never answer the question yourself. Every verdict is categorical; never use numeric scores.
 
