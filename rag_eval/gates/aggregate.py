@@ -125,7 +125,7 @@ def lower_is_better(key: str, tier: str | None = None) -> bool:
 
 def is_measured_only(case: CaseResult) -> bool:
     """True for a case whose tier measured it but had no pass condition to judge it by."""
-    return bool(case.details.get("measured_only"))
+    return tiers.of(case.tier).measured_only(case.details)
 
 
 def worst_value(key: str, tier: str | None = None) -> float:

@@ -46,7 +46,7 @@ def per_case(results: Mapping[str, Any], metric: str) -> dict[str, float]:
         if c["tier"] != tier_name or c["outcome"] == "skip":
             continue
         if key in ("pass_rate", "error_rate"):  # a case's own share: 1 or 0 (as aggregate.metric_value)
-            if key == "error_rate" or not (c.get("details") or {}).get("measured_only"):
+            if key == "error_rate" or not tier.measured_only(c.get("details") or {}):
                 hit = c["outcome"] == ("pass" if key == "pass_rate" else "error")
                 out[case_key(c)] = 1.0 if hit else 0.0
         elif c["outcome"] == "error" and errors_for(key, [CaseResult.from_dict(c)]):

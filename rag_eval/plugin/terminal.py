@@ -132,7 +132,7 @@ def _tier_lines(cases: list[CaseResult], quiet: bool) -> list[Line]:
         row = counts.setdefault(c.tier, {"pass": 0, "fail": 0, "error": 0, "skip": 0})
         row[c.outcome] += 1
     for tier, row in sorted(counts.items()):
-        measured = sum(1 for c in cases if c.tier == tier and c.details.get("measured_only"))
+        measured = sum(1 for c in cases if c.tier == tier and tiers.of(tier).measured_only(c.details))
         apart = f" ({measured} {'negative' if measured == 1 else 'negatives'} measured, not judged)" if measured else ""
         out.append(Line(f"{tier}: " + ", ".join(f"{v} {k}" for k, v in row.items() if v) + apart))
         failing = _failing_lines(tier, [c for c in cases if c.tier == tier])

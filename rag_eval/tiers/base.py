@@ -266,6 +266,13 @@ class Tier:
         a ceiling. Here: error_rate and fail_count."""
         return key in LOWER_RATE_KEYS
 
+    def measured_only(self, details: Mapping[str, Any]) -> bool:
+        """Whether a case of this tier (its ``details``, live or from a results file) was
+        measured with no pass condition to judge it by (a negative under ``negative =
+        "measure"``): left out of pass_rate, counted apart. Here: the ``measured_only`` flag
+        the built-in tiers' details carry."""
+        return bool(details.get("measured_only"))
+
     def counts_error(self, case: CaseResult, key: str) -> bool:
         """Whether ``case`` (an error of this tier) would have measured ``key``, so that it
         counts as the worst value of ``key``. Here: every error does."""
