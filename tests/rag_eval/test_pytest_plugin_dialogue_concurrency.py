@@ -126,4 +126,24 @@ def test_the_budget_holds_for_the_student_and_the_judge_together_with_calls_in_f
     # the student's and the judge's, is under it, so only the last call sent may cross it, by
     # at most the largest scripted call (the hint judge's: 600 + 30 tokens)
     assert budget <= spent < budget + 600 + 30
-    assert any(c["outcome"] == "error" and f"budget_tokens {budget} reached" in c["message"] for c in cases)
+    stopped = [c for c in cases if f"budget_tokens {budget} reached" in c["message"]]
+    assert stopped and all(c["outcome"] != "pass" for c in stopped)  # a case the budget stopped never passes
+    assert any(c["outcome"] == "skip" and c["message"].startswith("not run: ") for c in stopped)
+
+
+def test_a_dialogue_the_budget_stopped_before_its_first_call_is_not_run_as_in_the_judge_tier(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    # a 1-token budget lets one call go (nothing spent yet), then refuses every other call:
+    # the dialogue that sent it started (its later calls refused: an error, not a skip); every
+    # other dialogue that makes model calls is "not run"; one that makes none runs as usual
+    serial = run(sandbox, openai_server, 1, tmp_path / "c", "tests.support.counting_tutor:tutor",
+                 "--rag-judge-budget-tokens", "1")  # fmt: skip
+    assert len(openai_server.requests_of("chat")) == 1
+    calling = sum(1 for n in expected_calls(COSTS) if n > 0)
+    cases = list(serial["cases"].values())
+    skipped = [c for c in cases if c["outcome"] == "skip"]
+    assert len(skipped) == calling - 1
+    assert all(c["message"].startswith("not run: judge budget_tokens 1 reached") for c in skipped)
+    assert all(c["failed_stage"] is None for c in skipped)
+    assert sum(1 for c in cases if c["outcome"] == "error" or c["failed_stage"] == "hint") == 1

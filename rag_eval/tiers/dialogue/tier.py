@@ -8,14 +8,20 @@ LLM student words the replies through the ``RAG_SIMULATOR_*`` endpoint on the ju
 client (cache, budget, redaction; ``rag_eval.dialogue.llm``). ``hint_success`` is
 judged when the judge is configured (``RAG_JUDGE_*``), on the same client as the judge
 tier. The cases themselves: ``rag_eval.tiers.dialogue.case``.
+
+The judge tier's budget rule holds: a spending budget that refuses the case's *first*
+model call (the student's or the hint judge's; nothing sent or served from the cache for
+this case yet) makes the case ``skip`` ("not run: ..."); a budget reached after the case's
+first call is an ``error`` (the replay did not finish, or the hint has no verdict).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rag_eval.core.case import CaseResult
 from rag_eval.core.dialogue import DIALOGUE_SIGNATURE, DialogueTurn, as_dialogue_turn
@@ -50,6 +56,28 @@ if TYPE_CHECKING:
     from rag_eval.session import EvalConfig, EvalSession
 
 STUDENT_CLIENT = "dialogue.student_client"  # the session memo of the LLM student's client
+A = TypeVar("A")
+R = TypeVar("R")
+
+
+@dataclass
+class Refusals:
+    """The spending budget's refusals of one case's model calls (student and hint judge)."""
+
+    messages: list[str] = field(default_factory=list)
+
+    def watch(self, call: Callable[[A], R]) -> Callable[[A], R]:
+        """``call``, noting each budget refusal it raises (and raising it on)."""
+
+        def watched(arg: A) -> R:
+            try:
+                return call(arg)
+            except Exception as exc:
+                if getattr(exc, "kind", None) == "budget":  # JudgeCallError (rag_eval.llm.cached)
+                    self.messages.append(str(exc))
+                raise
+
+        return watched
 
 
 def _dialogue(item: Item) -> DialogueItem:
@@ -151,8 +179,9 @@ class DialogueTier(Tier):
         if reason is not None:
             return skipped(dialogue, self.name, reason, t0)
         cfg: DialogueCaseConfig = session.tier_options(self)
-        transcript, name = self._replay(session, dialogue, self.name, 0)
-        hint = self._hint(session, dialogue, transcript, self.name, 0)
+        refused = Refusals()
+        transcript, name = self._replay(session, dialogue, self.name, 0, refused)
+        hint = self._hint(session, dialogue, transcript, self.name, 0, refused)
         case = dialogue_case(
             dialogue,
             transcript,
@@ -164,7 +193,7 @@ class DialogueTier(Tier):
             duration=time.perf_counter() - t0,
             usage=self._usage(session, dialogue.id, self.name).get("usage"),
         )
-        return session.with_system(case)
+        return session.with_system(self._not_run(session, case, refused))
 
     def replays(self, session: EvalSession, item: DialogueItem, tier: str, k: int) -> CaseResult:
         """k independent replays (the passk tier's case of a dialogue item)."""
@@ -177,12 +206,13 @@ class DialogueTier(Tier):
         transcripts: list[Transcript] = []
         verdicts = []
         name = "scripted"
+        refused = Refusals()
         for trial in range(k):  # independent: a fresh student, its own cache entries (trial index)
-            transcript, name = self._replay(session, item, tier, trial)
+            transcript, name = self._replay(session, item, tier, trial, refused)
             check = self._check(session, item)
             if check is not None and transcript.finished:
                 check.mark(transcript)
-            hint = self._hint(session, item, transcript, tier, trial)
+            hint = self._hint(session, item, transcript, tier, trial, refused)
             transcripts.append(transcript)
             verdicts.append(verdict(transcript, retrieval_check=check, hint=hint if judged else None))
         case = dialogue_passk_case(
@@ -195,26 +225,38 @@ class DialogueTier(Tier):
             clarification_limit=cfg.limit_for(item),
             usage=self._usage(session, item.id, tier).get("usage"),
         )
-        return session.with_system(case)
+        return session.with_system(self._not_run(session, case, refused))
 
     # --- parts --------------------------------------------------------------------------
     def student_client(self, session: EvalSession) -> CachedChatClient:
         return session.memo(STUDENT_CLIENT, lambda: _student_client(session))
 
-    def _student(self, session: EvalSession, item: DialogueItem, tier: str, trial: int) -> tuple[Simulator, str]:
+    def _student(
+        self, session: EvalSession, item: DialogueItem, tier: str, trial: int, refused: Refusals
+    ) -> tuple[Simulator, str]:
         if session.tier_options(self).simulator == "scripted":
             return ScriptedStudent(), "scripted"
         client = self.student_client(session)
         model = client.client.endpoint.model
         complete = student_completion(client, model, case_id=item.id, tier=tier, trial=trial)
-        return LLMStudent(complete), f"llm:{model}"
+        return LLMStudent(refused.watch(complete)), f"llm:{model}"
+
+    def _not_run(self, session: EvalSession, case: CaseResult, refused: Refusals) -> CaseResult:
+        """``case`` as ``skip`` when the budget refused its first model call (module doc), else as it is."""
+        if not refused.messages:
+            return case
+        clients = [session.memoized(STUDENT_CLIENT), JUDGE.runner(session).client if JUDGE.ready(session) else None]
+        if any(r.case_id == case.id and r.tier == case.tier for c in clients if c is not None for r in c.records):
+            return case  # a call of this case was sent or served: the budget stopped it mid-case, an error
+        message = "not run: " + session.redactor.text(refused.messages[0])
+        return replace(case, outcome="skip", failed_stage=None, message=message, metrics={})
 
     def _check(self, session: EvalSession, item: DialogueItem) -> GoldCheck | None:
         level = session.tier_options(self).retrieval
         return None if level == "off" else GoldCheck(session.gold_space, item, level)
 
     def _hint(
-        self, session: EvalSession, item: DialogueItem, transcript: Transcript, tier: str, trial: int
+        self, session: EvalSession, item: DialogueItem, transcript: Transcript, tier: str, trial: int, refused: Refusals
     ) -> HintVerdict | None:
         if not JUDGE.ready(session):
             return None
@@ -222,10 +264,12 @@ class DialogueTier(Tier):
         judge = LLMHintJudge(
             runner.client, runner.config.model, forbidden=item.forbidden, case_id=item.id, tier=tier, trial=trial
         )
-        return judge_hints([transcript], judge).get(item.id)
+        return judge_hints([transcript], refused.watch(judge)).get(item.id)
 
-    def _replay(self, session: EvalSession, item: DialogueItem, tier: str, trial: int) -> tuple[Transcript, str]:
-        simulator, name = self._student(session, item, tier, trial)
+    def _replay(
+        self, session: EvalSession, item: DialogueItem, tier: str, trial: int, refused: Refusals
+    ) -> tuple[Transcript, str]:
+        simulator, name = self._student(session, item, tier, trial, refused)
         system = _Redacting(session.system, session.redacted, session.calling)
         return replay(system, item, simulator, limit=session.tier_options(self).limit_for(item)), name
 
