@@ -147,3 +147,20 @@ def test_a_dialogue_the_budget_stopped_before_its_first_call_is_not_run_as_in_th
     assert all(c["message"].startswith("not run: judge budget_tokens 1 reached") for c in skipped)
     assert all(c["failed_stage"] is None for c in skipped)
     assert sum(1 for c in cases if c["outcome"] == "error" or c["failed_stage"] == "hint") == 1
+
+
+def test_the_student_spends_against_the_runs_budget_without_a_judge(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for var in ("BASE_URL", "MODEL", "API_KEY"):
+        monkeypatch.delenv(f"RAG_JUDGE_{var}", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # no judge: only the student calls; a 1-token budget lets its first call go and refuses the rest
+    serial = run(sandbox, openai_server, 1, tmp_path / "c", "tests.support.counting_tutor:tutor",
+                 "--rag-judge-budget-tokens", "1")  # fmt: skip
+    assert len(openai_server.requests_of("chat")) == 1
+    students = sum(1 for c in COSTS if c.student > 0)
+    skipped = [c for c in serial["cases"].values() if c["outcome"] == "skip"]
+    assert len(skipped) == students - 1
+    assert all(c["message"].startswith("not run: judge budget_tokens 1 reached") for c in skipped)
