@@ -223,7 +223,8 @@ class CircuitBreaker:
             n, last = self._failures, self._last
         how = f" (set {self.setting} to change the threshold, 0 = never)" if self.setting else ""
         return (
-            f"{self.name} gave up after {n} consecutive failed attempts (timeouts or transport failures); no further call is sent in this "  # noqa: E501
+            f"{self.name} gave up after {n} consecutive failed attempts "
+            "(timeouts or transport failures); no further call is sent in this "
             f"process{how}. Last failure: {last}"
         )
 

@@ -105,7 +105,8 @@ class GoldCheck:
             shown = ", ".join(f"{i + 1} ({self._describe(i)})" for i in missing)
             entry["problem"] = (
                 f"gold evidence not retrieved at {level} level: requirement{'s' if len(missing) > 1 else ''} {shown} "
-                f"of {len(self.item.evidence)} in none of the {len(final)} retrieved item{'s' if len(final) != 1 else ''}"  # noqa: E501
+                f"of {len(self.item.evidence)} in none of the {len(final)} "
+                f"retrieved item{'s' if len(final) != 1 else ''}"
             )
         return entry
 
