@@ -346,6 +346,11 @@ class CachedChatClient:
         flight), which counts this client's calls too: one budget for a run's clients."""
         self.budget = other.budget.counting(self._spent_here)
 
+    def share_endpoint(self, other: CachedChatClient) -> bool:
+        """One breaker and rate limiter with ``other`` when both reach the same server
+        (:meth:`~rag_eval.llm.client.LLMClient.share_endpoint`)."""
+        return self.client.share_endpoint(other.client)
+
     def _spent_here(self) -> tuple[float, int]:
         live = [r for r in self.records if not r.cached]
         return sum(r.cost for r in live), sum(r.prompt_tokens + r.completion_tokens for r in live)

@@ -70,7 +70,7 @@ class LLMClient:
         own = Redactor([endpoint.api_key])
         self.redactor = own.merged(redactor) if redactor is not None else own
         self._sleep, self._random = sleep, random
-        self._guard = GuardedTransport(self.policy, self.breaker, transport)
+        self.guard = GuardedTransport(self.policy, self.breaker, transport)
         self._sdk = openai.OpenAI(
             api_key=endpoint.api_key,
             base_url=endpoint.base_url,
@@ -79,7 +79,7 @@ class LLMClient:
             # transport for every SDK version the project allows (openai>=2.31: from 2.31 the
             # SDK lets the guard's Stop through its retry loop instead of retrying it).
             timeout=self.policy.timeout,
-            http_client=httpx.Client(transport=self._guard),  # type: ignore[arg-type]
+            http_client=httpx.Client(transport=self.guard),  # type: ignore[arg-type]
         )
         self._no_usage_warned = threading.Event()
 
@@ -93,6 +93,29 @@ class LLMClient:
             f"LLMClient(address={self.address!r}, model={self.endpoint.model!r}, timeout={p.timeout:g}, "
             f"max_retries={p.max_retries}, budget={p.budget:g}s, breaker={p.breaker_after})"
         )
+
+    def share_endpoint(self, other: LLMClient) -> bool:
+        """Send through ``other``'s breaker and rate limiter when both clients talk to the
+        same server (:meth:`Endpoint.same_server`): a 429 to either holds
+        both, and failures of either count toward one breaker. False, and nothing shared,
+        for another server. ``other``'s concurrency and breaker threshold then apply."""
+        if not self.endpoint.same_server(other.endpoint):
+            return False
+        self.breaker = other.breaker
+        self.guard.join(other.guard)
+        mine, theirs = self.policy, other.policy
+        if (mine.concurrency, mine.breaker_after) != (theirs.concurrency, theirs.breaker_after):
+            log.warning(
+                "%s and %s reach the same endpoint at %s: its %d request slots and breaker after %d failures "
+                "(%s's) serve both",
+                self.endpoint.prefix,
+                other.endpoint.prefix,
+                self.address,
+                theirs.concurrency,
+                theirs.breaker_after,
+                other.endpoint.prefix,
+            )
+        return True
 
     def close(self) -> None:
         self._sdk.close()
@@ -113,7 +136,7 @@ class LLMClient:
             raise self._error(req, "breaker", self.breaker.message(), 0)
         start = time.monotonic()
         spent = Usage(0, 0, reported=False)
-        with self._guard.call() as state:
+        with self.guard.call() as state:
             while True:
                 raw = self._attempt(req, state, spent)
                 reply = self._parse(req, raw)

@@ -94,6 +94,17 @@ class Endpoint:
             port = None
         return f"{host}:{port if port is not None else _PORTS.get(parts.scheme, '?')}"
 
+    def same_server(self, other: Endpoint) -> bool:
+        """Whether both reach one server: the same scheme, host, port and path (case of scheme
+        and host, default ports and a trailing ``/`` ignored). The key is not compared: a 429
+        or a dead server concerns the server (or the account behind it), whoever calls."""
+
+        def where(ep: Endpoint) -> tuple[str, str, str]:
+            parts = urlsplit(ep.base_url)
+            return parts.scheme.lower(), ep.address.lower(), parts.path.rstrip("/")
+
+        return bool(self.base_url) and where(self) == where(other)
+
     def safe_url(self) -> str:
         """The base URL without ``user:password@``."""
         parts = urlsplit(self.base_url)

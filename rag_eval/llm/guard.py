@@ -81,6 +81,10 @@ class GuardedTransport(httpx.BaseTransport):
         self.inner = inner or DeadlineTransport()
         self.limiter = RateLimiter(policy.concurrency)
 
+    def join(self, other: GuardedTransport) -> None:
+        """Use ``other``'s breaker and limiter from now on (one per server: LLMClient.share_endpoint)."""
+        self.breaker, self.limiter = other.breaker, other.limiter
+
     @contextmanager
     def call(self) -> Iterator[CallState]:
         """Everything sent inside the block is one call with one time budget."""

@@ -185,3 +185,70 @@ def test_concurrency_setting() -> None:
     assert CallPolicy.from_env("RAG_JUDGE", {"RAG_JUDGE_CONCURRENCY": "1"}).concurrency == 1
     with pytest.raises(ConfigError, match="RAG_JUDGE_CONCURRENCY='0' is not valid"):
         CallPolicy.from_env("RAG_JUDGE", {"RAG_JUDGE_CONCURRENCY": "0"})
+
+
+def test_same_server_ignores_case_default_ports_a_trailing_slash_and_the_key() -> None:
+    def ep(url: str, key: str = "k") -> Endpoint:
+        return Endpoint("RAG_JUDGE", base_url=url, model="m", api_key=key)
+
+    assert ep("HTTP://Host.Example/v1/").same_server(ep("http://host.example:80/v1", key="other"))
+    assert not ep("http://host.example/v1").same_server(ep("http://host.example:8080/v1"))
+    assert not ep("http://host.example/v1").same_server(ep("https://host.example/v1"))
+    assert not ep("http://host.example/v1").same_server(ep("http://host.example/v2"))
+    assert not ep("").same_server(ep(""))
+
+
+def _student(srv: ScriptedOpenAIServer, *, breaker: int = 5) -> LLMClient:
+    policy = CallPolicy(timeout=5.0, max_retries=3, breaker_after=breaker, concurrency=4)
+    endpoint = Endpoint("RAG_SIMULATOR", base_url=srv.base_url + "/", model="student-m", api_key="sk-student")
+    return LLMClient(endpoint, policy)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_429_to_the_judge_holds_the_student_on_the_same_server(
+    openai_server: ScriptedOpenAIServer, shared: bool
+) -> None:
+    """The student's client and the judge's, on one server: once they share (as the dialogue
+    tier makes them), the judge's 429 with Retry-After 1 holds the student's next call too;
+    unshared, the student's call goes at once (the control: the test can tell them apart)."""
+    judge, student = client(openai_server), _student(openai_server)
+    if shared:
+        assert student.share_endpoint(judge)
+    openai_server.enqueue(status(429, headers={"Retry-After": "1"}))
+    judged = threading.Thread(target=judge.complete, args=(request(0),))
+    judged.start()
+    while not openai_server.calls("chat"):
+        threading.Event().wait(0.005)
+    threading.Event().wait(0.05)  # the 429 is back at the judge's client
+    student.complete(ChatRequest("student-m", [{"role": "user", "content": "a turn"}]))
+    judged.join()
+    first, *rest = openai_server.requests_of("chat")
+    asked = [r.received_at - first.received_at for r in rest if r.json["model"] == "student-m"]
+    assert len(asked) == 1 and len(rest) == 2  # the student's call and the judge's retry
+    assert (asked[0] >= 0.9) is shared, asked
+
+
+def test_the_student_on_the_judges_server_finds_the_judges_breaker_open(openai_server: ScriptedOpenAIServer) -> None:
+    judge = client(openai_server, max_retries=0, breaker=2)
+    student = _student(openai_server, breaker=5)
+    assert student.share_endpoint(judge)
+    openai_server.enqueue(status(503), status(503))
+    for i in range(2):
+        with pytest.raises(ChatError):
+            judge.complete(request(i))
+    with pytest.raises(ChatError) as info:
+        student.complete(ChatRequest("student-m", [{"role": "user", "content": "a turn"}]))
+    assert (info.value.kind, info.value.requests, openai_server.calls("chat")) == ("breaker", 0, 2)
+
+
+def test_clients_of_different_servers_share_nothing(openai_server: ScriptedOpenAIServer) -> None:
+    with ScriptedOpenAIServer() as other:
+        judge, student = client(openai_server, max_retries=0, breaker=1), _student(other)
+        assert student.share_endpoint(judge) is False
+        openai_server.enqueue(status(503))
+        with pytest.raises(ChatError):
+            judge.complete(request(0))
+        assert (
+            student.complete(ChatRequest("student-m", [{"role": "user", "content": "a turn"}])).content
+            and other.calls("chat") == 1
+        )

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ from tests.rag_eval._plugin_sandbox import Sandbox
 from tests.support.counting_tutor import MOST_FILE
 from tests.support.dialogue_replies import bucket, calls_by_dialogue, expected_calls, responder, scripted_costs
 from tests.support.in_flight import InFlight, without
-from tests.support.openai_server import ScriptedOpenAIServer
+from tests.support.openai_server import Responder, ScriptedOpenAIServer, Status, Step
 
 ITEMS = demo_items()
 OPENINGS = [i.opening for i in ITEMS]
@@ -50,12 +53,13 @@ def run(
     cache: Path,
     system: str = "tests.support.counting_tutor:tutor",
     *extra: str,
+    wrap: Callable[[Responder], Responder] = lambda answer: answer,
 ) -> dict[str, Any]:
     """One ``-m dialogue`` run on a fresh scripted model; the cases, calls per dialogue, bodies,
     the most calls held at once by each endpoint (student, hint judge) and by the system."""
     server.reset()
     gauges = {"student": InFlight(0.05), "judge": InFlight(0.05)}
-    server.set_default("chat", responder(OPENINGS, {k: g.hold for k, g in gauges.items()}))
+    server.set_default("chat", wrap(responder(OPENINGS, {k: g.hold for k, g in gauges.items()})))
     pipeline = ["--rag-pipeline-config", system] if system.endswith(".toml") else ["--rag-pipeline", system]
     result = sandbox.run(
         "-m", "dialogue", *pipeline, "--rag-concurrency", str(level),
@@ -87,7 +91,7 @@ def test_a_dialogues_whole_conversation_runs_ahead_with_the_serial_results_and_c
 
     ahead = run(sandbox, openai_server, 8, tmp_path / "ahead")
     assert ahead["calls"] == serial["calls"]
-    # the model's calls overlapped, never more than the setting on either endpoint (each its own limiter)
+    # the model's calls overlapped, never more than the setting (one server: one shared limiter)
     assert all(1 <= most <= 8 for most in ahead["most"].values()) and max(ahead["most"].values()) >= 2
     assert ahead["system_most"] == 1  # the tutor says nothing: one call at a time all the same
     # the one identical request sent twice is a blank student reply asked again (no text: a
@@ -164,3 +168,35 @@ def test_the_student_spends_against_the_runs_budget_without_a_judge(
     skipped = [c for c in serial["cases"].values() if c["outcome"] == "skip"]
     assert len(skipped) == students - 1
     assert all(c["message"].startswith("not run: judge budget_tokens 1 reached") for c in skipped)
+
+
+def test_a_429_to_the_hint_judge_holds_the_student_on_the_same_server(
+    sandbox: Sandbox, openai_server: ScriptedOpenAIServer, tmp_path: Path
+) -> None:
+    """The student and the judge on one server share one rate limiter and one breaker (the
+    tier joins them): the fifth hint-judge request gets a 429 with Retry-After 1 s, and no
+    request of either client is sent until that second has passed, while the dialogues that
+    were mid-conversation keep needing the student. The results are the 429-free run's."""
+    plain = run(sandbox, openai_server, 8, tmp_path / "plain")
+    lock, judged, refused = threading.Lock(), [0], []
+
+    def wrap(answer: Responder) -> Responder:
+        def respond(req: Any) -> Step:
+            with lock:
+                judged[0] += req.get("model") == "judge-model"
+                if judged[0] == 5 and not refused:  # mid-run: students are mid-conversation
+                    refused.append(time.time())
+                    return Status(429, headers={"Retry-After": "1"})
+            return answer(req)
+
+        return respond
+
+    held = run(sandbox, openai_server, 8, tmp_path / "held", wrap=wrap)
+    assert len(refused) == 1
+    after = [r.received_at - refused[0] for r in openai_server.requests_of("chat") if r.received_at > refused[0]]
+    models = {r.json["model"] for r in openai_server.requests_of("chat") if r.received_at > refused[0] + 0.9}
+    # requests already on the wire when the 429 went back arrive within a few ms; after
+    # that nothing until the Retry-After has passed, then both clients again
+    assert after and not [t for t in after if 0.1 < t < 0.9], after
+    assert models == {"student-model", "judge-model"}
+    assert {c: v["outcome"] for c, v in held["cases"].items()} == {c: v["outcome"] for c, v in plain["cases"].items()}

@@ -304,7 +304,9 @@ def _student_client(session: EvalSession) -> CachedChatClient:
         raise ConfigError(f'[dialogue.case] simulator = "llm": {missing} (or set simulator = "scripted")')
     client = CachedChatClient.from_config(cfg, ledger_dir=JUDGE.ledger(session.config), redactor=session.redactor)
     if JUDGE.ready(session):  # one budget for the student and the judge: one spend, one set of calls in flight
-        client.share_budget(JUDGE.runner(session).client)
+        judge = JUDGE.runner(session).client
+        client.share_budget(judge)
+        client.share_endpoint(judge)  # on the judge's server: one rate limiter, one breaker
     return client
 
 
