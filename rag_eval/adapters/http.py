@@ -3,7 +3,7 @@
 One request per ``retrieve`` (and per ``chat`` when a ``[chat]`` endpoint is
 configured); the JSON answer is read with the configured field paths. Failures follow
 the policy every endpoint of rag_eval follows (:mod:`rag_eval.llm.policy`, run by
-:class:`rag_eval.llm.retry.Retrier`): a timeout, a dropped connection, 408/409, 429
+:class:`rag_eval.adapters.http_retry.Retrier`): a timeout, a dropped connection, 408/409, 429
 (honouring ``Retry-After``, capped) and 5xx are retried with exponential backoff inside
 a total time budget; a refused connection, other 4xx and malformed answers are not;
 after ``[http] breaker`` consecutive failed calls the service's circuit breaker opens
@@ -31,11 +31,11 @@ import httpx
 
 from rag_eval.adapters.fields import FieldError, FieldPath, leaves, pick
 from rag_eval.adapters.http_config import OWN_KEYS, Endpoint, HttpConfig, InfoSource, ListFields, render_body
+from rag_eval.adapters.http_retry import CallFailed, Retrier, failure_from_exception, failure_from_status
 from rag_eval.core.contract import Answer, ContractError, Retrieval, RetrievedItem, stage_timings
 from rag_eval.core.dialogue import DialogueTurn, as_dialogue_turn
 from rag_eval.core.errors import ServiceError
 from rag_eval.llm.policy import CircuitBreaker
-from rag_eval.llm.retry import CallFailed, Retrier, failure_from_exception, failure_from_status
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,9 @@ shared); ``complete`` raises :class:`~rag_eval.llm.cached.JudgeCallError`. Modul
 ``messages`` (records), ``endpoint``, ``policy`` (what is retried, breaker, rate limiter),
 ``guard`` (keeps the openai SDK's retries inside the policy, wall-clock timeouts),
 ``client`` (:class:`LLMClient`), ``cached`` (response cache, accounting, budget),
-``budget``, ``usage``, ``retry`` (the same policy for the HTTP adapter). Importing this
-package does not import the openai SDK (about 1 s): ``client`` does.
+``budget``, ``usage``; the HTTP adapter runs the same policy on tenacity
+(``rag_eval.adapters.http_retry``). Importing this package does not import the openai
+SDK (about 1 s): ``client`` does.
 """
 
 from rag_eval.llm.endpoint import Endpoint

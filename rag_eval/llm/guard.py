@@ -42,8 +42,8 @@ from rag_eval.llm.policy import (
     RateLimiter,
     retry_after,
     status_kind,
+    transport_failure,
 )
-from rag_eval.llm.retry import failure_from_exception
 
 
 @dataclass
@@ -126,14 +126,14 @@ class GuardedTransport(httpx.BaseTransport):
         try:
             response = self._read(request, self.inner.handle_request(request), state)
         except httpx.HTTPError as exc:
-            failure = failure_from_exception(exc, timeout)
-            if failure.kind == "refused":
-                raise Stop("refused", failure.detail) from exc
+            kind, detail = transport_failure(exc, timeout)
+            if kind == "refused":
+                raise Stop("refused", detail) from exc
             state.reached += not isinstance(exc, (httpx.ConnectTimeout, httpx.ConnectError))
-            state.last_failure = failure.detail
+            state.last_failure = detail
             # every failed attempt counts: a black-holed endpoint opens the breaker after
             # N attempts (N x timeout), not after N calls of several attempts each
-            self.breaker.record(transport_failure=True, detail=failure.detail)
+            self.breaker.record(transport_failure=True, detail=detail)
             raise
         state.reached += 1
         if response.status_code >= 400:

@@ -2,7 +2,7 @@
 total time budget), its circuit breaker and its rate limiter shared by every thread.
 
 The judge (through the SDK's retry loop, kept inside the policy by
-:mod:`rag_eval.llm.guard`) and the HTTP adapter (:mod:`rag_eval.llm.retry`) classify
+:mod:`rag_eval.llm.guard`) and the HTTP adapter (:mod:`rag_eval.adapters.http_retry`) classify
 failures with the same functions; docs/judge.md has the table of what is retried.
 ``timeout`` bounds one attempt, ``budget`` a whole call including the waits (an attempt
 never gets more time than is left; a wait that would overrun ends the call).
@@ -174,6 +174,18 @@ def status_kind(code: int, body: str, *, sent_format: bool = False) -> tuple[str
     if code in (401, 403):
         return "auth", False
     return "client", False
+
+
+def transport_failure(exc: BaseException, timeout: float) -> tuple[str, str]:
+    """(kind, detail) of an httpx transport error: ``timeout``, ``refused`` (nothing
+    listens: waiting cannot help) or ``connection``."""
+    import httpx  # loaded by every caller already; not by importing this module
+
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout", f"no response within the {timeout:g}s timeout"
+    if is_refused(exc):
+        return "refused", f"connection refused ({root_cause(exc)})"
+    return "connection", f"connection failed ({root_cause(exc)})"
 
 
 def root_cause(exc: BaseException) -> str:

@@ -1,6 +1,6 @@
-"""Retries for endpoints not spoken to through the openai SDK (the HTTP adapter): the same
-:class:`~rag_eval.llm.policy.CallPolicy`, breaker and classification as the LLM client, on
-tenacity's loop. An attempt returns or raises :class:`AttemptFailed`; :meth:`Retrier.run`
+"""The HTTP adapter's retries (the one endpoint not spoken to through the openai SDK): the
+same :class:`~rag_eval.llm.policy.CallPolicy`, breaker and classification as the LLM client,
+on tenacity's loop. An attempt returns or raises :class:`AttemptFailed`; :meth:`Retrier.run`
 waits ``Retry-After`` (capped) or backs off with jitter, keeps within the time budget,
 feeds the breaker and raises :class:`CallFailed` when the call is over.
 """
@@ -17,7 +17,7 @@ import httpx
 import tenacity
 
 from rag_eval.llm.messages import TRANSPORT_KINDS
-from rag_eval.llm.policy import CallPolicy, CircuitBreaker, backoff, is_refused, retry_after, root_cause, status_kind
+from rag_eval.llm.policy import CallPolicy, CircuitBreaker, backoff, retry_after, status_kind, transport_failure
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -49,12 +49,9 @@ class CallFailed(Exception):
 
 
 def failure_from_exception(exc: httpx.HTTPError, timeout: float) -> AttemptFailed:
-    """An httpx transport error as a classified attempt failure."""
-    if isinstance(exc, httpx.TimeoutException):
-        return AttemptFailed("timeout", f"no response within the {timeout:g}s timeout", retryable=True)
-    if is_refused(exc):
-        return AttemptFailed("refused", f"connection refused ({root_cause(exc)})", retryable=False)
-    return AttemptFailed("connection", f"connection failed ({root_cause(exc)})", retryable=True)
+    """An httpx transport error as a classified attempt failure (a refusal is not retried)."""
+    kind, detail = transport_failure(exc, timeout)
+    return AttemptFailed(kind, detail, retryable=kind != "refused")
 
 
 def failure_from_status(code: int, body: str, headers: Mapping[str, str], detail: str) -> AttemptFailed:
