@@ -4,9 +4,10 @@ item's gold into the id space of what came back.
 
 Three modes (``gold = ...`` in the pipeline configuration):
 
-``corpus``  gold is resolved against the local dataset corpus chunked by rag_app's
-            chunker with the current settings (``rag_eval.golden.resolve``); returned
-            ids must be those chunk ids (rag_app in process or behind its HTTP API).
+``corpus``  gold is resolved against the local dataset corpus read and chunked as the
+            adapter kind's ``CorpusView`` declares (for rag_app and its HTTP API:
+            rag_app's chunker with the current settings; ``rag_eval.golden.resolve``);
+            returned ids must be those chunk ids.
             Measures chunk and document level at every exposed stage.
 ``ids``     returned ids, after the optional id map (service id -> gold chunk_id /
             doc_id), are compared with evidence given as ``chunk_id`` / ``doc_id``. A
@@ -319,9 +320,9 @@ class GoldSpace:
             return
         raise GoldMismatch(
             f"none of the {len(set(ids))} returned ids (e.g. {ids[0]!r}) is a chunk id of the local corpus chunked "
-            "with the current settings: gold = 'corpus' needs the system to run rag_app's chunker on the same corpus "
-            "with the same chunk settings (--rag-set on both sides); otherwise set gold = 'ids' (with an id_map) or "
-            "gold = 'text' in the pipeline configuration"
+            "with the current settings: gold = 'corpus' needs the system to chunk the same corpus as its adapter "
+            "kind reads it locally (for rag_app: the same chunk settings, --rag-set on both sides); otherwise set "
+            "gold = 'ids' (with an id_map) or gold = 'text' in the pipeline configuration"
         )
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from rag_eval import tiers
 from rag_eval.adapters import AdapterConfigError, PipelineSpec, load_spec, settings_check
+from rag_eval.adapters import kinds as adapter_kinds
 from rag_eval.core.errors import ConfigError
 from rag_eval.dataset import GOLDEN_NAMES, DatasetPaths
 from rag_eval.gates.thresholds import Thresholds, ThresholdsError, load_thresholds
@@ -160,7 +161,7 @@ def _add_pipeline_options(parser: pytest.Parser) -> None:
     group.addoption(
         "--rag-pipeline",
         default=None,
-        help="the system under test (no default): rag_app (in process), http, dify, "
+        help=f"the system under test (no default): {', '.join(adapter_kinds.named())} (rag_app runs in process), "
         "or package.module:factory for your own object",
     )
     group.addoption(
