@@ -140,6 +140,13 @@ def process_state(name: str, info: Mapping[str, Any]) -> dict[str, Any]:
     return {k: info[k] for k in (kind.state_keys if kind is not None else ()) if k in info}
 
 
+def state_keys_of(name: str) -> list[str]:
+    """The per-process description keys the kind named ``name`` declares, sorted (a results
+    file's ``run.system_state``: what a merge of its shards may find different)."""
+    kind = _KINDS.get(name)
+    return sorted(kind.state_keys) if kind is not None else []
+
+
 def state_keys() -> frozenset[str]:
     """Every registered kind's per-process description keys (a merge cannot tell from a
     results file whose service a relayed description came from, so it ignores them all)."""

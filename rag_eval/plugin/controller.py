@@ -323,6 +323,7 @@ class Controller:
             "thresholds": thresholds.path if thresholds else None,
             "thresholds_sha256": thresholds.sha256 if thresholds else None,
             "workers": getattr(self.pytest_config.option, "numprocesses", None) or 0,
+            "system_state": kinds.state_keys_of(cfg.eval.pipeline.kind),
         }
 
 

@@ -12,7 +12,7 @@ nothing, and so are missing, duplicated and incomplete shards.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -232,18 +232,21 @@ def _check_same_run(runs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> 
             if run.get(key) != first.get(key):
                 raise MergeError(_differ(f"run.{key}", first_name, first.get(key), name, run.get(key)))
         a, b = first.get("system") or {}, run.get("system") or {}
-        for key in same_system_keys(a, b):
+        declared = [*(first.get("system_state") or ()), *(run.get("system_state") or ())]
+        for key in same_system_keys(a, b, declared):
             if a[key] != b[key]:
                 raise MergeError(_differ(f"run.system.{key}", first_name, a[key], name, b[key]))
 
 
-def same_system_keys(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
+def same_system_keys(a: Mapping[str, Any], b: Mapping[str, Any], declared: Iterable[str] = ()) -> list[str]:
     """The run.system keys two shards must agree on: every key both report (a shard whose
     cases never touched a component cannot disagree on it), except the per-process state
-    the adapter kinds declare (where an index lives, what building it did)."""
+    the adapter kinds declare (where an index lives, what building it did): the built-in
+    kinds' and ``declared``, the shards' own ``run.system_state`` (a kind registered in a
+    conftest, which this command never loads, is known by what its run wrote)."""
     from rag_eval.adapters import kinds
 
-    state = kinds.state_keys()
+    state = kinds.state_keys() | set(declared)
     return [k for k in a if k in b and a[k] is not None and b[k] is not None and k not in state]
 
 

@@ -2,12 +2,14 @@
 is one module plus one registration): chosen by its bare name, its gold modes checked,
 its description written under each case's ``details.system`` as it reports it, and its
 keys compared by ``python -m rag_eval merge`` (every key both shards report, except the
-per-process state the kind declares). No file of rag_eval is edited."""
+per-process state the kind declares, which each results file names in ``run.system_state``
+for a merge that never loads the conftest). No file of rag_eval is edited."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -123,6 +125,10 @@ def test_merge_compares_the_kind_s_keys_and_ignores_its_per_process_state(
     first = _shard(sandbox, monkeypatch, 1, "m-1")
     same = _shard(sandbox, monkeypatch, 2, "m-1")  # loaded_by differs (runner-2): per-process state
     out = sandbox.root / "reports" / "merged.json"
+    assert json.loads(Path(first).read_text(encoding="utf-8"))["run"]["system_state"] == ["loaded_by"]
+    # `python -m rag_eval merge` is its own command: it loads no conftest, so the shelf kind is
+    # unknown to it and its per-process state is known by what the shards wrote
+    monkeypatch.setattr(kinds, "_KINDS", {name: k for name, k in kinds._KINDS.items() if name != "shelf"})
     capsys.readouterr()
 
     assert main(["merge", first, same, "--out", str(out), "--rag-no-report"]) == 0, capsys.readouterr().err
