@@ -33,8 +33,6 @@ from rag_eval.llm.cached import CachedChatClient
 from rag_eval.llm.usage import summarize
 
 if TYPE_CHECKING:
-    import httpx
-
     from rag_eval.judge.config import JudgeConfig
 
 FORMAT = "rag-eval-calibration"
@@ -48,13 +46,12 @@ def calibrate(
     seed: int = 0,
     concurrency: int = 4,
     data: Path = DATA,
-    transport: httpx.BaseTransport | None = None,
     progress: judging.Progress | None = None,
 ) -> dict[str, Any]:
     """Run the judge of ``cfg`` over ``n`` seeded instances (all 280 when None); the record."""
     meta = load_meta_eval(data)
     chosen = sample(meta.instances, n, seed)
-    with CachedChatClient.from_config(cfg, transport=transport) as client:
+    with CachedChatClient.from_config(cfg) as client:
         judge = NativeJudge(client, cfg.model, max_tokens=cfg.max_tokens)
         judged = judging.judge_instances(judge, chosen, concurrency, progress)
         usage = summarize(client.records)

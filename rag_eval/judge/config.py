@@ -47,8 +47,6 @@ from rag_eval.llm.policy import CallPolicy, env_number
 from rag_eval.util.utf8 import NotUtf8Error, read_text
 
 if TYPE_CHECKING:
-    import httpx
-
     from rag_eval.llm.client import LLMClient
     from rag_eval.util.redact import Redactor
 
@@ -210,7 +208,6 @@ def make_chat_client(
     cfg: JudgeConfig,
     *,
     redactor: Redactor | None = None,
-    transport: httpx.BaseTransport | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> LLMClient:
     """The client for the judge endpoint under ``cfg.policy``; ``ConfigError`` if unset."""
@@ -219,7 +216,7 @@ def make_chat_client(
         raise ConfigError(reason)
     from rag_eval.llm.client import LLMClient  # the openai SDK costs ~1 s to import: only when judging
 
-    return LLMClient(cfg.endpoint, cfg.policy, redactor=redactor, transport=transport, sleep=sleep)
+    return LLMClient(cfg.endpoint, cfg.policy, redactor=redactor, sleep=sleep)
 
 
 def _check_price(value: Any, where: str) -> float:

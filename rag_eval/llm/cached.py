@@ -36,8 +36,6 @@ from rag_eval.llm.messages import ChatError, ChatRequest, ChatResponse, Usage
 from rag_eval.llm.usage import REJECTED, CallRecord, cost_of, summarize, totals_by_tier
 
 if TYPE_CHECKING:
-    import httpx
-
     from rag_eval.llm.client import Accept, LLMClient
     from rag_eval.llm.endpoint import Endpoint
     from rag_eval.llm.policy import CallPolicy
@@ -203,7 +201,6 @@ class CachedChatClient:
         *,
         ledger_dir: Path | None = None,
         redactor: Redactor | None = None,
-        transport: httpx.BaseTransport | None = None,
     ) -> CachedChatClient:
         """Build from a config such as ``JudgeConfig`` (``ConfigError`` if its endpoint is not set)."""
         from rag_eval.core.errors import ConfigError
@@ -213,7 +210,7 @@ class CachedChatClient:
         if reason:
             raise ConfigError(reason)
         return cls(
-            LLMClient(cfg.endpoint, cfg.policy, redactor=redactor, transport=transport),
+            LLMClient(cfg.endpoint, cfg.policy, redactor=redactor),
             cfg.cache_dir,
             fresh=cfg.fresh,
             prices=cfg.prices,

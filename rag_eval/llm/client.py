@@ -1,7 +1,9 @@
 """The one client for OpenAI-compatible chat endpoints inside rag_eval: :class:`LLMClient`.
 
-Retries and per-attempt timeouts are the openai SDK's; :mod:`rag_eval.llm.guard` keeps
-them inside the call's time budget, the breaker and the shared rate limiter. A 200 reply
+Retries and per-attempt timeouts are the openai SDK's (its ``AsyncOpenAI``, on an event
+loop of the calling thread: the wall-clock bound is ``asyncio.timeout``);
+:mod:`rag_eval.llm.guard` keeps them inside the call's time budget, the breaker and the
+shared rate limiter. A 200 reply
 that is no chat completion with text (invalid JSON, empty ``choices``, no or blank
 content) is asked again within the same attempt count, then ``malformed``. A reply with
 text that the caller's ``accept`` rejects is never asked again identically (the server
@@ -13,12 +15,15 @@ is always one of its secrets).
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
 import logging
 import random as _random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -55,7 +60,6 @@ class LLMClient:
         policy: CallPolicy | None = None,
         *,
         redactor: Redactor | None = None,
-        transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         random: Callable[[], float] = _random.random,
     ) -> None:
@@ -70,18 +74,31 @@ class LLMClient:
         own = Redactor([endpoint.api_key])
         self.redactor = own.merged(redactor) if redactor is not None else own
         self._sleep, self._random = sleep, random
-        self.guard = GuardedTransport(self.policy, self.breaker, transport)
-        self._sdk = openai.OpenAI(
-            api_key=endpoint.api_key,
-            base_url=endpoint.base_url,
-            max_retries=self.policy.max_retries,
-            # An httpx (not httpx2) client: the SDK accepts both, and the guard is one httpx
-            # transport for every SDK version the project allows (openai>=2.31: from 2.31 the
-            # SDK lets the guard's Stop through its retry loop instead of retrying it).
-            timeout=self.policy.timeout,
-            http_client=httpx.Client(transport=self.guard),  # type: ignore[arg-type]
-        )
+        self.guard = GuardedTransport(self.policy, self.breaker)
         self._no_usage_warned = threading.Event()
+        self._local = threading.local()  # each thread's event loop and SDK client (guard module doc)
+        self._opened: list[tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = []
+        self._aside: ThreadPoolExecutor | None = None  # for calls from inside a running loop
+        self._lock = threading.Lock()
+
+    def _sdk(self) -> tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]:
+        """This thread's loop and SDK client, made on first use (connections stay with their loop)."""
+        mine: tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI] | None = getattr(self._local, "sdk", None)
+        if mine is None:
+            sdk = openai.AsyncOpenAI(
+                api_key=self.endpoint.api_key,
+                base_url=self.endpoint.base_url,
+                max_retries=self.policy.max_retries,
+                # An httpx (not httpx2) client: the SDK accepts both, and the guard is one httpx
+                # transport for every SDK version the project allows (openai>=2.31: from 2.31 the
+                # SDK lets the guard's Stop through its retry loop instead of retrying it).
+                timeout=self.policy.timeout,
+                http_client=httpx.AsyncClient(transport=self.guard.transport()),  # type: ignore[arg-type]
+            )
+            mine = self._local.sdk = (asyncio.new_event_loop(), sdk)
+            with self._lock:
+                self._opened.append(mine)
+        return mine
 
     @property
     def address(self) -> str:
@@ -118,7 +135,14 @@ class LLMClient:
         return True
 
     def close(self) -> None:
-        self._sdk.close()
+        """Close every thread's SDK client and loop (from one thread, once the calls are over)."""
+        with self._lock:
+            opened, self._opened, aside, self._aside = self._opened, [], self._aside, None
+        if aside is not None:
+            aside.shutdown()
+        for loop, sdk in opened:
+            loop.run_until_complete(sdk.close())
+            loop.close()
 
     def __enter__(self) -> LLMClient:
         return self
@@ -200,9 +224,25 @@ class LLMClient:
         known = {name: body.pop(name) for name in _SDK_PARAMS if name in body}
         # The raw response: a malformed body becomes our "malformed" instead of whatever
         # this SDK version raises for it.
-        return self._sdk.with_options(max_retries=max_retries).chat.completions.with_raw_response.create(
-            **known, extra_body=body or None
+        return self._on_loop(
+            lambda sdk: sdk.with_options(max_retries=max_retries).chat.completions.with_raw_response.create(
+                **known, extra_body=body or None
+            )
         )
+
+    def _on_loop(self, call: Callable[[openai.AsyncOpenAI], Awaitable[Any]]) -> Any:
+        """``call`` run on this thread's loop, in a copy of this context (the guard's
+        CallState included); from inside a running loop (an async framework calling back
+        synchronously), on a thread of the client's own, whose loop blocks nobody."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            loop, sdk = self._sdk()
+            return loop.run_until_complete(call(sdk))
+        with self._lock:
+            if self._aside is None:
+                self._aside = ThreadPoolExecutor(self.policy.concurrency, thread_name_prefix="rag-eval-llm")
+        return self._aside.submit(contextvars.copy_context().run, self._on_loop, call).result()
 
     # --- reading ------------------------------------------------------------------------
     def _parse(self, req: ChatRequest, raw: Any) -> Reply:

@@ -3,6 +3,7 @@ what is redacted, the time budget, and the circuit breaker on a black-holed endp
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import socket
 import time
@@ -265,3 +266,18 @@ def test_no_private_attribute_of_httpx_openai_or_any_other_object_is_touched() -
         and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
     ]
     assert (root / "rag_eval" / "llm" / "client.py") in files and touched == []
+
+
+def test_a_call_from_inside_a_running_event_loop_runs_on_a_thread_of_the_client(srv: ScriptedOpenAIServer) -> None:
+    """An async framework calling back synchronously (deepeval's ``a_generate`` would): the
+    client's own loop cannot run inside the caller's, so the call goes to a thread of the
+    client, with the guard's state (the attempts it counts) carried there."""
+    srv.enqueue(status(503), reply("ok"))
+    client = judge_llm(srv.base_url, max_retries=1)
+
+    async def inside() -> tuple[str, int]:
+        resp = client.complete(REQ)
+        return resp.content, resp.requests
+
+    assert asyncio.run(inside()) == ("ok", 2) and srv.calls("chat") == 2
+    client.close()
