@@ -3,14 +3,13 @@
 Retries and per-attempt timeouts are the openai SDK's (its ``AsyncOpenAI``, on an event
 loop of the calling thread: the wall-clock bound is ``asyncio.timeout``);
 :mod:`rag_eval.llm.guard` keeps them inside the call's time budget, the breaker and the
-shared rate limiter. A 200 reply
-that is no chat completion with text (invalid JSON, empty ``choices``, no or blank
-content) is asked again within the same attempt count, then ``malformed``. A reply with
-text that the caller's ``accept`` rejects is never asked again identically (the server
-at temperature 0, or a cache in front of it, gives the same text): it is returned at
-once with :attr:`ChatResponse.rejected` set, for the caller's repair, and never cached.
-Every text that leaves the client went through the run's redactor (the endpoint's key
-is always one of its secrets).
+shared rate limiter. A 200 reply that is no chat completion with text (invalid JSON,
+empty ``choices``, no or blank content) is asked again within the same attempt count,
+then ``malformed``. A reply with text that the caller's ``accept`` rejects is never
+asked again identically (the server at temperature 0, or a cache in front of it, gives
+the same text): it is returned at once with :attr:`ChatResponse.rejected` set, for the
+caller's repair, and never cached. Every text that leaves the client went through the
+run's redactor (the endpoint's key is always one of its secrets).
 """
 
 from __future__ import annotations
@@ -31,7 +30,7 @@ import httpx
 import openai
 
 from rag_eval.llm.endpoint import Endpoint
-from rag_eval.llm.guard import CallState, GuardedTransport, Stop
+from rag_eval.llm.guard import CallState, Guard, Stop
 from rag_eval.llm.messages import TRANSPORT_KINDS, ChatError, ChatRequest, ChatResponse, ErrorKind, Usage
 from rag_eval.llm.policy import CallPolicy, CircuitBreaker, backoff, status_kind
 from rag_eval.util.redact import Redactor
@@ -74,7 +73,7 @@ class LLMClient:
         own = Redactor([endpoint.api_key])
         self.redactor = own.merged(redactor) if redactor is not None else own
         self._sleep, self._random = sleep, random
-        self.guard = GuardedTransport(self.policy, self.breaker)
+        self.guard = Guard(self.policy, self.breaker)
         self._no_usage_warned = threading.Event()
         self._local = threading.local()  # each thread's event loop and SDK client (guard module doc)
         self._opened: list[tuple[asyncio.AbstractEventLoop, openai.AsyncOpenAI]] = []

@@ -1,5 +1,5 @@
-"""The openai SDK retries; :class:`GuardedTransport`, which every attempt passes, keeps
-those retries inside the policy. It
+"""The openai SDK retries; :class:`Guard`, which every attempt passes, keeps those
+retries inside the policy. It
 
 * refuses to send when the breaker is open or the call's time budget is used up, and
   gives each attempt only the time that is left; stops at once when nothing listens;
@@ -68,7 +68,7 @@ class Stop(openai.OpenAIError):
 _STATE: contextvars.ContextVar[CallState | None] = contextvars.ContextVar("rag_eval_llm_call", default=None)
 
 
-class GuardedTransport:
+class Guard:
     """The policy of one endpoint's attempts, shared by every thread (module doc); each
     thread's httpx client sends through its own :meth:`transport`."""
 
@@ -80,7 +80,7 @@ class GuardedTransport:
         """An httpx transport for one event loop (connections belong to the loop that made them)."""
         return Attempts(self, httpx.AsyncHTTPTransport())
 
-    def join(self, other: GuardedTransport) -> None:
+    def join(self, other: Guard) -> None:
         """Use ``other``'s breaker and limiter from now on (one per server: LLMClient.share_endpoint)."""
         self.breaker, self.limiter = other.breaker, other.limiter
 
@@ -196,7 +196,7 @@ async def _whole(inner: httpx.AsyncBaseTransport, request: httpx.Request, timeou
 class Attempts(httpx.AsyncBaseTransport):
     """One event loop's transport: every request goes through the shared guard's policy."""
 
-    def __init__(self, guard: GuardedTransport, inner: httpx.AsyncBaseTransport) -> None:
+    def __init__(self, guard: Guard, inner: httpx.AsyncBaseTransport) -> None:
         self.guard, self.inner = guard, inner
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
