@@ -80,21 +80,7 @@ def _add_validate(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     p_val.add_argument("--min", type=int, default=None, metavar="N", help="with --coverage: list cells below N items")
     p_val.add_argument("--fail-under", action="store_true", help="with --min: exit 1 when a cell has fewer than N")
-    p_val.add_argument(
-        "--gold",
-        choices=GOLD_MODES,
-        default=None,
-        help="how gold meets the system's ids, as gold = ... of the pipeline configuration "
-        "(default: that file's gold, else the default of its pipeline's kind, else corpus); "
-        "ids/text: chunk ids are the system's own and are not looked up in a local index",
-    )
-    p_val.add_argument(
-        "--pipeline-config",
-        "--rag-pipeline-config",
-        default=None,
-        metavar="TOML",
-        help="read the gold mode from this pipeline configuration",
-    )
+    _add_reading_args(p_val)
     p_val.add_argument(
         "--pipeline",
         "--rag-pipeline",
@@ -109,9 +95,33 @@ def _add_coverage(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _add_dataset_args(sub.add_parser("coverage", help="print the scenario × tier coverage table"))
 
 
+def _add_reading_args(parser: argparse.ArgumentParser) -> None:
+    """How the command reads the corpus: as a run of this gold mode and pipeline would."""
+    parser.add_argument(
+        "--gold",
+        choices=GOLD_MODES,
+        default=None,
+        help="how gold meets the system's ids, as gold = ... of the pipeline configuration "
+        "(default: that file's gold, else the default of its pipeline's kind, else corpus); "
+        "ids/text: chunk ids are the system's own and are not looked up in a local index",
+    )
+    parser.add_argument(
+        "--pipeline-config",
+        "--rag-pipeline-config",
+        default=None,
+        metavar="TOML",
+        help="read the gold mode (and the system that reads the corpus) from this pipeline configuration",
+    )
+
+
 def _add_corpus_hash(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p_hash = sub.add_parser("corpus-hash", help="print the content hash golden items record as corpus.sha256")
+    p_hash = sub.add_parser(
+        "corpus-hash",
+        help="print the content hash golden items record as corpus.sha256 (of the corpus as a gold = 'corpus' "
+        "run reads it, or as --gold / --rag-pipeline-config say)",
+    )
     _add_dataset_args(p_hash, golden_set=False)
+    _add_reading_args(p_hash)
 
 
 def _add_merge(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -232,8 +242,9 @@ def _corpus_hash(args: argparse.Namespace) -> int:
     paths = find_paths(args.dataset, allow_outside=args.allow_outside_dataset)
     if paths.corpus is None:
         raise GoldenSetError(f"--rag-dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
-    # as a gold = "corpus" run reads it (the corpus_sha256 golden items record)
-    read = corpus_reader(_validate_spec("corpus", None), SystemContext(corpus=paths.corpus))
+    # as a run with this gold mode and pipeline reads it (default: gold = "corpus", which is
+    # what a run that reads the corpus otherwise also accepts: rag_eval.dataset.load_dataset)
+    read = corpus_reader(_validate_spec(args.gold, args.pipeline_config), SystemContext(corpus=paths.corpus))
     print(corpus_hash(read(paths.corpus)))
     return 0
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_eval.core.errors import RagEvalError
 from rag_eval.core.records import Document
 from rag_eval.corpus import corpus_hash, load_documents
 from rag_eval.golden.load import GoldenSetError, load_golden_set
@@ -137,24 +138,62 @@ class Dataset:
 CorpusReader = Callable[[Path], Sequence[Document]]
 
 
-def load_dataset(paths: DatasetPaths, read_corpus: CorpusReader = load_documents) -> Dataset:
+def load_dataset(
+    paths: DatasetPaths,
+    read_corpus: CorpusReader = load_documents,
+    *,
+    pinned_by: CorpusReader | None = None,
+    rehash: str = "",
+) -> Dataset:
+    """The golden set and its corpus as ``read_corpus`` reads it. A golden item's
+    ``corpus.sha256`` is the content hash of the corpus as read by ``read_corpus`` or, when
+    given, by ``pinned_by`` (the reading ``corpus-hash`` prints without options): one set of
+    files, however this run's system reads them. ``rehash``: options of ``corpus-hash``
+    that read the corpus as this run does, for the mismatch message."""
     items = golden_items(paths)
     docs: tuple[Document, ...] = tuple(read_corpus(paths.corpus)) if paths.corpus is not None else ()
     chash = corpus_hash(docs) if paths.corpus is not None else ""
     if paths.corpus is not None:
-        check_corpus_hash(items, chash, paths)
+        corpus = paths.corpus
+        other = (lambda: corpus_hash(pinned_by(corpus))) if pinned_by is not None else None
+        check_corpus_hash(items, chash, paths, other=other, rehash=rehash)
     return Dataset(paths, tuple(docs), tuple(items), chash, file_sha256(paths.golden))
 
 
-def check_corpus_hash(items: Sequence[GoldenItem], chash: str, paths: DatasetPaths) -> None:
-    """Refuse a golden set written against different document contents, naming both hashes."""
+def _other_hash(other: Callable[[], str]) -> str:
+    """The other reading's hash, or "" when that reading fails (its system is not installed,
+    or it refuses these files): the pin is then compared with this run's reading alone."""
+    try:
+        return other()
+    except (ImportError, RagEvalError, OSError, ValueError):
+        return ""
+
+
+def check_corpus_hash(
+    items: Sequence[GoldenItem],
+    chash: str,
+    paths: DatasetPaths,
+    *,
+    other: Callable[[], str] | None = None,
+    rehash: str = "",
+) -> None:
+    """Refuse a golden set written against different document contents, naming both hashes.
+    ``other``: the hash of another reading of the same files, worked out only if a pin
+    differs from ``chash`` (a pin equal to it is the same corpus)."""
+    alternatives: list[str] = []
     for item in items:
-        if item.corpus_sha256 and item.corpus_sha256 != chash:
-            raise GoldenSetError(
-                f"{item.source}: golden item {item.id!r} was written against corpus {item.corpus_sha256[:16]}…, "
-                f"but {paths.corpus} has content hash {chash[:16]}…; re-check the gold against the new documents "
-                "and update corpus.sha256 (python -m rag_eval validate --rehash prints it)"
-            )
+        if not item.corpus_sha256 or item.corpus_sha256 == chash:
+            continue
+        if other is not None and not alternatives:
+            alternatives.append(_other_hash(other))
+        if item.corpus_sha256 in alternatives:
+            continue
+        command = f"python -m rag_eval corpus-hash --rag-dataset {paths.root}" + (f" {rehash}" if rehash else "")
+        raise GoldenSetError(
+            f"{item.source}: golden item {item.id!r} was written against corpus {item.corpus_sha256[:16]}…, "
+            f"but {paths.corpus} has content hash {chash[:16]}…; re-check the gold against the new documents "
+            f"and update corpus.sha256 ({command} prints it)"
+        )
     manifest = paths.root / "manifest.json"
     if manifest.is_file() and paths.corpus is not None and paths.corpus.is_file():
         expected = json.loads(manifest.read_text(encoding="utf-8")).get("corpus_sha256")

@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from rag_eval import tiers
-from rag_eval.adapters import PipelineSpec, SystemContext, build_system, corpus_chunker, corpus_reader
+from rag_eval.adapters import (
+    PipelineSpec,
+    SystemContext,
+    build_system,
+    corpus_chunker,
+    corpus_reader,
+    pin_reader,
+    rehash_options,
+)
 from rag_eval.adapters.gold import GoldSpace
 from rag_eval.adapters.gold_check import GoldCheck, gold_ids, system_ids, unheld
 from rag_eval.core.case import CaseResult
@@ -92,7 +100,13 @@ class EvalSession:
     def dataset(self) -> Dataset:
         if self._dataset is not None:
             return self._dataset
-        return load_dataset(self.config.paths, corpus_reader(self.config.pipeline, self.context))
+        spec = self.config.pipeline
+        return load_dataset(
+            self.config.paths,
+            corpus_reader(spec, self.context),
+            pinned_by=pin_reader(self.context),
+            rehash=rehash_options(spec),
+        )
 
     @cached_property
     def redactor(self) -> Redactor:

@@ -24,7 +24,9 @@ __all__ = [
     "corpus_chunker",
     "corpus_reader",
     "load_spec",
+    "pin_reader",
     "register",
+    "rehash_options",
     "settings_check",
 ]
 
@@ -50,8 +52,30 @@ def corpus_reader(spec: PipelineSpec, context: SystemContext) -> Callable[[Path]
     """How the dataset's local corpus is read: by the system's own loader where its kind
     has one (see :func:`corpus_view`), else by the framework's reader of the shared layout."""
     view = corpus_view(spec)
-    if view is not None:
-        return view.read(context)
+    return view.read(context) if view is not None else _neutral()
+
+
+def pin_reader(context: SystemContext) -> Callable[[Path], tuple[Document, ...]]:
+    """How ``python -m rag_eval corpus-hash`` reads the corpus without options: as a
+    ``gold = "corpus"`` run of the kind native to that mode (rag_app's loader). A golden set
+    pinned by that command is the same corpus to a run that reads it another way. Nothing
+    of that kind is imported until the reader is called."""
+
+    def read(path: Path) -> tuple[Document, ...]:
+        name = kinds.native_kind("corpus")
+        return tuple((corpus_reader(PipelineSpec(name, gold="corpus"), context) if name else _neutral())(path))
+
+    return read
+
+
+def rehash_options(spec: PipelineSpec) -> str:
+    """Options of ``corpus-hash`` that read the corpus as a run of ``spec`` does."""
+    if spec.config_path is not None:
+        return f"--rag-pipeline-config {spec.config_path}"
+    return f"--gold {spec.gold}" if spec.gold and spec.gold != "corpus" else ""
+
+
+def _neutral() -> Callable[[Path], tuple[Document, ...]]:
     from rag_eval.corpus import load_documents
 
     return load_documents

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rag_eval.adapters import SystemContext, corpus_reader
+from rag_eval.adapters import SystemContext, corpus_reader, pin_reader, rehash_options
 from rag_eval.core.errors import ConfigError, RagEvalError
 from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
 from rag_eval.dialogue.find import find_dialogue_set
@@ -71,7 +71,8 @@ class Run:
             cfg = self.config.eval
             context = SystemContext(cfg.settings_overrides, cfg.project_root, paths.corpus)
             try:
-                self._dataset = load_dataset(paths, corpus_reader(cfg.pipeline, context))
+                read, pinned = corpus_reader(cfg.pipeline, context), pin_reader(context)
+                self._dataset = load_dataset(paths, read, pinned_by=pinned, rehash=rehash_options(cfg.pipeline))
             except (GoldenSetError, RagEvalError) as exc:
                 raise DatasetInputError(str(exc)) from None
         return self._dataset
