@@ -236,15 +236,19 @@ def _dataset_command(args: argparse.Namespace) -> int:
 
 
 def _corpus_hash(args: argparse.Namespace) -> int:
-    from rag_eval.adapters import SystemContext, corpus_reader
+    from rag_eval.adapters import SystemContext, corpus_reader, pin_reader
     from rag_eval.corpus import corpus_hash
 
     paths = find_paths(args.dataset, allow_outside=args.allow_outside_dataset)
     if paths.corpus is None:
         raise GoldenSetError(f"--rag-dataset {args.dataset}: no corpus (corpus/, corpus.jsonl or *.md) to hash")
-    # as a run with this gold mode and pipeline reads it (default: gold = "corpus", which is
-    # what a run that reads the corpus otherwise also accepts: rag_eval.dataset.load_dataset)
-    read = corpus_reader(_validate_spec(args.gold, args.pipeline_config), SystemContext(corpus=paths.corpus))
+    # as a run with this gold mode and pipeline reads it; without either, the reading every
+    # run accepts a pin of (pin_reader: rag_eval.dataset.load_dataset)
+    context = SystemContext(corpus=paths.corpus)
+    if args.gold is None and args.pipeline_config is None:
+        read = pin_reader(context)
+    else:
+        read = corpus_reader(_validate_spec(args.gold, args.pipeline_config), context)
     print(corpus_hash(read(paths.corpus)))
     return 0
 

@@ -180,13 +180,13 @@ def check_corpus_hash(
     """Refuse a golden set written against different document contents, naming both hashes.
     ``other``: the hash of another reading of the same files, worked out only if a pin
     differs from ``chash`` (a pin equal to it is the same corpus)."""
-    alternatives: list[str] = []
+    other_hash: str | None = None  # worked out at the first pin that differs from chash
     for item in items:
         if not item.corpus_sha256 or item.corpus_sha256 == chash:
             continue
-        if other is not None and not alternatives:
-            alternatives.append(_other_hash(other))
-        if item.corpus_sha256 in alternatives:
+        if other is not None and other_hash is None:
+            other_hash = _other_hash(other)
+        if item.corpus_sha256 == other_hash:
             continue
         command = f"python -m rag_eval corpus-hash --rag-dataset {paths.root}" + (f" {rehash}" if rehash else "")
         raise GoldenSetError(

@@ -69,6 +69,12 @@ Record = TypeVar("Record", Retrieval, Answer, DialogueTurn)
 T = TypeVar("T")
 
 
+def read_dataset(paths: DatasetPaths, spec: PipelineSpec, context: SystemContext) -> Dataset:
+    """The golden set and its corpus as a run of ``spec`` reads them; a pin made as
+    ``corpus-hash`` reads the corpus by default is the same corpus (``load_dataset``)."""
+    return load_dataset(paths, corpus_reader(spec, context), pinned_by=pin_reader(context), rehash=rehash_options(spec))
+
+
 class EvalSession:
     """The system, the gold space, redaction and the answer memo of one process; the
     tiers (``rag_eval.tiers``) run the cases on it."""
@@ -100,13 +106,7 @@ class EvalSession:
     def dataset(self) -> Dataset:
         if self._dataset is not None:
             return self._dataset
-        spec = self.config.pipeline
-        return load_dataset(
-            self.config.paths,
-            corpus_reader(spec, self.context),
-            pinned_by=pin_reader(self.context),
-            rehash=rehash_options(spec),
-        )
+        return read_dataset(self.config.paths, self.config.pipeline, self.context)
 
     @cached_property
     def redactor(self) -> Redactor:

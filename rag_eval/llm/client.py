@@ -88,10 +88,10 @@ class LLMClient:
                 api_key=self.endpoint.api_key,
                 base_url=self.endpoint.base_url,
                 max_retries=self.policy.max_retries,
+                timeout=self.policy.timeout,
                 # An httpx (not httpx2) client: the SDK accepts both, and the guard is one httpx
                 # transport for every SDK version the project allows (openai>=2.31: from 2.31 the
                 # SDK lets the guard's Stop through its retry loop instead of retrying it).
-                timeout=self.policy.timeout,
                 http_client=httpx.AsyncClient(transport=self.guard.transport()),  # type: ignore[arg-type]
             )
             mine = self._local.sdk = (asyncio.new_event_loop(), sdk)

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from rag_eval.adapters import SystemContext, corpus_reader, pin_reader, rehash_options
+from rag_eval.adapters import SystemContext
 from rag_eval.core.errors import ConfigError, RagEvalError
-from rag_eval.dataset import Dataset, DatasetPaths, find_paths, load_dataset
+from rag_eval.dataset import Dataset, DatasetPaths, find_paths
 from rag_eval.dialogue.find import find_dialogue_set
 from rag_eval.dialogue.load import load_dialogue_set
 from rag_eval.dialogue.model import DialogueItem
 from rag_eval.golden.load import GoldenSetError
 from rag_eval.golden.model import GoldenItem
 from rag_eval.plugin.options import RunConfig
-from rag_eval.session import EvalSession
+from rag_eval.session import EvalSession, read_dataset
 from rag_eval.util.heap import Heap
 
 if TYPE_CHECKING:
@@ -71,8 +71,7 @@ class Run:
             cfg = self.config.eval
             context = SystemContext(cfg.settings_overrides, cfg.project_root, paths.corpus)
             try:
-                read, pinned = corpus_reader(cfg.pipeline, context), pin_reader(context)
-                self._dataset = load_dataset(paths, read, pinned_by=pinned, rehash=rehash_options(cfg.pipeline))
+                self._dataset = read_dataset(paths, cfg.pipeline, context)
             except (GoldenSetError, RagEvalError) as exc:
                 raise DatasetInputError(str(exc)) from None
         return self._dataset

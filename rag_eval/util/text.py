@@ -22,8 +22,9 @@ _GREEK = (
     "lambda λ mu μ nu ν xi ξ pi π rho ρ sigma σ tau τ upsilon υ phi φ varphi φ chi χ psi ψ omega ω "
     "Gamma Γ Delta Δ Theta Θ Lambda Λ Xi Ξ Pi Π Sigma Σ Phi Φ Psi Ψ Omega Ω"
 ).split()
-# Symbols are not terms; each command becomes its symbol only so that it splits what is
-# around it as the Unicode character would (``k\cdot360`` is "k" and "360").
+# A Greek letter command becomes the letter (a term, as in Unicode text), a function its
+# name; any other command (\cdot, \frac, \approx) is markup or a symbol and becomes a
+# space, which splits what is around it as the symbol would (``k\cdot360``: "k", "360").
 _LATEX: dict[str, str] = dict(zip(_GREEK[::2], _GREEK[1::2], strict=True))
 _FUNCTIONS = "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log lg ln exp lim max min det gcd"
 _LATEX.update((name, f" {name} ") for name in _FUNCTIONS.split())  # \sin45 is "sin" and "45"
