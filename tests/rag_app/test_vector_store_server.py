@@ -25,7 +25,7 @@ from rag_app.index.chroma_server import ChromaServer
 from rag_app.pipeline import RagPipeline
 from rag_app.settings import Settings
 from tests.rag_app.test_index_build import CHUNKS, CONFIG, DOCS, CountingEmbedder
-from tests.support.chroma_process import CHROMA, ChromaStartError, free_port
+from tests.support.chroma_process import CHROMA, ChromaStartError, free_port, holds_port, pause
 from tests.support.chroma_process import ChromaProcess as _ChromaProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -208,13 +208,16 @@ def test_a_server_that_stops_answering_fails_a_query_after_the_timeout(tmp_path:
         hnsw = ChromaVectorStore(None, first.vectors.name, client=client, create=False, exact_max=0)
         q = CountingEmbedder().embed_query("等比数列")
         assert hnsw.query(q, 3)
-        os.kill(process.proc.pid, signal.SIGSTOP)
+        assert holds_port(process.proc.pid, process.port) is not False  # the server we will stop answers
+        pause(process.proc.pid)
         try:
             started = time.monotonic()
             with pytest.raises(
                 ServiceError, match=rf"the Chroma server at {process.url} did not answer within 1 s \(chroma_timeout\)"
             ):
-                hnsw.query(q, 3)
+                answered = hnsw.query(q, 3)
+                held = holds_port(process.proc.pid, process.port)
+                pytest.fail(f"a stopped server answered {answered[:1]}; pid {process.proc.pid} holds the port: {held}")
             assert time.monotonic() - started < 10  # one timeout, not forever
         finally:
             os.kill(process.proc.pid, signal.SIGCONT)

@@ -2,10 +2,18 @@
 
 ``ChromaProcess(path).start()`` waits for the heartbeat; ``stop()`` terminates it. No
 pytest here (bench/ uses it too): failures raise ``ChromaStartError`` with the log tail.
+
+A heartbeat alone does not prove the server is ours: ``free_port`` only finds a port
+that was free a moment ago, and if another server takes it before ours has booted, ours
+exits ("Address ... is not available") while the heartbeat is answered by the other.
+So where ``/proc`` tells (Linux), ``start`` also checks that our process holds the
+listening socket, and on a port it chose itself tries a fresh one.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +24,7 @@ import httpx
 
 CHROMA = Path(sys.executable).parent / "chroma"  # installed with the chromadb package
 STARTUP_TIMEOUT = 30.0
+PORT_ATTEMPTS = 3
 
 
 class ChromaStartError(RuntimeError):
@@ -28,9 +37,55 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _listening_inodes(port: int) -> set[str] | None:
+    """Inodes of the sockets listening on ``port``, or None where /proc does not say."""
+    found: set[str] = set()
+    tables = [Path("/proc/net/tcp"), Path("/proc/net/tcp6")]
+    if not any(t.exists() for t in tables):
+        return None
+    for table in tables:
+        if not table.exists():
+            continue
+        for line in table.read_text().splitlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                found.add(inode)
+    return found
+
+
+def holds_port(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` holds a socket listening on ``port``; None where /proc does not say."""
+    inodes = _listening_inodes(port)
+    fds = Path(f"/proc/{pid}/fd")
+    if inodes is None or not fds.is_dir():
+        return None
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
+
+
+def pause(pid: int, timeout: float = 10.0) -> None:
+    """SIGSTOP ``pid`` and return once the kernel reports it stopped (the signal is asynchronous)."""
+    os.kill(pid, signal.SIGSTOP)
+    status = Path(f"/proc/{pid}/status")
+    deadline = time.monotonic() + timeout
+    while status.exists() and time.monotonic() < deadline:
+        state = next((line for line in status.read_text().splitlines() if line.startswith("State:")), "")
+        if "T" in state.split()[1:2]:
+            return
+        time.sleep(0.01)
+
+
 class ChromaProcess:
     def __init__(self, path: Path, port: int | None = None, timeout: float = STARTUP_TIMEOUT) -> None:
         self.path = path
+        self.chose_port = port is None  # a port of our own choosing may be swapped for another
         self.port = port or free_port()
         self.timeout = timeout
         self.proc: subprocess.Popen[bytes] | None = None
@@ -47,16 +102,38 @@ class ChromaProcess:
     def start(self) -> ChromaProcess:
         if not self.available():
             raise ChromaStartError(f"no chroma binary at {CHROMA} (it comes with the chromadb package)")
+        for attempt in range(PORT_ATTEMPTS):
+            if self._start_once():
+                return self
+            if not self.chose_port or attempt == PORT_ATTEMPTS - 1:
+                break
+            self.port = free_port()
+        raise ChromaStartError(
+            f"port {self.port} is answered by another process, not by our `chroma run` (pid {self.pid}):\n"
+            f"{self.log_tail()}"
+        )
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def _start_once(self) -> bool:
+        """Start and wait for the heartbeat: True once it is ours, False if another process answers."""
         cmd = [str(CHROMA), "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)]
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if self.chose_port and "not available" in self.log_tail():
+                    return False  # taken between free_port and our bind
                 raise ChromaStartError(f"`{' '.join(cmd)}` exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
                 if httpx.get(f"{self.url}/api/v2/heartbeat", timeout=1.0).status_code == 200:
-                    return self
+                    if holds_port(self.proc.pid, self.port) is False:
+                        self.stop()
+                        return False
+                    return True
             except Exception:  # noqa: BLE001 - not up yet. Not just httpx.HTTPError: after an
                 # in-process pytester run restored sys.modules, httpcore's exceptions are new
                 # classes that httpx no longer maps to its own.
