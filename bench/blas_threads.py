@@ -15,7 +15,7 @@ Index: the 10k-chunk dataset of ``bench/scale.py`` (real documents + synthetic p
 built with the ``fake`` embedder into a temporary ``cache_dir`` (or any ``--rag-dataset``
 folder with a ``corpus.jsonl``). 64-dim fake vectors, as in the scale run.
 
-    /tmp/probe/bin/python bench/blas_threads.py [--rag-dataset DIR] [--queries 300]
+    python bench/blas_threads.py [--rag-dataset DIR] [--queries 300]
 
 Writes ``bench/results/blas_threads.json``.
 """

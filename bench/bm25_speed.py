@@ -9,7 +9,7 @@ Corpus: child-sized documents (120-320 characters) recombined from real sentence
 gaokao maths / cmrc2018 / SQuAD (see ``bench/_synth.py``), tokenized with
 ``rag_app.text.tokenize``. Queries: real questions from the same datasets' ``qa.jsonl``.
 
-    /tmp/probe/bin/python bench/bm25_speed.py [--quick] [--docs N] [--queries N] [--ref-queries N]
+    python bench/bm25_speed.py [--quick] [--docs N] [--queries N] [--ref-queries N]
 
 ``--quick``: 20k documents, 100 queries, 5 reference queries. Writes
 ``bench/results/bm25_speed.json``.

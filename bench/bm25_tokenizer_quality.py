@@ -4,7 +4,7 @@ Task: each gaokao question -> its worked solution(s), over the whole-document co
 (544 solutions). Prints recall@5 (share of gold documents in the top 5, averaged over
 questions) and MRR@10 (reciprocal rank of the first gold document in the top 10).
 
-    /tmp/probe/bin/python bench/bm25_tokenizer_quality.py [--rag-dataset DIR] [--variants]
+    python bench/bm25_tokenizer_quality.py [--rag-dataset DIR] [--variants]
 
 ``--variants`` also scores the tokenizer options one at a time, which is how the
 defaults in ``rag_app/text.py`` were chosen. Scores come from ``BM25Index``, which
@@ -30,7 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from rag_app.index.bm25 import BM25Index  # noqa: E402
 from rag_app.text import Tokenizer  # noqa: E402
 
-DEFAULT_DATASET = Path("/work/shared/datasets/gaokao_math_public")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DATASETS  # noqa: E402
+
+DEFAULT_DATASET = DATASETS / "gaokao_math_public"
 TokenizeFn = Callable[[str], list[str]]
 
 

@@ -27,7 +27,7 @@ Every question's vector-stage ranking is also compared between the two stores
 (asserted equal in exact mode). Ratios are server / embedded from the same run; the
 machine is a shared 2-core box, so absolute times are context only.
 
-    /tmp/probe/bin/python bench/chroma_server.py [--rounds 5] [--keep]
+    python bench/chroma_server.py [--rounds 5] [--keep]
 
 Writes ``bench/results/chroma_server.json``.
 """

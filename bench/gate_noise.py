@@ -37,7 +37,7 @@ the repetitions, ``--check-runs`` real gate runs (``pytest eval_tests -m retriev
 (outcome and every per-case metric) with the in-process runs of the same seed and
 drop_rate; any difference stops the benchmark.
 
-    RAG_EVAL_DATASETS=/work/shared/datasets python bench/gate_noise.py [--reps 200] [--rank-noise 0.15]
+    RAG_EVAL_DATASETS=../shared/datasets python bench/gate_noise.py [--reps 200] [--rank-noise 0.15]
 
 Writes ``bench/results/gate_noise.json``.
 """

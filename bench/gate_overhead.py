@@ -8,7 +8,7 @@ framework overhead per case.
 Setup (all temporary, deleted at the end unless ``--keep``):
 
 * a dataset folder built from the shared SQuAD 1.1 set
-  (``/work/shared/datasets/squad11_public``): documents taken in order of
+  (``../shared/datasets/squad11_public``): documents taken in order of
   ``sha256(doc_id)`` until their questions total at least ``--n`` (1,000); the folder's
   ``corpus.jsonl`` holds those documents and ``qa.jsonl`` the first ``--n`` of their
   questions (in the file's order);
@@ -53,7 +53,7 @@ Reported per repeat (references = mean of A and B):
 ``--profile`` adds one serial run under cProfile and prints where the framework's time
 goes (cumulative time of the gate's entry points, exclusive time by package).
 
-    RAG_EVAL_DATASETS=/work/shared/datasets python bench/gate_overhead.py [--n 1000] [--repeats 2] [--profile] [--keep]
+    RAG_EVAL_DATASETS=../shared/datasets python bench/gate_overhead.py [--n 1000] [--repeats 2] [--profile] [--keep]
 
 Writes ``bench/results/gate_overhead.json``. Nothing outside the temporary folders is
 written except that file; the repo's ``.rag_cache`` and ``reports/`` are not touched.

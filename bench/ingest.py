@@ -18,10 +18,10 @@ Each ratio is given twice: from wall time, and from the process's CPU time (all
 threads), which does not grow while other jobs hold the shared cores and is therefore
 the steadier of the two on a busy machine.
 
-    /tmp/probe/bin/python bench/ingest.py [--quick] [--keep]
+    python bench/ingest.py [--quick] [--keep]
 
 Corpora: ``golden_sets/demo_maths/corpus`` and
-``/work/shared/datasets/gaokao_math_public/corpus.jsonl`` (``--quick``: its first 300
+``../shared/datasets/gaokao_math_public/corpus.jsonl`` (``--quick``: its first 300
 documents). Temporary cache dirs are deleted at the end unless ``--keep``; the repo's
 ``.rag_cache`` is never touched. Writes ``bench/results/ingest.json``.
 """

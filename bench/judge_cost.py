@@ -43,7 +43,7 @@ same estimator for both engines, so tokens follow prompt size. Completion tokens
 the scripted replies, which are shorter than a real judge's reasons would be; prompt
 tokens are the number to compare.
 
-    /tmp/probe/bin/python bench/judge_cost.py [--n 50] [--parallel-n 200] [--workers 4] [--latency 0.05]
+    python bench/judge_cost.py [--n 50] [--parallel-n 200] [--workers 4] [--latency 0.05]
 
 Writes ``bench/results/judge_cost.json`` and prints a Markdown table. Caches live in a
 temporary directory deleted at the end.

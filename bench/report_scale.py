@@ -1,6 +1,6 @@
 """How the HTML failure report scales: render time, file size and time to open.
 
-    /tmp/probe/bin/python bench/report_scale.py [--sizes 97,1000,5000] [--repeats 3]
+    python bench/report_scale.py [--sizes 97,1000,5000] [--repeats 3]
 
 Question: does a 5,000-item report stay fast to open? For each size, a synthetic
 results dict (``tests/rag_eval/_results_factory.make_results``: every golden item runs

@@ -31,7 +31,7 @@ Datasets (deterministic; cached under ``--datasets-dir``, default
 ``/tmp/rag_scale_datasets``, keyed by a hash of every input, never committed):
 
 * real documents first: gaokao maths solutions, cmrc2018 paragraphs and SQuAD 1.1
-  paragraphs from ``/work/shared/datasets`` (SQuAD 2.0's paragraphs are the same texts
+  paragraphs from ``../shared/datasets`` (SQuAD 2.0's paragraphs are the same texts
   as 1.1's and its answerable questions the same questions, so it adds nothing), in
   the order of ``sha256("scale-v1|" + doc_id)``, until the size is reached or all
   1,990 documents (6,049 children) are in;
@@ -48,8 +48,8 @@ Datasets (deterministic; cached under ``--datasets-dir``, default
 Reference in the same run: the smallest size, for every growth ratio; the serial run,
 for ``-n 2``.
 
-    /tmp/probe/bin/python bench/scale.py [--sizes 1000,10000,100000] [--quick] [--keep]
-    /tmp/probe/bin/python bench/scale.py --render bench/results/scale.json
+    python bench/scale.py [--sizes 1000,10000,100000] [--quick] [--keep]
+    python bench/scale.py --render bench/results/scale.json
 
 ``--quick``: sizes 500 and 2,000, at most 300 items, 50 + 20 queries (< 2 minutes).
 Writes ``bench/results/scale.json`` (``--quick``: ``<datasets-dir>/scale_quick.json``); the cache dirs are temporary and deleted at the

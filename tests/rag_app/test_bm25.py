@@ -15,8 +15,8 @@ from rank_bm25 import BM25Okapi
 
 from rag_app.index.bm25 import BM25Index
 from rag_app.text import tokenize
+from tests.support.datasets import DATASETS
 
-DATASETS = Path("/work/shared/datasets")
 DEMO_CORPUS = Path(__file__).resolve().parents[2] / "golden_sets" / "demo_maths" / "corpus"
 
 

@@ -21,8 +21,9 @@ from rag_app.corpus.segment import Protected, split_pieces
 from rag_app.errors import ConfigError, CorpusError
 from rag_app.settings import Settings
 from rag_app.types import Chunk, Document
+from tests.support.datasets import DATASETS
 
-SHARED_GAOKAO = Path("/work/shared/datasets/gaokao_math_public/corpus.jsonl")
+SHARED_GAOKAO = DATASETS / "gaokao_math_public" / "corpus.jsonl"
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SMALL = ChunkConfig(chunk_size=80, chunk_overlap=30, parent_max_chars=240)
 

@@ -9,8 +9,9 @@ import pytest
 
 from rag_app.corpus import load_corpus, load_jsonl_file
 from rag_app.errors import CorpusError
+from tests.support.datasets import DATASETS
 
-SHARED_GAOKAO = Path("/work/shared/datasets/gaokao_math_public/corpus.jsonl")
+SHARED_GAOKAO = DATASETS / "gaokao_math_public" / "corpus.jsonl"
 
 
 def _jsonl(tmp_path: Path, lines: list[str], name: str = "corpus.jsonl") -> Path:

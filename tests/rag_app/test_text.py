@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import jieba
@@ -13,8 +12,9 @@ import pytest
 
 from rag_app.index.bm25 import BM25Index
 from rag_app.text import DEFAULT_STOPWORDS, DEFAULT_TOKENIZER, Tokenizer, tokenize
+from tests.support.datasets import DATASETS
 
-GAOKAO = Path("/work/shared/datasets/gaokao_math_public")
+GAOKAO = DATASETS / "gaokao_math_public"
 
 
 def test_latex_command_names_become_tokens_without_backslash() -> None:

@@ -12,8 +12,9 @@ import pytest
 
 from rag_eval.golden.load import MAX_QUESTION_CHARS, GoldenSetError, derived_split, load_golden_set, parse_item
 from rag_eval.golden.model import EvidenceGroup, EvidenceRef, GoldenItem, KeyFact
+from tests.support.datasets import DATASETS
 
-SHARED = Path("/work/shared/datasets")
+SHARED = DATASETS
 GAOKAO = SHARED / "gaokao_math_public" / "qa.jsonl"
 SQUAD20 = SHARED / "squad20_public" / "qa.jsonl"
 
