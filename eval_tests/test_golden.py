@@ -2,9 +2,9 @@
 
 import pytest
 
-from rag_app.text import tokenize
 from rag_eval.golden import validate
 from rag_eval.session import EvalSession
+from rag_eval.util.text import terms as tokenize  # the terms `python -m rag_eval validate` reads
 
 pytestmark = pytest.mark.golden
 

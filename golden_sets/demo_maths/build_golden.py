@@ -6,9 +6,9 @@ randomness, no clock, no network; the same corpus gives byte-identical output.
 
 Usage (from the repository root)::
 
-    /tmp/probe/bin/python golden_sets/demo_maths/build_golden.py           # write golden.jsonl, then check it
-    /tmp/probe/bin/python golden_sets/demo_maths/build_golden.py --check   # only check: the file on disk must
-                                                                            # equal what the script would write
+    python golden_sets/demo_maths/build_golden.py           # write golden.jsonl, then check it
+    python golden_sets/demo_maths/build_golden.py --check   # only check: the file on disk must equal
+                                                            # what the script would write
 
 What is derived rather than written by hand:
 
@@ -23,7 +23,8 @@ Checks run after writing (any failure exits 1):
 * every quote (evidence and key-fact sources) is found with ``ChunkLookup.locate``,
   is 8-40 characters long and occurs exactly once in its document;
 * ``validate_all`` (unique ids, gold exists, key facts traceable, negatives carry no
-  gold, no document in both splits) reports nothing;
+  gold, no document in both splits) reports nothing, reading terms as ``python -m
+  rag_eval validate`` does;
 * ``must_contain`` phrases occur in the parent chunk(s) holding the item's gold quotes
   (so an extractive answer can satisfy them), ``must_not_contain`` phrases occur in the
   evidence documents and not in the reference answer;
@@ -562,7 +563,7 @@ ITEMS: list[dict[str, Any]] = [
             kf(
                 "等差数列前n项和公式 $S_n=\\frac{n(a_1+a_n)}{2}=na_1+\\frac{n(n-1)}{2}d$",
                 X2,
-                "S_n=\\frac{n(a_1+a_n)}{2}=na_1",
+                "前 $n$ 项和公式：\n$$S_n=\\frac{n(a_1+a_n)}{2}",
             ),
         ],
         reference="首尾配对（倒序相加）推广后就是等差数列前 n 项和公式：S_n=n(a₁+a_n)/2=na₁+n(n−1)d/2；例如 1+2+…+100=5050。",
@@ -640,8 +641,8 @@ ITEMS: list[dict[str, Any]] = [
         topic="sequence",
         evidence=[q(X2, "a_n=a_1+(n-1)d,\\qquad a_n=a_m+(n-m)d"), q(X2, "a_n=a_1q^{n-1},\\qquad a_n=a_mq^{n-m}")],
         key_facts=[
-            kf("等差数列通项公式a_n=a_1+(n-1)d", X2, "a_n=a_1+(n-1)d,\\qquad a_n=a_m+(n-m)d"),
-            kf("等比数列通项公式a_n=a_1q^{n-1}", X2, "a_n=a_1q^{n-1},\\qquad a_n=a_mq^{n-m}"),
+            kf("等差数列通项公式a_n=a_1+(n-1)d", X2, "叫公差。通项公式为\n$$a_n=a_1+(n-1)d"),
+            kf("等比数列的通项公式a_n=a_1q^{n-1}", X2, "## 4.4 等比数列的通项公式"),
         ],
         reference="等差数列 a_n=a₁+(n−1)d（也可写 a_n=a_m+(n−m)d）；等比数列 a_n=a₁q^{n−1}（也可写 a_n=a_m q^{n−m}），且各项和公比都不为 0。",
     ),
@@ -783,7 +784,7 @@ ITEMS: list[dict[str, Any]] = [
         topic="derivative",
         evidence=[q(X2, "由 $f'(1)=3+2a+b=0$，$f(1)=1+a+b+a^2=10$")],
         key_facts=[
-            kf("由f'(1)=0且f(1)=10列方程组", X2, "由 $f'(1)=3+2a+b=0$，$f(1)=1+a+b+a^2=10$"),
+            kf("由f'(1)=3+2a+b=0，f(1)=1+a+b+a^2=10列方程组", X2, "由 $f'(1)=3+2a+b=0$，$f(1)=1+a+b+a^2=10$"),
             kf("导数在x=1两侧不变号，没有极值，舍去", X2, "导数在 $x=1$ 两侧不变号，没有极值，舍去"),
         ],
         reference="思路而不是现成答案：由 f'(1)=0 和 f(1)=10 列方程组解出两组 (a,b)，再逐组检验导数在 x=1 两侧是否变号，不变号的那组没有极值要舍去。",
@@ -920,7 +921,11 @@ ITEMS: list[dict[str, Any]] = [
         evidence=[q(B2, "=2\\cos^2\\alpha-1=1-2\\sin^2\\alpha"), q(B2, "\\cos^2\\alpha=\\frac{1+\\cos2\\alpha}{2}")],
         key_facts=[
             kf("cos2α=cos²α-sin²α=2cos²α-1=1-2sin²α", B2, "=2\\cos^2\\alpha-1=1-2\\sin^2\\alpha"),
-            kf("降幂公式 $\\cos^2\\alpha=\\frac{1+\\cos2\\alpha}{2}$", B2, "\\cos^2\\alpha=\\frac{1+\\cos2\\alpha}{2}"),
+            kf(
+                "降幂公式 $\\cos^2\\alpha=\\frac{1+\\cos2\\alpha}{2}$",
+                B2,
+                "降幂公式：$\\cos^2\\alpha=\\frac{1+\\cos2\\alpha}",
+            ),
         ],
         reference="cos2α=cos²α−sin²α=2cos²α−1=1−2sin²α；变形得降幂公式 cos²α=(1+cos2α)/2，sin²α=(1−cos2α)/2。",
         must_contain=["降幂公式"],
@@ -1006,7 +1011,7 @@ ITEMS: list[dict[str, Any]] = [
         topic="counting",
         evidence=[q(X3, "T_{k+1}=\\mathrm{C}_n^ka^{n-k}b^k")],
         key_facts=[
-            kf("第k+1项叫通项，T_{k+1}=C_n^k a^{n-k} b^k", X3, "T_{k+1}=\\mathrm{C}_n^ka^{n-k}b^k"),
+            kf("第k+1项叫通项，T_{k+1}=C_n^k a^{n-k} b^k", X3, "项叫通项：\n$$T_{k+1}=\\mathrm{C}_n^ka^{n-k}b^k"),
             kf("展开式共有n+1项", X3, "展开式共有 $n+1$ 项，第 $k+1$ 项叫通项"),
         ],
         reference="(a+b)ⁿ 展开式共有 n+1 项，第 k+1 项是通项 T_{k+1}=C_n^k a^{n−k} b^k，其中 C_n^k 叫二项式系数。",
@@ -1131,7 +1136,7 @@ ITEMS: list[dict[str, Any]] = [
         topic="probability",
         evidence=[q(X3, "即使误判率只有 $5\\%$，误判的人数也远多于真正的患者")],
         key_facts=[
-            kf("阳性者患病的概率约0.0905，只有约9%", X3, "\\approx0.0905$，只有约 $9\\%$"),
+            kf("P(患病|阳性)≈0.0905，只有约9%", X3, "{0.0547}\\approx0.0905$，只有约 $9\\%$"),
             kf("健康人基数巨大，误判的人数远多于真正的患者", X3, "即使误判率只有 $5\\%$，误判的人数也远多于真正的患者"),
         ],
         reference="不一定。按贝叶斯公式，患病率 0.5%、患者阳性率 99%、健康人误判率 5% 时，阳性者真正患病的概率只有约 9%，因为健康人基数巨大，误判的人数远多于真正的患者，所以阳性往往需要复查。",
@@ -1150,7 +1155,7 @@ ITEMS: list[dict[str, Any]] = [
         evidence=[q(B2, "面积 $S=\\frac12bc\\sin A")],
         key_facts=[
             kf("面积 $S=\\frac12bc\\sin A$", B2, "面积 $S=\\frac12bc\\sin A"),
-            kf("面积等于 $\\frac{15\\sqrt3}{4}$", B2, "=\\frac{15\\sqrt3}{4}"),
+            kf("S=½×3×5×√3/2=15√3/4", B2, "\\frac{\\sqrt3}{2}=\\frac{15\\sqrt3}{4}"),
         ],
         reference="用 S=½bc·sinA：S=½×3×5×sin120°=½×3×5×(√3/2)=15√3/4。",
     ),
@@ -1184,7 +1189,7 @@ ITEMS: list[dict[str, Any]] = [
             kf(
                 "交换两个元素的位置，结果变了就是排列，不变就是组合",
                 X3,
-                "变了就是排列（如选班长和副班长），不变就是组合",
+                "交换两个元素的位置，结果变不变？",
             ),
         ],
         reference="问自己：交换两个元素的位置，结果变不变？变了就是排列（如选班长和副班长），不变就是组合（如选两名代表）。",
@@ -1244,7 +1249,7 @@ ITEMS: list[dict[str, Any]] = [
         topic="probability",
         evidence=[q(X3, "分别算出每条途径的概率再相加")],
         key_facts=[
-            kf("全概率公式 $P(B)=\\sum_{i=1}^nP(A_i)P(B\\mid A_i)$", X3, "P(B)=\\sum_{i=1}^nP(A_i)P(B\\mid A_i)"),
+            kf("全概率公式 $P(B)=\\sum_{i=1}^nP(A_i)P(B\\mid A_i)$", X3, "全概率公式\n$$P(B)=\\sum_{i=1}^nP(A_i)"),
             kf("这些事件称为样本空间的一个划分", X3, "（称为样本空间的一个划分）"),
         ],
         reference="用全概率公式：若 A₁,…,A_n 两两互斥、并起来是样本空间（一个划分），则 P(B)=ΣP(A_i)P(B|A_i)，即“化整为零”，各条途径概率相加。",
@@ -1346,7 +1351,7 @@ ITEMS: list[dict[str, Any]] = [
         key_facts=[
             kf("各二项式系数的和为2^n", X3, "（3）各二项式系数的和：$\\mathrm{C}_n^0"),
             kf("各项系数之和是1，而二项式系数之和是2^5=32", X3, "这里各项系数之和是 $1$，而二项式系数之和是 $2^5=32$"),
-            kf("令x=1得各项系数之和", X3, "令 $x=1$，得 $a_0+a_1+\\cdots+a_5=1$"),
+            kf("令x=1得a_0+a_1+\\cdots+a_5=1", X3, "令 $x=1$，得 $a_0+a_1+\\cdots+a_5=1$"),
         ],
         reference="二项式系数 C_5^0+…+C_5^5=2⁵=32，但“项的系数”还含 2 和 −1 的幂；用赋值法令 x=1，得各项系数之和 (2−1)⁵=1。两者不是一回事。",
         must_contain=["32"],
@@ -1416,7 +1421,11 @@ ITEMS: list[dict[str, Any]] = [
                 '两角差的余弦公式是整套公式的"源头"，可以用向量的数量积证明',
             ),
             kf("|a||b|cosθ叫做a与b的数量积", B2, "叫做 $\\vec a$ 与 $\\vec b$ 的数量积（或内积）"),
-            kf("坐标形式 $\\vec a\\cdot\\vec b=x_1x_2+y_1y_2$", B2, "则 $\\vec a\\cdot\\vec b=x_1x_2+y_1y_2$"),
+            kf(
+                "数量积的坐标表示 $\\vec a\\cdot\\vec b=x_1x_2+y_1y_2$，对应坐标相乘再相加",
+                B2,
+                'b=x_1x_2+y_1y_2$，即"对应坐标相乘再相加"',
+            ),
         ],
         reference="取单位圆上的点 (cosα,sinα)、(cosβ,sinβ) 对应的单位向量，数量积按定义是 1×1×cos(α−β)，按坐标是 cosαcosβ+sinαsinβ，两者相等就得到 cos(α−β)=cosαcosβ+sinαsinβ。",
         must_contain=["数量积"],
@@ -1435,7 +1444,7 @@ ITEMS: list[dict[str, Any]] = [
         key_facts=[
             kf("复数与向量OZ一一对应", B2, "也与向量 $\\overrightarrow{OZ}$ 一一对应"),
             kf("复数的模|z|=√(a²+b²)就是点Z到原点的距离", B2, "复数的模 $|z|=\\sqrt{a^2+b^2}$ 就是点 $Z$ 到原点的距离"),
-            kf("向量的模 $|\\vec a|=\\sqrt{x_1^2+y_1^2}$", B2, "|\\vec a|=\\sqrt{x_1^2+y_1^2},\\qquad"),
+            kf("$|\\vec a|=\\sqrt{x_1^2+y_1^2}$", B2, "|\\vec a|=\\sqrt{x_1^2+y_1^2},\\qquad"),
         ],
         reference="复数 z=a+bi 与向量 OZ=(a,b) 一一对应，|z|=√(a²+b²) 就是向量 OZ 的模 |OZ|=√(a²+b²)，也就是点 Z 到原点的距离。",
         must_contain=["到原点的距离"],
@@ -1485,7 +1494,7 @@ ITEMS: list[dict[str, Any]] = [
         evidence=[q(B2, "即 $\\sin(A-B)=0$，所以 $A=B$"), q(B2, "\\sin(\\alpha\\pm\\beta)=\\sin\\alpha\\cos\\beta")],
         key_facts=[
             kf("由正弦定理边化角得sinAcosB-cosAsinB=0", B2, "由正弦定理得 $\\sin A\\cos B-\\cos A\\sin B=0$"),
-            kf("即sin(A-B)=0，所以A=B，是等腰三角形", B2, "即 $\\sin(A-B)=0$，所以 $A=B$"),
+            kf("即sin(A-B)=0，所以A=B，是等腰三角形", B2, "所以 $A=B$，三角形是等腰三角形"),
         ],
         reference="用正弦定理把边化成角（a=2RsinA，b=2RsinB），得 sinAcosB−cosAsinB=0，左边正好是两角差的正弦公式 sin(A−B)，所以 sin(A−B)=0，A=B，三角形是等腰三角形。",
         must_contain=["等腰三角形"],
@@ -1528,8 +1537,8 @@ ITEMS: list[dict[str, Any]] = [
         topic="triangle",
         evidence=[q(B2, "$BP=\\frac{AB\\sin30^\\circ}{\\sin15^\\circ}")],
         key_facts=[
-            kf("在三角形ABP中∠APB=15°", B2, "所以 $\\angle APB=15^\\circ$"),
-            kf("由正弦定理求BP，塔高h=BP sin45°", B2, "塔高 $h=BP\\sin45^\\circ"),
+            kf("∠ABP=135°，所以∠APB=15°", B2, "=135^\\circ$，所以 $\\angle APB=15^\\circ$"),
+            kf("塔高h=BP sin45°", B2, "塔高 $h=BP\\sin45^\\circ"),
         ],
         reference="不直接给结果：在 △ABP 中先求出三个角（∠APB=15°），用正弦定理求 BP，再在直角三角形中用 h=BP·sin45° 求塔高；也可以设塔高 h，用两个仰角的正切列方程。",
         must_contain=["正弦定理"],
@@ -1626,14 +1635,7 @@ def check(path: Path, docs, raw_items: list[dict[str, Any]]) -> list[str]:
     from rag_eval.golden.validate import coverage_table, validate_all
     from rag_eval.metrics.deterministic import _loose, _looser
     from rag_eval.tiers import golden_applies
-
-    try:
-        from rag_app.text import tokenize
-    except ImportError:  # pragma: no cover - older checkouts
-        import jieba
-
-        def tokenize(s: str) -> list[str]:
-            return jieba.lcut(s.lower())
+    from rag_eval.util.text import terms as tokenize  # what `python -m rag_eval validate` reads facts with
 
     problems: list[str] = []
     items = load_golden_set(path)  # raises with file:line on schema problems
