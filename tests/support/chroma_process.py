@@ -109,23 +109,19 @@ class ChromaProcess:
                 break
             self.port = free_port()
         raise ChromaStartError(
-            f"port {self.port} is answered by another process, not by our `chroma run` (pid {self.pid}):\n"
-            f"{self.log_tail()}"
+            f"port {self.port} is answered by another process, not by our `chroma run`:\n{self.log_tail()}"
         )
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
 
     def _start_once(self) -> bool:
         """Start and wait for the heartbeat: True once it is ours, False if another process answers."""
         cmd = [str(CHROMA), "run", "--path", str(self.path), "--host", "127.0.0.1", "--port", str(self.port)]
         with self.log.open("ab") as log:
+            logged_before = log.tell()  # the log is appended to: read only this start's part
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                if self.chose_port and "not available" in self.log_tail():
+                if self.chose_port and b"not available" in self.log.read_bytes()[logged_before:]:
                     return False  # taken between free_port and our bind
                 raise ChromaStartError(f"`{' '.join(cmd)}` exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
