@@ -2,7 +2,9 @@
 
 Everything taken from the comparison (configuration names, settings, stage names, case
 ids) is user-supplied: escaped for HTML and SVG, and kept out of Markdown's table syntax.
-A missing value is shown as "—" with its note, never as 0.
+A missing value is shown as "—" with its note, never as 0. Every estimate says how many
+cases it rests on: in the column's header when every configuration has the same count,
+else in each cell.
 """
 
 from __future__ import annotations
@@ -20,11 +22,26 @@ def _num(v: Any, digits: int = 3) -> str:
     return "—" if v is None else f"{float(v):.{digits}f}"
 
 
-def _est(e: Mapping[str, Any]) -> str:
+def _est(e: Mapping[str, Any], with_n: bool = False) -> str:
     if e.get("value") is None:
         return "—"
     ci = e.get("ci")
-    return f"{_num(e['value'])} [{_num(ci[0], 2)}, {_num(ci[1], 2)}]" if ci else f"{_num(e['value'])} (no interval)"
+    text = f"{_num(e['value'])} [{_num(ci[0], 2)}, {_num(ci[1], 2)}]" if ci else f"{_num(e['value'])} (no interval)"
+    return f"{text} n={e.get('n')}" if with_n else text
+
+
+def _shared_n(estimates: Sequence[Mapping[str, Any]]) -> int | None:
+    """The one case count of a column's estimates (those with a value), or None if they differ."""
+    counts = {e.get("n") for e in estimates if e.get("value") is not None}
+    return counts.pop() if len(counts) == 1 else None
+
+
+def _column(title: str, estimates: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """A column's header and cells: its n in the header when shared, else in each cell."""
+    n = _shared_n(estimates)
+    if n is not None or not any(e.get("value") is not None for e in estimates):
+        return (f"{title} (n={n})" if n is not None else title), [_est(e) for e in estimates]
+    return title, [_est(e, with_n=True) for e in estimates]
 
 
 def _cell(text: str) -> str:
@@ -47,19 +64,27 @@ def markdown(c: Mapping[str, Any]) -> str:
         f"Reference: `{_cell(c['reference'])}`. Paired tests against it, Holm over "
         f"{c['holm']['m']} comparison(s) at alpha {c['holm']['alpha']:g}; ★ = on the recall/latency Pareto front.",
         "",
-        f"| configuration | recall@{k} | precision@{k} | irrelevant@{k} | false retrieval | case ms p50 / p95 "
-        f"| Δ recall@{k} (p adj.) | lost cases |",
+    ]
+    configs = c["configurations"]
+    columns = [
+        _column(f"recall@{k}", [_final(e, "recall") for e in configs]),
+        _column(f"precision@{k}", [_final(e, "precision") for e in configs]),
+        _column(f"irrelevant@{k}", [_final(e, "irrelevant") for e in configs]),
+        _column("false retrieval", [e["false_retrieval"] for e in configs]),
+    ]
+    titles = " | ".join(title for title, _ in columns)
+    lines += [
+        f"| configuration | {titles} | case ms p50 / p95 | Δ recall@{k} (p adj.) | lost cases |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for e in c["configurations"]:
+    for i, e in enumerate(configs):
         t = _test_of(c, e["name"], f"retrieval.recall@{k}")
         delta = "reference" if e["name"] == c["reference"] else _delta(t)
         lost = sum((c["loss_counts"].get(e["name"]) or {}).values()) if e["name"] in c["loss_counts"] else "—"
         star = " ★" if e["name"] in c["pareto"] else ""
+        estimates = " | ".join(cells[i] for _, cells in columns)
         lines.append(
-            f"| `{_cell(e['name'])}`{star} | {_est(_final(e, 'recall'))} | {_est(_final(e, 'precision'))} "
-            f"| {_est(_final(e, 'irrelevant'))} | {_est(e['false_retrieval'])} | {_ms(e['latency']['case_ms'])} "
-            f"| {delta} | {lost} |"
+            f"| `{_cell(e['name'])}`{star} | {estimates} | {_ms(e['latency']['case_ms'])} | {delta} | {lost} |"
         )
     lines += _loss_table(c)
     for name, problem in c["problems"].items():
@@ -165,7 +190,7 @@ def page(c: Mapping[str, Any]) -> str:
     k = c["k"]
     head = (
         f"<th>configuration</th><th>stage</th><th>recall@{k}</th><th>precision@{k}</th><th>irrelevant@{k}</th>"
-        "<th>stage ms p50 / p95</th>"
+        "<th>n (cases)</th><th>stage ms p50 / p95</th>"
     )
     usage = "".join(
         f"<tr><td>{esc(e['name'])}</td><td>{e['tokens']['prompt_tokens']}</td><td>{e['tokens']['completion_tokens']}</td>"
@@ -185,7 +210,8 @@ def page(c: Mapping[str, Any]) -> str:
             lat = (e["latency"]["stage_ms"] or {}).get(s["stage"])
             rows.append(
                 f"<tr><td>{esc(e['name'])}</td><td>{esc(s['stage'])}</td><td>{esc(_est(s['recall']))}</td>"
-                f"<td>{esc(_est(s['precision']))}</td><td>{esc(_est(s['irrelevant']))}</td><td>{esc(_ms(lat))}</td></tr>"
+                f"<td>{esc(_est(s['precision']))}</td><td>{esc(_est(s['irrelevant']))}</td>"
+                f"<td>{esc(_stage_n(s))}</td><td>{esc(_ms(lat))}</td></tr>"
             )
     tests = "".join(
         f"<tr><td>{esc(t['configuration'])}</td><td>{esc(t['metric'])}</td><td>{esc(_num(t.get('diff')))}</td>"
@@ -211,6 +237,12 @@ def page(c: Mapping[str, Any]) -> str:
         f"<th>wins / losses / ties</th></tr>{tests}</table>"
         f"{spent}<h2>Summary (Markdown)</h2><pre>{md}</pre></body></html>"
     )
+
+
+def _stage_n(s: Mapping[str, Any]) -> str:
+    """The cases a stage's three estimates rest on: one count, or each when they differ."""
+    counts = [s[key].get("n") for key in ("recall", "precision", "irrelevant")]
+    return str(counts[0]) if len(set(counts)) == 1 else " / ".join(str(n) for n in counts)
 
 
 def _ci(ci: Sequence[float] | None) -> str:

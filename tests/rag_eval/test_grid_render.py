@@ -64,3 +64,28 @@ def test_tokens_and_cost_show_where_counted_and_are_absent_otherwise() -> None:
     c["configurations"][0]["tokens"] = {"prompt_tokens": 105, "completion_tokens": 20, "cost_usd": 0.5}
     html = page(c)
     assert "<td>105</td><td>20</td><td>0.5000</td>" in html
+
+
+def _two(n_a: int, n_b: int) -> dict[str, Any]:
+    """Two configurations whose recall rests on n_a and n_b cases (e.g. one errored on a case)."""
+    c = comparison(0.7, {"p50": 10.0, "p95": 20.0, "n": 10})
+    other = {**c["configurations"][0], "name": "top_k=5"}
+    other["stages"] = [{**other["stages"][0], "recall": {"value": 0.8, "n": n_b, "ci": [0.6, 0.9]}}]
+    first = c["configurations"][0]
+    first["stages"] = [{**first["stages"][0], "recall": {"value": 0.7, "n": n_a, "ci": [0.5, 0.9]}}]
+    c["configurations"] = [first, other]
+    return c
+
+
+def test_every_estimate_says_how_many_cases_it_rests_on() -> None:
+    md = markdown(_two(10, 10)).splitlines()
+    header = next(line for line in md if line.startswith("| configuration"))
+    assert "| recall@5 (n=10) | precision@5 (n=10) | irrelevant@5 (n=10) | false retrieval |" in header
+    assert "0.800 [0.60, 0.90] |" in next(line for line in md if line.startswith("| `top_k=5`"))
+    # a configuration that lost a case to an error: each cell names its own count
+    md = markdown(_two(10, 9)).splitlines()
+    header = next(line for line in md if line.startswith("| configuration"))
+    assert "| recall@5 | precision@5 (n=10) |" in header
+    assert "0.800 [0.60, 0.90] n=9 |" in next(line for line in md if line.startswith("| `top_k=5`"))
+    html = page(_two(10, 9))
+    assert "<th>n (cases)</th>" in html and "<td>9 / 10 / 10</td>" in html and "<td>10</td>" in html
