@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -141,15 +141,20 @@ def _select(spec: GridSpec, metric: str, part: Shard | None, only_compare: bool,
     refuse_overlap([("the selection", spec.out / "selection.json")], inputs(spec))
     write_atomic(spec.out / "selection.json", json.dumps(record, ensure_ascii=False, indent=1).encode())
     say(
-        f"selected {record['chosen']}: {metric} = {_fmt(record['tune']['value'])} on tune, "
+        f"selected {record['chosen']}: {metric} = {_fmt(record['tune'])} on tune, "
         f"{_fmt(record['holdout'].get(record['chosen']))} on holdout (reference {reference.name}: "
         f"{_fmt(record['holdout'].get(reference.name))} on holdout); warning: {record['warning']}"
     )
     return code
 
 
-def _fmt(v: float | None) -> str:
-    return "—" if v is None else f"{v:.4f}"
+def _fmt(e: Mapping[str, Any] | None) -> str:
+    """An estimate with its interval and the cases it rests on; "—" when there is none."""
+    if e is None or e.get("value") is None:
+        return "—"
+    ci = e.get("ci")
+    sure = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f" (no interval: {e.get('ci_note') or 'not computed'})"
+    return f"{e['value']:.4f}{sure} (n={e.get('n')})"
 
 
 def from_pytest(grid: str) -> int:

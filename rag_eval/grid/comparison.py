@@ -79,7 +79,7 @@ def values(run: Run, metric: str, k: int) -> dict[str, float]:
     return per_case(run.results, metric)
 
 
-def _estimate(results: Mapping[str, Any], key: str, units: Mapping[str, float]) -> dict[str, Any]:
+def estimate(results: Mapping[str, Any], key: str, units: Mapping[str, float]) -> dict[str, Any]:
     """value, n and interval: the gate's own (metrics_n) where it has the metric, else a
     bootstrap over cases; no cases: value None and a note."""
     row = stored(results, key)
@@ -102,9 +102,9 @@ def stage_rows(run: Run, k: int) -> list[dict[str, Any]]:
         rows.append(
             {
                 "stage": stage,
-                "recall": _estimate(results, f"retrieval.{stage}.recall@{k}", recall),
-                "precision": _estimate(results, f"retrieval.{stage}.precision@{k}", precision),
-                "irrelevant": _estimate(results, "", irrelevant_share(cases, stage, k)),
+                "recall": estimate(results, f"retrieval.{stage}.recall@{k}", recall),
+                "precision": estimate(results, f"retrieval.{stage}.precision@{k}", precision),
+                "irrelevant": estimate(results, "", irrelevant_share(cases, stage, k)),
             }
         )
     return rows
@@ -131,7 +131,7 @@ def entry(run: Run, k: int) -> dict[str, Any]:
         "warnings": list((r.get("run") or {}).get("warnings") or []),
         "index_built": system.get("index_built"),
         "stages": stage_rows(run, k),
-        "false_retrieval": _estimate(r, f"retrieval.{FALSE_RETRIEVAL}", negatives),
+        "false_retrieval": estimate(r, f"retrieval.{FALSE_RETRIEVAL}", negatives),
         "latency": latency(run.cases),
         "tokens": tokens(r),
     }

@@ -3,8 +3,9 @@
 The choice reads the ``tune`` runs only: the best configuration by one metric (its
 direction from the gate's own registry of lower-is-better metrics), ties broken by the
 grid's order. Only then are the chosen configuration and the reference run on
-``holdout``, and both numbers reported, with the warning that the best of N on the data it
-was chosen on is optimistic. No other configuration is ever run on holdout.
+``holdout``, and both numbers reported, each with the cases it rests on and its interval
+(the gate's own, else a bootstrap over the cases), with the warning that the best of N on
+the data it was chosen on is optimistic. No other configuration is ever run on holdout.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from rag_eval.gates.aggregate import lower_is_better
 from rag_eval.gates.paired_gates import per_case
-from rag_eval.grid.comparison import Run
+from rag_eval.grid.comparison import Run, estimate
 from rag_eval.grid.measures import stored
 from rag_eval.grid.spec import GridError
 
@@ -31,6 +32,11 @@ def value(results: Mapping[str, Any], metric: str) -> float | None:
         return float(row["value"])
     cases = per_case(results, metric)
     return sum(cases.values()) / len(cases) if cases else None
+
+
+def estimate_of(results: Mapping[str, Any], metric: str) -> dict[str, Any]:
+    """``metric``'s value, n and interval (or ``ci_note``) in one run."""
+    return estimate(results, metric, per_case(results, metric))
 
 
 def choose(tune_runs: Sequence[Run], metric: str) -> Run:
@@ -53,7 +59,7 @@ def report(metric: str, chosen_tune: Run, n: int, holdout: Mapping[str, Run], re
         "metric": metric,
         "chosen": chosen,
         "reference": reference,
-        "tune": {"value": value(chosen_tune.results, metric), "configurations": n},
-        "holdout": {name: value(run.results, metric) for name, run in holdout.items()},
+        "tune": {**estimate_of(chosen_tune.results, metric), "configurations": n},
+        "holdout": {name: estimate_of(run.results, metric) for name, run in holdout.items()},
         "warning": OPTIMISM.format(n=n),
     }

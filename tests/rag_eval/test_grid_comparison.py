@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_eval.grid import measures
-from rag_eval.grid.comparison import Run, _estimate
+from rag_eval.grid.comparison import Run, estimate
 from rag_eval.grid.select import value
 from rag_eval.grid.spec import Configuration
 
@@ -39,7 +39,7 @@ def test_the_gates_own_figure_is_read_where_stored_else_computed_from_the_cases(
     with_row = {"cases": cases, "metrics_n": {"retrieval.recall@5": row}}
     assert measures.stored(with_row, "retrieval.recall@5") == row
     assert value(with_row, "retrieval.recall@5") == 0.25  # the gate's, not the cases' mean (1 + 0) / 2
-    assert _estimate(with_row, "retrieval.recall@5", {"x": 1.0}) == {"value": 0.25, "n": 4, "ci": [0.1, 0.4]}
+    assert estimate(with_row, "retrieval.recall@5", {"x": 1.0}) == {"value": 0.25, "n": 4, "ci": [0.1, 0.4]}
     unmeasured = {"cases": cases, "metrics_n": {"retrieval.recall@5": {"value": None, "n": 0, "errors": 0}}}
     assert measures.stored(unmeasured, "retrieval.recall@5") is None
     assert value(unmeasured, "retrieval.recall@5") == (1.0 + 0.0) / 2

@@ -268,8 +268,13 @@ def test_select_chooses_on_tune_and_never_reads_holdout_first(repo: Path, capsys
     out = capsys.readouterr().out
     selection = json.loads((repo / "reports" / "grid" / "selection.json").read_text())
     assert selection["chosen"] == "top_k=5,threshold=0.0"  # tune: 4/6 against 2/6 for the others
-    assert selection["tune"] == {"value": pytest.approx(4 / 6), "configurations": 4}
-    assert selection["holdout"] == {"top_k=5,threshold=0.0": 0.0}  # honest: the trap shows on holdout
+    tune_est = selection["tune"]  # each number with the cases it rests on and its interval
+    assert (tune_est["value"], tune_est["n"], tune_est["configurations"]) == (pytest.approx(4 / 6), 6, 4)
+    assert tune_est["ci"][0] <= tune_est["value"] <= tune_est["ci"][1]
+    assert set(selection["holdout"]) == {"top_k=5,threshold=0.0"}
+    held = selection["holdout"]["top_k=5,threshold=0.0"]
+    assert (held["value"], held["n"]) == (0.0, 6)  # honest: the trap shows on holdout
+    assert f"{tune_est['value']:.4f} [{tune_est['ci'][0]:.2f}, {tune_est['ci'][1]:.2f}] (n=6) on tune" in out
     holdout_runs = list((repo / "reports" / "grid" / "holdout").glob("*/results.json"))
     assert len(holdout_runs) == 1  # no configuration but the chosen one (here the reference) ran on holdout
     assert "optimistic" in selection["warning"] and "on holdout" in out
