@@ -39,13 +39,11 @@ def free_port() -> int:
 
 def _listening_inodes(port: int) -> set[str] | None:
     """Inodes of the sockets listening on ``port``, or None where /proc does not say."""
-    found: set[str] = set()
-    tables = [Path("/proc/net/tcp"), Path("/proc/net/tcp6")]
-    if not any(t.exists() for t in tables):
+    tables = [t for t in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")) if t.exists()]
+    if not tables:
         return None
+    found: set[str] = set()
     for table in tables:
-        if not table.exists():
-            continue
         for line in table.read_text().splitlines()[1:]:
             fields = line.split()
             local, state, inode = fields[1], fields[3], fields[9]
@@ -77,7 +75,7 @@ def pause(pid: int, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while status.exists() and time.monotonic() < deadline:
         state = next((line for line in status.read_text().splitlines() if line.startswith("State:")), "")
-        if "T" in state.split()[1:2]:
+        if state.split()[1:2] == ["T"]:  # "State:\tT (stopped)"
             return
         time.sleep(0.01)
 
