@@ -20,7 +20,7 @@ class Gate:
 
     def __init__(self) -> None:
         self.release = threading.Event()
-        self.lock = threading.Lock()
+        self.lock = threading.Condition()
         self.running = 0
         self.most = 0
 
@@ -28,10 +28,17 @@ class Gate:
         with self.lock:
             self.running += 1
             self.most = max(self.most, self.running)
+            self.lock.notify_all()
         self.release.wait(5)
         with self.lock:
             self.running -= 1
         return result(case_id)
+
+    def wait_running(self, n: int, timeout: float = 5.0) -> None:
+        """Wait (at most ``timeout``) until ``n`` cases are inside at once: released before
+        the pool's threads have all started, a case would just pass through."""
+        with self.lock:
+            self.lock.wait_for(lambda: self.running >= n, timeout)
 
 
 def test_never_more_than_width_cases_ahead() -> None:
@@ -39,6 +46,7 @@ def test_never_more_than_width_cases_ahead() -> None:
     assert ahead.submit("warm", "judge", lambda: result("warm")) and ahead.take("warm") is not None
     started = [ahead.submit(f"c{i}", "judge", lambda i=i: gate.case(f"c{i}")) for i in range(5)]
     assert started == [True, True, True, False, False] and ahead.room() == 0 and ahead.pending() == 3
+    gate.wait_running(3)
     gate.release.set()
     assert [ahead.take(f"c{i}").id for i in range(3)] == ["c0", "c1", "c2"]  # type: ignore[union-attr]
     assert gate.most == 3 and ahead.room() == 3
